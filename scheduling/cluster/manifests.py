@@ -1,0 +1,244 @@
+"""Pure builders of the Kubernetes objects Gangway owns: dicts in, dicts out.
+
+Nothing here talks to a cluster, so every shape is tested against the
+Training Operator SDK models without one. The Kubernetes adapter sends these
+dicts as they are; `manage.py manifest` prints them.
+
+Field names follow `kubeflow.org/v1` (training-operator `tensorflow_types.go`,
+`pytorch_types.go`, `common_types.go`) and `scheduling.volcano.sh/v1beta1`
+(volcano-sh/apis `QueueSpec`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, TenantTier
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gangway"}
+JOB_ID_LABEL = "gangway.io/job-id"
+TEAM_LABEL = "gangway.io/team"
+TRAINING_GROUP = "kubeflow.org"
+TRAINING_VERSION = "v1"
+VOLCANO_GROUP = "scheduling.volcano.sh"
+VOLCANO_VERSION = "v1beta1"
+SCHEDULER_NAME = "volcano"
+QUOTA_NAME = "gangway-quota"
+LIMIT_RANGE_NAME = "gangway-limits"
+CHECKPOINT_DIR = "/checkpoint"
+
+# Gangway resource names (the policy's) to Kubernetes resource names.
+RESOURCE_NAMES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingKind:
+    """How the Training Operator spells one job kind."""
+
+    kind: str
+    plural: str
+    replica_specs: str  # the spec field holding role -> ReplicaSpec
+    container: str  # the container name the operator looks for (ports, env)
+
+
+# One registry for both kinds; the adapter reads plurals from it too.
+TRAINING_KINDS = {
+    "TFJob": TrainingKind("TFJob", "tfjobs", "tfReplicaSpecs", "tensorflow"),
+    "PyTorchJob": TrainingKind("PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", "pytorch"),
+}
+
+
+def quantity(resource: str, amount: int) -> str:
+    """Returns `amount` of a Gangway resource as a Kubernetes quantity string.
+
+    cpu is in millicores ("2" for 2000, "500m" for 500), memory in bytes
+    ("4Gi" when it divides evenly, else plain bytes), gpu a whole number.
+    """
+    if resource == "cpu":
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if resource == "memory":
+        for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if amount and amount % size == 0:
+                return f"{amount // size}{suffix}"
+    return str(amount)
+
+
+def resource_list(amounts: dict[str, int], prefix: str = "") -> dict[str, str]:
+    """Returns a Kubernetes ResourceList for Gangway amounts, zero amounts left out."""
+    return {
+        prefix + RESOURCE_NAMES[resource]: quantity(resource, amount)
+        for resource, amount in amounts.items()
+        if amount and resource in RESOURCE_NAMES
+    }
+
+
+def job_labels(job: ClusterJob) -> dict[str, str]:
+    """Returns the labels joining a cluster job, and every pod it owns, to its Gangway job."""
+    return {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, **MANAGED_BY}
+
+
+def training_job(job: ClusterJob) -> dict:
+    """Returns the TFJob or PyTorchJob (`kubeflow.org/v1`) for a Gangway job.
+
+    Every replica pod is gang-scheduled by Volcano: `schedulerName: volcano`,
+    and `runPolicy.schedulingPolicy` asks for all replicas at once in the
+    team's queue at the tier's priority. The job is created running
+    (`suspend: false`); preemption flips `suspend` and the pods get the tier's
+    grace period to write a checkpoint.
+    """
+    training = TRAINING_KINDS[job.kind]
+    labels = job_labels(job)
+    run_policy: dict = {
+        # Running pods of a finished job (a TFJob's parameter servers never
+        # exit) are removed so they stop holding GPUs; finished pods stay for logs.
+        "cleanPodPolicy": "Running",
+        "suspend": False,
+        "schedulingPolicy": {
+            "minAvailable": sum(replica.count for replica in job.replicas),
+            "queue": job.team,
+            "priorityClass": job.tier,
+        },
+    }
+    if job.max_runtime:
+        run_policy["activeDeadlineSeconds"] = job.max_runtime
+    return {
+        "apiVersion": f"{TRAINING_GROUP}/{TRAINING_VERSION}",
+        "kind": training.kind,
+        "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels},
+        "spec": {
+            "runPolicy": run_policy,
+            training.replica_specs: {
+                replica.role: {
+                    "replicas": replica.count,
+                    # A crashed worker restarts in place on its node, keeping
+                    # its GPU, instead of breaking up the gang.
+                    "restartPolicy": "OnFailure",
+                    "template": _pod_template(job, training.container, replica, labels),
+                }
+                for replica in job.replicas
+            },
+        },
+    }
+
+
+def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, labels: dict) -> dict:
+    """Returns the pod template of one replica group."""
+    resources = resource_list({"gpu": replica.gpu, "cpu": replica.cpu, "memory": replica.memory})
+    env = dict(job.env)
+    env["GANGWAY_JOB_ID"] = str(job.job_id)
+    env["GANGWAY_ATTEMPT"] = str(job.attempt)
+    container: dict = {"name": container_name, "image": job.image}
+    if job.command:
+        container["command"] = list(job.command)
+    if job.args:
+        container["args"] = list(job.args)
+    spec: dict = {
+        "schedulerName": SCHEDULER_NAME,
+        "priorityClassName": job.tier,
+        "terminationGracePeriodSeconds": job.grace_period,
+        "containers": [container],
+    }
+    if job.checkpoint_claim:
+        env["CHECKPOINT_DIR"] = CHECKPOINT_DIR
+        container["volumeMounts"] = [{"name": "checkpoint", "mountPath": CHECKPOINT_DIR}]
+        spec["volumes"] = [
+            {"name": "checkpoint", "persistentVolumeClaim": {"claimName": job.checkpoint_claim}}
+        ]
+    container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    container["resources"] = {"requests": resources, "limits": dict(resources)}
+    return {"metadata": {"labels": dict(labels)}, "spec": spec}
+
+
+def namespace(team: TenantTeam) -> dict:
+    """Returns the Namespace of a team (named by its slug)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": team.slug, "labels": {TEAM_LABEL: team.slug, **MANAGED_BY}},
+    }
+
+
+def quota_ceiling(team: TenantTeam) -> dict[str, int]:
+    """Returns nominal + borrowing limit for each resource the team's quota names.
+
+    A resource with no borrowing limit has no ceiling and is left out; a
+    resource the quota does not name is limited by node capacity alone.
+    """
+    return {
+        resource: amount + team.borrowing_limit[resource]
+        for resource, amount in team.nominal.items()
+        if resource in team.borrowing_limit
+    }
+
+
+def resource_quota(team: TenantTeam) -> dict:
+    """Returns the team's ResourceQuota: a backstop at nominal + borrowing limit on requests."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": QUOTA_NAME, "namespace": team.slug, "labels": dict(MANAGED_BY)},
+        "spec": {"hard": resource_list(quota_ceiling(team), prefix="requests.")},
+    }
+
+
+def limit_range(team: TenantTeam) -> dict:
+    """Returns the team's LimitRange: per-pod maximums and per-container defaults.
+
+    Defaults are both `default` (limits) and `defaultRequest` (requests), as
+    Gangway keeps requests equal to limits; a GPU default is never set.
+    """
+    limits = []
+    maximum = resource_list(team.per_replica_max)
+    if maximum:
+        limits.append({"type": "Pod", "max": maximum})
+    defaults = resource_list({r: v for r, v in team.default_request.items() if r != "gpu"})
+    if defaults:
+        limits.append({"type": "Container", "default": defaults, "defaultRequest": dict(defaults)})
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": LIMIT_RANGE_NAME, "namespace": team.slug, "labels": dict(MANAGED_BY)},
+        "spec": {"limits": limits},
+    }
+
+
+def priority_class(tier: TenantTier) -> dict:
+    """Returns the PriorityClass of a tier (same name, same value).
+
+    `preemptionPolicy: Never` on every tier: Gangway is the only one that
+    preempts, by suspending whole jobs after their grace period and
+    requeueing them. A scheduler evicting single pods to make room would
+    break gangs apart and bypass the reclaim and no-poaching rules.
+    """
+    kept = "may be preempted by Gangway" if tier.preemptible else "never preempted"
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": tier.name, "labels": dict(MANAGED_BY)},
+        "value": tier.value,
+        "preemptionPolicy": "Never",
+        "globalDefault": False,
+        "description": f"Gangway tier {tier.name}: {kept}.",
+    }
+
+
+def volcano_queue(team: TenantTeam) -> dict:
+    """Returns the team's Volcano Queue: deserved = nominal, capability = the quota ceiling.
+
+    Volcano weights are integers of at least 1, so the team's weight is
+    rounded; Gangway's own fair sharing (R9) uses the exact weight.
+    """
+    spec: dict = {
+        "weight": max(1, round(team.weight)),
+        "reclaimable": True,
+        "deserved": resource_list(team.nominal),
+    }
+    capability = resource_list(quota_ceiling(team))
+    if capability:
+        spec["capability"] = capability
+    return {
+        "apiVersion": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+        "kind": "Queue",
+        "metadata": {"name": team.slug, "labels": {TEAM_LABEL: team.slug, **MANAGED_BY}},
+        "spec": spec,
+    }
