@@ -1,0 +1,160 @@
+"""Gangway's settings: twelve-factor, from environment variables.
+
+Defaults give the self-contained demo (SQLite, an embedded broker on the file
+system, the simulated cluster). Production sets DATABASE_URL, CELERY_BROKER_URL,
+CLUSTER_BACKEND=kubernetes, SECRET_KEY and ALLOWED_HOSTS.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from portal import env
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.text("GANGWAY_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env.flag("DJANGO_DEBUG", False)
+SECRET_KEY = env.text("SECRET_KEY", "insecure-demo-key-set-SECRET_KEY-in-production" if DEBUG else None)
+if not DEBUG and SECRET_KEY.startswith("insecure-"):
+    raise ImproperlyConfigured("SECRET_KEY must be set to a secret value when DJANGO_DEBUG is off.")
+ALLOWED_HOSTS = env.items("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+CSRF_TRUSTED_ORIGINS = env.items("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "django_htmx",
+    "template_partials",
+    "tenants",
+    "jobs",
+    "scheduling",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env.text("DATABASE_URL", f"sqlite:///{VAR_DIR / 'gangway.sqlite3'}"), conn_max_age=60
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The demo runs web, worker and beat on one SQLite file: WAL lets readers
+    # proceed during a write, IMMEDIATE makes every transaction take the write
+    # lock up front so two processes never deadlock upgrading a read lock.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.text("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env.text("STATIC_ROOT", str(VAR_DIR / "static")))
+
+# --- Celery -----------------------------------------------------------------
+# The default broker is kombu's file-system transport: no server to run, shared
+# by every process on this machine through VAR_DIR/broker.
+_BROKER_DIR = VAR_DIR / "broker"
+CELERY_BROKER_URL = env.text("CELERY_BROKER_URL", "filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_BROKER_DIR / "queue"),
+        "data_folder_out": str(_BROKER_DIR / "queue"),
+        "control_folder": str(_BROKER_DIR / "control"),
+        "processed_folder": str(_BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+    CELERY_RESULT_BACKEND = env.text("CELERY_RESULT_BACKEND", f"file://{_BROKER_DIR / 'results'}")
+else:
+    CELERY_RESULT_BACKEND = env.text("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+CELERY_TASK_ALWAYS_EAGER = env.flag("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_TIME_LIMIT = 120
+CELERY_TASK_SOFT_TIME_LIMIT = 100
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- Scheduling ---------------------------------------------------------------
+CLUSTER_BACKEND = env.choice("CLUSTER_BACKEND", "simulated", ("simulated", "kubernetes"))
+ADMISSION_INTERVAL = env.integer("ADMISSION_INTERVAL", 5, minimum=1)
+RECONCILE_INTERVAL = env.integer("RECONCILE_INTERVAL", 5, minimum=1)
+ADMISSION_TIMEOUT = env.integer("ADMISSION_TIMEOUT", 600, minimum=1)
+STARVATION_AFTER = env.integer("STARVATION_AFTER", 1800)
+MIN_RUNTIME_BEFORE_PREEMPTION = env.integer("MIN_RUNTIME_BEFORE_PREEMPTION", 600)
+DEFAULT_RUNTIME = env.integer("DEFAULT_RUNTIME", 86400, minimum=1)
+SIM_DEFAULT_DURATION = env.integer("SIM_DEFAULT_DURATION", 180, minimum=1)
+SIM_FAILURE_RATE = float(env.text("SIM_FAILURE_RATE", "0"))
+if not 0 <= SIM_FAILURE_RATE <= 1:
+    raise ImproperlyConfigured(f"SIM_FAILURE_RATE must be between 0 and 1, got {SIM_FAILURE_RATE}.")
+SIM_SEED = env.integer("SIM_SEED", 7)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,17 @@
+"""Settings for the test suite: real PostgreSQL and Redis on their standard ports.
+
+Only defaults are set here, so `DATABASE_URL=... pytest` still points the suite
+elsewhere.
+"""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gangway")
+os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("CELERY_RESULT_BACKEND", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
+
+from portal.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

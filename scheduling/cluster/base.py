@@ -1,0 +1,162 @@
+"""The Cluster port: the only way the loop and the commands reach a cluster.
+
+Two adapters implement it: `simulated` (nodes and jobs kept in the database,
+the default) and `kubernetes` (the official client). Everything crossing the
+port is a plain frozen dataclass so the adapters stay swappable and the
+manifest builders stay pure.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class ClusterUnavailable(Exception):
+    """The cluster could not be reached; nothing was changed by this call."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """A schedulable node and what it can allocate (cpu millicores, memory bytes)."""
+
+    name: str
+    gpu: int
+    cpu: int
+    memory: int
+
+
+@dataclass(frozen=True, slots=True)
+class OutsidePod:
+    """A pod Gangway did not create, holding room on a node (R12)."""
+
+    namespace: str
+    name: str
+    node: str
+    gpu: int = 0
+    cpu: int = 0
+    memory: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSpec:
+    role: str
+    count: int
+    gpu: int
+    cpu: int  # millicores
+    memory: int  # bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterJob:
+    """Everything an adapter needs to create one Gangway job in the cluster."""
+
+    job_id: int
+    name: str  # the deterministic cluster object name, see `cluster_name`
+    namespace: str  # the team slug
+    team: str
+    kind: str  # "TFJob" | "PyTorchJob"
+    image: str
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    replicas: tuple[ReplicaSpec, ...]
+    tier: str
+    grace_period: int  # seconds; becomes terminationGracePeriodSeconds
+    max_runtime: int | None  # becomes activeDeadlineSeconds
+    attempt: int = 1
+    checkpoint_claim: str = ""  # a PersistentVolumeClaim name, or "" for none
+    sim_duration: int | None = None  # simulated adapter only: how long it runs
+    sim_fail: bool = False  # simulated adapter only: end in failure
+    placement: tuple[str, ...] = ()  # the node the policy chose for each replica (a hint)
+
+
+class Phase(enum.StrEnum):
+    """Where a cluster job stands, read back from its conditions."""
+
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUSPENDED = "Suspended"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    job_id: int
+    name: str
+    namespace: str
+    phase: Phase
+    message: str = ""
+    running_pods: int = 0
+    nodes: tuple[str, ...] = ()  # node of each running replica
+
+
+@dataclass(frozen=True, slots=True)
+class TenantTeam:
+    slug: str
+    nominal: dict[str, int]
+    borrowing_limit: dict[str, int]  # missing = no limit
+    per_replica_max: dict[str, int] = field(default_factory=dict)
+    default_request: dict[str, int] = field(default_factory=dict)
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TenantTier:
+    name: str
+    value: int
+    preemptible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Tenants:
+    teams: tuple[TenantTeam, ...]
+    tiers: tuple[TenantTier, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem `doctor` found, with what to do about it."""
+
+    problem: str
+    fix: str
+
+
+class Cluster(Protocol):
+    """What the loop needs from a cluster. Every method may raise ClusterUnavailable."""
+
+    def nodes(self) -> list[NodeInfo]:
+        """Schedulable nodes (unschedulable and tainted nodes left out)."""
+
+    def outside_usage(self) -> list[OutsidePod]:
+        """Running pods Gangway did not create."""
+
+    def create_job(self, job: ClusterJob) -> None:
+        """Create the job, or resume it if it exists suspended. Idempotent."""
+
+    def suspend_job(self, job: ClusterJob) -> None:
+        """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        """Delete the job and its pods. Deleting a missing job is success."""
+
+    def job_statuses(self) -> list[JobStatus]:
+        """Every Gangway job the cluster has, with its phase."""
+
+    def sync_tenants(self, tenants: Tenants) -> list[str]:
+        """Make namespaces, quotas, priority classes and queues match; returns what changed."""
+
+    def doctor(self, tenants: Tenants) -> list[Finding]:
+        """What is wrong with the cluster for Gangway; empty when all is well."""
+
+
+def cluster_name(job_id: int, name: str) -> str:
+    """The deterministic object name of a job: `<name>-g<id>`, at most 63 characters.
+
+    A retried create uses the same name, so it can never make a second job.
+    """
+    suffix = f"-g{job_id}"
+    return name[: 63 - len(suffix)].rstrip("-") + suffix

@@ -1,0 +1,143 @@
+"""The policy's vocabulary: a frozen snapshot in, a frozen plan out.
+
+Resources are integers: GPUs, CPU in millicores, memory in bytes. A missing
+resource in a request or on a node means zero. Time is integer seconds on the
+snapshot's own clock (`Snapshot.now`); the policy never reads the wall clock.
+
+Everything here is used by the admission loop, the `plan` command, the fit
+preview of the submit form and the trace replay, so the shapes are the contract
+between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RESOURCES: tuple[str, ...] = ("gpu", "cpu", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    gpu: int = 0
+    cpu: int = 0
+    memory: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    name: str
+    value: int
+    preemptible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    """A team's quota. Quota covers only the resources `nominal` names.
+
+    `borrowing_limit`: a missing resource means no limit (0 = never borrow).
+    `lending_limit`: a missing resource means all unused nominal may be lent.
+    `per_replica_max`: LimitRange-like limit on one replica; missing = none.
+    """
+
+    name: str
+    nominal: dict[str, int] = field(default_factory=dict)
+    borrowing_limit: dict[str, int] = field(default_factory=dict)
+    lending_limit: dict[str, int] = field(default_factory=dict)
+    weight: float = 1.0
+    per_replica_max: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroup:
+    count: int
+    gpu: int = 0
+    cpu: int = 0
+    memory: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding resources: running, or admitted and starting.
+
+    `team` None is outside usage (R12): it takes node capacity, counts against
+    no quota and is never a victim; its `tier` is then None too. `nodes` names
+    the node of each replica, in the order the replica groups expand.
+    """
+
+    id: str
+    team: str | None
+    tier: str | None
+    started: int
+    replicas: tuple[ReplicaGroup, ...]
+    nodes: tuple[str, ...]
+    max_runtime: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    id: str
+    team: str
+    tier: str
+    queued: int
+    replicas: tuple[ReplicaGroup, ...]
+    max_runtime: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    starvation_after: int = 1800
+    min_runtime_before_preemption: int = 600
+    default_runtime: int = 86400
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: int
+    nodes: tuple[Node, ...]
+    tiers: tuple[Tier, ...]
+    teams: tuple[Team, ...]
+    running: tuple[RunningJob, ...] = ()
+    pending: tuple[PendingJob, ...] = ()
+    settings: Settings = Settings()
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Admit `id` with `placement` (node -> replicas, in snapshot node order).
+
+    With `victims`, the job starts once those jobs have stopped.
+    """
+
+    id: str
+    placement: tuple[tuple[str, int], ...]
+    victims: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A waiting job: why (`code` stable, `reason` a sentence), where, when.
+
+    `eta` is the estimated start in snapshot seconds, None when unknown.
+    """
+
+    id: str
+    position: int
+    team_position: int
+    code: str
+    reason: str
+    eta: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    id: str
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    admit: tuple[Admission, ...] = ()
+    wait: tuple[Wait, ...] = ()
+    reject: tuple[Rejection, ...] = ()
