@@ -112,6 +112,9 @@ class Admission:
     id: str
     placement: tuple[tuple[str, int], ...]
     victims: tuple[str, ...] = ()
+    # The node of each replica, in the order the replica groups expand; needed
+    # where groups differ in size (a PS without GPUs beside GPU workers).
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
