@@ -17,6 +17,10 @@ class ClusterUnavailable(Exception):
     """The cluster could not be reached; nothing was changed by this call."""
 
 
+class ClusterError(Exception):
+    """The cluster refused a request (e.g. 422 Invalid); the message names the object's kind and name."""
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """A schedulable node and what it can allocate (cpu millicores, memory bytes)."""
