@@ -1,0 +1,257 @@
+"""The Kubernetes adapter of the Cluster port: the official client against a real cluster.
+
+Jobs are TFJobs and PyTorchJobs (`kubeflow.org/v1`) built by
+`manifests.training_job`; the label `gangway.io/job-id` joins each one, and
+every pod it owns, to its Gangway job. Every call goes through
+`kubernetes_api.Api.call`, which turns HTTP answers into success,
+`ClusterError` or `ClusterUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from kubernetes import config
+from kubernetes.client import ApiClient
+
+from scheduling.cluster import kubernetes_tenants, manifests
+from scheduling.cluster.base import (
+    ClusterJob,
+    ClusterUnavailable,
+    Finding,
+    JobStatus,
+    NodeInfo,
+    OutsidePod,
+    Phase,
+    Tenants,
+)
+from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, amount
+from scheduling.cluster.manifests import JOB_ID_LABEL, TRAINING_GROUP, TRAINING_KINDS, TRAINING_VERSION
+
+# Taints that keep ordinary pods off a node; Gangway adds no tolerations.
+BLOCKING_TAINTS = {"NoSchedule", "NoExecute"}
+
+# The job's phase is its most decisive true condition, in this order. A job
+# that finished after a restart keeps an old Restarting condition, so the
+# terminal ones are read first.
+PHASE_ORDER = (Phase.FAILED, Phase.SUCCEEDED, Phase.SUSPENDED, Phase.RESTARTING, Phase.RUNNING, Phase.CREATED)
+
+
+class KubernetesCluster:
+    """The Cluster port over the Kubernetes API (see `scheduling.cluster.base.Cluster`)."""
+
+    def __init__(self, api_client: ApiClient, *, retry_budget: float = 3.0):
+        self.api = Api(api_client, retry_budget=retry_budget)
+
+    @classmethod
+    def from_environment(cls) -> "KubernetesCluster":
+        """Returns an adapter for the in-cluster service account, else for KUBECONFIG (or ~/.kube/config).
+
+        Raises ClusterUnavailable when neither is configured.
+        """
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            try:
+                config.load_kube_config()
+            except (config.ConfigException, OSError) as error:
+                raise ClusterUnavailable(
+                    "No Kubernetes configuration: not running in a cluster, and KUBECONFIG "
+                    f"(or ~/.kube/config) could not be loaded: {error}"
+                ) from error
+        return cls(ApiClient())
+
+    # -- reading the cluster -------------------------------------------------
+
+    def _nodes(self) -> list[dict]:
+        return self.api.call("list", "Node", "*", self.api.core.list_node)["items"]
+
+    def nodes(self) -> list[NodeInfo]:
+        """Returns schedulable nodes by name, with allocatable GPUs, cpu millicores and memory bytes.
+
+        Cordoned nodes and nodes with a NoSchedule or NoExecute taint are left out.
+        """
+        result = []
+        for node in self._nodes():
+            spec = node.get("spec") or {}
+            if spec.get("unschedulable") or any(
+                taint.get("effect") in BLOCKING_TAINTS for taint in spec.get("taints") or ()
+            ):
+                continue
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            result.append(NodeInfo(
+                name=node["metadata"]["name"],
+                gpu=amount("gpu", allocatable.get(manifests.RESOURCE_NAMES["gpu"])),
+                cpu=amount("cpu", allocatable.get("cpu")),
+                memory=amount("memory", allocatable.get("memory")),
+            ))
+        return sorted(result, key=lambda node: node.name)
+
+    def outside_usage(self) -> list[OutsidePod]:
+        """Returns pods Gangway did not create that hold room on a node (running, or pending but bound)."""
+        pods = self.api.call(
+            "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces,
+            label_selector=f"!{JOB_ID_LABEL}",
+        )["items"]
+        result = []
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            phase = (pod.get("status") or {}).get("phase")
+            if not node or phase not in ("Running", "Pending"):
+                continue
+            requests = pod_requests(pod)
+            result.append(OutsidePod(
+                namespace=pod["metadata"].get("namespace", ""),
+                name=pod["metadata"]["name"],
+                node=node,
+                **requests,
+            ))
+        return result
+
+    # -- jobs ------------------------------------------------------------------
+
+    def create_job(self, job: ClusterJob) -> None:
+        """Creates the job; when it exists suspended, resumes it with the current attempt's pods.
+
+        Returns nothing. The name is deterministic, so a retried create finds
+        the job it made before.
+        """
+        desired = manifests.training_job(job)
+        training = TRAINING_KINDS[job.kind]
+        args = (TRAINING_GROUP, TRAINING_VERSION, job.namespace, training.plural)
+        what = f"{job.namespace}/{job.name}"
+        created = self.api.call(
+            "create", job.kind, what, self.api.custom.create_namespaced_custom_object,
+            *args, desired, tolerate=(CONFLICT,),
+        )
+        if created is not None:
+            return
+        existing = self.api.call(
+            "read", job.kind, what, self.api.custom.get_namespaced_custom_object, *args, job.name,
+        )
+        if not ((existing.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
+            return
+        # Resume: the replica templates are sent again so the pods of the new
+        # attempt see GANGWAY_ATTEMPT + 1 (a merge patch replaces the lists).
+        patch = {"spec": {
+            "runPolicy": {"suspend": False},
+            training.replica_specs: desired["spec"][training.replica_specs],
+        }}
+        self.api.call(
+            "resume", job.kind, what, self.api.custom.patch_namespaced_custom_object,
+            *args, job.name, patch,
+        )
+
+    def suspend_job(self, job: ClusterJob) -> None:
+        """Sets `runPolicy.suspend: true`; the operator stops the pods after their grace period.
+
+        Returns nothing; a job that no longer exists is already stopped.
+        """
+        training = TRAINING_KINDS[job.kind]
+        self.api.call(
+            "suspend", job.kind, f"{job.namespace}/{job.name}",
+            self.api.custom.patch_namespaced_custom_object,
+            TRAINING_GROUP, TRAINING_VERSION, job.namespace, training.plural, job.name,
+            {"spec": {"runPolicy": {"suspend": True}}}, tolerate=(NOT_FOUND,),
+        )
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        """Deletes the TFJob or PyTorchJob of that name; its pods follow. Returns nothing.
+
+        The port passes no kind, so both are deleted; a missing one is success.
+        """
+        for training in TRAINING_KINDS.values():
+            self.api.call(
+                "delete", training.kind, f"{namespace}/{name}",
+                self.api.custom.delete_namespaced_custom_object,
+                TRAINING_GROUP, TRAINING_VERSION, namespace, training.plural, name,
+                propagation_policy="Background", tolerate=(NOT_FOUND,),
+            )
+
+    def job_statuses(self) -> list[JobStatus]:
+        """Returns every job labelled with a Gangway job id, its phase and its running pods.
+
+        Pods are found by the same `gangway.io/job-id` label, which they
+        inherit from the job's templates; it does not depend on the labels
+        a given Training Operator version adds.
+        """
+        pods = self.api.call(
+            "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
+        )["items"]
+        running: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for pod in pods:
+            if (pod.get("status") or {}).get("phase") == "Running":
+                meta = pod["metadata"]
+                running[(meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])].append(
+                    (pod.get("spec") or {}).get("nodeName", "")
+                )
+        result = []
+        for training in TRAINING_KINDS.values():
+            jobs = self.api.call(
+                "list", training.kind, "*", self.api.custom.list_cluster_custom_object,
+                TRAINING_GROUP, TRAINING_VERSION, training.plural, label_selector=JOB_ID_LABEL,
+            )["items"]
+            for obj in jobs:
+                meta = obj["metadata"]
+                label = meta["labels"][JOB_ID_LABEL]
+                if not label.isdigit():
+                    continue
+                phase, message = job_phase(obj)
+                nodes = sorted(running.get((meta["namespace"], label), ()))
+                result.append(JobStatus(
+                    job_id=int(label), name=meta["name"], namespace=meta["namespace"],
+                    phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
+                ))
+        return sorted(result, key=lambda status: status.job_id)
+
+    # -- tenants and health --------------------------------------------------
+
+    def sync_tenants(self, tenants: Tenants) -> list[str]:
+        """Returns one line per object created or changed; empty when the cluster already matched."""
+        return kubernetes_tenants.sync(self.api, tenants)
+
+    def doctor(self, tenants: Tenants) -> list[Finding]:
+        """Returns what keeps Gangway from working on this cluster; empty when all is well."""
+        return kubernetes_tenants.doctor(self.api, tenants, self._nodes(), self.nodes())
+
+
+def job_phase(obj: dict) -> tuple[Phase, str]:
+    """Returns the phase of a TFJob or PyTorchJob and the message of the condition that decided it.
+
+    A job asked to suspend counts as suspended before the operator says so;
+    a job with no true condition yet is Created.
+    """
+    conditions = {
+        c.get("type"): c.get("message", "")
+        for c in (obj.get("status") or {}).get("conditions") or ()
+        if c.get("status") == "True"
+    }
+    phase = next((phase for phase in PHASE_ORDER if phase in conditions), Phase.CREATED)
+    suspended = ((obj.get("spec") or {}).get("runPolicy") or {}).get("suspend")
+    if suspended and phase not in (Phase.FAILED, Phase.SUCCEEDED):
+        return Phase.SUSPENDED, conditions.get(Phase.SUSPENDED) or "Suspended by Gangway."
+    return phase, conditions.get(phase, "")
+
+
+def pod_requests(pod: dict) -> dict[str, int]:
+    """Returns what a pod asks of its node: {"gpu", "cpu", "memory"} in Gangway units.
+
+    As the scheduler counts it: the sum over containers, or the largest
+    init container when that is more, plus the pod's overhead. A container
+    with a limit and no request asks for its limit.
+    """
+    spec = pod.get("spec") or {}
+
+    def asked(container: dict, resource: str) -> int:
+        resources = container.get("resources") or {}
+        name = manifests.RESOURCE_NAMES[resource]
+        value = (resources.get("requests") or {}).get(name, (resources.get("limits") or {}).get(name))
+        return amount(resource, value)
+
+    total = {}
+    for resource, name in manifests.RESOURCE_NAMES.items():
+        containers = sum(asked(c, resource) for c in spec.get("containers") or ())
+        init = max((asked(c, resource) for c in spec.get("initContainers") or ()), default=0)
+        overhead = amount(resource, (spec.get("overhead") or {}).get(name))
+        total[resource] = max(containers, init) + overhead
+    return total

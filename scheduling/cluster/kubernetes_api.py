@@ -1,0 +1,139 @@
+"""The one wrapper every Kubernetes call of the adapter goes through.
+
+It decides what an answer means, so the adapter never inspects HTTP codes:
+a status the caller tolerates (409 on create, 404 on delete) is success;
+429 and 5xx are retried with backoff, honouring Retry-After, within a few
+seconds, then become `ClusterUnavailable`, as do connection failures; any
+other refusal becomes a `ClusterError` naming the object's kind and name.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import urllib3
+from kubernetes.client import (
+    ApiClient,
+    ApiextensionsV1Api,
+    CoreV1Api,
+    CustomObjectsApi,
+    SchedulingV1Api,
+)
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from scheduling.cluster.base import ClusterError, ClusterUnavailable
+
+CONFLICT = 409
+NOT_FOUND = 404
+
+
+class Api:
+    """The typed clients of one ApiClient, and `call`, the only way to use them."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        retry_budget: float = 3.0,
+        timeout: tuple[float, float] = (5.0, 30.0),
+    ):
+        self.core = CoreV1Api(api_client)
+        self.custom = CustomObjectsApi(api_client)
+        self.scheduling = SchedulingV1Api(api_client)
+        self.extensions = ApiextensionsV1Api(api_client)
+        self.retry_budget = retry_budget
+        self.timeout = timeout
+
+    def call(
+        self,
+        verb: str,
+        kind: str,
+        name: str,
+        method: Callable,
+        *args,
+        tolerate: tuple[int, ...] = (),
+        **kwargs,
+    ) -> dict | None:
+        """Returns the server's answer as a dict, or None when its status is in `tolerate`.
+
+        `verb kind name` ("create TFJob maps/resnet-g12") starts every error
+        message. Raises ClusterError for a refusal and ClusterUnavailable when
+        the server cannot be reached or stays overloaded.
+        """
+        what = f"{verb} {kind} {name}"
+        deadline = time.monotonic() + self.retry_budget
+        backoff = 0.1
+        while True:
+            try:
+                response = method(*args, _preload_content=False, _request_timeout=self.timeout, **kwargs)
+                return json.loads(response.data or b"null")
+            except ApiException as error:
+                if error.status in tolerate:
+                    return None
+                if not _retryable(error.status):
+                    raise ClusterError(f"{what}: {_describe(error)}") from error
+                wait = _retry_after(error) or backoff
+                if time.monotonic() + wait > deadline:
+                    raise ClusterUnavailable(f"{what}: {_describe(error)}") from error
+                time.sleep(wait)
+                backoff = min(backoff * 2, 1.0)
+            except urllib3.exceptions.HTTPError as error:
+                # urllib3 has already retried the connection itself.
+                raise ClusterUnavailable(f"{what}: cannot reach the API server: {error}") from error
+
+
+def _retryable(status: int | None) -> bool:
+    return status == 429 or (status or 0) >= 500
+
+
+def _retry_after(error: ApiException) -> float | None:
+    value = (error.headers or {}).get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date; the backoff will do
+        return None
+
+
+def _describe(error: ApiException) -> str:
+    """Returns "422 Unprocessable Entity: <the server's message>" for an error."""
+    message = ""
+    try:
+        body = json.loads(error.body or b"{}")
+        message = body.get("message", "") if isinstance(body, dict) else ""
+    except (ValueError, TypeError):
+        message = (error.body or b"")[:200].decode(errors="replace") if isinstance(error.body, bytes) else ""
+    head = f"{error.status} {error.reason}".strip()
+    return f"{head}: {message}" if message else head
+
+
+def amount(resource: str, value: str | int | None) -> int:
+    """Returns a Kubernetes quantity in Gangway units: cpu millicores, memory bytes, whole GPUs."""
+    if value in (None, ""):
+        return 0
+    parsed = parse_quantity(value)
+    if resource == "cpu":
+        parsed *= 1000
+    return int(parsed.to_integral_value(rounding="ROUND_CEILING"))
+
+
+def same_quantities(desired, actual) -> bool:
+    """Returns whether two values are equal, reading strings as quantities when both parse.
+
+    The API server rewrites quantities ("2000m" comes back as "2"), so
+    comparing their text would see a change on every sync.
+    """
+    if isinstance(desired, dict) and isinstance(actual, dict):
+        return desired.keys() == actual.keys() and all(
+            same_quantities(value, actual[key]) for key, value in desired.items()
+        )
+    if isinstance(desired, list) and isinstance(actual, list):
+        return len(desired) == len(actual) and all(map(same_quantities, desired, actual))
+    if isinstance(desired, str) and isinstance(actual, str) and desired != actual:
+        try:
+            return parse_quantity(desired) == parse_quantity(actual)
+        except ValueError:
+            return False
+    return type(desired) is type(actual) and desired == actual

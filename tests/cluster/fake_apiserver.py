@@ -1,0 +1,373 @@
+"""A small Kubernetes API server over real HTTP, for testing the adapter.
+
+It stores objects by group/version/namespace/plural/name and answers as the
+real server does: resourceVersion, uid and creationTimestamp assigned on
+write; LIST with labelSelector; POST answering 409 AlreadyExists; PUT
+answering 409 Conflict on a stale resourceVersion; merge, strategic-merge
+(treated as a merge: enough for the maps Gangway patches) and JSON patches;
+DELETE answering 404 NotFound; watches that end at once and answer 410 Gone
+for a compacted resourceVersion. Errors are v1 Status objects. Faults can
+be injected for the next N requests matching a method and a path.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+# Resources without a namespace; everything else lives in one.
+CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions"}
+
+# kind -> (group/version path prefix, plural), for seeding and reading objects.
+KINDS = {
+    "Node": ("api/v1", "nodes"),
+    "Namespace": ("api/v1", "namespaces"),
+    "Pod": ("api/v1", "pods"),
+    "ResourceQuota": ("api/v1", "resourcequotas"),
+    "LimitRange": ("api/v1", "limitranges"),
+    "PriorityClass": ("apis/scheduling.k8s.io/v1", "priorityclasses"),
+    "CustomResourceDefinition": ("apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
+    "TFJob": ("apis/kubeflow.org/v1", "tfjobs"),
+    "PyTorchJob": ("apis/kubeflow.org/v1", "pytorchjobs"),
+    "Queue": ("apis/scheduling.volcano.sh/v1beta1", "queues"),
+    "PodGroup": ("apis/scheduling.volcano.sh/v1beta1", "podgroups"),
+}
+
+REASONS = {
+    400: "BadRequest", 404: "NotFound", 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType",
+    422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+}
+
+_PATH = re.compile(
+    r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)"
+    r"(?:/namespaces/(?P<namespace>[^/]+)(?=/[^/]+))?"
+    r"/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status))?$"
+)
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, message: str, reason: str | None = None, details: dict | None = None):
+        super().__init__(message)
+        self.code, self.message = code, message
+        self.reason = reason or REASONS.get(code, HTTPStatus(code).phrase.replace(" ", ""))
+        self.details = details or {}
+
+
+def status(code: int, message: str, reason: str | None = None, details: dict | None = None) -> dict:
+    """Returns a v1 Status body as the API server sends it for a failure."""
+    return {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason or REASONS.get(code, HTTPStatus(code).phrase),
+        "details": details or {}, "code": code,
+    }
+
+
+@dataclass
+class Fault:
+    code: int
+    method: str | None
+    path: re.Pattern
+    times: int
+    retry_after: int | None
+    message: str
+
+
+def merge_patch(target, patch):
+    """Returns `target` with an RFC 7386 merge patch applied (null deletes a key)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def json_patch(target: dict, operations: list) -> dict:
+    """Returns `target` with RFC 6902 add/replace/remove/test operations applied."""
+    result = copy.deepcopy(target)
+    for op in operations:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        node = result
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        if isinstance(node, list):
+            index = len(node) if last == "-" else int(last)
+            {"add": lambda: node.insert(index, op["value"]),
+             "replace": lambda: node.__setitem__(index, op["value"]),
+             "remove": lambda: node.pop(index)}[op["op"]]()
+        elif op["op"] in ("add", "replace"):
+            node[last] = op["value"]
+        elif op["op"] == "remove":
+            del node[last]
+        elif op["op"] == "test" and node.get(last) != op["value"]:
+            raise ApiError(422, f"the server rejected our request due to an error in our request: test failed at {op['path']}")
+    return result
+
+
+def _matches(labels: dict, selector: str) -> bool:
+    """Returns whether labels satisfy a selector of `k`, `!k`, `k=v`, `k==v`, `k!=v` terms."""
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            ok = labels.get(key.strip()) != value.strip()
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            ok = labels.get(key.strip()) == value.strip()
+        elif term.startswith("!"):
+            ok = term[1:].strip() not in labels
+        elif re.fullmatch(r"[\w./-]+", term):
+            ok = term in labels
+        else:
+            raise ApiError(400, f"unable to parse requirement: {term!r}")
+        if not ok:
+            return False
+    return True
+
+
+class FakeApiServer:
+    """The store and the HTTP server; `url` is what a kubernetes Configuration's host takes."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._versions = itertools.count(1)
+        self.objects: dict[tuple, dict] = {}  # (prefix, plural, namespace, name) -> object
+        self.log: list[tuple[str, str]] = []  # (method, path) of every request
+        self._faults: list[Fault] = []
+        self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
+        self._compacted = 0
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeApiServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.objects.clear()
+            self.log.clear()
+            self._faults.clear()
+            self._events.clear()
+
+    # -- seeding and reading, for tests --------------------------------------
+
+    def add(self, obj: dict) -> dict:
+        """Stores an object as a POST would, ignoring conflicts; returns the stored copy."""
+        prefix, plural = KINDS[obj["kind"]]
+        meta = obj["metadata"]
+        with self._lock:
+            return self._write((prefix, plural, meta.get("namespace"), meta["name"]), obj, "ADDED")
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        prefix, plural = KINDS[kind]
+        with self._lock:
+            return copy.deepcopy(self.objects.get((prefix, plural, namespace, name)))
+
+    def list(self, kind: str) -> list[dict]:
+        prefix, plural = KINDS[kind]
+        with self._lock:
+            return [copy.deepcopy(o) for k, o in self.objects.items() if k[:2] == (prefix, plural)]
+
+    def fail(self, code: int, *, path: str = ".*", method: str | None = None, times: int = 1,
+             retry_after: int | None = None, message: str = "") -> None:
+        """Makes the next `times` requests matching `method` and the `path` regex answer `code`."""
+        with self._lock:
+            self._faults.append(Fault(code, method, re.compile(path), times, retry_after,
+                                      message or f"injected {code}"))
+
+    def compact(self) -> None:
+        """Forgets history: watches from any earlier resourceVersion answer 410 Gone."""
+        with self._lock:
+            self._compacted = self._last_version()
+            self._events.clear()
+
+    # -- the API -------------------------------------------------------------
+
+    def _last_version(self) -> int:
+        return max((int(o["metadata"]["resourceVersion"]) for o in self.objects.values()), default=0)
+
+    def _write(self, key: tuple, obj: dict, event: str) -> dict:
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        meta["resourceVersion"] = str(next(self._versions))
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if key[2] is not None:
+            meta["namespace"] = key[2]
+        self.objects[key] = obj
+        self._events.append((int(meta["resourceVersion"]), event, key, obj))
+        return copy.deepcopy(obj)
+
+    def _fault(self, method: str, path: str) -> Fault | None:
+        for fault in self._faults:
+            if (fault.method in (None, method)) and fault.path.search(path):
+                fault.times -= 1
+                if fault.times <= 0:
+                    self._faults.remove(fault)
+                return fault
+        return None
+
+    def answer(self, method: str, raw_path: str, headers, body: bytes) -> tuple[int, dict, dict]:
+        """Returns (status code, body, extra headers) for one request."""
+        url = urlsplit(raw_path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        with self._lock:
+            self.log.append((method, url.path))
+            fault = self._fault(method, url.path)
+            if fault:
+                extra = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+                return fault.code, status(fault.code, fault.message), extra
+            try:
+                return self._serve(method, url.path, query, headers, body)
+            except ApiError as error:
+                return error.code, status(error.code, error.message, error.reason, error.details), {}
+
+    def _serve(self, method, path, query, headers, body):
+        match = _PATH.match(path)
+        if not match:
+            raise ApiError(404, f"the server could not find the requested resource ({path})")
+        prefix, namespace, plural, name, sub = match.group("prefix", "namespace", "plural", "name", "sub")
+        if plural in CLUSTER_SCOPED and namespace:
+            raise ApiError(404, f"the server could not find the requested resource ({path})")
+        key = (prefix, plural, namespace, name)
+        group = prefix.split("/")[1] if prefix.startswith("apis/") else ""
+        resource = f"{plural}.{group}" if group else plural
+        details = {"name": name, "group": group, "kind": plural}
+
+        if method == "GET" and name is None:
+            return self._list(prefix, plural, namespace, query)
+        if method == "POST" and name is None:
+            obj = json.loads(body)
+            name = obj.get("metadata", {}).get("name")
+            if not name:
+                raise ApiError(422, f"{plural} \"\" is invalid: metadata.name: Required value: name or generateName is required")
+            if namespace and ("api/v1", "namespaces", None, namespace) not in self.objects:
+                raise ApiError(404, f'namespaces "{namespace}" not found',
+                               details={"name": namespace, "kind": "namespaces"})
+            key = (prefix, plural, namespace, name)
+            if key in self.objects:
+                raise ApiError(409, f'{resource} "{name}" already exists', "AlreadyExists",
+                               {**details, "name": name})
+            return 201, self._write(key, obj, "ADDED"), {}
+        if name is None:
+            raise ApiError(405, f"{method} is not allowed on a collection")
+        current = self.objects.get(key)
+        if current is None:
+            raise ApiError(404, f'{resource} "{name}" not found', details=details)
+        if method == "GET":
+            return 200, copy.deepcopy(current), {}
+        if method == "DELETE":
+            del self.objects[key]
+            self._events.append((next(self._versions), "DELETED", key, current))
+            return 200, copy.deepcopy(current), {}
+        if method == "PUT":
+            obj = json.loads(body)
+            sent = obj.get("metadata", {}).get("resourceVersion")
+            if sent and sent != current["metadata"]["resourceVersion"]:
+                raise ApiError(409, f'Operation cannot be fulfilled on {resource} "{name}": the object '
+                               "has been modified; please apply your changes to the latest version and try again",
+                               details=details)
+        elif method == "PATCH":
+            patch = json.loads(body)
+            content_type = headers.get("Content-Type", "").split(";")[0]
+            if content_type == "application/json-patch+json":
+                obj = json_patch(current, patch)
+            elif content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                obj = merge_patch(current, patch)
+            else:
+                raise ApiError(415, f"the body of the request was in an unknown format - accepted media "
+                               f"types include: application/json-patch+json, application/merge-patch+json ({content_type})")
+        else:
+            raise ApiError(405, f"{method} is not allowed")
+        obj.setdefault("metadata", {})
+        for kept in ("uid", "creationTimestamp", "name", "namespace"):
+            if kept in current["metadata"]:
+                obj["metadata"][kept] = current["metadata"][kept]
+        if sub == "status":
+            obj = {**current, "status": obj.get("status")}
+        elif "status" in current and method == "PUT":
+            obj["status"] = current["status"]  # the main resource ignores status changes
+        return 200, self._write(key, obj, "MODIFIED"), {}
+
+    def _list(self, prefix, plural, namespace, query):
+        selector = query.get("labelSelector", "")
+        if query.get("watch", "").lower() in ("1", "true"):
+            return self._watch(prefix, plural, namespace, query, selector)
+        items = [
+            copy.deepcopy(obj) for (p, pl, ns, _), obj in sorted(self.objects.items(), key=lambda kv: (kv[0][2] or "", kv[0][3]))
+            if (p, pl) == (prefix, plural) and namespace in (None, ns)
+            and _matches(obj["metadata"].get("labels") or {}, selector)
+        ]
+        kind = next((k for k, v in KINDS.items() if v == (prefix, plural)), plural.title())
+        return 200, {
+            "kind": f"{kind}List", "apiVersion": prefix.removeprefix("api/").removeprefix("apis/"),
+            "metadata": {"resourceVersion": str(self._last_version())}, "items": items,
+        }, {}
+
+    def _watch(self, prefix, plural, namespace, query, selector):
+        since = int(query.get("resourceVersion") or 0)
+        if since and since < self._compacted:
+            raise ApiError(410, f"too old resource version: {since} ({self._compacted})", "Expired")
+        events = [
+            {"type": kind, "object": copy.deepcopy(obj)} for rv, kind, key, obj in self._events
+            if rv > since and key[:2] == (prefix, plural) and namespace in (None, key[2])
+            and _matches(obj["metadata"].get("labels") or {}, selector)
+        ]
+        return 200, events, {"X-Watch": "1"}
+
+
+def _handler(server: FakeApiServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as urllib3 pools connections
+
+        def setup(self):
+            super().setup()
+            # Headers and body go out in two writes; without this, Nagle's
+            # algorithm holds the body for the client's delayed ACK (~40 ms).
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _respond(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            code, payload, extra = server.answer(self.command, self.path, self.headers, body)
+            if extra.pop("X-Watch", None):  # a watch streams one JSON event per line
+                data = b"".join(json.dumps(event).encode() + b"\n" for event in payload)
+            else:
+                data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for header, value in extra.items():
+                self.send_header(header, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _respond
+
+        def log_message(self, *args):  # keep pytest output quiet
+            pass
+
+    return Handler

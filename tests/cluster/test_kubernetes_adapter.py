@@ -1,0 +1,395 @@
+"""The Kubernetes adapter over real HTTP against the fake API server."""
+
+import dataclasses
+import socket
+import time
+
+import pytest
+from kubernetes.client import ApiClient, Configuration
+
+from scheduling.cluster.base import (
+    ClusterError,
+    ClusterJob,
+    ClusterUnavailable,
+    NodeInfo,
+    OutsidePod,
+    Phase,
+    ReplicaSpec,
+    TenantTeam,
+    Tenants,
+    TenantTier,
+)
+from scheduling.cluster.kubernetes import KubernetesCluster
+
+GiB = 2**30
+
+JOB = ClusterJob(
+    job_id=12, name="resnet-g12", namespace="maps", team="maps", kind="TFJob",
+    image="tensorflow/tensorflow:2.12.0-gpu", command=("python", "/app/train.py"), args=(),
+    env=(("DATASET", "imagenet"),),
+    replicas=(ReplicaSpec(role="Worker", count=2, gpu=1, cpu=2000, memory=4 * GiB),),
+    tier="standard", grace_period=60, max_runtime=3600,
+)
+
+TENANTS = Tenants(
+    teams=(
+        TenantTeam(slug="maps", nominal={"gpu": 8, "cpu": 32000}, borrowing_limit={"gpu": 4},
+                   per_replica_max={"gpu": 8}, default_request={"cpu": 500, "memory": GiB}),
+        TenantTeam(slug="vision", nominal={"gpu": 8}, borrowing_limit={"gpu": 0}, weight=2.0),
+    ),
+    tiers=(TenantTier("production", 1000, False), TenantTier("standard", 100, True)),
+)
+
+
+def _namespace(name):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _node(name, gpu="8", cpu="64", memory="256Gi", **spec):
+    allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
+    if gpu is not None:
+        allocatable["nvidia.com/gpu"] = gpu
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "spec": spec, "status": {"allocatable": allocatable}}
+
+
+def _pod(name, namespace="default", node="n1", phase="Running", labels=None, requests=None, **spec):
+    container = {"name": "main", "image": "busybox", "resources": {"requests": requests or {}}}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "spec": {"nodeName": node, "containers": [container], **spec},
+            "status": {"phase": phase}}
+
+
+def _tfjob(fake):
+    return fake.get("TFJob", "resnet-g12", "maps")
+
+
+# -- jobs ----------------------------------------------------------------------
+
+def test_creating_a_job_twice_makes_one_object(fake, cluster):
+    fake.add(_namespace("maps"))
+
+    cluster.create_job(JOB)
+    cluster.create_job(JOB)
+
+    jobs = fake.list("TFJob")
+    assert [j["metadata"]["name"] for j in jobs] == ["resnet-g12"]
+    assert jobs[0]["spec"]["runPolicy"]["suspend"] is False
+    assert [m for m, p in fake.log if p.endswith("/tfjobs")] == ["POST", "POST"]
+
+
+def test_suspend_then_create_resumes_the_job_with_the_next_attempt(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+
+    cluster.suspend_job(JOB)
+    assert _tfjob(fake)["spec"]["runPolicy"]["suspend"] is True
+
+    cluster.create_job(dataclasses.replace(JOB, attempt=2))
+    resumed = _tfjob(fake)
+    env = resumed["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"]
+    assert resumed["spec"]["runPolicy"]["suspend"] is False
+    assert {"name": "GANGWAY_ATTEMPT", "value": "2"} in env
+    assert resumed["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+
+
+def test_creating_a_running_job_again_leaves_it_untouched(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    version = _tfjob(fake)["metadata"]["resourceVersion"]
+
+    cluster.create_job(dataclasses.replace(JOB, attempt=2))
+
+    assert _tfjob(fake)["metadata"]["resourceVersion"] == version
+
+
+def test_suspending_a_missing_job_is_success(cluster):
+    cluster.suspend_job(JOB)
+
+
+def test_deleting_removes_the_job_and_a_missing_job_is_success(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+
+    cluster.delete_job("maps", "resnet-g12")
+    cluster.delete_job("maps", "resnet-g12")
+
+    assert fake.list("TFJob") == []
+
+
+@pytest.mark.parametrize(
+    ("conditions", "suspend", "phase"),
+    [
+        ([], False, Phase.CREATED),
+        ([("Created", "True")], False, Phase.CREATED),
+        ([("Created", "True"), ("Running", "True")], False, Phase.RUNNING),
+        ([("Created", "True"), ("Running", "False"), ("Restarting", "True")], False, Phase.RESTARTING),
+        ([("Created", "True"), ("Restarting", "True"), ("Running", "False"), ("Succeeded", "True")],
+         False, Phase.SUCCEEDED),
+        ([("Created", "True"), ("Running", "False"), ("Failed", "True")], False, Phase.FAILED),
+        ([("Created", "True"), ("Running", "False"), ("Suspended", "True")], True, Phase.SUSPENDED),
+        ([("Created", "True"), ("Running", "True")], True, Phase.SUSPENDED),
+    ],
+    ids=["no condition yet is created", "created", "running", "restarting", "succeeded after a restart",
+         "failed", "suspended", "asked to suspend before the operator says so"],
+)
+def test_statuses_are_mapped_from_conditions(fake, cluster, conditions, suspend, phase):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    job = _tfjob(fake)
+    job["spec"]["runPolicy"]["suspend"] = suspend
+    job["status"] = {"conditions": [
+        {"type": kind, "status": status, "message": f"TFJob maps/resnet-g12 is {kind.lower()}."}
+        for kind, status in conditions
+    ]}
+    fake.add(job)
+
+    [status] = cluster.job_statuses()
+
+    assert (status.job_id, status.namespace, status.name, status.phase) == (12, "maps", "resnet-g12", phase)
+
+
+def test_statuses_count_running_pods_of_each_job_and_ignore_other_objects(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    cluster.create_job(dataclasses.replace(JOB, job_id=13, name="bert-g13", kind="PyTorchJob"))
+    labels = {"gangway.io/job-id": "12", "gangway.io/team": "maps"}
+    fake.add(_pod("resnet-g12-worker-0", "maps", node="n1", labels=labels))
+    fake.add(_pod("resnet-g12-worker-1", "maps", node="n2", labels=labels))
+    fake.add(_pod("resnet-g12-worker-2", "maps", node=None, phase="Pending", labels=labels))
+    fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+              "metadata": {"name": "hand-made", "namespace": "maps"}, "spec": {}})
+
+    statuses = cluster.job_statuses()
+
+    assert [(s.job_id, s.running_pods, s.nodes) for s in statuses] == [(12, 2, ("n1", "n2")), (13, 0, ())]
+
+
+# -- nodes and outside usage ----------------------------------------------------
+
+def test_nodes_are_read_from_allocatable_quantities(fake, cluster):
+    fake.add(_node("n2", gpu="8", cpu="64", memory="256Gi"))
+    fake.add(_node("n1", gpu="4", cpu="15500m", memory="63900Mi"))
+    fake.add(_node("cpu-only", gpu=None, cpu="8", memory="32G"))
+
+    assert cluster.nodes() == [
+        NodeInfo("cpu-only", gpu=0, cpu=8000, memory=32 * 10**9),
+        NodeInfo("n1", gpu=4, cpu=15500, memory=63900 * 2**20),
+        NodeInfo("n2", gpu=8, cpu=64000, memory=256 * GiB),
+    ]
+
+
+def test_cordoned_and_tainted_nodes_are_left_out(fake, cluster):
+    fake.add(_node("ok", taints=[{"key": "nvidia.com/gpu", "effect": "PreferNoSchedule"}]))
+    fake.add(_node("cordoned", unschedulable=True))
+    fake.add(_node("draining", taints=[{"key": "maintenance", "effect": "NoExecute"}]))
+    fake.add(_node("reserved", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]))
+
+    assert [node.name for node in cluster.nodes()] == ["ok"]
+
+
+def test_outside_usage_counts_pods_gangway_did_not_create(fake, cluster):
+    fake.add(_pod("notebook", "research", requests={"nvidia.com/gpu": "1", "cpu": "500m", "memory": "1Gi"}))
+    fake.add(_pod("bound", "research", node="n2", phase="Pending", requests={"cpu": "2"},
+                  initContainers=[{"name": "init", "resources": {"requests": {"cpu": "3"}}}]))
+    fake.add(_pod("unbound", "research", node=None, phase="Pending", requests={"cpu": "2"}))
+    fake.add(_pod("finished", "research", phase="Succeeded", requests={"cpu": "2"}))
+    fake.add(_pod("worker", "maps", labels={"gangway.io/job-id": "12"}, requests={"nvidia.com/gpu": "1"}))
+
+    assert sorted(cluster.outside_usage(), key=lambda pod: pod.name) == [
+        OutsidePod("research", "bound", node="n2", gpu=0, cpu=3000, memory=0),
+        OutsidePod("research", "notebook", node="n1", gpu=1, cpu=500, memory=GiB),
+    ]
+
+
+# -- tenants -------------------------------------------------------------------------
+
+def test_tenant_sync_creates_everything_then_changes_nothing(fake, cluster):
+    first = cluster.sync_tenants(TENANTS)
+    second = cluster.sync_tenants(TENANTS)
+
+    assert "Created Namespace maps." in first
+    assert "Created ResourceQuota maps/gangway-quota." in first
+    assert "Created PriorityClass production." in first
+    assert "Created Queue vision." in first
+    assert len(first) == 2 + 4 * 2
+    assert second == []
+    assert [m for m, _ in fake.log[-10:]] == ["GET"] * 10  # the second run only read
+    queue = fake.get("Queue", "maps")
+    assert queue["spec"]["capability"] == {"nvidia.com/gpu": "12"}
+    assert queue["spec"]["deserved"] == {"nvidia.com/gpu": "8", "cpu": "32"}
+    assert fake.get("ResourceQuota", "gangway-quota", "vision")["spec"]["hard"] == {"requests.nvidia.com/gpu": "8"}
+
+
+def test_tenant_sync_reads_quantities_as_the_server_rewrites_them(fake, cluster):
+    cluster.sync_tenants(TENANTS)
+    queue = fake.get("Queue", "maps")
+    queue["spec"]["deserved"] = {"nvidia.com/gpu": "8", "cpu": "32000m"}
+    fake.add(queue)
+
+    assert cluster.sync_tenants(TENANTS) == []
+
+
+def test_tenant_sync_repairs_drift_and_keeps_foreign_labels(fake, cluster):
+    cluster.sync_tenants(TENANTS)
+    quota = fake.get("ResourceQuota", "gangway-quota", "maps")
+    quota["spec"]["hard"] = {"requests.nvidia.com/gpu": "100", "pods": "10"}
+    quota["metadata"]["labels"]["owner"] = "platform"
+    fake.add(quota)
+
+    assert cluster.sync_tenants(TENANTS) == ["Updated ResourceQuota maps/gangway-quota (spec.hard)."]
+    repaired = fake.get("ResourceQuota", "gangway-quota", "maps")
+    assert repaired["spec"]["hard"] == {"requests.nvidia.com/gpu": "12"}
+    assert repaired["metadata"]["labels"]["owner"] == "platform"
+
+
+def test_tenant_sync_follows_a_quota_change(fake, cluster):
+    cluster.sync_tenants(TENANTS)
+    maps = dataclasses.replace(TENANTS.teams[0], borrowing_limit={})
+    changed = dataclasses.replace(TENANTS, teams=(maps, TENANTS.teams[1]))
+
+    assert cluster.sync_tenants(changed) == [
+        "Updated ResourceQuota maps/gangway-quota (spec.hard).",
+        "Updated Queue maps (spec.capability).",
+    ]
+    assert "capability" not in fake.get("Queue", "maps")["spec"]
+
+
+def test_tenant_sync_recreates_a_priority_class_whose_value_changed(fake, cluster):
+    cluster.sync_tenants(TENANTS)
+    raised = dataclasses.replace(TENANTS, tiers=(TenantTier("production", 2000, False), TENANTS.tiers[1]))
+
+    assert cluster.sync_tenants(raised) == [
+        "Recreated PriorityClass production (value cannot change in place)."
+    ]
+    assert fake.get("PriorityClass", "production")["value"] == 2000
+
+
+def test_tenant_sync_reads_again_after_a_stale_resource_version(fake, cluster):
+    cluster.sync_tenants(TENANTS)
+    quota = fake.get("ResourceQuota", "gangway-quota", "maps")
+    quota["spec"]["hard"] = {}
+    fake.add(quota)
+    fake.fail(409, method="PUT", path="/resourcequotas/gangway-quota$")
+    fake.log.clear()
+
+    assert cluster.sync_tenants(TENANTS) == ["Updated ResourceQuota maps/gangway-quota (spec.hard)."]
+    assert [m for m, p in fake.log if p.endswith("/namespaces/maps/resourcequotas/gangway-quota")] == [
+        "GET", "PUT", "GET", "PUT",
+    ]
+
+
+# -- errors ----------------------------------------------------------------------------
+
+def test_a_refusal_names_the_kind_and_the_object(fake, cluster):
+    fake.add(_namespace("maps"))
+    fake.fail(422, method="POST", path="/tfjobs$", message='TFJob.kubeflow.org "resnet-g12" is invalid')
+
+    with pytest.raises(ClusterError) as error:
+        cluster.create_job(JOB)
+
+    assert str(error.value) == (
+        'create TFJob maps/resnet-g12: 422 Unprocessable Entity: TFJob.kubeflow.org "resnet-g12" is invalid'
+    )
+
+
+def test_a_missing_namespace_surfaces_as_an_error(cluster):
+    with pytest.raises(ClusterError, match=r'^create TFJob maps/resnet-g12: 404 Not Found: namespaces "maps"'):
+        cluster.create_job(JOB)
+
+
+def test_too_many_requests_is_retried_after_the_time_the_server_asks(fake):
+    cluster = KubernetesCluster(ApiClient(Configuration(host=fake.url)), retry_budget=3)
+    fake.add(_node("n1"))
+    fake.fail(429, path="/nodes$", retry_after=1)
+
+    started = time.monotonic()
+    assert [node.name for node in cluster.nodes()] == ["n1"]
+
+    assert time.monotonic() - started >= 1
+    assert fake.log == [("GET", "/api/v1/nodes"), ("GET", "/api/v1/nodes")]
+
+
+def test_server_errors_are_retried_then_the_cluster_is_unavailable(fake, cluster):
+    fake.add(_namespace("maps"))
+    fake.fail(500, times=2, method="POST")
+    cluster.create_job(JOB)  # two 500s, then the create goes through
+    assert len(fake.list("TFJob")) == 1
+
+    fake.fail(503, times=100)
+    started = time.monotonic()
+    with pytest.raises(ClusterUnavailable, match=r"^list Node \*: 503 Service Unavailable"):
+        cluster.nodes()
+    assert time.monotonic() - started < 1.5
+    assert 2 <= len([p for _, p in fake.log if p == "/api/v1/nodes"]) <= 6
+
+
+def test_an_unreachable_server_is_unavailable():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cluster = KubernetesCluster(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")))
+
+    with pytest.raises(ClusterUnavailable, match="cannot reach the API server"):
+        cluster.job_statuses()
+
+
+# -- doctor ------------------------------------------------------------------------------
+
+CRDS = ("tfjobs.kubeflow.org", "pytorchjobs.kubeflow.org",
+        "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
+
+
+def _healthy(fake):
+    for name in CRDS:
+        fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                  "metadata": {"name": name}})
+    fake.add(_namespace("volcano-system"))
+    fake.add(_pod("volcano-scheduler-7d9f", "volcano-system", labels={"app": "volcano-scheduler"}))
+    fake.add(_node("n1", gpu="8"))
+    fake.add(_node("n2", gpu="8"))
+
+
+def test_doctor_finds_nothing_on_a_healthy_cluster(fake, cluster):
+    _healthy(fake)
+
+    assert cluster.doctor(TENANTS) == []
+
+
+def test_doctor_on_a_bare_cluster_names_each_missing_piece(fake, cluster):
+    fake.add(_node("n1", gpu=None))
+
+    problems = [finding.problem for finding in cluster.doctor(TENANTS)]
+
+    for name in CRDS:
+        assert any(name in problem for problem in problems)
+    assert any("No running Volcano scheduler pod (app=volcano-scheduler)" in p for p in problems)
+    assert "No schedulable node reports nvidia.com/gpu, so no GPU job can ever start." in problems
+
+
+def test_doctor_names_nodes_without_gpus(fake, cluster):
+    _healthy(fake)
+    fake.add(_node("cpu-1", gpu=None))
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert finding.problem == "1 of 3 schedulable nodes report no nvidia.com/gpu: cpu-1."
+    assert "device plugin" in finding.fix
+
+
+def test_doctor_reports_defaults_no_quota_admits_and_nominals_above_capacity(fake, cluster):
+    _healthy(fake)
+    team = TenantTeam(slug="tiny", nominal={"gpu": 8, "cpu": 1000}, borrowing_limit={"cpu": 0},
+                      default_request={"cpu": 2000})
+    tenants = dataclasses.replace(TENANTS, teams=(*TENANTS.teams, team))
+
+    findings = cluster.doctor(tenants)
+
+    assert [f.problem for f in findings] == [
+        "Team tiny's LimitRange default of 2 CPUs per container is more than its quota "
+        "(nominal + borrowing limit) of 1 CPU, so a pod relying on the default is never admitted.",
+        "Nominal gpu quotas add up to 24 GPUs but the schedulable nodes have 16 GPUs, "
+        "so not every team can get its guaranteed share.",
+    ]
+    assert all(f.fix.endswith(".") for f in findings)
