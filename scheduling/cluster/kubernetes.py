@@ -9,6 +9,7 @@ every pod it owns, to its Gangway job. Every call goes through
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 from kubernetes import config
@@ -28,7 +29,7 @@ from scheduling.cluster.base import (
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, amount
 from scheduling.cluster.manifests import JOB_ID_LABEL, TRAINING_GROUP, TRAINING_KINDS, TRAINING_VERSION
 
-# Taints that keep ordinary pods off a node; Gangway adds no tolerations.
+# Taints that keep pods off a node, unless the pod tolerates them.
 BLOCKING_TAINTS = {"NoSchedule", "NoExecute"}
 
 # The job's phase is its most decisive true condition, in this order. A job
@@ -53,7 +54,8 @@ class KubernetesCluster:
             config.load_incluster_config()
         except config.ConfigException:
             try:
-                config.load_kube_config()
+                # Read now: the client reads KUBECONFIG once, when it is imported.
+                config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
             except (config.ConfigException, OSError) as error:
                 raise ClusterUnavailable(
                     "No Kubernetes configuration: not running in a cluster, and KUBECONFIG "
@@ -64,18 +66,21 @@ class KubernetesCluster:
     # -- reading the cluster -------------------------------------------------
 
     def _nodes(self) -> list[dict]:
+        """Returns every Node object as the API server sends it."""
         return self.api.call("list", "Node", "*", self.api.core.list_node)["items"]
 
     def nodes(self) -> list[NodeInfo]:
         """Returns schedulable nodes by name, with allocatable GPUs, cpu millicores and memory bytes.
 
-        Cordoned nodes and nodes with a NoSchedule or NoExecute taint are left out.
+        Cordoned nodes and nodes with a NoSchedule or NoExecute taint that
+        Gangway's pods do not tolerate (see `manifests.TOLERATIONS`) are left out.
         """
         result = []
         for node in self._nodes():
             spec = node.get("spec") or {}
             if spec.get("unschedulable") or any(
-                taint.get("effect") in BLOCKING_TAINTS for taint in spec.get("taints") or ()
+                taint.get("effect") in BLOCKING_TAINTS and not tolerated(taint)
+                for taint in spec.get("taints") or ()
             ):
                 continue
             allocatable = (node.get("status") or {}).get("allocatable") or {}
@@ -213,6 +218,16 @@ class KubernetesCluster:
     def doctor(self, tenants: Tenants) -> list[Finding]:
         """Returns what keeps Gangway from working on this cluster; empty when all is well."""
         return kubernetes_tenants.doctor(self.api, tenants, self._nodes(), self.nodes())
+
+
+def tolerated(taint: dict) -> bool:
+    """Returns whether every Gangway pod tolerates the taint."""
+    return any(
+        toleration["key"] == taint.get("key")
+        and (toleration["operator"] == "Exists" or toleration.get("value") == taint.get("value"))
+        and toleration.get("effect") in (None, taint.get("effect"))
+        for toleration in manifests.TOLERATIONS
+    )
 
 
 def job_phase(obj: dict) -> tuple[Phase, str]:

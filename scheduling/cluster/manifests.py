@@ -27,6 +27,11 @@ QUOTA_NAME = "gangway-quota"
 LIMIT_RANGE_NAME = "gangway-limits"
 CHECKPOINT_DIR = "/checkpoint"
 
+# GPU node pools are commonly tainted nvidia.com/gpu:NoSchedule (GKE and AKS
+# do it by default); every Gangway pod tolerates that, so the adapter counts
+# such nodes as schedulable and the policy may place any replica there.
+TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
+
 # Gangway resource names (the policy's) to Kubernetes resource names.
 RESOURCE_NAMES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
 
@@ -136,6 +141,7 @@ def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, la
         "schedulerName": SCHEDULER_NAME,
         "priorityClassName": job.tier,
         "terminationGracePeriodSeconds": job.grace_period,
+        "tolerations": [dict(toleration) for toleration in TOLERATIONS],
         "containers": [container],
     }
     if job.checkpoint_claim:

@@ -185,8 +185,10 @@ def test_cordoned_and_tainted_nodes_are_left_out(fake, cluster):
     fake.add(_node("cordoned", unschedulable=True))
     fake.add(_node("draining", taints=[{"key": "maintenance", "effect": "NoExecute"}]))
     fake.add(_node("reserved", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]))
+    fake.add(_node("gpu-pool", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]))
+    fake.add(_node("gpu-evicting", taints=[{"key": "nvidia.com/gpu", "effect": "NoExecute"}]))
 
-    assert [node.name for node in cluster.nodes()] == ["ok"]
+    assert [node.name for node in cluster.nodes()] == ["gpu-pool", "ok"]
 
 
 def test_outside_usage_counts_pods_gangway_did_not_create(fake, cluster):
@@ -393,3 +395,28 @@ def test_doctor_reports_defaults_no_quota_admits_and_nominals_above_capacity(fak
         "so not every team can get its guaranteed share.",
     ]
     assert all(f.fix.endswith(".") for f in findings)
+
+
+# -- configuration ---------------------------------------------------------------------
+
+def test_it_is_built_from_the_kubeconfig_the_environment_names(fake, tmp_path, monkeypatch):
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+        f"clusters:\n- name: fake\n  cluster:\n    server: {fake.url}\n"
+        "users:\n- name: me\n  user:\n    token: not-a-secret\n"
+        "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: me\n"
+    )
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    fake.add(_node("n1"))
+
+    assert [node.name for node in KubernetesCluster.from_environment().nodes()] == ["n1"]
+
+
+def test_without_any_configuration_the_cluster_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+
+    with pytest.raises(ClusterUnavailable, match="KUBECONFIG"):
+        KubernetesCluster.from_environment()

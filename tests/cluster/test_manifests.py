@@ -101,10 +101,14 @@ def test_it_gang_schedules_every_replica_with_volcano(kind):
     assert policy["schedulingPolicy"] == {"minAvailable": 5, "queue": "maps", "priorityClass": "standard"}
     assert policy["suspend"] is False
     assert policy["activeDeadlineSeconds"] == 7200
+    assert policy["cleanPodPolicy"] == "Running"
     for template in _templates(manifest).values():
         assert template["spec"]["schedulerName"] == "volcano"
         assert template["spec"]["priorityClassName"] == "standard"
         assert template["spec"]["terminationGracePeriodSeconds"] == 120
+        assert template["spec"]["tolerations"] == [
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        ]
 
 
 def test_it_labels_the_job_and_its_pods_with_the_gangway_job():
