@@ -18,9 +18,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.text("GANGWAY_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env.flag("DJANGO_DEBUG", False)
-SECRET_KEY = env.text("SECRET_KEY", "insecure-demo-key-set-SECRET_KEY-in-production" if DEBUG else None)
-if not DEBUG and SECRET_KEY.startswith("insecure-"):
-    raise ImproperlyConfigured("SECRET_KEY must be set to a secret value when DJANGO_DEBUG is off.")
+SECRET_KEY = env.text("SECRET_KEY", "insecure-demo-key" if DEBUG else "")
+if not SECRET_KEY or (not DEBUG and SECRET_KEY.startswith("insecure-")):
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set to a long random value (or DJANGO_DEBUG=1 for a local demo)."
+    )
 ALLOWED_HOSTS = env.items("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env.items("CSRF_TRUSTED_ORIGINS", "")
 
@@ -109,7 +111,7 @@ STATIC_ROOT = Path(env.text("STATIC_ROOT", str(VAR_DIR / "static")))
 # The default broker is kombu's file-system transport: no server to run, shared
 # by every process on this machine through VAR_DIR/broker.
 _BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = env.text("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_URL = env.text("CELERY_BROKER_URL", "filesystem://localhost/")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_BROKER_DIR / "queue"),
@@ -142,6 +144,12 @@ SIM_FAILURE_RATE = float(env.text("SIM_FAILURE_RATE", "0"))
 if not 0 <= SIM_FAILURE_RATE <= 1:
     raise ImproperlyConfigured(f"SIM_FAILURE_RATE must be between 0 and 1, got {SIM_FAILURE_RATE}.")
 SIM_SEED = env.integer("SIM_SEED", 7)
+CELERY_BEAT_SCHEDULE = {
+    "admission-cycle": {"task": "gangway.admission_cycle", "schedule": float(ADMISSION_INTERVAL)},
+    "reconcile": {"task": "gangway.reconcile", "schedule": float(RECONCILE_INTERVAL)},
+    "sync-tenants": {"task": "gangway.sync_tenants", "schedule": 300.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],

@@ -1,0 +1,38 @@
+# Gangway: `make demo` runs the whole product on this machine; `make test` runs every test.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+
+.PHONY: demo test services browser check bench clean
+
+# The virtual environment is reused while pyproject.toml is unchanged.
+$(VENV)/.app: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.test: $(VENV)/.app pyproject.toml
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+demo: $(VENV)/.app
+	PORT=$(PORT) ./deploy/demo.sh
+
+## PostgreSQL and Redis on their standard ports; started when installed but not running.
+services:
+	@./deploy/services.sh
+
+## Debian's Chromium for the browser tests (Playwright drives /usr/bin/chromium).
+browser:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: $(VENV)/.test services browser
+	$(PY) -m pytest
+
+check: $(VENV)/.test
+	DJANGO_DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf var test-artifacts

@@ -1,0 +1,151 @@
+"""Training jobs and the events that tell their story."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from tenants.models import DNS_LABEL, PriorityTier, Team, dns_label_validator
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    ADMITTED = "admitted", "Admitted"
+    RUNNING = "running", "Running"
+    PREEMPTING = "preempting", "Preempting"
+    CANCELLING = "cancelling", "Cancelling"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    REJECTED = "rejected", "Rejected"
+
+
+class JobKind(models.TextChoices):
+    TFJOB = "TFJob", "TFJob"
+    PYTORCHJOB = "PyTorchJob", "PyTorchJob"
+
+
+class Job(models.Model):
+    State = JobState
+    Kind = JobKind
+
+    # States whose jobs hold (or are about to hold) cluster resources.
+    ACTIVE_STATES = (State.ADMITTED, State.RUNNING)
+    TERMINAL_STATES = (State.SUCCEEDED, State.FAILED, State.CANCELLED, State.REJECTED)
+
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="jobs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
+    )
+    submitted_via = models.CharField(max_length=100, blank=True, help_text="Form, API token name, CLI, YAML.")
+    name = models.CharField(max_length=50, validators=[dns_label_validator])
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.TFJOB)
+    image = models.CharField(max_length=500)
+    command = models.JSONField(default=list, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)
+    replicas = models.JSONField(
+        help_text="Replica groups: [{role, count, gpu, cpu (millicores), memory (bytes)}]."
+    )
+    gpu_total = models.PositiveIntegerField(default=0, help_text="GPUs over all replicas.")
+    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="jobs")
+    max_runtime = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds; activeDeadlineSeconds.")
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    spec_digest = models.CharField(max_length=64, blank=True, help_text="Hash of the submitted spec.")
+
+    state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED, db_index=True)
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(help_text="Kept across requeues: a preempted job keeps its place.")
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    preemption_count = models.PositiveIntegerField(default=0)
+    attempt = models.PositiveIntegerField(default=1, help_text="1, then +1 per requeue (GANGWAY_ATTEMPT).")
+    not_before = models.DateTimeField(
+        null=True, blank=True, help_text="Backoff after a stuck admission: not admitted again before this."
+    )
+
+    # Where it runs: one node name per replica, in replica-group order.
+    placement = models.JSONField(default=list, blank=True)
+    # Why it waits, as the last admission cycle saw it.
+    reason_code = models.CharField(max_length=40, blank=True)
+    reason = models.TextField(blank=True)
+    position = models.PositiveIntegerField(null=True, blank=True)
+    team_position = models.PositiveIntegerField(null=True, blank=True)
+    eta = models.DateTimeField(null=True, blank=True, help_text="Estimated start.")
+
+    # Simulated cluster only: how long it runs and whether it fails.
+    sim_duration = models.PositiveIntegerField(null=True, blank=True)
+    sim_fail = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "state"]),
+            models.Index(fields=["state", "queued_at"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="unique_idempotency_key_per_team",
+            ),
+            models.CheckConstraint(condition=Q(name__regex=DNS_LABEL), name="job_name_dns_label"),
+            models.CheckConstraint(condition=Q(gpu_total__gte=0), name="job_gpu_total_non_negative"),
+            models.CheckConstraint(condition=Q(state__in=JobState.values), name="job_known_state"),
+            models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_known_kind"),
+            models.CheckConstraint(condition=Q(attempt__gte=1), name="job_attempt_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in self.TERMINAL_STATES
+
+    @property
+    def replica_count(self) -> int:
+        return sum(group["count"] for group in self.replicas)
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("jobs:detail", args=[self.pk])
+
+
+class JobEvent(models.Model):
+    """One transition or decision in a job's life, with a sentence for a person."""
+
+    class Kind(models.TextChoices):
+        SUBMITTED = "submitted", "Submitted"
+        ADMITTED = "admitted", "Admitted"
+        RUNNING = "running", "Running"
+        PREEMPTED = "preempted", "Preempted"
+        REQUEUED = "requeued", "Requeued"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCEL_REQUESTED = "cancel_requested", "Cancel requested"
+        CANCELLED = "cancelled", "Cancelled"
+        REJECTED = "rejected", "Rejected"
+        WAITING = "waiting", "Waiting"
+        EVICTED = "evicted", "Evicted"
+        NOTE = "note", "Note"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    from_state = models.CharField(max_length=12, blank=True)
+    to_state = models.CharField(max_length=12, blank=True)
+    message = models.TextField()
+    code = models.CharField(max_length=40, blank=True, help_text="Stable reason code, e.g. the rule.")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.kind}: {self.message}"
+

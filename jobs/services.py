@@ -1,0 +1,143 @@
+"""Writes on jobs: submit and cancel. Views, the API, commands and the CLI call these."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from jobs.models import Job, JobEvent
+from jobs.spec import JobSpec, SpecError, spec_to_data
+from jobs.transitions import transition
+from tenants.models import Membership, Team
+from tenants.selectors import tier_for
+
+
+class IdempotencyConflict(Exception):
+    """The idempotency key was used before with a different spec."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        super().__init__(
+            f"Idempotency key {job.idempotency_key!r} was already used for job {job.name} (#{job.pk}) "
+            "with a different spec; use a new key for a new job."
+        )
+
+
+class NeverFits(Exception):
+    """The job could never run on this cluster under this team's quota (R10)."""
+
+    def __init__(self, reason: str, code: str):
+        self.reason, self.code = reason, code
+        super().__init__(reason)
+
+
+def spec_digest(spec: JobSpec) -> str:
+    return hashlib.sha256(json.dumps(spec_to_data(spec), sort_keys=True).encode()).hexdigest()
+
+
+def check_spec_for_team(spec: JobSpec, team: Team):
+    """The tier the job gets; raises SpecError for what the team's settings refuse.
+
+    Replica limits (LimitRange-like) are checked here with the quota defaults
+    filled in; whether the job could ever fit is the policy's call (R10).
+    """
+    tier, problem = tier_for(team, spec.tier)
+    if problem:
+        raise SpecError({"tier": [problem]})
+    return tier
+
+
+def job_submit(
+    *, team: Team, spec: JobSpec, owner=None, via: str = "form", idempotency_key: str = ""
+) -> tuple[Job, bool]:
+    """Queue a new job; returns (job, created).
+
+    With an idempotency key already used for the same spec, returns the
+    original job and False. Raises SpecError for a spec the team's settings
+    refuse, NeverFits for a job that can never run (nothing is written), and
+    IdempotencyConflict for a reused key with a different spec.
+    """
+    from scheduling.preview import rejection_for  # the policy decides R10
+
+    tier = check_spec_for_team(spec, team)
+    digest = spec_digest(spec)
+    if idempotency_key:
+        existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return _same_or_conflict(existing, digest), False
+    rejection = rejection_for(team=team, spec=spec, tier=tier)
+    if rejection is not None:
+        raise NeverFits(rejection.reason, rejection.code)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            job = Job.objects.create(
+                team=team, owner=owner, submitted_via=via[:100], name=spec.name, kind=spec.kind,
+                image=spec.image, command=list(spec.command), args=list(spec.args), env=dict(spec.env),
+                replicas=spec.replicas_as_data(), gpu_total=spec.gpu_total, tier=tier,
+                max_runtime=spec.max_runtime, idempotency_key=idempotency_key, spec_digest=digest,
+                queued_at=now, sim_duration=spec.sim_duration, sim_fail=spec.sim_fail,
+                reason="Waiting for the next admission cycle.", reason_code="new",
+            )  # fmt: skip
+            JobEvent.objects.create(
+                job=job, kind=JobEvent.Kind.SUBMITTED, to_state=job.state, actor=owner,
+                message=f"Submitted by {owner or via}: {spec.gpu_total} GPUs over {sum(g.count for g in spec.replicas)} "
+                f"replicas, tier {tier.name}.",
+            )  # fmt: skip
+            transaction.on_commit(_trigger_admission)
+    except IntegrityError:
+        # A concurrent submission with the same key won the insert.
+        existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
+        if not idempotency_key or existing is None:
+            raise
+        return _same_or_conflict(existing, digest), False
+    return job, True
+
+
+def _same_or_conflict(job: Job, digest: str) -> Job:
+    if job.spec_digest != digest:
+        raise IdempotencyConflict(job)
+    return job
+
+
+def can_cancel(user, job: Job) -> bool:
+    """Owners cancel their jobs, leads any job of their team, staff any job."""
+    if user.is_staff or job.owner_id == user.pk:
+        return True
+    return Membership.objects.filter(user=user, team=job.team_id, role=Membership.Role.LEAD).exists()
+
+
+def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
+    """Ask for the job to stop. A queued job is cancelled at once; others stop in the next reconcile.
+
+    Returns the job, unchanged when it has already ended or is being cancelled.
+    """
+    who = actor or via or "an operator"
+    with transaction.atomic():
+        job = Job.objects.select_for_update().get(pk=job.pk)
+        if job.is_terminal or job.state == Job.State.CANCELLING:
+            return job
+        was_queued = job.state == Job.State.QUEUED
+        transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor)
+        if was_queued:
+            transition(
+                job, Job.State.CANCELLED, message="Cancelled before it was admitted; nothing ran.",
+                actor=actor, finished_at=timezone.now(), position=None, team_position=None, eta=None,
+            )  # fmt: skip
+        transaction.on_commit(_trigger_reconcile if not was_queued else _trigger_admission)
+    return job
+
+
+def _trigger_admission() -> None:
+    from scheduling.tasks import trigger_admission
+
+    trigger_admission()
+
+
+def _trigger_reconcile() -> None:
+    from scheduling.tasks import trigger_reconcile
+
+    trigger_reconcile()

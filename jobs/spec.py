@@ -1,0 +1,280 @@
+"""The job spec: one shape for a job wherever a person or a program writes one.
+
+`parse_spec` turns untrusted input (a form, a REST body, a CLI file, an imported
+manifest) into a validated `JobSpec`, or raises `SpecError` carrying every
+problem keyed by field path ("replicas[0].gpu"). It knows nothing of teams'
+quotas or the cluster: those checks live in the submission service and in the
+policy (R10).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from decimal import InvalidOperation
+
+from kubernetes.utils.quantity import parse_quantity
+
+from tenants.models import DNS_LABEL
+
+KINDS = ("TFJob", "PyTorchJob")
+ROLES = {
+    "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator"),
+    "PyTorchJob": ("Master", "Worker"),
+}
+SINGLETON_ROLES = {"Chief", "Master", "Evaluator"}
+FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate"}
+REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
+
+NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
+MAX_REPLICAS = 1000
+MAX_GPU_PER_REPLICA = 64
+MAX_CPU_PER_REPLICA = 1024_000  # millicores
+MAX_MEMORY_PER_REPLICA = 16 * 1024**4  # 16 TiB
+MAX_RUNTIME = 30 * 86400
+MAX_LIST = 100
+MAX_STRING = 4096
+# An OCI reference: [registry[:port]/]path[:tag][@digest], lowercase path components.
+IMAGE_RE = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ReplicaGroup:
+    role: str
+    count: int
+    gpu: int
+    cpu: int  # millicores; 0 = the team's default
+    memory: int  # bytes; 0 = the team's default
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    team: str
+    name: str
+    kind: str
+    image: str
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    tier: str  # "" = the team's default tier
+    max_runtime: int | None
+    replicas: tuple[ReplicaGroup, ...]
+    sim_duration: int | None = None
+    sim_fail: bool = False
+
+    @property
+    def gpu_total(self) -> int:
+        return sum(group.count * group.gpu for group in self.replicas)
+
+    def replicas_as_data(self) -> list[dict]:
+        return [asdict(group) for group in self.replicas]
+
+
+class SpecError(Exception):
+    """Every problem with a spec, as {field path: [messages]} (DRF's field-dict shape)."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        first = next(iter(errors.items()))
+        super().__init__(f"{first[0]}: {first[1][0]}")
+
+
+class _Errors(dict):
+    def add(self, path: str, message: str) -> None:
+        self.setdefault(path, []).append(message)
+
+
+def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
+    """A validated JobSpec from `data`; raises SpecError listing every problem.
+
+    `team`, when given (a URL or a token names it), fills a missing "team" and
+    must agree with a present one.
+    """
+    errors = _Errors()
+    if not isinstance(data, dict):
+        raise SpecError({"non_field_errors": [f"A job spec is a mapping of fields, got {type(data).__name__}."]})
+    for unknown in sorted(set(data) - FIELDS, key=str):
+        errors.add(str(unknown), f"Unknown field; the fields are {', '.join(sorted(FIELDS))}.")
+
+    team_value = data.get("team", team)
+    if team and team_value != team:
+        errors.add("team", f"This request is for team {team}, but the spec names {team_value!r}.")
+    team_value = _label(errors, "team", team_value, 63)
+    name = _label(errors, "name", data.get("name"), NAME_MAX)
+    kind = data.get("kind", "TFJob")
+    if kind not in KINDS:
+        errors.add("kind", f"Must be TFJob or PyTorchJob, got {kind!r}.")
+        kind = "TFJob"
+    image = data.get("image")
+    if not isinstance(image, str) or not image:
+        errors.add("image", "Required: a container image such as tensorflow/tensorflow:2.12.0-gpu.")
+    elif len(image) > 500 or not IMAGE_RE.match(image):
+        errors.add("image", f"Not a valid image reference: {image[:100]!r}.")
+    command = _strings(errors, "command", data.get("command", []))
+    args = _strings(errors, "args", data.get("args", []))
+    env = _env(errors, data.get("env", {}))
+    tier = data.get("tier") or ""
+    if not isinstance(tier, str) or (tier and not re.match(DNS_LABEL, tier)):
+        errors.add("tier", f"Must be a tier name, got {tier!r}.")
+        tier = ""
+    max_runtime = data.get("max_runtime")
+    if max_runtime is not None and not _int_in(max_runtime, 1, MAX_RUNTIME):
+        errors.add("max_runtime", f"Must be whole seconds from 1 to {MAX_RUNTIME} (30 days), got {max_runtime!r}.")
+        max_runtime = None
+    replicas = _replicas(errors, kind, data.get("replicas"))
+    sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
+    if errors:
+        raise SpecError(dict(errors))
+    return JobSpec(
+        team=team_value, name=name, kind=kind, image=image, command=command, args=args, env=env, tier=tier,
+        max_runtime=max_runtime, replicas=replicas, sim_duration=sim_duration, sim_fail=sim_fail,
+    )  # fmt: skip
+
+
+def _int_in(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _label(errors: _Errors, path: str, value: object, limit: int) -> str:
+    if not isinstance(value, str) or not value:
+        errors.add(path, "Required.")
+        return ""
+    if len(value) > limit or not re.match(DNS_LABEL, value):
+        errors.add(
+            path,
+            f"Must be at most {limit} lowercase letters, digits or '-', starting and ending with a letter "
+            f"or digit, got {value[:80]!r}.",
+        )
+    return value
+
+
+def _strings(errors: _Errors, path: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        errors.add(path, "Must be a list of strings (never run through a shell), e.g. [\"python\", \"train.py\"].")
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_LIST:
+        errors.add(path, f"Must be a list of at most {MAX_LIST} strings.")
+        return ()
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or len(item) > MAX_STRING:
+            errors.add(f"{path}[{index}]", f"Must be a string of at most {MAX_STRING} characters.")
+    return tuple(str(item) for item in value)
+
+
+def _env(errors: _Errors, value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or len(value) > MAX_LIST:
+        errors.add("env", f"Must be a mapping of at most {MAX_LIST} NAME: value pairs.")
+        return ()
+    for name, item in value.items():
+        if not isinstance(name, str) or not ENV_NAME_RE.match(name) or name.startswith("GANGWAY_"):
+            errors.add(f"env.{name}", "Names are letters, digits and '_', not starting with a digit or GANGWAY_.")
+        if not isinstance(item, (str, int, float)) or isinstance(item, bool) or len(str(item)) > MAX_STRING:
+            errors.add(f"env.{name}", f"Values are strings of at most {MAX_STRING} characters.")
+    return tuple(sorted((str(name), str(item)) for name, item in value.items()))
+
+
+def _quantity(errors: _Errors, path: str, value: object, *, scale: int, limit: int, unit: str) -> int:
+    """A Kubernetes quantity as an integer count of `unit`s (millicores or bytes)."""
+    if value in (None, "", 0):
+        return 0
+    try:
+        amount = parse_quantity(value) * scale
+    except (ValueError, TypeError, InvalidOperation):
+        errors.add(path, f"Not a Kubernetes quantity: {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
+        return 0
+    if amount < 0 or amount > limit or amount != amount.to_integral_value():
+        errors.add(path, f"Must be from 0 to {limit} {unit} in whole {unit}, got {value!r}.")
+        return 0
+    return int(amount)
+
+
+def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, ...]:
+    if not isinstance(value, list) or not value:
+        errors.add("replicas", "Required: at least one replica group, e.g. [{\"role\": \"Worker\", \"count\": 2}].")
+        return ()
+    if len(value) > len(ROLES[kind]):
+        errors.add("replicas", f"A {kind} has at most {len(ROLES[kind])} replica groups.")
+        return ()
+    groups, seen, total = [], set(), 0
+    for index, item in enumerate(value):
+        path = f"replicas[{index}]"
+        if not isinstance(item, dict):
+            errors.add(path, "Must be a mapping with role, count, gpu, cpu and memory.")
+            continue
+        for unknown in sorted(set(item) - REPLICA_FIELDS, key=str):
+            errors.add(f"{path}.{unknown}", f"Unknown field; the fields are {', '.join(sorted(REPLICA_FIELDS))}.")
+        role = item.get("role", "Worker")
+        if role not in ROLES[kind]:
+            errors.add(f"{path}.role", f"A {kind} role is one of {', '.join(ROLES[kind])}, got {role!r}.")
+        elif role in seen:
+            errors.add(f"{path}.role", f"Role {role} appears twice; give it one group with a count.")
+        seen.add(role)
+        count = item.get("count", 1)
+        if not _int_in(count, 1, MAX_REPLICAS):
+            errors.add(f"{path}.count", f"Must be a whole number from 1 to {MAX_REPLICAS}, got {count!r}.")
+            count = 1
+        elif role in SINGLETON_ROLES and count != 1:
+            errors.add(f"{path}.count", f"A {kind} has exactly one {role}, got {count}.")
+        total += count
+        gpu = item.get("gpu", 0)
+        if not _int_in(gpu, 0, MAX_GPU_PER_REPLICA):
+            errors.add(f"{path}.gpu", f"Must be a whole number of GPUs from 0 to {MAX_GPU_PER_REPLICA}, got {gpu!r}.")
+            gpu = 0
+        cpu = _quantity(errors, f"{path}.cpu", item.get("cpu"), scale=1000, limit=MAX_CPU_PER_REPLICA, unit="millicores")
+        memory = _quantity(errors, f"{path}.memory", item.get("memory"), scale=1, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
+        groups.append(ReplicaGroup(role=str(role), count=count, gpu=gpu, cpu=cpu, memory=memory))
+    if total > MAX_REPLICAS:
+        errors.add("replicas", f"At most {MAX_REPLICAS} replicas in all, got {total}.")
+    return tuple(groups)
+
+
+def _simulate(errors: _Errors, value: object) -> tuple[int | None, bool]:
+    if value is None:
+        return None, False
+    if not isinstance(value, dict) or set(value) - {"duration", "fail"}:
+        errors.add("simulate", "Must be a mapping with duration (seconds) and fail (true/false).")
+        return None, False
+    duration = value.get("duration")
+    if duration is not None and not _int_in(duration, 1, MAX_RUNTIME):
+        errors.add("simulate.duration", f"Must be whole seconds from 1 to {MAX_RUNTIME}, got {duration!r}.")
+        duration = None
+    fail = value.get("fail", False)
+    if not isinstance(fail, bool):
+        errors.add("simulate.fail", f"Must be true or false, got {fail!r}.")
+        fail = False
+    return duration, fail
+
+
+def format_cpu(millicores: int) -> str:
+    """Millicores as a Kubernetes quantity: 2000 -> "2", 500 -> "500m"."""
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def format_memory(size: int) -> str:
+    """Bytes as the largest exact binary quantity: 4294967296 -> "4Gi"."""
+    for suffix, factor in (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
+        if size and size % factor == 0:
+            return f"{size // factor}{suffix}"
+    return str(size)
+
+
+def spec_to_data(spec: JobSpec) -> dict:
+    """The spec back in its JSON shape (what a person would have written)."""
+    data = {
+        "team": spec.team, "name": spec.name, "kind": spec.kind, "image": spec.image,
+        "command": list(spec.command), "args": list(spec.args), "env": dict(spec.env),
+        "tier": spec.tier, "max_runtime": spec.max_runtime,
+        "replicas": [
+            {"role": g.role, "count": g.count, "gpu": g.gpu, "cpu": format_cpu(g.cpu), "memory": format_memory(g.memory)}
+            for g in spec.replicas
+        ],
+    }  # fmt: skip
+    if spec.sim_duration is not None or spec.sim_fail:
+        data["simulate"] = {"duration": spec.sim_duration, "fail": spec.sim_fail}
+    return data
+
+

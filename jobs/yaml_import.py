@@ -1,0 +1,119 @@
+"""Reading a job from YAML: Gangway's own spec, or a TFJob / PyTorchJob manifest.
+
+A manifest is turned into the job spec, and every field Gangway does not carry
+over is listed back (never silently dropped). Parsing is safe: no custom tags,
+no aliases (the "billion laughs" expansion), and a size limit.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import yaml
+
+from jobs.spec import SpecError
+
+MAX_YAML_BYTES = 256 * 1024
+REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
+# Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
+MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> object:
+    """The parsed document; raises SpecError for oversized or malformed YAML."""
+    if len(text.encode()) > MAX_YAML_BYTES:
+        raise SpecError({"yaml": [f"The YAML is larger than {MAX_YAML_BYTES // 1024} KiB."]})
+    try:
+        documents = [doc for doc in yaml.load_all(text, Loader=_NoAliasLoader) if doc is not None]
+    except yaml.YAMLError as error:
+        raise SpecError({"yaml": [f"Not valid YAML: {str(error).splitlines()[0]}"]}) from None
+    if len(documents) != 1:
+        raise SpecError({"yaml": [f"Expected one YAML document, got {len(documents)}."]})
+    return documents[0]
+
+
+def spec_from_yaml(text: str) -> tuple[dict, list[str]]:
+    """(spec data, unsupported fields) from Gangway's spec or a TFJob/PyTorchJob manifest."""
+    data = load_yaml(text)
+    if isinstance(data, dict) and data.get("kind") in REPLICA_KEYS and "apiVersion" in data:
+        return spec_from_manifest(data)
+    return data, []
+
+
+def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
+    """(spec data, unsupported fields) from a kubeflow.org/v1 TFJob or PyTorchJob."""
+    unsupported: list[str] = []
+    kind = manifest["kind"]
+    metadata = manifest.get("metadata") or {}
+    spec = manifest.get("spec") or {}
+    _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
+    _unsupported(unsupported, "spec", spec, {REPLICA_KEYS[kind], "runPolicy"})
+    run_policy = spec.get("runPolicy") or {}
+    _unsupported(unsupported, "spec.runPolicy", run_policy, {"activeDeadlineSeconds", "schedulingPolicy", "suspend"})
+    data: dict = {"name": metadata.get("name"), "kind": kind, "replicas": []}
+    if metadata.get("namespace"):
+        data["team"] = metadata["namespace"]
+    if run_policy.get("activeDeadlineSeconds") is not None:
+        data["max_runtime"] = run_policy["activeDeadlineSeconds"]
+    tier = (run_policy.get("schedulingPolicy") or {}).get("priorityClass")
+    replica_specs = spec.get(REPLICA_KEYS[kind]) or {}
+    if not isinstance(replica_specs, dict) or not replica_specs:
+        raise SpecError({f"spec.{REPLICA_KEYS[kind]}": ["Required: at least one replica type, e.g. Worker."]})
+    for role, replica in replica_specs.items():
+        path = f"spec.{REPLICA_KEYS[kind]}.{role}"
+        replica = replica or {}
+        _unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
+        pod = (replica.get("template") or {}).get("spec") or {}
+        _unsupported(unsupported, f"{path}.template.spec", pod, {"containers"} | MANAGED)
+        tier = tier or pod.get("priorityClassName")
+        containers = pod.get("containers") or []
+        if not containers:
+            raise SpecError({f"{path}.template.spec.containers": ["Required: one container."]})
+        if len(containers) > 1:
+            unsupported.append(f"{path}.template.spec.containers[1:] (only the first container is used)")
+        container = containers[0]
+        _unsupported(unsupported, f"{path}.template.spec.containers[0]", container,
+                     {"name", "image", "command", "args", "env", "resources"})  # fmt: skip
+        for key in ("image", "command", "args"):
+            if key in container and key not in data:
+                data[key] = container[key]
+        env = {}
+        for index, item in enumerate(container.get("env") or []):
+            if isinstance(item, dict) and "value" in item and set(item) <= {"name", "value"}:
+                env[item.get("name")] = item["value"]
+            else:
+                unsupported.append(f"{path}.template.spec.containers[0].env[{index}] (only literal values)")
+        if env:
+            data.setdefault("env", {}).update(env)
+        data["replicas"].append({"role": role, "count": replica.get("replicas", 1), **_resources(container, path, unsupported)})
+    if tier:
+        data["tier"] = tier
+    return data, unsupported
+
+
+def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
+    resources = container.get("resources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    merged = {**requests, **limits}  # Gangway sets requests = limits
+    out = {}
+    for key, value in merged.items():
+        if key == "nvidia.com/gpu":
+            out["gpu"] = int(Decimal(str(value))) if str(value).isdigit() else value
+        elif key in ("cpu", "memory"):
+            out[key] = str(value)
+        else:
+            unsupported.append(f"{path}.template.spec.containers[0].resources.{key}")
+    return out
+
+
+def _unsupported(found: list[str], path: str, data: object, known: set[str]) -> None:
+    if isinstance(data, dict):
+        found.extend(f"{path}.{key}" for key in data if key not in known)

@@ -1,0 +1,205 @@
+"""The simulated cluster: nodes and jobs kept in the database, in real time.
+
+It behaves like Volcano with the Training Operator, in miniature: a created job
+starts only when every replica has room at once (gang), runs for its duration,
+then succeeds or fails; a suspended job frees its nodes at once and keeps the
+progress it made, so a resumed job only runs what is left (perfect
+checkpointing). The demo and most tests run on it, through the same port as
+the Kubernetes adapter.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from scheduling.cluster.base import (
+    ClusterJob,
+    Finding,
+    JobStatus,
+    NodeInfo,
+    OutsidePod,
+    Phase,
+    Tenants,
+)
+from scheduling.models import SimJob, SimNode
+
+
+class SimulatedCluster:
+    def __init__(self, *, clock: Callable[[], datetime] = timezone.now, seed: int | None = None,
+                 failure_rate: float | None = None, default_duration: int | None = None):  # fmt: skip
+        self.clock = clock
+        self.seed = settings.SIM_SEED if seed is None else seed
+        self.failure_rate = settings.SIM_FAILURE_RATE if failure_rate is None else failure_rate
+        self.default_duration = default_duration or settings.SIM_DEFAULT_DURATION
+
+    # --- reads ------------------------------------------------------------------
+    def nodes(self) -> list[NodeInfo]:
+        return [
+            NodeInfo(name=node.name, gpu=node.gpu, cpu=node.cpu, memory=node.memory)
+            for node in SimNode.objects.filter(schedulable=True).order_by("name")
+        ]
+
+    def outside_usage(self) -> list[OutsidePod]:
+        return []
+
+    def job_statuses(self) -> list[JobStatus]:
+        self.advance()
+        return [_status(job) for job in SimJob.objects.all()]
+
+    # --- writes -----------------------------------------------------------------
+    def create_job(self, job: ClusterJob) -> None:
+        """Create the job, or resume it when it exists suspended; a second create changes nothing."""
+        from scheduling.cluster.manifests import training_job
+
+        with transaction.atomic():
+            existing = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
+            if existing is None:
+                SimJob.objects.create(
+                    job_id=job.job_id, namespace=job.namespace, name=job.name, kind=job.kind,
+                    manifest=training_job(job), created_at=self.clock(), hint=list(job.placement),
+                    duration=self._duration(job), fail=self._fails(job),
+                )  # fmt: skip
+            elif existing.suspended:
+                existing.suspended, existing.hint = False, list(job.placement)
+                existing.manifest = training_job(job)
+                existing.save(update_fields=["suspended", "manifest", "hint"])
+        self.advance()
+
+    def suspend_job(self, job: ClusterJob) -> None:
+        now = self.clock()
+        with transaction.atomic():
+            sim = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
+            if sim is None or sim.suspended or sim.finished_at:
+                return
+            if sim.started_at:
+                sim.progress += (now - sim.started_at).total_seconds()
+            sim.suspended, sim.started_at, sim.nodes = True, None, []
+            sim.save(update_fields=["suspended", "started_at", "nodes", "progress"])
+        self.advance()
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        SimJob.objects.filter(namespace=namespace, name=name).delete()
+        self.advance()
+
+    def sync_tenants(self, tenants: Tenants) -> list[str]:
+        return []  # the simulated cluster has no namespaces, quotas or queues to keep in line
+
+    def doctor(self, tenants: Tenants) -> list[Finding]:
+        findings = []
+        nodes = self.nodes()
+        if not nodes:
+            findings.append(Finding("The simulated cluster has no nodes.", "Run `manage.py seed_demo` to add some."))
+        capacity = sum(node.gpu for node in nodes)
+        nominal = sum(team.nominal.get("gpu", 0) for team in tenants.teams)
+        if nominal > capacity:
+            findings.append(Finding(
+                f"Teams' nominal GPU quotas sum to {nominal}, above the {capacity} GPUs of the cluster.",
+                "Lower some nominal quotas so every team's guarantee can be kept.",
+            ))  # fmt: skip
+        return findings
+
+    # --- the passage of time ------------------------------------------------------
+    def advance(self) -> None:
+        """End the jobs whose time is up, then start, in creation order, the jobs that now fit."""
+        now = self.clock()
+        with transaction.atomic():
+            jobs = list(SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id"))
+            for job in jobs:
+                if job.started_at and job.progress + (now - job.started_at).total_seconds() >= job.duration:
+                    done = job.started_at + timedelta(seconds=job.duration - job.progress)
+                    job.finished_at, job.succeeded = min(done, now), not job.fail
+                    job.message = "The training process exited with code 1." if job.fail else "Completed."
+                    job.nodes = []
+                    job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
+            free = {node.name: [node.gpu, node.cpu, node.memory] for node in SimNode.objects.filter(schedulable=True)}
+            running = [job for job in jobs if job.started_at and not job.finished_at]
+            for job in running:
+                for node, need in zip(job.nodes, _replicas(job)):
+                    if node in free:
+                        _take(free[node], need)
+            for job in jobs:
+                if job.finished_at or job.suspended or job.started_at:
+                    continue
+                nodes = _place(job, free)
+                if nodes is not None:
+                    job.started_at, job.nodes = now, nodes
+                    job.save(update_fields=["started_at", "nodes"])
+
+    def _duration(self, job: ClusterJob) -> int:
+        if job.sim_duration:
+            return job.sim_duration
+        rng = random.Random(self.seed * 1_000_003 + job.job_id)
+        return max(10, int(rng.lognormvariate(math.log(self.default_duration), 0.5)))
+
+    def _fails(self, job: ClusterJob) -> bool:
+        if job.sim_fail:
+            return True
+        return random.Random(self.seed * 7_919 + job.job_id).random() < self.failure_rate
+
+
+def _replicas(job: SimJob) -> list[tuple[int, int, int]]:
+    """(gpu, cpu millicores, memory bytes) of each replica, from the stored manifest."""
+    from kubernetes.utils.quantity import parse_quantity
+
+    needs = []
+    for spec in _replica_specs(job.manifest).values():
+        limits = spec["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
+        need = (
+            int(parse_quantity(limits.get("nvidia.com/gpu", 0))),
+            int(parse_quantity(limits.get("cpu", 0)) * 1000),
+            int(parse_quantity(limits.get("memory", 0))),
+        )
+        needs.extend([need] * int(spec.get("replicas", 1)))
+    return needs
+
+
+def _replica_specs(manifest: dict) -> dict:
+    spec = manifest.get("spec", {})
+    return spec.get("tfReplicaSpecs") or spec.get("pytorchReplicaSpecs") or {}
+
+
+def _take(room: list[int], need: tuple[int, int, int]) -> None:
+    for index, amount in enumerate(need):
+        room[index] -= amount
+
+
+def _place(job: SimJob, free: dict[str, list[int]]) -> list[str] | None:
+    """Nodes for every replica at once (each replica's hinted node first, then first fit), or None."""
+    trial = {name: list(room) for name, room in free.items()}
+    chosen = []
+    for index, need in enumerate(_replicas(job)):
+        hinted = [job.hint[index]] if index < len(job.hint) and job.hint[index] in trial else []
+        for name in hinted + sorted(trial):
+            if all(have >= want for have, want in zip(trial[name], need)):
+                _take(trial[name], need)
+                chosen.append(name)
+                break
+        else:
+            return None
+    free.update(trial)
+    return chosen
+
+
+def _status(job: SimJob) -> JobStatus:
+    if job.finished_at:
+        phase = Phase.SUCCEEDED if job.succeeded else Phase.FAILED
+    elif job.suspended:
+        phase = Phase.SUSPENDED
+    elif job.started_at:
+        phase = Phase.RUNNING
+    else:
+        phase = Phase.CREATED
+    message = job.message
+    if phase is Phase.CREATED:
+        message = "Waiting for room on the nodes for every replica at once."
+    return JobStatus(
+        job_id=job.job_id, name=job.name, namespace=job.namespace, phase=phase, message=message,
+        running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes),
+    )  # fmt: skip

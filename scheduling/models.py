@@ -1,0 +1,117 @@
+"""What the admission loop keeps: the cluster as last seen, cycle records, and the simulated cluster."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class ClusterNode(models.Model):
+    """A node as the last cycle saw it, with the room pods Gangway did not create take (R12).
+
+    Pages read this table; only the loop writes it.
+    """
+
+    name = models.CharField(max_length=253, unique=True)
+    position = models.PositiveIntegerField(default=0, help_text="Node order in the snapshot (R11 ties).")
+    gpu = models.PositiveIntegerField(default=0)
+    cpu = models.BigIntegerField(default=0, help_text="Millicores.")
+    memory = models.BigIntegerField(default=0, help_text="Bytes.")
+    outside_gpu = models.PositiveIntegerField(default=0)
+    outside_cpu = models.BigIntegerField(default=0)
+    outside_memory = models.BigIntegerField(default=0)
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["position", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(cpu__gte=0) & Q(memory__gte=0), name="cluster_node_non_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Cycle(models.Model):
+    """One admission cycle's outcome, for the dashboard, metrics and operators."""
+
+    started_at = models.DateTimeField(db_index=True)
+    duration = models.FloatField(help_text="Seconds.")
+    admitted = models.PositiveIntegerField(default=0)
+    preempted = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    waiting = models.PositiveIntegerField(default=0)
+    cluster_reachable = models.BooleanField(default=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        get_latest_by = "started_at"
+
+    def __str__(self) -> str:
+        return self.summary
+
+    @property
+    def summary(self) -> str:
+        if not self.cluster_reachable:
+            return f"Cluster unreachable: {self.error}"
+        return f"Admitted {self.admitted}, preempted {self.preempted}, rejected {self.rejected}, waiting {self.waiting}."
+
+
+class UsageSample(models.Model):
+    """A team's GPU use at one moment, recorded by the loop for the team page's chart."""
+
+    team = models.ForeignKey("tenants.Team", on_delete=models.CASCADE, related_name="usage_samples")
+    at = models.DateTimeField(db_index=True)
+    gpu_used = models.PositiveIntegerField()
+    gpu_borrowed = models.PositiveIntegerField(default=0)
+    gpu_nominal = models.PositiveIntegerField(default=0)
+    gpu_waiting = models.PositiveIntegerField(default=0, help_text="GPUs asked by queued jobs.")
+
+    class Meta:
+        ordering = ["at"]
+        indexes = [models.Index(fields=["team", "at"])]
+
+
+class SimNode(models.Model):
+    """A node of the simulated cluster (the demo's and the tests' cluster)."""
+
+    name = models.CharField(max_length=63, unique=True)
+    gpu = models.PositiveIntegerField(default=8)
+    cpu = models.BigIntegerField(default=64000)
+    memory = models.BigIntegerField(default=512 * 1024**3)
+    schedulable = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SimJob(models.Model):
+    """A job as the simulated cluster holds it: created, suspended, running or ended."""
+
+    job_id = models.BigIntegerField(unique=True)
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=63)
+    kind = models.CharField(max_length=12)
+    manifest = models.JSONField(default=dict)
+    nodes = models.JSONField(default=list, help_text="Node of each replica once started.")
+    hint = models.JSONField(default=list, help_text="The node Gangway's plan chose for each replica.")
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    duration = models.PositiveIntegerField(help_text="Seconds it runs once started.")
+    fail = models.BooleanField(default=False)
+    progress = models.FloatField(default=0, help_text="Seconds of work kept from earlier runs (a checkpoint).")
+    suspended = models.BooleanField(default=False)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    succeeded = models.BooleanField(null=True)
+    message = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["job_id"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="sim_job_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -1,0 +1,90 @@
+"""What would happen to a job if it were submitted now: the same policy as admission.
+
+Used by the submission service (R10: refuse what can never fit) and by the
+submit form's live fit preview. Nodes come from the last cycle's reading of
+the cluster (ClusterNode), so no preview ever calls the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone as dt_timezone
+
+from django.utils import timezone
+
+from jobs.spec import JobSpec
+from scheduling.cluster.base import NodeInfo, OutsidePod
+from scheduling.models import ClusterNode
+from scheduling.policy import plan as make_plan
+from scheduling.policy.model import PendingJob, Rejection
+from scheduling.snapshot import build_world, epoch, policy_replicas, replica_defaults, teams_with_quotas
+from tenants.models import PriorityTier, Team
+
+PREVIEW_ID = "preview"
+
+
+@dataclass(frozen=True)
+class Preview:
+    outcome: str  # "starts_now" | "waits" | "never" | "unknown"
+    message: str
+    position: int | None = None
+    eta: datetime | None = None
+    code: str = ""
+
+
+def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
+    rows = list(ClusterNode.objects.all())
+    nodes = [NodeInfo(name=row.name, gpu=row.gpu, cpu=row.cpu, memory=row.memory) for row in rows]
+    outside = [
+        OutsidePod(namespace="", name=f"outside-{row.name}", node=row.name, gpu=row.outside_gpu,
+                   cpu=row.outside_cpu, memory=row.outside_memory)  # fmt: skip
+        for row in rows
+        if row.outside_gpu or row.outside_cpu or row.outside_memory
+    ]
+    return nodes, outside
+
+
+def _pending(team: Team, spec: JobSpec, tier: PriorityTier, now: datetime) -> PendingJob:
+    groups = [{"count": g.count, "gpu": g.gpu, "cpu": g.cpu, "memory": g.memory} for g in spec.replicas]
+    return PendingJob(id=PREVIEW_ID, team=team.slug, tier=tier.name, queued=epoch(now),
+                      replicas=policy_replicas(groups, replica_defaults(team)), max_runtime=spec.max_runtime)  # fmt: skip
+
+
+def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection | None:
+    """The policy's R10 refusal of this job on an empty cluster, or None when it could fit some day.
+
+    Returns None too while no cycle has read the cluster's nodes yet: the first
+    cycle rejects then, with the same sentence.
+    """
+    nodes, _ = _known_nodes()
+    if not nodes:
+        return None
+    now = timezone.now()
+    world = build_world(now=now, nodes=nodes, outside=[], teams=teams_with_quotas())
+    snapshot = replace(world.snapshot, running=(), pending=(_pending(team, spec, tier, now),))
+    result = make_plan(snapshot, with_eta=False)
+    return next((r for r in result.reject if r.id == PREVIEW_ID), None)
+
+
+def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
+    """Where the job would stand if submitted now: starts now, waits (position, ETA), or never fits."""
+    nodes, outside = _known_nodes()
+    if not nodes:
+        return Preview("unknown", "No cluster reading yet; the first admission cycle will place it.")
+    now = timezone.now()
+    world = build_world(now=now, nodes=nodes, outside=outside, extra_pending=(_pending(team, spec, tier, now),))
+    result = make_plan(world.snapshot)
+    for admission in result.admit:
+        if admission.id == PREVIEW_ID:
+            where = ", ".join(node for node, _ in admission.placement)
+            if admission.victims:
+                return Preview("starts_now", f"Starts after preempting {len(admission.victims)} job(s), on {where}.")
+            return Preview("starts_now", f"Starts now on {where}.")
+    for rejection in result.reject:
+        if rejection.id == PREVIEW_ID:
+            return Preview("never", f"Can never run: {rejection.reason}", code=rejection.code)
+    for wait in result.wait:
+        if wait.id == PREVIEW_ID:
+            eta = datetime.fromtimestamp(wait.eta, tz=dt_timezone.utc) if wait.eta is not None else None
+            return Preview("waits", wait.reason, position=wait.position, eta=eta, code=wait.code)
+    return Preview("unknown", "The policy gave no answer for this job.")

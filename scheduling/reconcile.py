@@ -1,0 +1,151 @@
+"""Reconcile job states with the cluster, level-triggered.
+
+Each pass compares what the database says with what the cluster has and
+corrects the difference, whatever edge was missed: a crash between a cluster
+create and the database commit, a lost worker, a job deleted by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from jobs.models import Job
+from jobs.transitions import StaleJob, transition
+from scheduling.cluster.base import Cluster, ClusterUnavailable, JobStatus, Phase
+from scheduling.locks import try_transaction_lock
+from scheduling.loop import backoff
+from scheduling.snapshot import to_cluster_job
+
+log = logging.getLogger("gangway.reconcile")
+RECONCILE_LOCK = "gangway.reconcile"
+WATCHED = (Job.State.QUEUED, Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
+
+
+@dataclass
+class ReconcileResult:
+    changed: int = 0
+    created: int = 0
+    deleted: int = 0
+    skipped: bool = False
+    error: str = ""
+
+    @property
+    def summary(self) -> str:
+        if self.skipped:
+            return "Another reconcile is running; nothing done."
+        if self.error:
+            return f"Cluster unreachable ({self.error}); nothing changed."
+        return f"Moved {self.changed} jobs, created {self.created}, deleted {self.deleted} cluster objects."
+
+
+def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResult:
+    """Bring job states in line with the cluster; returns what it corrected.
+
+    1. Read every Gangway job the cluster has.
+    2. For each job the database follows, apply the one correction its pair of
+       states calls for (see `_correct`).
+    3. Delete cluster jobs that belong to no Gangway job (orphans).
+    """
+    now = now or timezone.now()
+    result = ReconcileResult()
+    with transaction.atomic():
+        if not try_transaction_lock(RECONCILE_LOCK):
+            return ReconcileResult(skipped=True)
+        try:
+            statuses = {status.job_id: status for status in cluster.job_statuses()}
+        except ClusterUnavailable as error:
+            return ReconcileResult(error=str(error))
+        known = set()
+        jobs = Job.objects.filter(state__in=WATCHED).select_related("team", "tier").order_by("id")
+        for job in jobs:
+            known.add(job.pk)
+            try:
+                with transaction.atomic():
+                    _correct(job, statuses.get(job.pk), cluster, now, result)
+            except StaleJob:
+                continue  # moved by a cycle or a user meanwhile; the next pass sees the new state
+            except ClusterUnavailable as error:
+                result.error = str(error)
+                break
+        terminal = set(Job.objects.filter(pk__in=set(statuses) - known).values_list("pk", flat=True))
+        for job_id, status in statuses.items():
+            if job_id not in known and job_id not in terminal:
+                cluster.delete_job(status.namespace, status.name)
+                log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
+                result.deleted += 1
+    return result
+
+
+def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
+    """Apply the correction for one job: (database state, cluster phase) -> move."""
+    phase = status.phase if status else None
+    state = job.state
+    if state == Job.State.QUEUED:
+        if phase in (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING):
+            # Created in the cluster, but the cycle that did it never committed.
+            transition(job, Job.State.ADMITTED, message="Adopted: the cluster already had this job running or "
+                       "starting (its admission was not recorded before a restart).", code="adopted",
+                       admitted_at=now, placement=list(status.nodes))  # fmt: skip
+            result.changed += 1
+    elif state in (Job.State.ADMITTED, Job.State.RUNNING):
+        _follow(job, status, cluster, now, result)
+    elif state == Job.State.PREEMPTING:
+        if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
+            transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
+                       f"resume as attempt {job.attempt + 1}.", code="requeued", attempt=F("attempt") + 1,
+                       placement=[], started_at=None, admitted_at=None)  # fmt: skip
+            result.changed += 1
+    elif state == Job.State.CANCELLING:
+        if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED):
+            cluster.delete_job(status.namespace, status.name)
+            result.deleted += 1
+        transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
+                   placement=[])  # fmt: skip
+        result.changed += 1
+
+
+def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
+    """An admitted or running job: start, finish, re-create, or evict when stuck (R13)."""
+    phase = status.phase if status else None
+    if status is None:
+        # Level-triggered: the database says it should exist, so create it again (same name: harmless).
+        cluster.create_job(to_cluster_job(job))
+        result.created += 1
+        return
+    if phase in (Phase.SUCCEEDED, Phase.FAILED):
+        to = Job.State.SUCCEEDED if phase is Phase.SUCCEEDED else Job.State.FAILED
+        word = "Succeeded" if to == Job.State.SUCCEEDED else "Failed"
+        transition(job, to, message=f"{word}: {status.message or 'the training operator reported it.'}",
+                   finished_at=now)  # fmt: skip
+        result.changed += 1
+        return
+    total = job.replica_count
+    if job.state == Job.State.ADMITTED and phase is Phase.RUNNING and status.running_pods >= total:
+        transition(job, Job.State.RUNNING, message=f"Running: all {total} replicas started.", started_at=now,
+                   placement=list(status.nodes) or job.placement)  # fmt: skip
+        result.changed += 1
+        return
+    if job.state == Job.State.ADMITTED and job.admitted_at and (now - job.admitted_at).total_seconds() > settings.ADMISSION_TIMEOUT:
+        _evict_stuck(job, status, cluster, now)
+        result.changed += 1
+
+
+def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime) -> None:
+    """R13: suspend a job whose pods did not all start in time, and requeue it after a backoff."""
+    wait = backoff(job.attempt)
+    why = status.message or "its pods did not all start"
+    cluster.suspend_job(to_cluster_job(job))
+    transition(job, Job.State.PREEMPTING, event_kind="evicted", code="stuck_admission",
+               message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
+               f"{settings.ADMISSION_TIMEOUT} s after admission ({why}).")  # fmt: skip
+    transition(job, Job.State.QUEUED, code="backoff", attempt=F("attempt") + 1, placement=[], admitted_at=None,
+               not_before=now + wait, reason_code="backoff",
+               reason=f"Backing off for {int(wait.total_seconds())} s after a stuck admission.",
+               message=f"Requeued with its place kept; not admitted again for {int(wait.total_seconds())} s.")  # fmt: skip

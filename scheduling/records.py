@@ -1,0 +1,84 @@
+"""What the loop writes besides transitions: nodes seen, usage samples, sentences for people."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Sum
+
+from jobs.models import Job, JobEvent
+from scheduling.cluster.base import NodeInfo, OutsidePod
+from scheduling.models import ClusterNode, UsageSample
+from scheduling.snapshot import World
+from tenants.models import Quota
+
+SAMPLE_EVERY = timedelta(seconds=60)
+
+
+def cluster_unreachable(error: str) -> None:
+    """Every queued job says why nothing moves; an event only where the reason is new."""
+    reason = f"The cluster could not be reached: {error}"
+    for job in Job.objects.filter(state=Job.State.QUEUED).exclude(reason_code="cluster_unreachable"):
+        JobEvent.objects.create(job=job, kind=JobEvent.Kind.WAITING, from_state=job.state, to_state=job.state,
+                                message=reason, code="cluster_unreachable")  # fmt: skip
+    Job.objects.filter(state=Job.State.QUEUED).update(reason=reason, reason_code="cluster_unreachable")
+
+
+def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> None:
+    """Mirror the cluster's nodes, with the room outside pods take, for the pages."""
+    taken: dict[str, list[int]] = {}
+    for pod in outside:
+        room = taken.setdefault(pod.node, [0, 0, 0])
+        room[0] += pod.gpu
+        room[1] += pod.cpu
+        room[2] += pod.memory
+    existing = {node.name: node for node in ClusterNode.objects.all()}
+    for position, node in enumerate(nodes):
+        gpu, cpu, memory = taken.get(node.name, (0, 0, 0))
+        values = dict(position=position, gpu=node.gpu, cpu=node.cpu, memory=node.memory, outside_gpu=gpu,
+                      outside_cpu=cpu, outside_memory=memory, seen_at=now)  # fmt: skip
+        row = existing.pop(node.name, None)
+        if row is None:
+            ClusterNode.objects.create(name=node.name, **values)
+        elif any(getattr(row, key) != value for key, value in values.items() if key != "seen_at"):
+            ClusterNode.objects.filter(pk=row.pk).update(**values)
+    if existing:
+        ClusterNode.objects.filter(name__in=list(existing)).delete()
+
+
+def usage_sample(now: datetime) -> None:
+    """A GPU usage sample per team, at most one a minute, for the team page's chart."""
+    latest = UsageSample.objects.order_by("-at").values_list("at", flat=True).first()
+    if latest and now - latest < SAMPLE_EVERY:
+        return
+    used = dict(Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("team").annotate(Sum("gpu_total")))
+    waiting = dict(Job.objects.filter(state=Job.State.QUEUED).values_list("team").annotate(Sum("gpu_total")))
+    nominal = dict(Quota.objects.filter(resource="gpu").values_list("team", "nominal"))
+    UsageSample.objects.bulk_create(
+        UsageSample(team_id=team, at=now, gpu_used=used.get(team, 0), gpu_nominal=nominal.get(team, 0),
+                    gpu_borrowed=max(0, used.get(team, 0) - nominal.get(team, 0)), gpu_waiting=waiting.get(team, 0))
+        for team in set(nominal) | set(used) | set(waiting)
+    )  # fmt: skip
+    UsageSample.objects.filter(at__lt=now - timedelta(days=7)).delete()
+
+
+def preemption_sentence(world: World, victim: Job, preemptor: Job) -> str:
+    """Why a job is preempted, for its owner: reclaim by another team, or a higher tier of its own."""
+    if victim.team_id == preemptor.team_id:
+        return (
+            f"Preempted for job {preemptor.name} (#{preemptor.pk}) of the same team, whose tier "
+            f"{preemptor.tier.name} ranks above {victim.tier.name}; it will be requeued with its place kept."
+        )
+    team = next((t for t in world.snapshot.teams if t.name == victim.team.slug), None)
+    used = sum(
+        group.count * group.gpu
+        for job in world.snapshot.running
+        if job.team == victim.team.slug
+        for group in job.replicas
+    )
+    nominal = team.nominal.get("gpu", 0) if team else 0
+    return (
+        f"Preempted to return GPUs borrowed by team {victim.team.slug} ({used} in use, {nominal} nominal) "
+        f"to team {preemptor.team.slug}, which is reclaiming its nominal quota for job {preemptor.name} "
+        f"(#{preemptor.pk}); it will be requeued with its place kept."
+    )

@@ -1,0 +1,164 @@
+"""Seed a believable demo world: a simulated cluster, teams, tiers, users and jobs.
+
+Idempotent: every row is found by its natural key first, so running it twice
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.models import Job, JobEvent
+from jobs.services import job_submit
+from jobs.spec import parse_spec
+from scheduling.models import SimNode
+from tenants.models import Membership, PriorityTier, Quota, Team
+
+TIERS = [
+    ("production", 1000, False, 120, "Deadlines and serving models; never preempted, never borrows."),
+    ("standard", 100, True, 60, "Everyday training; may borrow idle GPUs."),
+    ("experiment", 10, True, 30, "Sweeps and try-outs; first to make room."),
+]
+# (slug, name, share of the cluster's GPUs in eighths, borrowing limit in eighths or None, tiers)
+TEAMS = [
+    ("finance", "Finance forecasting", 2, 1, ("production", "standard", "experiment")),
+    ("perception", "Perception", 3, None, ("production", "standard", "experiment")),
+    ("maps", "Maps", 2, 1, ("standard", "experiment")),
+    ("research", "Research", 1, 2, ("standard", "experiment")),
+]
+JOBS = [
+    # (team, name, tier, workers, gpus per worker, simulated seconds, ended as)
+    ("perception", "detector-yolo-sweep", "experiment", 4, 1, 240, None),
+    ("perception", "segformer-finetune", "standard", 2, 4, 420, None),
+    ("maps", "road-graph-gnn", "standard", 4, 2, 300, None),
+    ("finance", "risk-forecast-nightly", "production", 2, 2, 180, None),
+    ("research", "llm-distill-ablation", "experiment", 8, 1, 360, None),
+    ("perception", "lidar-fusion-pretrain", "production", 2, 4, 600, None),
+    ("research", "diffusion-sweep-lr", "experiment", 4, 2, 300, None),
+    ("maps", "eta-transformer", "standard", 2, 4, 480, None),
+    ("finance", "llm-compliance-eval", "standard", 1, 8, 240, None),
+    ("maps", "tile-superres-baseline", "standard", 1, 1, 90, Job.State.SUCCEEDED),
+    ("research", "moe-routing-probe", "experiment", 2, 1, 60, Job.State.FAILED),
+    ("finance", "fraud-gbdt-refresh", "standard", 1, 2, 120, Job.State.SUCCEEDED),
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo world (simulated nodes, teams, tiers, users admin/lead/engineer, jobs); safe to rerun."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nodes", type=int, default=4, help="Simulated nodes (default 4).")
+        parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8).")
+
+    def handle(self, *args, nodes: int, gpus_per_node: int, **options):
+        if not 1 <= nodes <= 1000 or not 1 <= gpus_per_node <= 64:
+            raise CommandError("--nodes must be 1..1000 and --gpus-per-node 1..64.")
+        password = os.environ.get("DEMO_PASSWORD", "demo")
+        created = 0
+        with transaction.atomic():
+            created += self.seed_nodes(nodes, gpus_per_node)
+            tiers, new_tiers = self.seed_tiers()
+            created += new_tiers
+            teams, new_teams = self.seed_teams(nodes * gpus_per_node, tiers)
+            created += new_teams
+            created += self.seed_users(password, teams)
+            created += self.seed_jobs(teams)
+        self.stdout.write(f"Demo world ready ({created} rows created). Log in as admin, lead or engineer "
+                          f"with password {password!r}.")  # fmt: skip
+
+    def seed_nodes(self, count: int, gpus: int) -> int:
+        made = 0
+        for index in range(1, count + 1):
+            _, new = SimNode.objects.get_or_create(
+                name=f"node-{index:02d}", defaults={"gpu": gpus, "cpu": 8000 * gpus, "memory": 64 * 1024**3 * gpus}
+            )
+            made += new
+        return made
+
+    def seed_tiers(self) -> tuple[dict[str, PriorityTier], int]:
+        tiers, made = {}, 0
+        for name, value, preemptible, grace, description in TIERS:
+            tiers[name], new = PriorityTier.objects.get_or_create(
+                name=name,
+                defaults={"value": value, "preemptible": preemptible, "grace_period": grace, "description": description},
+            )
+            made += new
+        return tiers, made
+
+    def seed_teams(self, capacity: int, tiers: dict[str, PriorityTier]) -> tuple[dict[str, Team], int]:
+        teams, made = {}, 0
+        for slug, name, share, borrow, allowed in TEAMS:
+            team, new = Team.objects.get_or_create(slug=slug, defaults={"name": name, "default_tier": tiers["standard"]
+                                                                        if "standard" in allowed else None})  # fmt: skip
+            made += new
+            if new:
+                team.tiers.set([tiers[tier] for tier in allowed])
+                Quota.objects.create(team=team, resource="gpu", nominal=capacity * share // 8,
+                                     borrowing_limit=None if borrow is None else capacity * borrow // 8,
+                                     max_per_replica=8)  # fmt: skip
+                Quota.objects.create(team=team, resource="cpu", nominal=capacity * share // 8 * 8000,
+                                     default_per_replica=2000, max_per_replica=64000)  # fmt: skip
+                Quota.objects.create(team=team, resource="memory", nominal=capacity * share // 8 * 64 * 1024**3,
+                                     default_per_replica=8 * 1024**3)  # fmt: skip
+            teams[slug] = team
+        return teams, made
+
+    def seed_users(self, password: str, teams: dict[str, Team]) -> int:
+        User = get_user_model()
+        made = 0
+        for username, staff, roles in (
+            ("admin", True, {}),
+            ("lead", False, {"perception": Membership.Role.LEAD}),
+            ("engineer", False, {"maps": Membership.Role.MEMBER, "research": Membership.Role.MEMBER}),
+        ):
+            user, new = User.objects.get_or_create(username=username, defaults={"is_staff": staff, "is_superuser": staff})
+            if new:
+                user.set_password(password)
+                user.save()
+                made += 1
+            for slug, role in roles.items():
+                made += Membership.objects.get_or_create(user=user, team=teams[slug], defaults={"role": role})[1]
+        return made
+
+    def seed_jobs(self, teams: dict[str, Team]) -> int:
+        User = get_user_model()
+        owners = {"perception": "lead", "finance": "admin", "maps": "engineer", "research": "engineer"}
+        made = 0
+        for index, (slug, name, tier, workers, gpus, seconds, ended) in enumerate(JOBS):
+            key = f"demo-{index}"
+            if Job.objects.filter(team=teams[slug], idempotency_key=key).exists():
+                continue
+            spec = parse_spec({
+                "team": slug, "name": name, "kind": "PyTorchJob" if index % 2 else "TFJob",
+                "image": "tensorflow/tensorflow:2.12.0-gpu" if index % 2 == 0 else "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime",
+                "command": ["python", "/app/train.py"], "args": ["--epochs", "10"], "tier": tier,
+                "max_runtime": seconds * 3, "simulate": {"duration": seconds, "fail": ended == Job.State.FAILED},
+                "replicas": [{"role": "Worker", "count": workers, "gpu": gpus, "cpu": "4", "memory": "16Gi"}],
+            })  # fmt: skip
+            owner = User.objects.get(username=owners[slug])
+            job, _ = job_submit(team=teams[slug], spec=spec, owner=owner, via="seed_demo", idempotency_key=key)
+            made += 1
+            if ended:
+                self.finish(job, ended, seconds)
+        return made
+
+    def finish(self, job: Job, state: str, seconds: int) -> None:
+        """Give a seeded job a past: admitted, ran and ended an hour ago (written directly, as history)."""
+        end = timezone.now() - timedelta(hours=1)
+        start = end - timedelta(seconds=seconds)
+        Job.objects.filter(pk=job.pk).update(state=state, admitted_at=start, started_at=start, finished_at=end,
+                                              queued_at=start, reason="", reason_code="")  # fmt: skip
+        word = "Succeeded: Completed." if state == Job.State.SUCCEEDED else "Failed: the training process exited with code 1."
+        for kind, old, new, message, at in (
+            (JobEvent.Kind.ADMITTED, "queued", "admitted", "Admitted: all replicas placed at once.", start),
+            (JobEvent.Kind.RUNNING, "admitted", "running", "Running: all replicas started.", start),
+            (state, "running", state, word, end),
+        ):
+            event = JobEvent.objects.create(job=job, kind=kind, from_state=old, to_state=new, message=message)
+            JobEvent.objects.filter(pk=event.pk).update(at=at)

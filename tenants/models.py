@@ -1,0 +1,149 @@
+"""Teams, their members, quotas and the priority tiers they may use."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+dns_label_validator = RegexValidator(
+    DNS_LABEL,
+    "Use lowercase letters, digits and '-', starting and ending with a letter or digit "
+    "(a Kubernetes DNS-1123 label).",
+)
+
+
+class Resource(models.TextChoices):
+    GPU = "gpu", "GPUs"
+    CPU = "cpu", "CPU (millicores)"
+    MEMORY = "memory", "Memory (bytes)"
+
+
+class PriorityTier(models.Model):
+    """A priority level; maps to a Kubernetes PriorityClass of the same name."""
+
+    name = models.CharField(max_length=63, unique=True, validators=[dns_label_validator])
+    value = models.IntegerField(help_text="Higher values are admitted first.")
+    preemptible = models.BooleanField(
+        default=True, help_text="Jobs of this tier may be preempted (and may run on borrowed quota)."
+    )
+    grace_period = models.PositiveIntegerField(
+        default=30,
+        help_text="Seconds a preempted job's pods get to save a checkpoint (terminationGracePeriodSeconds).",
+    )
+    description = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-value", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(name__regex=DNS_LABEL), name="tier_name_dns_label"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Team(models.Model):
+    """A tenant: its slug is also its Kubernetes namespace and Volcano queue."""
+
+    slug = models.CharField(
+        max_length=63,
+        unique=True,
+        validators=[dns_label_validator],
+        help_text="Kubernetes namespace and Volcano queue name.",
+    )
+    name = models.CharField(max_length=100)
+    weight = models.FloatField(
+        default=1.0, validators=[MinValueValidator(0.01)], help_text="Share weight for fair borrowing."
+    )
+    tiers = models.ManyToManyField(PriorityTier, related_name="teams", blank=True, help_text="Tiers it may use.")
+    default_tier = models.ForeignKey(
+        PriorityTier, on_delete=models.PROTECT, related_name="default_for", null=True, blank=True
+    )
+    checkpoint_claim = models.CharField(
+        max_length=63,
+        blank=True,
+        validators=[dns_label_validator],
+        help_text="PersistentVolumeClaim mounted at /checkpoint in every pod, if set.",
+    )
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(condition=Q(slug__regex=DNS_LABEL), name="team_slug_dns_label"),
+            models.CheckConstraint(condition=Q(weight__gt=0), name="team_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        LEAD = "lead", "Lead"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        ordering = ["team__slug", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_membership_per_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class Quota(models.Model):
+    """A team's quota for one resource. A resource with no row is not limited by quota.
+
+    GPUs are counted in cards, CPU in millicores and memory in bytes.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="quotas")
+    resource = models.CharField(max_length=10, choices=Resource.choices)
+    nominal = models.BigIntegerField(help_text="Guaranteed share.")
+    borrowing_limit = models.BigIntegerField(
+        null=True, blank=True, help_text="How far above nominal the team may go; empty = no limit, 0 = never."
+    )
+    lending_limit = models.BigIntegerField(
+        null=True, blank=True, help_text="How much unused nominal others may borrow; empty = all of it."
+    )
+    max_per_replica = models.BigIntegerField(
+        null=True, blank=True, help_text="Most one replica may ask for (LimitRange max); empty = no limit."
+    )
+    default_per_replica = models.BigIntegerField(
+        null=True, blank=True, help_text="What a replica gets when it asks for nothing (LimitRange default)."
+    )
+
+    class Meta:
+        ordering = ["team__slug", "resource"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "resource"], name="one_quota_per_team_resource"),
+            models.CheckConstraint(condition=Q(resource__in=Resource.values), name="quota_known_resource"),
+            models.CheckConstraint(condition=Q(nominal__gte=0), name="quota_nominal_non_negative"),
+            models.CheckConstraint(
+                condition=Q(borrowing_limit__isnull=True) | Q(borrowing_limit__gte=0),
+                name="quota_borrowing_limit_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(lending_limit__isnull=True) | Q(lending_limit__gte=0),
+                name="quota_lending_limit_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_per_replica__isnull=True) | Q(max_per_replica__gte=0),
+                name="quota_max_per_replica_non_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(default_per_replica__isnull=True) | Q(default_per_replica__gte=0),
+                name="quota_default_per_replica_non_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team} {self.resource}: {self.nominal}"

@@ -1,0 +1,38 @@
+"""Reads on teams: who belongs where, which tiers a team may use."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from tenants.models import Membership, PriorityTier, Team
+
+
+def teams_for(user) -> QuerySet[Team]:
+    """The teams a user may see: all of them for staff, else their own."""
+    if user.is_staff:
+        return Team.objects.all()
+    return Team.objects.filter(memberships__user=user)
+
+
+def role_in(user, team: Team) -> str | None:
+    """The user's role in the team, or None for an outsider."""
+    return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
+
+
+def tier_for(team: Team, name: str) -> tuple[PriorityTier | None, str]:
+    """The tier a job of `team` gets for the requested `name` ("" = the default).
+
+    Returns (tier, "") or (None, a sentence saying what is allowed).
+    """
+    allowed = list(team.tiers.all())
+    names = ", ".join(tier.name for tier in allowed) or "none (ask an admin)"
+    if not name:
+        if team.default_tier_id and any(tier.pk == team.default_tier_id for tier in allowed):
+            return team.default_tier, ""
+        if allowed:
+            return min(allowed, key=lambda tier: tier.value), ""
+        return None, f"Team {team.slug} may use no tier yet; ask an admin to allow one."
+    for tier in allowed:
+        if tier.name == name:
+            return tier, ""
+    return None, f"Team {team.slug} may not use tier {name!r}; it may use {names}."

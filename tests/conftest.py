@@ -1,0 +1,108 @@
+"""Shared fixtures: a small world of tiers and teams, and the personas every view is tested with.
+
+Personas: `owner` (member of maps, owns the job), `member` (another member of
+maps), `lead` (lead of maps), `outsider` (member of vision only), `staff`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from jobs.services import job_submit
+from jobs.spec import parse_spec
+from scheduling.models import SimNode
+from tenants.models import Membership, PriorityTier, Quota, Team
+
+
+def pytest_configure(config):
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop beside the ORM
+
+
+@pytest.fixture
+def tiers(db):
+    return {
+        "production": PriorityTier.objects.create(name="production", value=1000, preemptible=False, grace_period=60),
+        "standard": PriorityTier.objects.create(name="standard", value=100, grace_period=30),
+        "experiment": PriorityTier.objects.create(name="experiment", value=10, grace_period=10),
+    }
+
+
+def make_team(slug: str, tiers: dict, *, gpu: int, borrowing_limit: int | None = None, lending_limit=None) -> Team:
+    team = Team.objects.create(slug=slug, name=slug.title(), default_tier=tiers["standard"])
+    team.tiers.set(tiers.values())
+    Quota.objects.create(team=team, resource="gpu", nominal=gpu, borrowing_limit=borrowing_limit,
+                         lending_limit=lending_limit, max_per_replica=8)  # fmt: skip
+    return team
+
+
+@pytest.fixture
+def maps(tiers):
+    return make_team("maps", tiers, gpu=8, borrowing_limit=8)
+
+
+@pytest.fixture
+def vision(tiers):
+    return make_team("vision", tiers, gpu=8, borrowing_limit=8)
+
+
+@pytest.fixture
+def nodes(db):
+    """Two simulated nodes of 8 GPUs."""
+    return [SimNode.objects.create(name=f"node-{i:02d}", gpu=8, cpu=64000, memory=512 * 1024**3) for i in (1, 2)]
+
+
+def make_user(username: str, *, staff: bool = False, teams=(), role=Membership.Role.MEMBER):
+    user = get_user_model().objects.create_user(username=username, password="pw", is_staff=staff)
+    for team in teams:
+        Membership.objects.create(user=user, team=team, role=role)
+    return user
+
+
+@pytest.fixture
+def owner(maps):
+    return make_user("owner", teams=[maps])
+
+
+@pytest.fixture
+def member(maps):
+    return make_user("member", teams=[maps])
+
+
+@pytest.fixture
+def lead(maps):
+    return make_user("lead", teams=[maps], role=Membership.Role.LEAD)
+
+
+@pytest.fixture
+def outsider(vision):
+    return make_user("outsider", teams=[vision])
+
+
+@pytest.fixture
+def staff(db):
+    return make_user("staff", staff=True)
+
+
+def spec_data(**overrides) -> dict:
+    data = {
+        "team": "maps", "name": "resnet", "kind": "TFJob", "image": "tensorflow/tensorflow:2.12.0-gpu",
+        "command": ["python", "train.py"], "replicas": [{"role": "Worker", "count": 2, "gpu": 1}],
+    }  # fmt: skip
+    data.update(overrides)
+    return data
+
+
+@pytest.fixture
+def submit(maps, owner):
+    """Submit a job for maps (or another team) as `owner`; returns the job."""
+
+    def _submit(team=None, user=None, **overrides):
+        team = team or maps
+        spec = parse_spec(spec_data(team=team.slug, **overrides))
+        job, _ = job_submit(team=team, spec=spec, owner=user or owner)
+        return job
+
+    return _submit

@@ -1,0 +1,53 @@
+"""Settings read from the environment fail loudly, naming the variable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from portal import env
+
+
+@pytest.mark.parametrize(
+    ("reader", "value", "fragment"),
+    [
+        (lambda: env.flag("X_FLAG", False), "maybe", "X_FLAG must be one of"),
+        (lambda: env.integer("X_INT", 1), "ten", "X_INT must be a whole number"),
+        (lambda: env.integer("X_INT", 1, minimum=1), "0", "X_INT must be at least 1"),
+        (lambda: env.choice("X_CHOICE", "a", ("a", "b")), "c", "X_CHOICE must be one of a, b"),
+    ],
+)
+def test_a_bad_value_names_the_variable(monkeypatch, reader, value, fragment):
+    monkeypatch.setenv(fragment.split()[0], value)
+    with pytest.raises(ImproperlyConfigured, match=fragment):
+        reader()
+
+
+def test_a_secret_can_come_from_a_file(monkeypatch, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("X_SECRET_FILE", str(secret))
+    assert env.text("X_SECRET") == "s3cret"
+
+
+def test_settings_refuse_to_start_without_a_secret_key_outside_debug(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; from django.conf import settings; settings.INSTALLED_APPS"],
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "GANGWAY_VAR_DIR": str(tmp_path)},
+        capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_an_unknown_cluster_backend_is_refused(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.INSTALLED_APPS"],
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1",
+             "CLUSTER_BACKEND": "nomad", "GANGWAY_VAR_DIR": str(tmp_path)},
+        capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+    )  # fmt: skip
+    assert "CLUSTER_BACKEND must be one of simulated, kubernetes, got 'nomad'" in result.stderr
