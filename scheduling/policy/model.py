@@ -62,7 +62,9 @@ class RunningJob:
 
     `team` None is outside usage (R12): it takes node capacity, counts against
     no quota and is never a victim; its `tier` is then None too. `nodes` names
-    the node of each replica, in the order the replica groups expand.
+    the node of each replica, in the order the replica groups expand; a node
+    the snapshot does not list (drained) holds no room but the usage still
+    counts against quota.
     """
 
     id: str
@@ -72,6 +74,8 @@ class RunningJob:
     replicas: tuple[ReplicaGroup, ...]
     nodes: tuple[str, ...]
     max_runtime: int | None = None
+    # When it first queued; a victim requeues with it (R3). None: `started`.
+    queued: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,20 @@
+"""The admission policy: a pure function from a snapshot to a plan.
+
+Imports only the standard library (tests/policy/test_imports.py checks it).
+The loop, the `plan` command, the submit form's fit preview and the trace
+replay all call `plan`.
+"""
+
+from .cycle import Fit, plan
+from .io import SnapshotError, plan_to_dict, snapshot_from_dict
+from .model import (
+    Admission, Node, PendingJob, Plan, Rejection, ReplicaGroup, RunningJob, Settings,
+    Snapshot, Team, Tier, Wait,
+)
+from .reasons import Code
+
+__all__ = [
+    "Admission", "Code", "Fit", "Node", "PendingJob", "Plan", "Rejection", "ReplicaGroup",
+    "RunningJob", "Settings", "Snapshot", "SnapshotError", "Team", "Tier", "Wait", "plan",
+    "plan_to_dict", "snapshot_from_dict",
+]

@@ -1,0 +1,82 @@
+"""The order pending jobs are considered in: R3, with R9 inside a tier value.
+
+R3: tier value (high first), queue time (old first), id (ascending).
+R9: within one tier value, when the next job would borrow and so competes for
+borrowable capacity, the first job of another team that would also borrow goes
+first if its team has a lower weighted dominant share (ties keep R3's order).
+Jobs that do not borrow keep R3's order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from .demand import Demand
+from .model import PendingJob, Tier
+from .quota import Quota
+
+
+def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> tuple[int, int, str]:
+    """Returns the R3 sort key of a pending job."""
+    return (-tiers[job.tier].value, job.queued, job.id)
+
+
+def admission_order(
+    jobs: list[PendingJob],
+    tiers: dict[str, Tier],
+    quota: Quota,
+    demand: Callable[[PendingJob], Demand],
+    skip_team: Callable[[str], bool],
+) -> Iterator[PendingJob]:
+    """Yields `jobs` (already in R3 order) in the order the cycle admits them.
+
+    Quota is read at each step, so admissions made between steps count (R9
+    compares shares as they are at that moment). `skip_team` tells which
+    teams are held by the starvation guard: their jobs never jump ahead.
+    """
+    start = 0
+    while start < len(jobs):
+        value = tiers[jobs[start].tier].value
+        end = start
+        while end < len(jobs) and tiers[jobs[end].tier].value == value:
+            end += 1
+        yield from _one_tier(jobs[start:end], tiers, quota, demand, skip_team)
+        start = end
+
+
+def _one_tier(jobs, tiers, quota, demand, skip_team) -> Iterator[PendingJob]:
+    done = [False] * len(jobs)
+    by_team: dict[str, deque[int]] = {}
+    for k, job in enumerate(jobs):
+        by_team.setdefault(job.team, deque()).append(k)
+    k = 0
+    while k < len(jobs):
+        if done[k]:
+            k += 1
+            continue
+        job = jobs[k]
+        pick = k
+        need = demand(job).total
+        if (
+            len(by_team) > 1
+            and not skip_team(job.team)
+            and quota.borrows(job.team, need)
+            and quota.refuse(job.team, need, not tiers[job.tier].preemptible) is None
+        ):
+            best = (quota.dominant_share(job.team), k)
+            for team, heads in by_team.items():
+                while heads and done[heads[0]]:
+                    heads.popleft()
+                if not heads or team == job.team or skip_team(team):
+                    continue
+                head = heads[0]
+                other = jobs[head]
+                if not quota.borrows(team, demand(other).total):
+                    continue
+                share = (quota.dominant_share(team), head)
+                if share < best:
+                    best = share
+            pick = best[1]
+        done[pick] = True
+        yield jobs[pick]

@@ -1,0 +1,150 @@
+"""Gang placement (R1) on as few nodes as possible, best fit first (R11).
+
+A placement is all or nothing: every replica gets a node with room for it at
+once, or the job gets no placement. R11 orders the choices: fewest nodes, then
+the nodes left with the fewest free GPUs, then snapshot node order.
+
+For a job of one replica group (the common case) the node count is exact: the
+nodes that can hold the most replicas are taken first until the gang fits, and
+the last node is the best fit for the remainder. A job of several groups is
+placed on one node when some node holds it all, otherwise first-fit decreasing:
+its largest replicas first, each on a node the job already uses when one has
+room (best fit), else on the node with the most free GPUs. The same function
+decides R10's "placeable on the empty cluster", so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from .demand import Demand, Vector
+from .room import Room
+
+# node index -> replicas of each group placed there
+Placement = tuple[tuple[int, tuple[int, ...]], ...]
+
+
+def _capacity(room: Room, i: int, gpu: int, cpu: int, memory: int) -> int:
+    """Returns how many replicas of one size node `i` can hold right now."""
+    cap = 1 << 30
+    if gpu:
+        cap = min(cap, room.gpu[i] // gpu)
+    if cpu:
+        cap = min(cap, room.cpu[i] // cpu)
+    if memory:
+        cap = min(cap, room.memory[i] // memory)
+    return max(cap, 0)
+
+
+def _place_on_one(room: Room, total: Vector) -> int | None:
+    """Returns the best-fit node holding `total` whole, or None."""
+    gpu, cpu, memory = total
+    for _, i in room.nodes_from(gpu):
+        if room.gpu[i] >= gpu and room.cpu[i] >= cpu and room.memory[i] >= memory:
+            return i
+    return None
+
+
+def _place_group(room: Room, count: int, gpu: int, cpu: int, memory: int):
+    """Returns `[(node, replicas)]` for one group on the fewest nodes, or None."""
+    caps = []
+    held = 0
+    for free_gpu, i in room.nodes_from(max(gpu, 1) if gpu else 0):
+        cap = _capacity(room, i, gpu, cpu, memory)
+        if cap:
+            caps.append((-cap, free_gpu, i))
+            held += cap
+    if held < count:
+        return None
+    caps.sort()
+    chosen = []
+    left = count
+    k = 0
+    # Largest capacities first until what is left fits on one more node.
+    while -caps[k][0] < left:
+        chosen.append((caps[k][2], -caps[k][0]))
+        left += caps[k][0]
+        k += 1
+    # Best fit for the remainder among the nodes not yet chosen.
+    best = min(
+        (c for c in caps[k:] if -c[0] >= left),
+        key=lambda c: (c[1] - left * gpu, c[2]),
+    )
+    chosen.append((best[2], left))
+    return chosen
+
+
+def _place_mixed(room: Room, demand: Demand):
+    """Returns `{node: [replicas per group]}` by first-fit decreasing, or None."""
+    replicas = sorted(
+        (
+            (gpu, cpu, memory, g)
+            for g, (count, gpu, cpu, memory) in enumerate(demand.groups)
+            for _ in range(count)
+        ),
+        reverse=True,
+    )
+    taken: dict[int, list[int]] = {}
+    used: dict[int, list[int]] = {}
+    for gpu, cpu, memory, g in replicas:
+        best = None
+        for i, u in used.items():
+            left = (room.gpu[i] - u[0], room.cpu[i] - u[1], room.memory[i] - u[2])
+            if left[0] >= gpu and left[1] >= cpu and left[2] >= memory:
+                key = (left[0] - gpu, i)
+                if best is None or key < best:
+                    best = key
+        if best is None:
+            for b in range(len(room.buckets) - 1, max(gpu, 0) - 1, -1):
+                for i in room.buckets[b]:
+                    if i in used:
+                        continue
+                    if room.gpu[i] >= gpu and room.cpu[i] >= cpu and room.memory[i] >= memory:
+                        best = (0, i)
+                        break
+                if best is not None:
+                    break
+        if best is None:
+            return None
+        i = best[1]
+        u = used.setdefault(i, [0, 0, 0])
+        u[0] += gpu
+        u[1] += cpu
+        u[2] += memory
+        taken.setdefault(i, [0] * len(demand.groups))[g] += 1
+    return taken
+
+
+def place(room: Room, demand: Demand) -> Placement | None:
+    """Returns where each replica of the gang goes, in node order, or None
+    when the gang cannot be placed whole (R1) on the room as it is now."""
+    groups = demand.groups
+    if not groups:
+        return ()
+    gpu, cpu, memory = demand.total
+    if gpu > room.total[0] or cpu > room.total[1] or memory > room.total[2]:
+        return None
+    one = _place_on_one(room, demand.total)
+    if one is not None:
+        return ((one, tuple(count for count, *_ in groups)),)
+    if len(groups) == 1:
+        count, gpu, cpu, memory = groups[0]
+        chosen = _place_group(room, count, gpu, cpu, memory)
+        if chosen is None:
+            return None
+        return tuple(sorted((i, (n,)) for i, n in chosen))
+    mixed = _place_mixed(room, demand)
+    if mixed is None:
+        return None
+    return tuple(sorted((i, tuple(n)) for i, n in mixed.items()))
+
+
+def usage_on_nodes(demand: Demand, placement: Placement) -> dict[int, Vector]:
+    """Returns the room a placement takes on each node."""
+    usage = {}
+    for i, counts in placement:
+        g = c = m = 0
+        for n, (_, gpu, cpu, memory) in zip(counts, demand.groups):
+            g += n * gpu
+            c += n * cpu
+            m += n * memory
+        usage[i] = (g, c, m)
+    return usage

@@ -1,0 +1,169 @@
+"""Quota arithmetic (R2): usage per team, what may be borrowed and lent.
+
+Quota covers only the resources a team's `nominal` names. Borrowing follows
+the cohort arithmetic of Kueue, with the whole cluster as the cohort:
+
+- a team's *guaranteed* share is `nominal - lending_limit` (all of nominal may
+  be lent when `lending_limit` does not name the resource, so it is 0);
+- the *pool* of a resource is what all teams may lend plus unassigned capacity,
+  `max(0, capacity - sum of nominals)`;
+- every unit a team uses above its guaranteed share is drawn from the pool, and
+  the pool is never overdrawn.
+
+For a borrowing team this is exactly "other teams' unused nominal, each
+lending at most its lending_limit, plus unassigned capacity"; for a team within
+its nominal it means that nominal another team borrowed must be reclaimed (R6)
+before the owner can use it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .demand import Vector
+from .model import Team
+from .model import RESOURCES
+from .reasons import Code
+
+UNLIMITED = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why R2 refuses a job: the code, the resource and the numbers."""
+
+    code: Code
+    resource: int
+    need: int
+    used: int
+    nominal: int
+    limit: int  # borrowing limit, non-preemptible usage, or what is still available
+
+
+class Quota:
+    """Per-team usage against nominal, borrowing and lending limits."""
+
+    def __init__(self, teams: tuple[Team, ...], capacity: Vector) -> None:
+        self.teams = {t.name: t for t in teams}
+        self.usage: dict[str, list[int]] = {t.name: [0, 0, 0] for t in teams}
+        self.steady: dict[str, list[int]] = {t.name: [0, 0, 0] for t in teams}
+        self.named: dict[str, tuple[int, ...]] = {}
+        self.nominal: dict[str, list[int]] = {}
+        self.ceiling: dict[str, list[int | None]] = {}
+        self.guaranteed: dict[str, list[int]] = {}
+        self.pool = [0, 0, 0]
+        self.above = [0, 0, 0]
+        assigned = [0, 0, 0]
+        for t in teams:
+            named = tuple(r for r, name in enumerate(RESOURCES) if name in t.nominal)
+            self.named[t.name] = named
+            nominal = [t.nominal.get(name, 0) for name in RESOURCES]
+            self.nominal[t.name] = nominal
+            self.ceiling[t.name] = [
+                nominal[r] + t.borrowing_limit[name] if name in t.borrowing_limit else None
+                for r, name in enumerate(RESOURCES)
+            ]
+            lendable = [
+                min(t.lending_limit.get(name, nominal[r]), nominal[r])
+                for r, name in enumerate(RESOURCES)
+            ]
+            self.guaranteed[t.name] = [nominal[r] - lendable[r] for r in range(3)]
+            for r in named:
+                assigned[r] += nominal[r]
+                self.pool[r] += lendable[r]
+        self.unassigned = [max(0, capacity[r] - assigned[r]) for r in range(3)]
+        for r in range(3):
+            self.pool[r] += self.unassigned[r]
+
+    def _above(self, team: str, r: int, used: int) -> int:
+        return max(0, used - self.guaranteed[team][r])
+
+    def charge(self, team: str | None, v: Vector, steady: bool) -> None:
+        """Adds `v` to a team's usage; `steady` marks a non-preemptible tier."""
+        if team is None or team not in self.usage:
+            return
+        used = self.usage[team]
+        for r in self.named[team]:
+            before = self._above(team, r, used[r])
+            used[r] += v[r]
+            self.above[r] += self._above(team, r, used[r]) - before
+        if steady:
+            s = self.steady[team]
+            for r in range(3):
+                s[r] += v[r]
+
+    def credit(self, team: str | None, v: Vector, steady: bool) -> None:
+        """Takes `v` off a team's usage (a job stopped or is preempted)."""
+        self.charge(team, (-v[0], -v[1], -v[2]), steady)
+
+    def what_if_gone(self, team: str | None, v: Vector, steady: bool) -> Callable[[], None]:
+        """Credits `v` and returns the closure that charges it again."""
+        self.credit(team, v, steady)
+        return lambda: self.charge(team, v, steady)
+
+    def available(self, team: str, r: int) -> int:
+        """Returns how much more of resource `r` the pool lets `team` use."""
+        used = self.usage[team][r]
+        others = self.above[r] - self._above(team, r, used)
+        most = self.guaranteed[team][r] + self.pool[r] - others
+        return max(0, most - used)
+
+    def refuse(self, team: str, need: Vector, steady: bool) -> Refusal | None:
+        """Returns why R2 refuses `need` for `team` now, or None when it fits.
+
+        Only the resources the team's nominal names are checked; a
+        non-preemptible job must keep the team's non-preemptible usage within
+        nominal, since borrowed room has to stay reclaimable.
+        """
+        used = self.usage[team]
+        nominal = self.nominal[team]
+        for r in self.named[team]:
+            q = need[r]
+            if q <= 0:
+                continue
+            if steady and self.steady[team][r] + q > nominal[r]:
+                return Refusal(Code.NOMINAL_ONLY, r, q, self.steady[team][r], nominal[r], nominal[r])
+            ceiling = self.ceiling[team][r]
+            if ceiling is not None and used[r] + q > ceiling:
+                return Refusal(Code.BORROWING_LIMIT, r, q, used[r], nominal[r], ceiling - nominal[r])
+            if q > self.available(team, r):
+                return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], self.available(team, r))
+        return None
+
+    def borrows(self, team: str, need: Vector) -> bool:
+        """Returns whether admitting `need` takes `team` above its nominal."""
+        used, nominal = self.usage[team], self.nominal[team]
+        return any(need[r] > 0 and used[r] + need[r] > nominal[r] for r in self.named[team])
+
+    def above_nominal(self, team: str, resources: tuple[int, ...]) -> bool:
+        """Returns whether `team` uses more than its nominal in one of `resources`."""
+        if team not in self.usage:
+            return False
+        used, nominal, named = self.usage[team], self.nominal[team], self.named[team]
+        return any(r in named and used[r] > nominal[r] for r in resources)
+
+    def dominant_share(self, team: str) -> float:
+        """Returns usage / nominal over the named resources, divided by weight (R9)."""
+        share = 0.0
+        used, nominal = self.usage[team], self.nominal[team]
+        for r in self.named[team]:
+            if nominal[r] > 0:
+                share = max(share, used[r] / nominal[r])
+            elif used[r] > 0:
+                share = float("inf")
+        return share / self.teams[team].weight
+
+    def most_ever(self, team: str, r: int, steady: bool) -> tuple[int, int]:
+        """Returns `(most, borrowable)`: the most of `r` the team could ever
+        hold and the part of it above nominal (R10)."""
+        nominal = self.nominal[team][r]
+        if steady:
+            return nominal, 0
+        lendable = self.pool[r] - (nominal - self.guaranteed[team][r])
+        borrowable = lendable
+        ceiling = self.ceiling[team][r]
+        if ceiling is not None:
+            borrowable = min(borrowable, ceiling - nominal)
+        borrowable = max(0, borrowable)
+        return nominal + borrowable, borrowable

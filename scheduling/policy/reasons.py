@@ -1,0 +1,129 @@
+"""Reason codes and the sentences a person reads (STYLE.md "Messages").
+
+Every code is stable (pages, events and the API key on it) and has exactly one
+sentence template; `Code.say(**numbers)` fills it in. Amounts carry units:
+GPUs, CPU in cores, memory in GiB.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from .demand import CPU, GPU, MEMORY, Vector
+
+GIB = 1 << 30
+
+
+class Code(StrEnum):
+    # Waiting (positions and estimates apply)
+    BORROWING_LIMIT = "borrowing_limit"  # R2: own ceiling reached
+    NOTHING_TO_BORROW = "nothing_to_borrow"  # R2: pool used up by others
+    NOMINAL_ONLY = "nominal_only"  # R2: non-preemptible work stays within nominal
+    NO_ROOM = "no_room"  # R1: not enough free in the whole cluster
+    FRAGMENTED = "fragmented"  # R1: enough free in total, no set of nodes holds the gang
+    HELD = "held"  # R4: the starvation guard holds this job's pool
+    # Rejected (R10)
+    PER_REPLICA_MAX = "per_replica_max"
+    REPLICA_TOO_LARGE = "replica_too_large"
+    ABOVE_TEAM_MAX = "above_team_max"
+    ABOVE_NOMINAL_STEADY = "above_nominal_steady"
+    NEVER_PLACEABLE = "never_placeable"
+
+    @property
+    def template(self) -> str:
+        return TEMPLATES[self]
+
+    def say(self, **numbers: object) -> str:
+        """Returns the sentence of this code with `numbers` filled in."""
+        return self.template.format(**numbers)
+
+
+TEMPLATES: dict[Code, str] = {
+    Code.BORROWING_LIMIT: (
+        "Waiting for quota: needs {need}; team {team} uses {used} of {nominal} nominal "
+        "and may borrow {more} more because borrowing_limit is {limit}."
+    ),
+    Code.NOTHING_TO_BORROW: (
+        "Waiting for quota: needs {need}; team {team} uses {used} of {nominal} nominal "
+        "and only {available} more is free in its nominal or borrowable from other teams."
+    ),
+    Code.NOMINAL_ONLY: (
+        "Waiting for quota: needs {need} at tier {tier}, which is not preemptible and so "
+        "may only use nominal; team {team} already runs {used} of {nominal} nominal at "
+        "such tiers."
+    ),
+    Code.NO_ROOM: (
+        "Waiting for room: needs {need} in {replicas}; only {free} free in the cluster."
+    ),
+    Code.FRAGMENTED: (
+        "Waiting for room: needs {need} in {replicas}; {free} free in the cluster, but "
+        "no set of nodes has room for every replica at once."
+    ),
+    Code.HELD: "Held for job {job}, which has waited {waited}.",
+    Code.PER_REPLICA_MAX: (
+        "A replica asks for {asked}; team {team} allows at most {limit} per replica "
+        "(per_replica_max)."
+    ),
+    Code.REPLICA_TOO_LARGE: (
+        "A replica asks for {asked}; no node has that much at once (largest node: {largest})."
+    ),
+    Code.ABOVE_TEAM_MAX: (
+        "Requested {need}; team {team} may use at most {most} ({nominal} nominal + "
+        "{borrowable} borrowable)."
+    ),
+    Code.ABOVE_NOMINAL_STEADY: (
+        "Requested {need} at tier {tier}, which is not preemptible; team {team} may use "
+        "at most its nominal {nominal} at such tiers."
+    ),
+    Code.NEVER_PLACEABLE: (
+        "Requested {need} in {replicas}; even on the empty cluster no set of nodes has "
+        "room for every replica at once."
+    ),
+}
+
+WAIT_CODES = frozenset(
+    {Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW, Code.NOMINAL_ONLY, Code.NO_ROOM,
+     Code.FRAGMENTED, Code.HELD}
+)
+
+
+def _number(value: float) -> str:
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def amount(r: int, value: int) -> str:
+    """Returns `value` of resource `r` with its unit: "8 GPUs", "2 cores", "4 GiB"."""
+    if r == GPU:
+        return f"{value} GPU" if value == 1 else f"{value} GPUs"
+    if r == CPU:
+        cores = _number(value / 1000)
+        return f"{cores} core" if cores == "1" else f"{cores} cores"
+    return f"{_number(value / GIB)} GiB"
+
+
+def amounts(v: Vector) -> str:
+    """Returns the non-zero parts of `v` with units, "8 GPUs, 16 cores and 64 GiB"."""
+    parts = [amount(r, v[r]) for r in (GPU, CPU, MEMORY) if v[r]]
+    if not parts:
+        return "nothing"
+    if len(parts) == 1:
+        return parts[0]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def replicas_text(groups: tuple[tuple[int, int, int, int], ...]) -> str:
+    """Returns the gang as words: "2 replicas of 4 GPUs", groups joined by "and"."""
+    parts = []
+    for count, gpu, cpu, memory in groups:
+        noun = "replica" if count == 1 else "replicas"
+        parts.append(f"{count} {noun} of {amounts((gpu, cpu, memory))}")
+    return " and ".join(parts) if parts else "no replicas"
+
+
+def duration(seconds: int) -> str:
+    """Returns a waiting time in minutes, or hours past two hours: "32 min", "3 h"."""
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    return f"{_number(seconds / 3600)} h"

@@ -1,0 +1,55 @@
+"""Scenario tables: every file under scenarios/ is a list of cases whose ids
+are sentences, each a snapshot and the plan expected for it.
+
+A file holds `{"rule": ..., "defaults": {...}, "scenarios": [...]}`; the
+defaults fill snapshot fields a scenario leaves out. `expect` lists admitted,
+waiting and rejected jobs: each list must hold exactly those ids (a missing
+list means none), and every field given for a job must match.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scheduling.policy import plan, plan_to_dict, snapshot_from_dict
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+
+
+def _cases():
+    for path in sorted(SCENARIOS.glob("*.json")):
+        table = json.loads(path.read_text())
+        for case in table["scenarios"]:
+            snapshot = {**table.get("defaults", {}), **case["snapshot"]}
+            yield pytest.param(snapshot, case["expect"], id=case["id"])
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize(("snapshot", "expect"), CASES)
+def test_scenario(snapshot, expect):
+    got = plan_to_dict(plan(snapshot_from_dict(snapshot)))
+    for kind in ("admit", "wait", "reject"):
+        wanted = expect.get(kind, [])
+        by_id = {entry["id"]: entry for entry in got[kind]}
+        assert sorted(by_id) == sorted(e["id"] for e in wanted), f"{kind}: {got}"
+        for entry in wanted:
+            actual = by_id[entry["id"]]
+            for key, value in entry.items():
+                assert actual[key] == value, f"{kind} {entry['id']} {key}: {actual}"
+
+
+def test_tables_cover_every_rule_three_times():
+    counts: dict[str, int] = {}
+    for path in SCENARIOS.glob("*.json"):
+        table = json.loads(path.read_text())
+        for case in table["scenarios"]:
+            for rule in case.get("rules", [table["rule"]]):
+                counts[rule] = counts.get(rule, 0) + 1
+    for rule in [f"R{n}" for n in range(1, 13)]:
+        assert counts.get(rule, 0) >= 3, (rule, counts)
+    assert len(CASES) >= 50
