@@ -88,3 +88,59 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
             eta = datetime.fromtimestamp(wait.eta, tz=dt_timezone.utc) if wait.eta is not None else None
             return Preview("waits", wait.reason, position=wait.position, eta=eta, code=wait.code)
     return Preview("unknown", "The policy gave no answer for this job.")
+
+
+@dataclass(frozen=True)
+class QuotaWhatIf:
+    """What a quota change would do right now, before it is saved."""
+
+    preempted: list  # running jobs that would be preempted or reclaimed: (job, reason)
+    starting: list  # queued jobs that would start
+    rejected: list  # queued jobs that could then never fit: (job, reason)
+
+    @property
+    def is_quiet(self) -> bool:
+        return not (self.preempted or self.starting or self.rejected)
+
+
+def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
+    """Plan the current snapshot with `team`'s quotas replaced by `quotas`; compare with the plan as is.
+
+    `quotas` maps a resource to {"nominal", "borrowing_limit", "lending_limit"}
+    (None = no limit); a resource left out keeps its current row. Only the
+    differences the change makes are returned.
+    """
+    from scheduling.policy.model import Team as PolicyTeam
+    from jobs.models import Job
+
+    nodes, outside = _known_nodes()
+    now = timezone.now()
+    world = build_world(now=now, nodes=nodes, outside=outside)
+    current = make_plan(world.snapshot, with_eta=False)
+    changed_teams = []
+    for policy_team in world.snapshot.teams:
+        if policy_team.name == team.slug:
+            nominal, borrowing, lending = dict(policy_team.nominal), dict(policy_team.borrowing_limit), dict(policy_team.lending_limit)
+            for resource, values in quotas.items():
+                nominal[resource] = values["nominal"]
+                for target, key in ((borrowing, "borrowing_limit"), (lending, "lending_limit")):
+                    target.pop(resource, None)
+                    if values.get(key) is not None:
+                        target[resource] = values[key]
+            policy_team = PolicyTeam(name=policy_team.name, nominal=nominal, borrowing_limit=borrowing,
+                                     lending_limit=lending, weight=policy_team.weight,
+                                     per_replica_max=policy_team.per_replica_max)  # fmt: skip
+        changed_teams.append(policy_team)
+    proposed = make_plan(replace(world.snapshot, teams=tuple(changed_teams)), with_eta=False)
+    victims_now = {victim for admission in current.admit for victim in admission.victims}
+    admitted_now = {admission.id for admission in current.admit}
+    rejected_now = {rejection.id for rejection in current.reject}
+    jobs = world.jobs
+    preempted = []
+    for admission in proposed.admit:
+        for victim in admission.victims:
+            if victim not in victims_now and victim in jobs:
+                preempted.append((jobs[victim], f"to make room for {jobs[admission.id].name} (#{admission.id})"))
+    starting = [jobs[a.id] for a in proposed.admit if a.id not in admitted_now and a.id in jobs]
+    rejected = [(jobs[r.id], r.reason) for r in proposed.reject if r.id not in rejected_now and r.id in jobs]
+    return QuotaWhatIf(preempted=preempted, starting=starting, rejected=rejected)

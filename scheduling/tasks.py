@@ -61,6 +61,11 @@ def trigger_reconcile() -> None:
         _send(reconcile)
 
 
+def trigger_tenant_sync() -> None:
+    if _debounced("tenants"):
+        _send(sync_tenants)
+
+
 def _send(task) -> None:
     try:
         task.apply_async(retry=False)

@@ -147,3 +147,22 @@ class Quota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team} {self.resource}: {self.nominal}"
+
+
+class AuditEntry(models.Model):
+    """Who changed what on a team's settings, with the values before and after."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="audit")
+    subject = models.CharField(max_length=40, help_text="What changed: quota, tier, membership, token.")
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    summary = models.TextField()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return self.summary

@@ -1,0 +1,134 @@
+"""Reads on the cluster as the loop last recorded it: usage per team, capacity, the node map.
+
+Nothing here calls the cluster or the policy; pages and the API stay fast and
+keep working while the cluster is unreachable.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Sum
+
+from jobs.models import Job
+from scheduling.models import ClusterNode, Cycle
+from tenants.models import Quota, Team
+
+
+@dataclass(frozen=True)
+class TeamUsage:
+    """A team's GPUs now: used within nominal, borrowed above it, unused nominal (lent or idle)."""
+
+    slug: str
+    name: str
+    nominal: int
+    used: int
+    waiting: int  # GPUs asked for by its queued jobs
+    lent: int  # of its unused nominal, what other teams use now
+    borrowing_limit: int | None
+
+    @property
+    def within(self) -> int:
+        return min(self.used, self.nominal)
+
+    @property
+    def borrowed(self) -> int:
+        return max(0, self.used - self.nominal)
+
+    @property
+    def unused(self) -> int:
+        return max(0, self.nominal - self.used)
+
+    @property
+    def idle(self) -> int:
+        return max(0, self.unused - self.lent)
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    capacity: int
+    used: int  # by Gangway jobs (admitted and running)
+    outside: int  # by pods Gangway did not create
+    reserved_idle: int  # nominal quota of teams that is neither used nor lent
+    teams: list[TeamUsage] = field(default_factory=list)
+    last_cycle: Cycle | None = None
+
+    @property
+    def free(self) -> int:
+        return max(0, self.capacity - self.used - self.outside)
+
+
+def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
+    """GPU usage of every team (or those given), with what it lends.
+
+    Lending is attributed the way R2 computes borrowing: what borrowers use
+    above their nominal comes first from unassigned capacity, then from the
+    unused nominal of lenders in proportion to it.
+    """
+    teams = teams if teams is not None else list(Team.objects.order_by("slug"))
+    quotas = {q.team_id: q for q in Quota.objects.filter(resource="gpu")}
+    used = dict(Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("team").annotate(Sum("gpu_total")))
+    waiting = dict(Job.objects.filter(state=Job.State.QUEUED).values_list("team").annotate(Sum("gpu_total")))
+    capacity = ClusterNode.objects.aggregate(total=Sum("gpu"))["total"] or 0
+    all_quotas = list(quotas.values()) if teams else []
+    nominal_total = sum(q.nominal for q in Quota.objects.filter(resource="gpu"))
+    unassigned = max(0, capacity - nominal_total)
+    borrowed_total = sum(max(0, used.get(q.team_id, 0) - q.nominal) for q in all_quotas)
+    from_lenders = max(0, borrowed_total - unassigned)
+    unused = {q.team_id: max(0, q.nominal - used.get(q.team_id, 0)) for q in all_quotas}
+    unused_total = sum(unused.values())
+    lent: dict[int, int] = defaultdict(int)
+    if from_lenders and unused_total:
+        for team_id, spare in unused.items():
+            lent[team_id] = min(spare, round(from_lenders * spare / unused_total))
+    return [
+        TeamUsage(
+            slug=team.slug, name=team.name, nominal=quotas[team.pk].nominal if team.pk in quotas else 0,
+            used=used.get(team.pk, 0), waiting=waiting.get(team.pk, 0), lent=lent.get(team.pk, 0),
+            borrowing_limit=quotas[team.pk].borrowing_limit if team.pk in quotas else None,
+        )  # fmt: skip
+        for team in teams
+    ]
+
+
+def cluster_summary() -> ClusterSummary:
+    nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
+    teams = team_usage()
+    return ClusterSummary(
+        capacity=nodes["capacity"] or 0,
+        used=sum(team.used for team in teams),
+        outside=nodes["outside"] or 0,
+        reserved_idle=sum(team.idle for team in teams),
+        teams=teams,
+        last_cycle=Cycle.objects.order_by("-started_at").first(),
+    )
+
+
+@dataclass(frozen=True)
+class GpuCell:
+    node: str
+    index: int
+    team: str | None  # None: free; "" : outside usage
+    job_id: int | None = None
+    job_name: str = ""
+
+
+def node_map() -> list[tuple[ClusterNode, list[GpuCell]]]:
+    """Each node with one cell per GPU, showing which team's job holds it (fragmentation made visible)."""
+    holders: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team").only(
+        "id", "name", "replicas", "placement", "team__slug"
+    )
+    for job in active:
+        gpus = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]
+        for node, count in zip(job.placement, gpus):
+            holders[node].extend([(job.team.slug, job.pk, job.name)] * count)
+    rows = []
+    for node in ClusterNode.objects.order_by("position", "name"):
+        cells = [GpuCell(node.name, i, team, job_id, name) for i, (team, job_id, name) in enumerate(holders[node.name][: node.gpu])]
+        taken = len(cells)
+        cells += [GpuCell(node.name, taken + i, "") for i in range(min(node.outside_gpu, node.gpu - taken))]
+        cells += [GpuCell(node.name, i, None) for i in range(len(cells), node.gpu)]
+        rows.append((node, cells))
+    return rows
