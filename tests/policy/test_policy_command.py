@@ -1,0 +1,56 @@
+"""`manage.py plan` as a person or a script runs it: a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_policy_io import GOOD
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args, stdin=None):
+    env = {**os.environ, "DJANGO_DEBUG": "1"}
+    return subprocess.run([sys.executable, "manage.py", "plan", *args], cwd=ROOT, env=env,
+                          input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_it_answers_designs_example(tmp_path):
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(GOOD))
+    done = _run("--input", str(path))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
+        "wait": [], "reject": []}
+
+
+def test_it_reads_stdin_and_explains_on_stderr():
+    done = _run("--input", "-", "--explain", stdin=json.dumps(GOOD))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["admit"][0]["id"] == "p1"
+    assert done.stderr.strip().endswith("Admitted 1, preempted 1, waiting 0, rejected 0.")
+
+
+def test_it_exits_2_with_one_line_for_a_malformed_snapshot():
+    bad = json.loads(json.dumps(GOOD))
+    bad["pending"][0]["replicas"][0]["gpu"] = -1
+    done = _run("--input", "-", stdin=json.dumps(bad))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip() == "pending[0].replicas[0].gpu: must be a non-negative integer, got -1"
+
+
+def test_it_exits_2_with_one_line_for_input_that_is_not_json():
+    done = _run("--input", "-", stdin="{")
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_it_exits_2_when_the_file_is_missing(tmp_path):
+    done = _run("--input", str(tmp_path / "missing.json"))
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("--input: cannot read")

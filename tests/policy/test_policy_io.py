@@ -1,0 +1,72 @@
+"""Snapshot validation names the field and the problem; plan JSON is stable."""
+
+import copy
+import json
+
+import pytest
+
+from scheduling.policy import SnapshotError, plan, plan_to_dict, snapshot_from_dict
+
+GOOD = {
+    "now": 1000,
+    "nodes": [{"name": "n1", "gpu": 8, "cpu": 64000, "memory": 549755813888}],
+    "tiers": [{"name": "production", "value": 1000, "preemptible": False},
+              {"name": "standard", "value": 100, "preemptible": True}],
+    "teams": [{"name": "finance", "nominal": {"gpu": 8}, "borrowing_limit": {"gpu": 4},
+               "lending_limit": {}, "weight": 1}],
+    "running": [{"id": "r1", "team": "finance", "tier": "standard", "started": 10,
+                 "replicas": [{"count": 4, "gpu": 1, "cpu": 2000, "memory": 4294967296}],
+                 "nodes": ["n1", "n1", "n1", "n1"]}],
+    "pending": [{"id": "p1", "team": "finance", "tier": "production", "queued": 500,
+                 "replicas": [{"count": 2, "gpu": 4}]}],
+}
+
+
+def _with(change):
+    data = copy.deepcopy(GOOD)
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["pending"][0]["replicas"][0].update(gpu=-1),
+     "pending[0].replicas[0].gpu: must be a non-negative integer, got -1"),
+    (lambda d: d.pop("now"), "now: is required"),
+    (lambda d: d["nodes"][0].update(gpu="8"), "nodes[0].gpu: must be a non-negative integer, got '8'"),
+    (lambda d: d["pending"][0].update(team="nobody"),
+     "pending[0].team: must name a team of the snapshot, got 'nobody'"),
+    (lambda d: d["running"][0].update(nodes=["n1"]),
+     "running[0].nodes: must name one node per replica (4), got 1"),
+    (lambda d: d["teams"][0].update(weight=0), "teams[0].weight: must be a positive number, got 0"),
+    (lambda d: d["teams"][0]["nominal"].update(gpus=8), "teams[0].nominal.gpus: is not a known field"),
+    (lambda d: d.update(settings={"starvation_after": True}),
+     "settings.starvation_after: must be a non-negative integer, got True"),
+    (lambda d: d["pending"].append(dict(d["pending"][0])),
+     "running+pending[2].id: duplicates 'p1'"),
+    (lambda d: d["running"][0].update(team=None),
+     "running[0].tier: must be null for outside usage (team null)"),
+])
+def test_it_names_the_field_and_the_problem(change, message):
+    with pytest.raises(SnapshotError) as caught:
+        snapshot_from_dict(_with(change))
+    assert str(caught.value) == message
+
+
+def test_it_rejects_a_snapshot_that_is_not_an_object():
+    with pytest.raises(SnapshotError, match="must be an object"):
+        snapshot_from_dict([])
+
+
+def test_it_answers_designs_example():
+    got = plan_to_dict(plan(snapshot_from_dict(GOOD)))
+    assert got == {"admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
+                   "wait": [], "reject": []}
+
+
+def test_it_gives_byte_identical_output_for_the_same_snapshot():
+    data = _with(lambda d: d["pending"].extend([
+        {"id": f"q{k}", "team": "finance", "tier": "standard", "queued": 600 + k,
+         "replicas": [{"count": 1, "gpu": 1 + k % 8}]} for k in range(20)]))
+    first = json.dumps(plan_to_dict(plan(snapshot_from_dict(data))))
+    again = json.dumps(plan_to_dict(plan(snapshot_from_dict(copy.deepcopy(data)))))
+    assert first == again
