@@ -22,7 +22,7 @@ from .demand import Demand, demand_of
 from .eta import estimate_starts
 from .model import Admission, PendingJob, Plan, Rejection, Snapshot, Wait
 from .order import admission_order, r3_key
-from .placement import place
+from .placement import place, replica_nodes
 from .preemption import find_victims
 from .quota import Refusal
 from .reasons import Code, amount, amounts, duration, replicas_text
@@ -95,7 +95,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
                 fit = Fit.FIT
         if fit is Fit.FIT:
             state.admit(job.id, job.team, tier, demand, placement, now)
-            admitted.append(Admission(job.id, _names(state, placement)))
+            admitted.append(Admission(job.id, _names(state, placement),
+                                      nodes=replica_nodes(placement, state.room.names)))
             continue
         preemption = find_victims(state, job.team, tier, demand, settings, now)
         if preemption is not None:
@@ -104,7 +105,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
             state.admit(job.id, job.team, tier, demand, preemption.placement, now)
             state.reserve(preemption.before)
             admitted.append(Admission(job.id, _names(state, preemption.placement),
-                                      tuple(v.id for v in preemption.victims)))
+                                      tuple(v.id for v in preemption.victims),
+                                      replica_nodes(preemption.placement, state.room.names)))
             continue
         waiting[job.id] = _why_waiting(job, demand, refusal, state)
         if now - job.queued > settings.starvation_after:
@@ -120,6 +122,7 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
         code, reason = waiting[job.id]
         waits.append(Wait(job.id, position, per_team[job.team], str(code), reason,
                           etas.get(job.id)))
+    rejected.sort(key=lambda r: r.id)
     return Plan(tuple(admitted), tuple(waits), tuple(rejected))
 
 

@@ -148,3 +148,11 @@ def usage_on_nodes(demand: Demand, placement: Placement) -> dict[int, Vector]:
             m += n * memory
         usage[i] = (g, c, m)
     return usage
+
+
+def replica_nodes(placement: Placement, names: list[str]) -> tuple[str, ...]:
+    """Returns the node of each replica, in the order the replica groups expand."""
+    groups = len(placement[0][1]) if placement else 0
+    return tuple(
+        names[i] for g in range(groups) for i, counts in placement for _ in range(counts[g])
+    )

@@ -103,11 +103,14 @@ class Quota:
         return lambda: self.charge(team, v, steady)
 
     def available(self, team: str, r: int) -> int:
-        """Returns how much more of resource `r` the pool lets `team` use."""
+        """Returns how much more of resource `r` the team may use: what is left
+        of its guaranteed share plus what is left in the pool.
+
+        The guaranteed share stays usable even when the pool is overdrawn
+        (a lending limit lowered while others borrowed).
+        """
         used = self.usage[team][r]
-        others = self.above[r] - self._above(team, r, used)
-        most = self.guaranteed[team][r] + self.pool[r] - others
-        return max(0, most - used)
+        return max(0, self.guaranteed[team][r] - used) + max(0, self.pool[r] - self.above[r])
 
     def refuse(self, team: str, need: Vector, steady: bool) -> Refusal | None:
         """Returns why R2 refuses `need` for `team` now, or None when it fits.
