@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
-from jobs.transitions import note, transition
+from jobs.transitions import StaleJob, note, transition
 from scheduling import records
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable
 from scheduling.locks import try_transaction_lock
@@ -87,12 +87,17 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
                 unavailable = str(error)
             except ClusterError as error:
                 _refused(world.jobs[admission.id], str(error))
+            except StaleJob:
+                continue  # cancelled or finished since the snapshot; the next cycle plans again
         # 6.
         for rejection in plan.reject:
             job = world.jobs[rejection.id]
-            transition(job, Job.State.REJECTED, message=rejection.reason, code=rejection.code,
-                       finished_at=now, reason=rejection.reason, reason_code=rejection.code,
-                       position=None, team_position=None, eta=None)  # fmt: skip
+            try:
+                transition(job, Job.State.REJECTED, message=rejection.reason, code=rejection.code,
+                           finished_at=now, reason=rejection.reason, reason_code=rejection.code,
+                           position=None, team_position=None, eta=None)  # fmt: skip
+            except StaleJob:
+                continue
             log.info("rejected", extra={"job": job.pk, "team": job.team.slug, "rule": rejection.code,
                                         "reason": rejection.reason})  # fmt: skip
             result.rejected += 1

@@ -1,0 +1,181 @@
+"""The admission loop on the simulated cluster: jobs move by themselves, every decision recorded."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from jobs.models import Job, JobEvent
+from jobs.services import job_cancel
+from scheduling.cluster.base import ClusterUnavailable
+from scheduling.models import ClusterNode, Cycle, SimJob
+from scheduling.reconcile import reconcile
+
+
+def states(*jobs) -> list[str]:
+    return [Job.objects.get(pk=job.pk).state for job in jobs]
+
+
+def kinds(job) -> list[str]:
+    return list(JobEvent.objects.filter(job=job).values_list("kind", flat=True))
+
+
+def test_a_job_goes_from_queued_to_succeeded_by_itself(submit, cycle, clock):
+    job = submit(simulate={"duration": 60})
+    assert cycle().admitted == 1
+    assert states(job) == ["admitted"]
+    cycle()
+    assert states(job) == ["running"]
+    clock.tick(61)
+    cycle()
+    assert states(job) == ["succeeded"]
+    assert kinds(job) == ["submitted", "admitted", "running", "succeeded"]
+    assert Job.objects.get(pk=job.pk).placement == ["node-01", "node-01"]
+
+
+def test_a_failing_job_ends_failed_with_the_clusters_message(submit, cycle, clock):
+    job = submit(simulate={"duration": 5, "fail": True})
+    cycle()
+    cycle()
+    clock.tick(10)
+    cycle()
+    job.refresh_from_db()
+    assert job.state == "failed"
+    assert "exited with code 1" in job.events.last().message
+
+
+def test_a_waiting_job_gets_a_reason_positions_and_an_eta(submit, cycle):
+    big = submit(name="big", replicas=[{"role": "Worker", "count": 2, "gpu": 8}], max_runtime=3600)
+    waiting = submit(name="waits", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    cycle()
+    waiting.refresh_from_db()
+    assert states(big) == ["admitted"]
+    assert waiting.position == 1 and waiting.team_position == 1
+    assert waiting.reason and waiting.reason_code
+    assert waiting.eta is not None
+    assert JobEvent.objects.filter(job=waiting, kind="waiting").count() == 1
+    cycle()
+    assert JobEvent.objects.filter(job=waiting, kind="waiting").count() == 1, "an unchanged reason is not repeated"
+
+
+def test_it_rejects_what_can_never_fit_at_submission_once_nodes_are_known(submit, cycle):
+    from jobs.services import NeverFits
+
+    cycle()  # the first cycle records the nodes
+    with pytest.raises(NeverFits, match="GPU"):
+        submit(replicas=[{"role": "Worker", "count": 3, "gpu": 8}])  # 24 GPUs > 16 the team may ever hold
+    assert Job.objects.count() == 0
+
+
+def test_the_first_cycle_rejects_what_was_submitted_before_nodes_were_known(submit, cycle):
+    job = submit(replicas=[{"role": "Worker", "count": 3, "gpu": 8}])
+    assert cycle().rejected == 1
+    job.refresh_from_db()
+    assert job.state == "rejected" and "GPU" in job.reason
+
+
+def test_preemption_requeues_the_victim_keeping_its_queue_time_and_attempt(submit, cycle, clock, vision, outsider):
+    borrower = submit(name="borrower", replicas=[{"role": "Worker", "count": 2, "gpu": 8}])  # all 16: 8 borrowed
+    cycle()
+    cycle()
+    queued_at = Job.objects.get(pk=borrower.pk).queued_at
+    clock.tick(5)
+    owner_job = submit(team=vision, user=outsider, name="reclaim", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    result = cycle()
+    assert result.preempted == 1 and result.admitted == 1
+    assert states(borrower, owner_job) == ["preempting", "admitted"]
+    cycle()  # the simulated cluster suspended it at once: reconcile requeues it
+    borrower.refresh_from_db()
+    assert borrower.state == "queued"
+    assert borrower.queued_at == queued_at
+    assert borrower.attempt == 2 and borrower.preemption_count == 1
+    preempted = JobEvent.objects.get(job=borrower, kind="preempted")
+    assert "vision" in preempted.message and "borrowed" in preempted.message
+
+
+def test_the_cluster_unreachable_keeps_jobs_queued_with_that_reason_and_recovers(submit, cycle, cluster):
+    class Down:
+        def __getattr__(self, name):
+            def fail(*args, **kwargs):
+                raise ClusterUnavailable("connection refused")
+
+            return fail
+
+    job = submit()
+    result = cycle(on=Down())
+    assert result.error
+    job.refresh_from_db()
+    assert job.state == "queued"
+    assert job.reason_code == "cluster_unreachable" and "connection refused" in job.reason
+    assert Cycle.objects.latest().cluster_reachable is False
+    assert cycle().admitted == 1
+    assert states(job) == ["admitted"]
+
+
+def test_a_crash_between_create_and_commit_is_adopted_without_a_duplicate(submit, cluster, clock):
+    """The cluster got the job but the database never heard: the next reconcile adopts it."""
+    from scheduling.snapshot import to_cluster_job
+
+    job = submit()
+    cluster.create_job(to_cluster_job(job, placement=("node-01", "node-01")))  # as if the cycle died before commit
+    result = reconcile(cluster=cluster, now=clock())
+    assert result.changed == 1
+    job.refresh_from_db()
+    assert job.state == "admitted"
+    assert "Adopted" in job.events.last().message
+    assert SimJob.objects.filter(job_id=job.pk).count() == 1
+
+
+def test_an_admitted_job_missing_from_the_cluster_is_created_again(submit, cycle, cluster, clock):
+    job = submit()
+    cycle()
+    SimJob.objects.all().delete()  # lost, e.g. deleted by hand
+    assert reconcile(cluster=cluster, now=clock()).created == 1
+    assert SimJob.objects.filter(job_id=job.pk).count() == 1
+
+
+def test_orphans_in_the_cluster_are_deleted(submit, cycle, cluster, clock):
+    job = submit()
+    cycle()
+    Job.objects.filter(pk=job.pk).delete()
+    assert reconcile(cluster=cluster, now=clock()).deleted == 1
+    assert not SimJob.objects.exists()
+
+
+@override_settings(ADMISSION_TIMEOUT=60)
+def test_a_stuck_admission_is_evicted_and_backs_off(submit, cycle, clock):
+    job = submit()
+    cycle()
+    SimJob.objects.filter(job_id=job.pk).update(started_at=None, nodes=[])  # its pods never start
+    from scheduling.models import SimNode
+
+    SimNode.objects.update(gpu=0)  # e.g. the nodes it was meant for filled up
+    clock.tick(61)
+    cycle()
+    job.refresh_from_db()
+    assert job.state == "queued" and job.attempt == 2
+    assert job.not_before is not None and job.reason_code == "backoff"
+    assert JobEvent.objects.filter(job=job, kind="evicted").exists()
+
+
+def test_cancelling_a_running_job_stops_it_in_the_cluster(submit, cycle, owner):
+    job = submit()
+    cycle()
+    cycle()
+    job_cancel(job=Job.objects.get(pk=job.pk), actor=owner)
+    cycle()
+    assert states(job) == ["cancelled"]
+    assert not SimJob.objects.filter(job_id=job.pk).exists()
+
+
+def test_cancelling_a_queued_job_is_immediate(submit, owner):
+    job = submit()
+    job_cancel(job=job, actor=owner)
+    assert states(job) == ["cancelled"]
+
+
+def test_the_cycle_mirrors_nodes_and_records_itself(submit, cycle):
+    submit()
+    cycle()
+    assert list(ClusterNode.objects.values_list("name", "gpu")) == [("node-01", 8), ("node-02", 8)]
+    assert Cycle.objects.latest().admitted == 1

@@ -1,0 +1,101 @@
+"""The simulated cluster behaves like Volcano with the Training Operator, in miniature."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from scheduling.cluster.base import ClusterJob, Phase, ReplicaSpec
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.models import SimJob
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+class Clock:
+    def __init__(self):
+        self.now = T0
+
+    def __call__(self):
+        return self.now
+
+    def tick(self, seconds: int) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def a_job(job_id: int, *, workers: int = 2, gpu: int = 4, duration: int = 100, fail: bool = False) -> ClusterJob:
+    return ClusterJob(
+        job_id=job_id, name=f"job-g{job_id}", namespace="maps", team="maps", kind="TFJob", image="busybox",
+        command=("true",), args=(), env=(), replicas=(ReplicaSpec("Worker", workers, gpu, 1000, 1024**3),),
+        tier="standard", grace_period=30, max_runtime=None, sim_duration=duration, sim_fail=fail,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def cluster(nodes, clock):
+    return SimulatedCluster(clock=clock, seed=1, failure_rate=0)
+
+
+def phase(cluster, job_id: int) -> Phase:
+    return {s.job_id: s for s in cluster.job_statuses()}[job_id].phase
+
+
+def test_a_created_job_starts_when_every_replica_fits(cluster):
+    cluster.create_job(a_job(1))
+    status = cluster.job_statuses()[0]
+    assert status.phase is Phase.RUNNING and status.running_pods == 2
+
+
+def test_a_second_create_changes_nothing(cluster):
+    cluster.create_job(a_job(1))
+    cluster.create_job(a_job(1))
+    assert SimJob.objects.count() == 1
+
+
+def test_a_gang_that_does_not_fit_starts_no_replica(cluster):
+    cluster.create_job(a_job(1, workers=3, gpu=8))  # 24 GPUs on 16
+    status = cluster.job_statuses()[0]
+    assert status.phase is Phase.CREATED and status.running_pods == 0
+
+
+def test_it_succeeds_after_its_duration_or_fails_when_told(cluster, clock):
+    cluster.create_job(a_job(1, duration=100))
+    cluster.create_job(a_job(2, workers=1, duration=50, fail=True))
+    clock.tick(99)
+    assert phase(cluster, 1) is Phase.RUNNING
+    clock.tick(1)
+    assert phase(cluster, 1) is Phase.SUCCEEDED
+    assert phase(cluster, 2) is Phase.FAILED
+
+
+def test_suspending_frees_the_gpus_at_once_and_keeps_progress(cluster, clock):
+    cluster.create_job(a_job(1, workers=2, gpu=8, duration=100))
+    cluster.create_job(a_job(2, workers=1, gpu=8, duration=100))
+    assert phase(cluster, 2) is Phase.CREATED  # both nodes taken by job 1
+    clock.tick(60)
+    cluster.suspend_job(a_job(1))
+    assert phase(cluster, 1) is Phase.SUSPENDED
+    assert phase(cluster, 2) is Phase.RUNNING
+    clock.tick(100)  # job 2 ends
+    cluster.create_job(a_job(1))  # resume
+    assert phase(cluster, 1) is Phase.RUNNING
+    clock.tick(40)  # only the 40 s left of its 100
+    assert phase(cluster, 1) is Phase.SUCCEEDED
+
+
+def test_deleting_a_missing_job_is_success(cluster):
+    cluster.delete_job("maps", "nothing-g9")
+
+
+def test_it_follows_the_placement_hint(cluster):
+    cluster.create_job(a_job(1, workers=1, gpu=1))
+    hinted = a_job(2, workers=1, gpu=1)
+    hinted = ClusterJob(**{f: getattr(hinted, f) for f in hinted.__slots__ if f != "placement"}, placement=("node-02",))
+    cluster.create_job(hinted)
+    assert {s.job_id: s.nodes for s in cluster.job_statuses()}[2] == ("node-02",)
