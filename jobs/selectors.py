@@ -16,6 +16,11 @@ def jobs_for(user) -> QuerySet[Job]:
     return jobs.filter(team__memberships__user=user)
 
 
+def jobs_of_team(team) -> QuerySet[Job]:
+    """Every job of one team: what a team's API token sees."""
+    return Job.objects.select_related("team", "tier", "owner").filter(team=team)
+
+
 def get_job_for_user(user, job_id: int) -> Job:
     """The job, or Http404 when it does not exist or belongs to a team the user is not in.
 
@@ -29,8 +34,9 @@ def get_job_for_user(user, job_id: int) -> Job:
 
 def queue_for(user) -> QuerySet[Job]:
     """Waiting jobs the user may see, in queue order (global position, then R3 order for unranked ones)."""
-    return (
-        jobs_for(user)
-        .filter(state=Job.State.QUEUED)
-        .order_by("position", "-tier__value", "queued_at", "id")
-    )
+    return in_queue_order(jobs_for(user))
+
+
+def in_queue_order(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """The waiting jobs among `jobs`, in queue order."""
+    return jobs.filter(state=Job.State.QUEUED).order_by("position", "-tier__value", "queued_at", "id")

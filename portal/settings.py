@@ -158,6 +158,54 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
 }
 
+# --- REST API (/api/v1/): tokens, throttling, the OpenAPI schema ---------------
+# Token authentication comes first so a request without credentials gets 401
+# with a WWW-Authenticate challenge; the session serves the browser's own calls.
+INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
+API_RATE = env.text("API_RATE", "600/min")
+_count, _, _period = API_RATE.partition("/")
+if not (_count.isdigit() and int(_count) > 0 and _period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
+    raise ImproperlyConfigured(f"API_RATE must look like 600/min (per s, min, hour or day), got {API_RATE!r}.")
+REST_FRAMEWORK.update(
+    {
+        "DEFAULT_AUTHENTICATION_CLASSES": [
+            "tenants.auth.TokenAuthentication",
+            "rest_framework.authentication.SessionAuthentication",
+        ],
+        "DEFAULT_THROTTLE_CLASSES": ["tenants.auth.TokenRateThrottle"],
+        "DEFAULT_THROTTLE_RATES": {"token": API_RATE},
+        "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    }
+)
+# Throttle counts must be shared by every web process: Redis when there is one
+# (REDIS_URL, else a redis:// broker), process memory for the demo.
+_REDIS_URL = env.text("REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis://") else "")
+API_THROTTLE_CACHE = "throttle"
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
+        if _REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Gangway API",
+    "DESCRIPTION": (
+        "Submit training jobs to a shared GPU cluster, follow them, cancel them; read teams, quotas, "
+        "the queue and the cluster. Authenticate with `Authorization: Bearer gw_...` (a team or user token)."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.models.JobKind", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -166,3 +166,48 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return self.summary
+
+
+class ApiToken(models.Model):
+    """A bearer token for the REST API, stored as the SHA-256 of its value (shown once).
+
+    A team token (team set, no user) acts for one team and, with `max_tier`,
+    submits up to that tier; a user token (user set, no team) acts as its user.
+    """
+
+    PREFIX = "gw_"
+
+    name = models.CharField(max_length=100, help_text="What it is for, e.g. 'ci-main'.")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="api_tokens"
+    )
+    max_tier = models.ForeignKey(
+        PriorityTier, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        help_text="Highest tier a team token may submit to; empty = any tier its team may use.",
+    )  # fmt: skip
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token, hex.")
+    prefix = models.CharField(max_length=12, help_text="The token's first characters, to recognise it.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(team__isnull=False, user__isnull=True) | Q(team__isnull=True, user__isnull=False),
+                name="api_token_team_or_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        owner = f"team {self.team}" if self.team_id else f"user {self.user}"
+        return f"{self.name} ({self.prefix}..., {owner})"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None

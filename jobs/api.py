@@ -1,0 +1,221 @@
+"""REST API for jobs: submit (idempotent), list, read, cancel, events; and the queue.
+
+Thin views over `jobs.services` and `jobs.selectors`. A team token sees and
+acts for its own team only; a person (session or user token) for the teams
+they belong to (all of them for staff). Another team's job answers 404.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, generics, status
+from rest_framework.decorators import action
+from rest_framework.filters import OrderingFilter
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
+
+from jobs import schema_examples as examples
+from jobs.models import Job
+from jobs.parsers import YAML_PARSERS, spec_data_from_document
+from jobs.selectors import in_queue_order, jobs_for, jobs_of_team
+from jobs.serializers import JobEventSerializer, JobFilterSerializer, JobSerializer, JobSpecSerializer, SubmittedJobSerializer
+from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
+from jobs.spec import SpecError, parse_spec
+from tenants.auth import ApiDefaults, request_token, team_scope
+from tenants.models import Team
+from tenants.selectors import teams_for, tier_for
+
+IDEMPOTENCY_KEY_MAX = 200  # Job.idempotency_key
+
+
+class JobPagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def visible_jobs(request) -> QuerySet[Job]:
+    team = team_scope(request)
+    return jobs_of_team(team) if team is not None else jobs_for(request.user)
+
+
+def caller_name(request) -> str:
+    """How a submission or cancel is recorded: 'API', or 'API token NAME'."""
+    token = request_token(request)
+    return f"API token {token.name}" if token else "API"
+
+
+def submittable_team(request, slug: str) -> Team:
+    """The team the caller may submit for; PermissionDenied (naming the teams it may use) otherwise.
+
+    An unknown team and a team the caller is not in answer alike, so the
+    answer never reveals which teams exist.
+    """
+    scoped = team_scope(request)
+    if scoped is not None:
+        if scoped.slug != slug:
+            raise exceptions.PermissionDenied(
+                f"This token acts for team {scoped.slug} only; it cannot submit for team {slug!r}."
+            )
+        return scoped
+    team = teams_for(request.user).filter(slug=slug).first()
+    if team is None:
+        mine = ", ".join(teams_for(request.user).values_list("slug", flat=True)) or "none"
+        raise exceptions.PermissionDenied(
+            f"You cannot submit for team {slug!r}: you are not a member. Your teams: {mine}."
+        )
+    return team
+
+
+def check_token_tier(request, team: Team, tier_name: str) -> None:
+    """PermissionDenied when a team token with a highest tier asks for a higher one."""
+    token = request_token(request)
+    if token is None or token.max_tier is None:
+        return
+    tier, _ = tier_for(team, tier_name)
+    if tier is not None and tier.value > token.max_tier.value:
+        raise exceptions.PermissionDenied(
+            f"This token may submit up to tier {token.max_tier.name}; the job asks for tier {tier.name}."
+        )
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List jobs", parameters=[JobFilterSerializer], tags=["jobs"]),
+    retrieve=extend_schema(summary="Read a job", tags=["jobs"], examples=[examples.JOB]),
+)
+class JobViewSet(ApiDefaults, GenericViewSet):
+    serializer_class = JobSerializer
+    pagination_class = JobPagination
+    parser_classes = [JSONParser, *YAML_PARSERS]
+    filter_backends = [OrderingFilter]
+    ordering_fields = ["submitted_at", "queued_at", "started_at", "finished_at", "position", "gpu_total", "id"]
+    ordering = ["-submitted_at", "-id"]
+    lookup_value_regex = r"[0-9]+"
+
+    def get_queryset(self):
+        return visible_jobs(self.request)
+
+    def get_object(self) -> Job:
+        job = self.get_queryset().filter(pk=self.kwargs["pk"]).first()
+        if job is None:
+            raise exceptions.NotFound(f"No job {self.kwargs['pk']} among the jobs you can see.")
+        return job
+
+    def list(self, request):
+        filters = JobFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        jobs = self.filter_queryset(self.get_queryset())
+        values = filters.validated_data
+        if values.get("team"):
+            jobs = jobs.filter(team__slug=values["team"])
+        if values.get("state"):
+            jobs = jobs.filter(state__in=sorted(values["state"]))
+        if values.get("tier"):
+            jobs = jobs.filter(tier__name=values["tier"])
+        if values.get("owner"):
+            jobs = jobs.filter(owner__username=values["owner"])
+        page = self.paginate_queryset(jobs)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def retrieve(self, request, pk=None):
+        return Response(self.get_serializer(self.get_object()).data)
+
+    @extend_schema(
+        summary="Submit a job",
+        description=(
+            "Body: Gangway's job spec, or a kubeflow.org/v1 TFJob / PyTorchJob manifest, as JSON or YAML "
+            "(`Content-Type: application/yaml`). The team comes from the spec, `?team=`, or the team token. "
+            "With an `Idempotency-Key`, a retry with the same body answers 200 with the original job; the same "
+            "key with another body answers 409. A job that can never fit answers 400 with the reason."
+        ),
+        tags=["jobs"],
+        parameters=[
+            OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                             description=f"At most {IDEMPOTENCY_KEY_MAX} characters; unique per team."),
+            OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False,
+                             description="Team slug, when the body does not name it."),
+        ],  # fmt: skip
+        request={
+            "application/json": JobSpecSerializer,
+            "application/yaml": {"type": "string", "description": "The spec or a manifest, as YAML."},
+        },
+        responses={
+            201: SubmittedJobSerializer,
+            200: OpenApiResponse(SubmittedJobSerializer, description="Replay of an earlier submission with this key."),
+            400: OpenApiResponse(examples.ERROR, description="Invalid spec (field dict) or a job that can never fit."),
+            401: OpenApiResponse(examples.ERROR, description="No or bad credentials."),
+            403: OpenApiResponse(examples.ERROR, description="Not allowed to submit for this team or tier."),
+            409: OpenApiResponse(examples.ERROR, description="Idempotency key reused with a different body."),
+        },
+        examples=[examples.SUBMIT_SPEC, examples.SUBMIT_MANIFEST, examples.SUBMITTED, examples.SPEC_ERRORS,
+                  examples.NEVER_FITS, examples.CONFLICT],  # fmt: skip
+    )
+    def create(self, request):
+        data, unsupported = spec_data_from_document(request.data)
+        scoped = team_scope(request)
+        slug = request.query_params.get("team") or (data.get("team") if isinstance(data, dict) else None)
+        slug = slug or (scoped.slug if scoped else None)
+        if not isinstance(slug, str) or not slug:
+            raise exceptions.ValidationError(
+                {"team": ["Required: name the team in the spec (\"team\": \"maps\") or with ?team=maps."]}
+            )
+        team = submittable_team(request, slug)
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if len(key) > IDEMPOTENCY_KEY_MAX:
+            raise exceptions.ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters, got {len(key)}."]})
+        try:
+            spec = parse_spec(data, team=team.slug)
+            check_token_tier(request, team, spec.tier)
+            person = None if scoped else request.user
+            job, created = job_submit(team=team, spec=spec, owner=person, via=caller_name(request), idempotency_key=key)
+        except SpecError as error:
+            raise exceptions.ValidationError(error.errors) from None
+        except NeverFits as error:
+            return Response({"detail": f"Can never run: {error.reason}", "code": error.code}, status.HTTP_400_BAD_REQUEST)
+        except IdempotencyConflict as error:
+            return Response({"detail": str(error), "job": error.job.pk}, status.HTTP_409_CONFLICT)
+        job.unsupported = unsupported
+        body = SubmittedJobSerializer(job, context=self.get_serializer_context()).data
+        answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(body, status=answer, headers={"Location": body["url"]})
+
+    @extend_schema(
+        summary="Cancel a job", request=None, tags=["jobs"],
+        description="A queued job is cancelled at once; an admitted or running one stops at the next reconcile "
+        "(state `cancelling`). Cancelling a cancelled job changes nothing; a finished one answers 409.",
+        responses={200: JobSerializer, 403: OpenApiResponse(examples.ERROR), 404: OpenApiResponse(examples.ERROR),
+                   409: OpenApiResponse(examples.ERROR)},
+    )  # fmt: skip
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        job = self.get_object()
+        person = None if team_scope(request) else request.user
+        if person is not None and not can_cancel(person, job):
+            raise exceptions.PermissionDenied(
+                f"Only the job's owner, a lead of team {job.team.slug} or an admin can cancel job {job.pk}."
+            )
+        if job.state in (Job.State.SUCCEEDED, Job.State.FAILED, Job.State.REJECTED):
+            return Response({"detail": f"Job {job.name} (#{job.pk}) already ended ({job.state}); nothing to cancel."},
+                            status.HTTP_409_CONFLICT)  # fmt: skip
+        job = job_cancel(job=job, actor=person, via=caller_name(request))
+        job = self.get_queryset().get(pk=job.pk)
+        return Response(self.get_serializer(job).data)
+
+    @extend_schema(summary="A job's events, oldest first", tags=["jobs"], responses=JobEventSerializer(many=True),
+                   examples=[examples.EVENTS])  # fmt: skip
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def events(self, request, pk=None):
+        job = self.get_object()
+        page = self.paginate_queryset(job.events.select_related("actor").order_by("at", "id"))
+        return self.get_paginated_response(JobEventSerializer(page, many=True).data)
+
+
+@extend_schema(summary="The queue: waiting jobs you can see, in order", tags=["jobs"])
+class QueueView(ApiDefaults, generics.ListAPIView):
+    serializer_class = JobSerializer
+    pagination_class = JobPagination
+
+    def get_queryset(self):
+        return in_queue_order(visible_jobs(self.request))

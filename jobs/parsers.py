@@ -1,0 +1,59 @@
+"""Request bodies of the submit endpoint: YAML parsers, and a manifest turned into the job spec."""
+
+from __future__ import annotations
+
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.parsers import BaseParser
+
+from jobs.spec import SpecError
+from jobs.yaml_import import MAX_YAML_BYTES, REPLICA_KEYS, load_yaml, spec_from_manifest
+
+
+class YamlParser(BaseParser):
+    """A YAML body, parsed safely (no tags, no aliases, size-limited) by `jobs.yaml_import.load_yaml`."""
+
+    media_type = "application/yaml"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        raw = stream.read(MAX_YAML_BYTES + 1) if stream is not None else b""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("The YAML body is not UTF-8.") from None
+        try:
+            return load_yaml(text)
+        except SpecError as error:
+            raise ParseError(" ".join(error.errors.get("yaml", [str(error)]))) from None
+
+
+class XYamlParser(YamlParser):
+    media_type = "application/x-yaml"
+
+
+class TextYamlParser(YamlParser):
+    media_type = "text/yaml"
+
+
+YAML_PARSERS = (YamlParser, XYamlParser, TextYamlParser)
+
+
+def is_manifest(data: object) -> bool:
+    return isinstance(data, dict) and data.get("kind") in REPLICA_KEYS and "apiVersion" in data
+
+
+def spec_data_from_document(data: object) -> tuple[object, list[str]]:
+    """(spec data, unsupported fields): a manifest converted, anything else as it came.
+
+    Raises ValidationError for a manifest whose shape Gangway cannot read.
+    """
+    if not is_manifest(data):
+        return data, []
+    try:
+        return spec_from_manifest(data)
+    except SpecError as error:
+        raise ValidationError(error.errors) from None
+    except (AttributeError, TypeError, ValueError) as error:
+        # spec_from_manifest trusts the manifest's nesting (mappings where the CRD has mappings).
+        raise ValidationError(
+            {"manifest": [f"Not a {data['kind']} Gangway can read: {error}. Compare with kubeflow.org/v1."]}
+        ) from None

@@ -1,0 +1,138 @@
+"""JSON shapes of jobs and their events for the REST API (read side; writes go through services)."""
+
+from __future__ import annotations
+
+from django.urls import NoReverseMatch, reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from jobs.models import Job, JobEvent
+from jobs.spec import format_cpu, format_memory
+
+
+class ReplicaGroupSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    count = serializers.IntegerField()
+    gpu = serializers.IntegerField()
+    cpu = serializers.CharField(help_text="Kubernetes quantity; empty = the team's default.")
+    memory = serializers.CharField(help_text="Kubernetes quantity; empty = the team's default.")
+
+    def to_representation(self, group):
+        return {
+            "role": group["role"], "count": group["count"], "gpu": group.get("gpu", 0),
+            "cpu": format_cpu(group["cpu"]) if group.get("cpu") else "",
+            "memory": format_memory(group["memory"]) if group.get("memory") else "",
+        }  # fmt: skip
+
+
+class JobSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    web_url = serializers.SerializerMethodField()
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    tier = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    replicas = ReplicaGroupSerializer(many=True, read_only=True)
+    env = serializers.DictField(child=serializers.CharField(), read_only=True)
+    command = serializers.ListField(child=serializers.CharField(), read_only=True)
+    args = serializers.ListField(child=serializers.CharField(), read_only=True)
+    placement = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="The node of each replica while it runs."
+    )
+    position = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="1-based rank among all waiting jobs; null unless queued."
+    )
+    team_position = serializers.IntegerField(read_only=True, allow_null=True, help_text="Rank within its team.")
+    eta = serializers.DateTimeField(read_only=True, allow_null=True, help_text="Estimated start; null when unknown.")
+    reason = serializers.CharField(read_only=True, help_text="Why it waits, or what happened last, in one sentence.")
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "url", "web_url", "team", "name", "kind", "state", "reason", "reason_code", "position",
+            "team_position", "eta", "tier", "owner", "submitted_via", "image", "command", "args", "env",
+            "replicas", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
+            "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_url(self, job: Job) -> str:
+        path = reverse("api:job-detail", args=[job.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+    @extend_schema_field({"type": "string", "format": "uri", "nullable": True})
+    def get_web_url(self, job: Job) -> str | None:
+        """The job's page in the portal, when the portal serves one."""
+        try:
+            path = job.get_absolute_url()
+        except NoReverseMatch:
+            return None
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+
+class SubmittedJobSerializer(JobSerializer):
+    unsupported = serializers.ListField(
+        child=serializers.CharField(), read_only=True,
+        help_text="Manifest fields Gangway did not carry over (empty for Gangway's own spec).",
+    )  # fmt: skip
+
+    class Meta(JobSerializer.Meta):
+        fields = JobSerializer.Meta.fields + ["unsupported"]
+        read_only_fields = fields
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    actor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = JobEvent
+        fields = ["id", "at", "kind", "from_state", "to_state", "message", "code", "actor"]
+        read_only_fields = fields
+
+
+class ReplicaInputSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["Chief", "Master", "PS", "Worker", "Evaluator"], default="Worker")
+    count = serializers.IntegerField(min_value=1, max_value=1000, default=1)
+    gpu = serializers.IntegerField(min_value=0, max_value=64, default=0)
+    cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "2" or "500m".')
+    memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
+
+
+class SimulateSerializer(serializers.Serializer):
+    duration = serializers.IntegerField(min_value=1, required=False, help_text="Seconds it runs (simulated cluster).")
+    fail = serializers.BooleanField(required=False, help_text="End as failed (simulated cluster).")
+
+
+class JobSpecSerializer(serializers.Serializer):
+    """The job spec, documented for the schema; validation itself is `jobs.spec.parse_spec`'s."""
+
+    team = serializers.CharField(required=False, help_text="Team slug; may come from ?team= or a team token instead.")
+    name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=50)
+    kind = serializers.ChoiceField(choices=Job.Kind.choices, default="TFJob")
+    image = serializers.CharField(max_length=500)
+    command = serializers.ListField(child=serializers.CharField(), required=False)
+    args = serializers.ListField(child=serializers.CharField(), required=False)
+    env = serializers.DictField(child=serializers.CharField(), required=False)
+    tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
+    max_runtime = serializers.IntegerField(min_value=1, max_value=30 * 86400, required=False, allow_null=True)
+    replicas = ReplicaInputSerializer(many=True)
+    simulate = SimulateSerializer(required=False)
+
+
+class JobFilterSerializer(serializers.Serializer):
+    """Query parameters of the job list."""
+
+    team = serializers.CharField(required=False, help_text="Team slug.")
+    state = serializers.MultipleChoiceField(choices=Job.State.choices, required=False,
+                                            help_text="One state, or several separated by commas.")  # fmt: skip
+    tier = serializers.CharField(required=False, help_text="Tier name.")
+    owner = serializers.CharField(required=False, help_text="Username of the submitter.")
+
+    def to_internal_value(self, data):
+        data = data.copy()
+        if "state" in data:
+            data.setlist("state", [s for value in data.getlist("state") for s in value.split(",") if s])
+        return super().to_internal_value(data)

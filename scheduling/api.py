@@ -1,0 +1,56 @@
+"""REST API for the cluster as a whole: capacity, usage and the last admission cycle."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from scheduling.selectors import cluster_summary
+from tenants.auth import ApiDefaults
+from tenants.serializers import UsageSerializer, _usage
+
+
+class TeamUsageSerializer(UsageSerializer):
+    team = serializers.CharField()
+
+
+class CycleSerializer(serializers.Serializer):
+    started_at = serializers.DateTimeField()
+    duration = serializers.FloatField(help_text="Seconds.")
+    cluster_reachable = serializers.BooleanField()
+    error = serializers.CharField(allow_blank=True)
+
+
+class ClusterSerializer(serializers.Serializer):
+    capacity = serializers.IntegerField(help_text="GPUs on schedulable nodes.")
+    used = serializers.IntegerField(help_text="GPUs held by Gangway jobs.")
+    outside = serializers.IntegerField(help_text="GPUs held by pods Gangway did not create.")
+    free = serializers.IntegerField()
+    reserved_idle = serializers.IntegerField(help_text="Nominal quota neither used nor lent.")
+    teams = TeamUsageSerializer(many=True)
+    last_cycle = CycleSerializer(allow_null=True)
+
+
+class ClusterView(ApiDefaults, APIView):
+    @extend_schema(
+        summary="Cluster capacity and GPU usage per team", tags=["cluster"], responses=ClusterSerializer,
+        examples=[OpenApiExample("Two teams", value={
+            "capacity": 16, "used": 12, "outside": 0, "free": 4, "reserved_idle": 4,
+            "teams": [{"team": "maps", "nominal": 8, "used": 12, "within": 8, "borrowed": 4, "lent": 0, "idle": 0,
+                       "waiting": 0, "borrowing_limit": 8},
+                      {"team": "vision", "nominal": 8, "used": 0, "within": 0, "borrowed": 0, "lent": 4, "idle": 4,
+                       "waiting": 0, "borrowing_limit": 8}],
+            "last_cycle": {"started_at": "2025-05-01T12:00:00Z", "duration": 0.04, "cluster_reachable": True,
+                           "error": ""}})],
+    )  # fmt: skip
+    def get(self, request):
+        summary = cluster_summary()
+        cycle = summary.last_cycle
+        return Response(ClusterSerializer({
+            "capacity": summary.capacity, "used": summary.used, "outside": summary.outside, "free": summary.free,
+            "reserved_idle": summary.reserved_idle,
+            "teams": [{"team": team.slug, **_usage(team)} for team in summary.teams],
+            "last_cycle": cycle,
+        }).data)  # fmt: skip

@@ -1,0 +1,203 @@
+"""REST API for teams: quotas and live usage, staff quota changes with a what-if, and API tokens.
+
+Teams outside the caller's view answer 404; a visible team the caller may not
+change answers 403. Team tokens read their own team and manage nothing.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
+
+from jobs.schema_examples import ERROR
+from scheduling.preview import quota_what_if
+from scheduling.selectors import team_usage
+from tenants.auth import ApiDefaults, TeamPrincipal, team_scope
+from tenants.models import Membership, Team
+from tenants.selectors import teams_for
+from tenants.serializers import (
+    QuotaUpdateSerializer,
+    QuotaWhatIfSerializer,
+    TeamSerializer,
+    TokenCreatedSerializer,
+    TokenCreateSerializer,
+    TokenSerializer,
+    what_if_data,
+)
+from tenants.services import quota_update
+from tenants.tokens import may_manage_tokens, token_create, token_revoke, tokens_for_team, tokens_for_user
+
+TEAM_EXAMPLE = OpenApiExample(
+    "A team borrowing 4 GPUs",
+    response_only=True,
+    value={
+        "slug": "maps", "name": "Maps", "weight": 1.0, "role": "lead", "tiers": ["production", "standard"],
+        "default_tier": "standard",
+        "quotas": [{"resource": "gpu", "nominal": 8, "borrowing_limit": 8, "lending_limit": None,
+                    "max_per_replica": 8, "default_per_replica": None}],
+        "usage": {"gpu": {"nominal": 8, "used": 12, "within": 8, "borrowed": 4, "lent": 0, "idle": 0,
+                          "waiting": 2, "borrowing_limit": 8}},
+    },
+)  # fmt: skip
+TOKEN_EXAMPLE = OpenApiExample(
+    "A new team token",
+    response_only=True,
+    status_codes=["201"],
+    value={"id": 3, "name": "ci-main", "team": "maps", "user": None, "max_tier": "standard", "prefix": "gw_Xy12ab3",
+           "created_by": "lead", "created_at": "2025-05-01T12:00:00Z", "last_used_at": None, "revoked_at": None,
+           "token": "gw_Xy12ab3...(43 characters)"},
+)  # fmt: skip
+
+
+def visible_teams(request):
+    scoped = team_scope(request)
+    teams = Team.objects.filter(pk=scoped.pk) if scoped else teams_for(request.user)
+    return teams.select_related("default_tier").prefetch_related("tiers", "quotas")
+
+
+def require_person(request, what: str):
+    """The signed-in person; PermissionDenied for a team token, which acts for no person."""
+    if isinstance(request.user, TeamPrincipal):
+        raise exceptions.PermissionDenied(f"A team token cannot {what}; sign in, or use a lead's user token.")
+    return request.user
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Teams you can see, with quotas and live GPU usage", tags=["teams"],
+                       examples=[TEAM_EXAMPLE]),
+    retrieve=extend_schema(summary="A team's quotas and live GPU usage (used, borrowed, lent)", tags=["teams"],
+                           examples=[TEAM_EXAMPLE]),
+)  # fmt: skip
+class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
+    serializer_class = TeamSerializer
+    lookup_field = "slug"
+    lookup_value_regex = r"[a-z0-9-]+"
+
+    def get_queryset(self):
+        return visible_teams(self.request)
+
+    def get_object(self) -> Team:
+        team = self.get_queryset().filter(slug=self.kwargs["slug"]).first()
+        if team is None:
+            raise exceptions.NotFound(f"No team {self.kwargs['slug']!r} among the teams you can see.")
+        return team
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        user = self.request.user
+        roles = {}
+        if not isinstance(user, TeamPrincipal) and user.is_authenticated:
+            roles = dict(Membership.objects.filter(user=user).values_list("team_id", "role"))
+        context.update(roles=roles, usage={u.slug: u for u in team_usage()})
+        return context
+
+    @extend_schema(
+        summary="Change a team's quotas (staff)", tags=["teams"],
+        description="PUT replaces every quota (a resource left out loses its quota); PATCH changes only the "
+        "resources given. With `?dry_run=1` nothing is saved: the answer is the what-if, which jobs would be "
+        "preempted, start, or could never fit.",
+        parameters=[OpenApiParameter("dry_run", bool, OpenApiParameter.QUERY, required=False,
+                                     description="1 to preview the change instead of saving it.")],
+        request=QuotaUpdateSerializer,
+        responses={200: OpenApiResponse(TeamSerializer, description="Saved (or, with dry_run, a QuotaWhatIf)."),
+                   400: OpenApiResponse(ERROR), 403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR)},
+        examples=[
+            OpenApiExample("Raise nominal, cap borrowing", request_only=True,
+                           value={"quotas": {"gpu": {"nominal": 12, "borrowing_limit": 4, "lending_limit": None}}}),
+            OpenApiExample("What-if", response_only=True, value={
+                "dry_run": True, "quiet": False, "starting": [{"id": 51, "name": "bert", "team": "maps", "reason": ""}],
+                "preempted": [{"id": 40, "name": "gan", "team": "vision", "reason": "to make room for bert (#51)"}],
+                "rejected": []}),
+        ],
+    )  # fmt: skip
+    @action(detail=True, methods=["put", "patch"], url_path="quota")
+    def quota(self, request, slug=None):
+        team = self.get_object()
+        if not request.user.is_staff:
+            raise exceptions.PermissionDenied("Only admins (staff) change quotas; ask one, or preview with the portal.")
+        update = QuotaUpdateSerializer(data=request.data, partial=request.method == "PATCH")
+        update.is_valid(raise_exception=True)
+        quotas = dict(update.validated_data.get("quotas", {}))
+        if request.method == "PUT":
+            quotas = {**{q.resource: None for q in team.quotas.all()}, **quotas}
+        if request.query_params.get("dry_run") in ("1", "true", "yes"):
+            result = quota_what_if(team=team, quotas=quotas)
+            return Response(QuotaWhatIfSerializer(what_if_data(result)).data)
+        quota_update(team=team, quotas=quotas, weight=update.validated_data.get("weight"), actor=request.user)
+        return Response(self.get_serializer(self.get_object()).data)
+
+    @extend_schema(summary="A team's API tokens (leads and staff)", tags=["tokens"], methods=["GET"],
+                   responses=TokenSerializer(many=True))  # fmt: skip
+    @extend_schema(
+        summary="Create a team token (leads and staff)", tags=["tokens"], methods=["POST"],
+        description="The token is in the answer this once; only its SHA-256 is stored.",
+        request=TokenCreateSerializer, responses={201: TokenCreatedSerializer, 403: OpenApiResponse(ERROR)},
+        examples=[OpenApiExample("CI token", request_only=True, value={"name": "ci-main", "max_tier": "standard"}),
+                  TOKEN_EXAMPLE],
+    )  # fmt: skip
+    @action(detail=True, methods=["get", "post"], url_path="tokens", pagination_class=None)
+    def tokens(self, request, slug=None):
+        team = self.get_object()
+        person = require_person(request, "manage tokens")
+        if not may_manage_tokens(person, team):
+            raise exceptions.PermissionDenied(f"Only leads of team {team.slug} and admins manage its tokens.")
+        if request.method == "GET":
+            return Response(TokenSerializer(tokens_for_team(team), many=True).data)
+        form = TokenCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        max_tier = form.validated_data.get("max_tier")
+        if max_tier is not None and not team.tiers.filter(pk=max_tier.pk).exists():
+            allowed = ", ".join(team.tiers.values_list("name", flat=True)) or "none"
+            raise exceptions.ValidationError({"max_tier": [f"Team {team.slug} may use tiers {allowed}."]})
+        token, value = token_create(name=form.validated_data["name"], team=team, max_tier=max_tier, actor=person)
+        token.token = value
+        return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Revoke a team token (leads and staff)", tags=["tokens"], request=None,
+                   responses={200: TokenSerializer, 403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR)})  # fmt: skip
+    @action(detail=True, methods=["delete"], url_path=r"tokens/(?P<token_id>[0-9]+)")
+    def revoke_token(self, request, slug=None, token_id=None):
+        team = self.get_object()
+        person = require_person(request, "manage tokens")
+        if not may_manage_tokens(person, team):
+            raise exceptions.PermissionDenied(f"Only leads of team {team.slug} and admins manage its tokens.")
+        token = tokens_for_team(team).filter(pk=token_id).first()
+        if token is None:
+            raise exceptions.NotFound(f"Team {team.slug} has no token {token_id}.")
+        return Response(TokenSerializer(token_revoke(token=token, actor=person)).data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your user tokens", tags=["tokens"]),
+    create=extend_schema(summary="Create a user token (acts as you)", tags=["tokens"], request=TokenCreateSerializer,
+                         responses={201: TokenCreatedSerializer}),
+    destroy=extend_schema(summary="Revoke one of your user tokens", tags=["tokens"],
+                          responses={200: TokenSerializer, 404: OpenApiResponse(ERROR)}),
+)  # fmt: skip
+class UserTokenViewSet(ApiDefaults, GenericViewSet):
+    serializer_class = TokenSerializer
+    pagination_class = None
+    lookup_value_regex = r"[0-9]+"
+
+    def get_queryset(self):
+        return tokens_for_user(require_person(self.request, "manage user tokens"))
+
+    def list(self, request):
+        return Response(TokenSerializer(self.get_queryset(), many=True).data)
+
+    def create(self, request):
+        person = require_person(request, "create user tokens")
+        form = TokenCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        token, value = token_create(name=form.validated_data["name"], user=person, actor=person)
+        token.token = value
+        return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request, pk=None):
+        token = self.get_queryset().filter(pk=pk).first()
+        if token is None:
+            raise exceptions.NotFound(f"You have no user token {pk}.")
+        return Response(TokenSerializer(token_revoke(token=token, actor=request.user)).data)

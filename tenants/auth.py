@@ -1,0 +1,145 @@
+"""REST API authentication by bearer token, the principal a team token acts as, and per-token throttling.
+
+`Authorization: Bearer gw_...` (or `Token gw_...`). A user token authenticates
+as its user; a team token as a `TeamPrincipal`, which belongs to no team
+membership table and is never staff: views scope it to its team through
+`team_scope(request)`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.cache import caches
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
+
+from tenants.models import ApiToken, Team
+from tenants.tokens import token_for_value, token_touch
+
+KEYWORDS = (b"bearer", b"token")
+
+
+class TeamPrincipal:
+    """Who a team token acts as: its team, nobody in particular."""
+
+    is_authenticated = True
+    is_anonymous = False
+    is_active = True
+    is_staff = False
+    is_superuser = False
+    pk = id = None
+
+    def __init__(self, token: ApiToken):
+        self.token = token
+        self.team = token.team
+        self.username = f"token:{token.name}"
+
+    def __str__(self) -> str:
+        return f"API token {self.token.name} of team {self.team.slug}"
+
+
+class TokenAuthentication(BaseAuthentication):
+    """Bearer tokens; answers None (try the next scheme) when no token is sent."""
+
+    def authenticate(self, request):
+        header = get_authorization_header(request).split()
+        if not header or header[0].lower() not in KEYWORDS:
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed(
+                "Malformed Authorization header; send 'Authorization: Bearer <token>' with no spaces in the token."
+            )
+        try:
+            value = header[1].decode()
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("The token contains characters a Gangway token never has.") from None
+        token = token_for_value(value)
+        if token is None:
+            raise exceptions.AuthenticationFailed(
+                "Unknown token; check GANGWAY_TOKEN, or ask a team lead for a new one."
+            )
+        if token.is_revoked:
+            raise exceptions.AuthenticationFailed(
+                f"Token {token.prefix}... was revoked on {token.revoked_at:%Y-%m-%d %H:%M} UTC; "
+                "ask a team lead for a new one."
+            )
+        if token.user_id is not None and not token.user.is_active:
+            raise exceptions.AuthenticationFailed("The user of this token is deactivated.")
+        token_touch(token)
+        return (token.user if token.user_id else TeamPrincipal(token)), token
+
+    def authenticate_header(self, request) -> str:
+        # Listed first in DEFAULT_AUTHENTICATION_CLASSES, so a request with no
+        # credentials gets 401 with this challenge, not 403.
+        return 'Bearer realm="api"'
+
+
+def team_scope(request) -> Team | None:
+    """The one team a team token acts for, or None for a person (session or user token)."""
+    user = request.user
+    return user.team if isinstance(user, TeamPrincipal) else None
+
+
+def request_token(request) -> ApiToken | None:
+    return request.auth if isinstance(request.auth, ApiToken) else None
+
+
+class TokenRateThrottle(SimpleRateThrottle):
+    """A request budget per token (per user for sessions, per address for anonymous calls).
+
+    Counts live in the `throttle` cache (Redis in production, shared by every
+    worker); the rate is read per request so settings overrides apply at once.
+    """
+
+    scope = "token"
+
+    @property
+    def cache(self):
+        return caches[getattr(settings, "API_THROTTLE_CACHE", "default")]
+
+    def get_rate(self):
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def get_cache_key(self, request, view):
+        token = request_token(request)
+        if token is not None:
+            ident = f"t{token.pk}"
+        elif request.user and request.user.is_authenticated:
+            ident = f"u{request.user.pk}"
+        else:
+            ident = f"a{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+# Mixed into every API view: error messages that say what to do next. (No
+# docstring: the schema would take it as every view's description.)
+class ApiDefaults:
+    def permission_denied(self, request, message=None, code=None):
+        if request.authenticators and not request.successful_authenticator:
+            raise exceptions.NotAuthenticated(
+                "Authentication required: send 'Authorization: Bearer <token>' with a Gangway API token, "
+                "or sign in to the portal."
+            )
+        raise exceptions.PermissionDenied(detail=message, code=code)
+
+    def throttled(self, request, wait):
+        seconds = max(1, round(wait or 1))
+        raise exceptions.Throttled(
+            wait=seconds,
+            detail=f"Too many requests for this token (at most {api_settings.DEFAULT_THROTTLE_RATES['token']}); "
+            f"retry in {seconds} s.",
+        )
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """Documents TokenAuthentication in the OpenAPI schema as HTTP bearer."""
+
+    target_class = "tenants.auth.TokenAuthentication"
+    name = "token"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "gw_ token",
+                "description": "A team or user API token: `Authorization: Bearer gw_...`."}  # fmt: skip

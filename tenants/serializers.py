@@ -1,0 +1,148 @@
+"""JSON shapes of teams, quotas, usage and API tokens for the REST API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from tenants.models import ApiToken, PriorityTier, Quota, Resource
+
+BIG = 2**62  # within PostgreSQL's bigint, with room for sums
+
+
+class QuotaSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Quota
+        fields = ["resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica"]
+        read_only_fields = fields
+
+
+class UsageSerializer(serializers.Serializer):
+    """A team's GPUs now, as the last admission cycle recorded them."""
+
+    nominal = serializers.IntegerField()
+    used = serializers.IntegerField(help_text="Held by its admitted and running jobs.")
+    within = serializers.IntegerField(help_text="Of `used`, what lies within its nominal quota.")
+    borrowed = serializers.IntegerField(help_text="Of `used`, what lies above its nominal quota.")
+    lent = serializers.IntegerField(help_text="Of its unused nominal, what other teams use now.")
+    idle = serializers.IntegerField(help_text="Nominal neither used nor lent.")
+    waiting = serializers.IntegerField(help_text="Asked for by its queued jobs.")
+    borrowing_limit = serializers.IntegerField(allow_null=True)
+
+
+class TeamSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    weight = serializers.FloatField()
+    role = serializers.CharField(allow_null=True, help_text="Your role in the team: member, lead, or null.")
+    tiers = serializers.ListField(child=serializers.CharField(), help_text="Tiers its jobs may use.")
+    default_tier = serializers.CharField(allow_null=True)
+    quotas = QuotaSerializer(many=True)
+    usage = serializers.DictField(child=UsageSerializer(), help_text="Per resource; GPUs for now.")
+
+    def to_representation(self, team):
+        usage = self.context["usage"].get(team.slug)
+        return {
+            "slug": team.slug, "name": team.name, "weight": team.weight,
+            "role": self.context["roles"].get(team.pk),
+            "tiers": [tier.name for tier in team.tiers.all()],
+            "default_tier": team.default_tier.name if team.default_tier else None,
+            "quotas": QuotaSerializer(team.quotas.all(), many=True).data,
+            "usage": {"gpu": _usage(usage)} if usage else {},
+        }  # fmt: skip
+
+
+def _usage(usage) -> dict:
+    return {
+        "nominal": usage.nominal, "used": usage.used, "within": usage.within, "borrowed": usage.borrowed,
+        "lent": usage.lent, "idle": usage.idle, "waiting": usage.waiting, "borrowing_limit": usage.borrowing_limit,
+    }  # fmt: skip
+
+
+class QuotaLimitsSerializer(serializers.Serializer):
+    nominal = serializers.IntegerField(min_value=0, max_value=BIG, help_text="Guaranteed share.")
+    borrowing_limit = serializers.IntegerField(
+        min_value=0, max_value=BIG, allow_null=True, default=None, help_text="null = no limit, 0 = never borrows."
+    )
+    lending_limit = serializers.IntegerField(
+        min_value=0, max_value=BIG, allow_null=True, default=None, help_text="null = all unused nominal may be lent."
+    )
+
+
+class QuotaUpdateSerializer(serializers.Serializer):
+    """PUT replaces every quota (a resource left out loses its quota); PATCH changes the ones given."""
+
+    weight = serializers.FloatField(min_value=0.01, max_value=1000, required=False)
+    quotas = serializers.DictField(
+        child=QuotaLimitsSerializer(allow_null=True), required=False,
+        help_text="Resource (gpu, cpu in millicores, memory in bytes) -> limits, or null to drop its quota.",
+    )  # fmt: skip
+
+    def validate_quotas(self, quotas: dict) -> dict:
+        unknown = sorted(set(quotas) - set(Resource.values))
+        if unknown:
+            raise serializers.ValidationError(
+                f"Unknown resource {', '.join(unknown)}; the resources are {', '.join(Resource.values)}."
+            )
+        return quotas
+
+    def validate(self, attrs):
+        if not self.partial and "quotas" not in attrs:
+            raise serializers.ValidationError({"quotas": ["Required with PUT (it replaces every quota); use PATCH to change some."]})
+        return attrs
+
+
+class WhatIfJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    team = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+
+
+class QuotaWhatIfSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    quiet = serializers.BooleanField(help_text="True when the change would move no job now.")
+    preempted = WhatIfJobSerializer(many=True, help_text="Running jobs that would be preempted.")
+    starting = WhatIfJobSerializer(many=True, help_text="Waiting jobs that would start.")
+    rejected = WhatIfJobSerializer(many=True, help_text="Waiting jobs that could then never fit.")
+
+
+def what_if_data(result) -> dict:
+    def row(job, reason=""):
+        return {"id": job.pk, "name": job.name, "team": job.team.slug, "reason": reason}
+
+    return {
+        "dry_run": True, "quiet": result.is_quiet,
+        "preempted": [row(job, reason) for job, reason in result.preempted],
+        "starting": [row(job) for job in result.starting],
+        "rejected": [row(job, reason) for job, reason in result.rejected],
+    }  # fmt: skip
+
+
+class TokenSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    max_tier = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "team", "user", "max_tier", "prefix", "created_by", "created_at", "last_used_at",
+                  "revoked_at"]  # fmt: skip
+        read_only_fields = fields
+
+
+class TokenCreatedSerializer(TokenSerializer):
+    token = serializers.CharField(read_only=True, help_text="The token itself; shown this once, never again.")
+
+    class Meta(TokenSerializer.Meta):
+        fields = TokenSerializer.Meta.fields + ["token"]
+        read_only_fields = fields
+
+
+class TokenCreateSerializer(serializers.Serializer):
+    name = serializers.RegexField(r"^[\w.@+-]+( [\w.@+-]+)*$", max_length=100,
+                                  help_text="What it is for, e.g. ci-main.")  # fmt: skip
+    max_tier = serializers.SlugRelatedField(
+        slug_field="name", queryset=PriorityTier.objects.all(), required=False, allow_null=True,
+        help_text="Team tokens: the highest tier it may submit to.",
+    )  # fmt: skip

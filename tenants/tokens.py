@@ -1,0 +1,99 @@
+"""API tokens: create (the value is returned once), revoke, and look up by value.
+
+Only the SHA-256 of a token is stored, so a database dump leaks no credential;
+the first characters are kept to tell tokens apart in lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Team
+
+# last_used_at is written at most this often per token: one UPDATE a minute, not one per request.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def token_digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def _new_value() -> str:
+    return ApiToken.PREFIX + secrets.token_urlsafe(32)
+
+
+def token_create(
+    *, name: str, team: Team | None = None, user=None, max_tier: PriorityTier | None = None, actor=None
+) -> tuple[ApiToken, str]:
+    """A new token and its value (the only time the value exists outside the caller's hands).
+
+    Exactly one of `team` (a team token) and `user` (a user token) is given.
+    """
+    if (team is None) == (user is None):
+        raise ValueError("A token belongs to a team or to a user, not both and not neither.")
+    value = _new_value()
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            name=name, team=team, user=user, max_tier=max_tier if team else None,
+            digest=token_digest(value), prefix=value[:10], created_by=actor,
+        )  # fmt: skip
+        if team is not None:
+            tier = f", up to tier {max_tier.name}" if max_tier else ""
+            AuditEntry.objects.create(actor=actor, team=team, subject="token", after={"token": token.prefix, "name": name},
+                                      summary=f"API token {name!r} ({token.prefix}...) created for team {team.slug}{tier}.")  # fmt: skip
+    return token, value
+
+
+def token_revoke(*, token: ApiToken, actor=None) -> ApiToken:
+    """Revoke the token; returns it, unchanged when it was already revoked."""
+    with transaction.atomic():
+        revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        token.refresh_from_db(fields=["revoked_at"])
+        if revoked and token.team_id:
+            AuditEntry.objects.create(actor=actor, team_id=token.team_id, subject="token",
+                                      before={"token": token.prefix, "name": token.name},
+                                      summary=f"API token {token.name!r} ({token.prefix}...) revoked.")  # fmt: skip
+    return token
+
+
+def token_for_value(value: str) -> ApiToken | None:
+    """The token with this value (revoked ones included), or None."""
+    return (
+        ApiToken.objects.select_related("team", "user", "max_tier")
+        .filter(digest=token_digest(value))
+        .first()
+    )
+
+
+def token_touch(token: ApiToken) -> None:
+    """Record that the token was used, at most once per LAST_USED_RESOLUTION.
+
+    A conditional UPDATE, so concurrent requests never queue on one row lock.
+    """
+    now = timezone.now()
+    if token.last_used_at and now - token.last_used_at < LAST_USED_RESOLUTION:
+        return
+    stale = now - LAST_USED_RESOLUTION
+    ApiToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale), pk=token.pk).update(last_used_at=now)
+    token.last_used_at = now
+
+
+def tokens_for_team(team: Team):
+    return ApiToken.objects.filter(team=team).select_related("max_tier", "created_by")
+
+
+def tokens_for_user(user):
+    return ApiToken.objects.filter(user=user)
+
+
+def may_manage_tokens(user, team: Team) -> bool:
+    """Leads of the team and staff create and revoke its tokens."""
+    if user.is_staff:
+        return True
+    return Membership.objects.filter(user=user, team=team, role=Membership.Role.LEAD).exists()

@@ -1,0 +1,51 @@
+"""POST /api/v1/jobs/{id}/cancel/: owners, leads, staff and the team's token; others 403 or 404."""
+
+import pytest
+
+from jobs.models import Job
+from jobs.transitions import transition
+from tests.api.conftest import PERSONAS
+
+CANCEL_STATUS = {
+    "owner": 200, "member": 403, "lead": 200, "outsider": 404, "staff": 200,
+    "maps_token": 200, "vision_token": 404, "revoked_token": 401, "anonymous": 401,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_it_cancels_for_those_allowed(as_persona, persona, submit):
+    job = submit()
+    response = as_persona(persona).post(f"/api/v1/jobs/{job.pk}/cancel/")
+    assert response.status_code == CANCEL_STATUS[persona]
+    job.refresh_from_db()
+    assert job.state == ("cancelled" if CANCEL_STATUS[persona] == 200 else "queued")
+
+
+def test_a_member_is_told_who_may_cancel(as_persona, submit):
+    job = submit()
+    detail = as_persona("member").post(f"/api/v1/jobs/{job.pk}/cancel/").json()["detail"]
+    assert detail == f"Only the job's owner, a lead of team maps or an admin can cancel job {job.pk}."
+
+
+def test_a_running_job_goes_to_cancelling(as_persona, submit):
+    job = submit()
+    transition(job, Job.State.ADMITTED, message="test")
+    response = as_persona("owner").post(f"/api/v1/jobs/{job.pk}/cancel/")
+    assert response.status_code == 200 and response.json()["state"] == "cancelling"
+
+
+def test_cancelling_twice_changes_nothing(as_persona, submit):
+    job = submit()
+    client = as_persona("owner")
+    client.post(f"/api/v1/jobs/{job.pk}/cancel/")
+    again = client.post(f"/api/v1/jobs/{job.pk}/cancel/")
+    assert again.status_code == 200 and again.json()["state"] == "cancelled"
+    assert job.events.filter(kind="cancelled").count() == 1
+
+
+def test_a_finished_job_cannot_be_cancelled(as_persona, submit):
+    job = submit()
+    transition(job, Job.State.ADMITTED, message="test")
+    transition(job, Job.State.SUCCEEDED, message="test")
+    response = as_persona("owner").post(f"/api/v1/jobs/{job.pk}/cancel/")
+    assert response.status_code == 409 and "already ended (succeeded)" in response.json()["detail"]

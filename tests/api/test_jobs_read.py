@@ -1,0 +1,90 @@
+"""GET /api/v1/jobs/, /jobs/{id}/, /jobs/{id}/events/ and /queue/: scoped reads, filters, ordering, pages."""
+
+import pytest
+
+from tests.api.conftest import PERSONAS
+
+READ_STATUS = {
+    "owner": 200, "member": 200, "lead": 200, "outsider": 404, "staff": 200,
+    "maps_token": 200, "vision_token": 404, "revoked_token": 401, "anonymous": 401,
+}  # fmt: skip
+
+
+@pytest.fixture
+def job(submit):
+    return submit()
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_it_shows_a_job_to_its_team_only(as_persona, persona, job):
+    response = as_persona(persona).get(f"/api/v1/jobs/{job.pk}/")
+    assert response.status_code == READ_STATUS[persona]
+    if response.status_code == 200:
+        assert response.json()["name"] == "resnet"
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_it_shows_events_to_the_team_only(as_persona, persona, job):
+    response = as_persona(persona).get(f"/api/v1/jobs/{job.pk}/events/")
+    assert response.status_code == READ_STATUS[persona]
+    if response.status_code == 200:
+        assert [event["kind"] for event in response.json()["results"]] == ["submitted"]
+
+
+def test_another_teams_job_is_not_found_with_a_message(as_persona, job):
+    response = as_persona("outsider").get(f"/api/v1/jobs/{job.pk}/")
+    assert response.json() == {"detail": f"No job {job.pk} among the jobs you can see."}
+
+
+def test_a_missing_job_is_404(as_persona):
+    assert as_persona("staff").get("/api/v1/jobs/999999/").status_code == 404
+
+
+@pytest.fixture
+def mixed_jobs(submit, vision, outsider, lead):
+    return {
+        "maps-a": submit(name="maps-a"),
+        "maps-b": submit(name="maps-b", tier="experiment", user=lead),
+        "vision-a": submit(team=vision, user=outsider, name="vision-a"),
+    }
+
+
+def names(response):
+    assert response.status_code == 200, response.json()
+    return [job["name"] for job in response.json()["results"]]
+
+
+def test_the_list_holds_only_visible_jobs(as_persona, mixed_jobs):
+    assert sorted(names(as_persona("member").get("/api/v1/jobs/"))) == ["maps-a", "maps-b"]
+    assert sorted(names(as_persona("maps_token").get("/api/v1/jobs/"))) == ["maps-a", "maps-b"]
+    assert names(as_persona("vision_token").get("/api/v1/jobs/")) == ["vision-a"]
+    assert len(names(as_persona("staff").get("/api/v1/jobs/"))) == 3
+
+
+def test_the_list_filters_by_team_state_tier_and_owner(as_persona, mixed_jobs):
+    client = as_persona("staff")
+    assert sorted(names(client.get("/api/v1/jobs/?team=vision"))) == ["vision-a"]
+    assert names(client.get("/api/v1/jobs/?tier=experiment")) == ["maps-b"]
+    assert names(client.get("/api/v1/jobs/?owner=lead")) == ["maps-b"]
+    assert len(names(client.get("/api/v1/jobs/?state=queued,running"))) == 3
+    assert names(client.get("/api/v1/jobs/?state=running")) == []
+
+
+def test_the_list_explains_a_bad_filter(as_persona):
+    response = as_persona("staff").get("/api/v1/jobs/?state=sleeping")
+    assert response.status_code == 400 and "state" in response.json()
+
+
+def test_the_list_orders_and_pages(as_persona, mixed_jobs):
+    client = as_persona("staff")
+    assert names(client.get("/api/v1/jobs/?ordering=id")) == ["maps-a", "maps-b", "vision-a"]
+    assert names(client.get("/api/v1/jobs/?ordering=-id")) == ["vision-a", "maps-b", "maps-a"]
+    first = client.get("/api/v1/jobs/?ordering=id&page_size=2").json()
+    assert first["count"] == 3 and len(first["results"]) == 2 and first["next"]
+    assert [job["name"] for job in client.get(first["next"]).json()["results"]] == ["vision-a"]
+
+
+def test_the_queue_is_in_order_and_scoped(as_persona, mixed_jobs):
+    assert names(as_persona("maps_token").get("/api/v1/queue/")) == ["maps-a", "maps-b"]
+    assert len(names(as_persona("staff").get("/api/v1/queue/"))) == 3
+    assert as_persona("anonymous").get("/api/v1/queue/").status_code == 401

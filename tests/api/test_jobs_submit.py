@@ -1,0 +1,164 @@
+"""POST /api/v1/jobs/: submission through the service, idempotency, manifests, and who may submit."""
+
+import pytest
+import yaml
+
+from jobs.models import Job
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.loop import admission_cycle
+from tests.api.conftest import PERSONAS
+from tests.conftest import spec_data
+
+URL = "/api/v1/jobs/"
+
+SUBMIT_STATUS = {
+    "owner": 201, "member": 201, "lead": 201, "outsider": 403, "staff": 201,
+    "maps_token": 201, "vision_token": 403, "revoked_token": 401, "anonymous": 401,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_it_lets_only_the_team_submit(as_persona, persona):
+    response = as_persona(persona).post(URL, spec_data(), format="json")
+    assert response.status_code == SUBMIT_STATUS[persona], response.json()
+    assert Job.objects.count() == (1 if SUBMIT_STATUS[persona] == 201 else 0)
+
+
+def test_it_answers_201_with_the_job_and_where_it_stands(as_persona):
+    response = as_persona("owner").post(URL, spec_data(), format="json")
+    assert response.status_code == 201
+    body = response.json()
+    job = Job.objects.get()
+    assert body["id"] == job.pk and body["state"] == "queued" and body["team"] == "maps"
+    assert body["owner"] == "owner" and body["tier"] == "standard" and body["gpu_total"] == 2
+    assert {"position", "team_position", "eta", "reason", "unsupported"} <= set(body)
+    assert body["reason"] == "Waiting for the next admission cycle."
+    assert response["Location"].endswith(f"/api/v1/jobs/{job.pk}/")
+
+
+def test_a_team_token_submits_as_its_team(as_persona):
+    body = as_persona("maps_token").post(URL, spec_data(team=None) | {"team": "maps"}, format="json").json()
+    job = Job.objects.get(pk=body["id"])
+    assert job.owner is None and job.submitted_via == "API token ci-maps"
+
+
+def test_a_team_token_fills_in_its_team(as_persona):
+    data = spec_data()
+    del data["team"]
+    response = as_persona("maps_token").post(URL, data, format="json")
+    assert response.status_code == 201 and response.json()["team"] == "maps"
+
+
+def test_it_refuses_another_team_for_a_team_token_with_a_reason(as_persona):
+    response = as_persona("maps_token").post(URL, spec_data(team="vision"), format="json")
+    assert response.status_code == 403
+    assert response.json()["detail"] == "This token acts for team maps only; it cannot submit for team 'vision'."
+
+
+def test_it_answers_an_unknown_team_like_a_foreign_one(as_persona):
+    unknown = as_persona("owner").post(URL, spec_data(team="nope"), format="json")
+    foreign = as_persona("owner").post(URL, spec_data(team="vision"), format="json")
+    assert unknown.status_code == foreign.status_code == 403
+    assert "Your teams: maps." in unknown.json()["detail"]
+
+
+def test_it_returns_field_errors_for_an_invalid_spec(as_persona):
+    data = spec_data(image="", replicas=[{"role": "Worker", "count": 2, "gpu": -1}])
+    response = as_persona("owner").post(URL, data, format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert errors["image"] == ["Required: a container image such as tensorflow/tensorflow:2.12.0-gpu."]
+    assert "replicas[0].gpu" in errors
+    assert not Job.objects.exists()
+
+
+def test_it_requires_a_team(as_persona):
+    data = spec_data()
+    del data["team"]
+    response = as_persona("owner").post(URL, data, format="json")
+    assert response.status_code == 400 and "team" in response.json()
+
+
+def test_it_rejects_what_can_never_fit_with_the_reason(as_persona, nodes):
+    admission_cycle(cluster=SimulatedCluster())  # records the nodes R10 checks against
+    data = spec_data(replicas=[{"role": "Worker", "count": 3, "gpu": 8}])
+    response = as_persona("owner").post(URL, data, format="json")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["detail"].startswith("Can never run: ") and "24" in body["detail"] and body["code"]
+    assert not Job.objects.exists()
+
+
+def test_the_same_key_and_body_returns_the_original_job(as_persona):
+    client = as_persona("maps_token")
+    first = client.post(URL, spec_data(), format="json", HTTP_IDEMPOTENCY_KEY="build-7")
+    again = client.post(URL, spec_data(), format="json", HTTP_IDEMPOTENCY_KEY="build-7")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["id"] == again.json()["id"] and Job.objects.count() == 1
+
+
+def test_the_same_key_with_another_body_is_a_conflict(as_persona):
+    client = as_persona("maps_token")
+    first = client.post(URL, spec_data(), format="json", HTTP_IDEMPOTENCY_KEY="build-7")
+    other = client.post(URL, spec_data(name="other"), format="json", HTTP_IDEMPOTENCY_KEY="build-7")
+    assert other.status_code == 409
+    assert other.json()["job"] == first.json()["id"] and "use a new key" in other.json()["detail"]
+
+
+def test_it_refuses_an_overlong_idempotency_key(as_persona):
+    response = as_persona("owner").post(URL, spec_data(), format="json", HTTP_IDEMPOTENCY_KEY="k" * 201)
+    assert response.status_code == 400 and "Idempotency-Key" in response.json()
+
+
+MANIFEST = {
+    "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "bert", "namespace": "maps"},
+    "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {
+        "nodeSelector": {"pool": "a100"},
+        "containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3.0", "command": ["python", "train.py"],
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}},
+}  # fmt: skip
+
+
+def test_it_accepts_a_manifest_as_json_and_lists_what_it_dropped(as_persona):
+    response = as_persona("owner").post(URL, MANIFEST, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["kind"] == "PyTorchJob" and body["gpu_total"] == 2
+    assert body["unsupported"] == ["spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector"]
+
+
+def test_it_accepts_a_manifest_as_yaml(as_persona):
+    client = as_persona("maps_token")
+    response = client.post(URL, yaml.safe_dump(MANIFEST), content_type="application/yaml")
+    assert response.status_code == 201, response.json()
+    assert response.json()["name"] == "bert"
+
+
+def test_it_takes_the_team_from_the_query_for_a_yaml_spec(as_persona):
+    data = spec_data()
+    del data["team"]
+    response = as_persona("owner").post(f"{URL}?team=maps", yaml.safe_dump(data), content_type="text/yaml")
+    assert response.status_code == 201, response.json()
+
+
+def test_it_explains_malformed_yaml(as_persona):
+    response = as_persona("owner").post(URL, "name: [unclosed", content_type="application/yaml")
+    assert response.status_code == 400 and response.json()["detail"].startswith("Not valid YAML")
+
+
+def test_it_explains_a_manifest_it_cannot_read(as_persona):
+    broken = {**MANIFEST, "metadata": ["not", "a", "mapping"]}
+    response = as_persona("owner").post(URL, broken, format="json")
+    assert response.status_code == 400 and "manifest" in response.json()
+
+
+def test_a_token_with_a_highest_tier_cannot_go_above_it(maps, tiers):
+    from tenants.tokens import token_create
+    from tests.api.conftest import bearer
+
+    _, value = token_create(name="capped", team=maps, max_tier=tiers["standard"])
+    client = bearer(value)
+    assert client.post(URL, spec_data(tier="standard"), format="json").status_code == 201
+    response = client.post(URL, spec_data(name="urgent", tier="production"), format="json")
+    assert response.status_code == 403
+    assert response.json()["detail"] == "This token may submit up to tier standard; the job asks for tier production."
