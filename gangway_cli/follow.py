@@ -1,0 +1,117 @@
+"""Following a job until it ends: a line per change, a progress line on a terminal, the exit code at the end."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+
+from gangway_cli.client import ApiError, Client
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
+SUCCESS = {"succeeded"}
+FAILURE = {"failed", "cancelled", "rejected"}
+
+
+def duration(seconds: float) -> str:
+    """4000 -> '1h 06m', 75 -> '1m 15s', 9 -> '9s'."""
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def _when(value: str | None, now: datetime) -> str:
+    if not value:
+        return ""
+    at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    left = (at - now).total_seconds()
+    return "starts any moment" if left <= 60 else f"starts in about {duration(left)}"
+
+
+def describe(job: dict, now: datetime | None = None) -> str:
+    """One line for a job's current standing, e.g. 'queued - position 3 (1 in team) - starts in about 40m 00s - ...'."""
+    now = now or datetime.now(timezone.utc)
+    parts = [job["state"]]
+    if job.get("position"):
+        parts.append(f"position {job['position']} ({job.get('team_position') or '?'} in team)")
+    if job["state"] == "queued" and job.get("eta"):
+        parts.append(_when(job["eta"], now))
+    if job["state"] in ("admitted", "running", "preempting") and job.get("placement"):
+        parts.append("on " + ", ".join(sorted(set(job["placement"]))))
+    if job.get("reason") and job["state"] not in ("running", "succeeded"):
+        parts.append(job["reason"])
+    return " - ".join(part for part in parts if part)
+
+
+def _signature(job: dict) -> tuple:
+    return job["state"], job.get("position"), job.get("team_position"), job.get("eta"), job.get("reason")
+
+
+class Follower:
+    """Polls a job every `interval` seconds until it ends or `timeout` (seconds, or None) passes."""
+
+    def __init__(self, client: Client, job: dict, *, interval: float, timeout: float | None, out=None,
+                 clock=time.monotonic, sleep=time.sleep):  # fmt: skip
+        self.client, self.job, self.interval, self.timeout = client, job, interval, timeout
+        self.out = out or sys.stdout
+        self.tty = self.out.isatty()
+        self.clock, self.sleep = clock, sleep
+        self.progress_shown = False
+
+    def run(self) -> int:
+        started = self.clock()
+        deadline = started + self.timeout if self.timeout else None
+        last, unreachable = None, False
+        job = self.job
+        while True:
+            if _signature(job) != last:
+                self._line(describe(job))
+                last = _signature(job)
+            if job["state"] in SUCCESS | FAILURE:
+                return self._end(job, self.clock() - started)
+            if deadline is not None and self.clock() >= deadline:
+                self._line(f"Timed out after {duration(self.timeout)}; job {job['id']} is still {job['state']}. "
+                           f"It keeps going: `gangway cancel {job['id']}` stops it.")  # fmt: skip
+                return EXIT_TIMEOUT
+            self._progress(job, self.clock() - started)
+            wait = self.interval if deadline is None else max(0.0, min(self.interval, deadline - self.clock()))
+            self.sleep(wait)
+            try:
+                job = self.client.get(f"api/v1/jobs/{job['id']}/")
+                if unreachable:
+                    self._line("Reached the server again.")
+                unreachable = False
+            except ApiError as error:
+                if error.status in (401, 403, 404):
+                    self._line(f"Cannot follow job {job['id']} any more: {error}")
+                    return EXIT_FAILED
+                if not unreachable:
+                    self._line(f"Server unavailable, still trying: {error}")
+                unreachable = True
+
+    def _end(self, job: dict, elapsed: float) -> int:
+        if job["state"] in SUCCESS:
+            self._line(f"Job {job['name']} (#{job['id']}) succeeded; followed for {duration(elapsed)}.")
+            return EXIT_OK
+        self._line(f"Job {job['name']} (#{job['id']}) {job['state']}.")
+        return EXIT_FAILED
+
+    def _line(self, text: str) -> None:
+        if self.progress_shown:
+            self.out.write("\r\033[K")
+            self.progress_shown = False
+        stamp = datetime.now().strftime("%H:%M:%S")
+        self.out.write(f"{stamp} {text}\n")
+        self.out.flush()
+
+    def _progress(self, job: dict, elapsed: float) -> None:
+        """On a terminal only: one line rewritten in place, so CI logs stay free of it."""
+        if not self.tty:
+            return
+        where = f", position {job['position']}" if job.get("position") else ""
+        self.out.write(f"\r\033[K  {job['state']}{where}, {duration(elapsed)} so far")
+        self.out.flush()
+        self.progress_shown = True
