@@ -7,7 +7,9 @@ PY=.venv/bin/python
 PORT="${PORT:-8000}"
 export DJANGO_DEBUG=1 CLUSTER_BACKEND=simulated
 export DEMO_PASSWORD="${DEMO_PASSWORD:-demo}"
-mkdir -p var
+export GANGWAY_VAR_DIR="${GANGWAY_VAR_DIR:-$PWD/var}"
+LOGS="$GANGWAY_VAR_DIR"
+mkdir -p "$LOGS"
 
 $PY manage.py migrate --noinput -v 0
 $PY manage.py seed_demo
@@ -21,17 +23,17 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A portal worker --pool=solo --loglevel=WARNING >var/worker.log 2>&1 & pids+=($!)
-.venv/bin/celery -A portal beat --loglevel=WARNING >var/beat.log 2>&1 & pids+=($!)
-$PY manage.py runserver --noreload "127.0.0.1:${PORT}" >var/web.log 2>&1 & pids+=($!)
+.venv/bin/celery -A portal worker --pool=solo --loglevel=WARNING >"$LOGS/worker.log" 2>&1 & pids+=($!)
+.venv/bin/celery -A portal beat --loglevel=WARNING >"$LOGS/beat.log" 2>&1 & pids+=($!)
+$PY manage.py runserver --noreload "127.0.0.1:${PORT}" >"$LOGS/web.log" 2>&1 & pids+=($!)
 
 cat <<MSG
 
   Gangway is running at http://127.0.0.1:${PORT}/
   Log in as admin (staff), lead (lead of perception) or engineer (maps, research);
   the password is '${DEMO_PASSWORD}'.
-  Logs: var/web.log, var/worker.log, var/beat.log. Press Ctrl-C to stop.
+  Logs: $LOGS/web.log, worker.log, beat.log. Press Ctrl-C to stop.
 
 MSG
 wait -n "${pids[@]}"
-echo "A demo process stopped; see the logs in var/." >&2
+echo "A demo process stopped; see the logs in $LOGS." >&2

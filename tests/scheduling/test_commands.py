@@ -1,0 +1,97 @@
+"""Operator commands: cycle, manifest, doctor, submit, seed_demo."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+
+from jobs.models import Job
+from scheduling.models import SimNode
+from tenants.models import Membership, PriorityTier, Quota, Team
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_cycle_prints_a_summary_line(submit, nodes):
+    submit()
+    assert "Admitted 1, preempted 0, rejected 0, waiting 0." in run("cycle")
+
+
+def test_manifest_prints_the_tfjob_the_adapter_would_create(submit):
+    job = submit(replicas=[{"role": "Worker", "count": 4, "gpu": 1}])
+    manifest = yaml.safe_load(run("manifest", str(job.pk)))
+    assert manifest["kind"] == "TFJob" and manifest["metadata"]["namespace"] == "maps"
+    assert manifest["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 4
+    worker = manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["schedulerName"] == "volcano" and worker["priorityClassName"] == "standard"
+
+
+def test_manifest_of_a_missing_job_is_a_clear_error(db):
+    with pytest.raises(CommandError, match="No job with id 999"):
+        run("manifest", "999")
+
+
+def test_doctor_passes_on_a_seeded_simulated_cluster(maps, nodes):
+    assert "All checks passed." in run("doctor")
+
+
+def test_doctor_reports_quotas_above_capacity_and_exits_1(maps, vision):
+    SimNode.objects.create(name="small", gpu=4)
+    with pytest.raises(SystemExit) as exit_:
+        out = io.StringIO()
+        call_command("doctor", stdout=out)
+    assert exit_.value.code == 1
+
+
+def test_submit_reads_a_tfjob_manifest(maps, owner, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: mnist}\nspec:\n  tfReplicaSpecs:\n"
+        "    Worker:\n      replicas: 2\n      template:\n        spec:\n          containers:\n"
+        "          - {name: tensorflow, image: busybox, resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    )
+    out = run("submit", "--team", "maps", "--file", str(path), "--user", "owner")
+    job = Job.objects.get()
+    assert f"Submitted job mnist (#{job.pk}) to team maps: queued." in out
+    assert job.gpu_total == 2 and job.owner == owner
+
+
+def test_submit_refuses_a_bad_spec_naming_the_field(maps, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("name: Bad_Name\nimage: busybox\nreplicas: [{role: Worker}]\n")
+    with pytest.raises(CommandError, match="name: Must be at most"):
+        run("submit", "--team", "maps", "--file", str(path))
+    assert not Job.objects.exists()
+
+
+def snapshot_of_rows() -> list:
+    return [
+        sorted(Team.objects.values_list("slug", "name", "weight")),
+        sorted(Quota.objects.values_list("team__slug", "resource", "nominal", "borrowing_limit")),
+        sorted(PriorityTier.objects.values_list("name", "value", "preemptible")),
+        sorted(Membership.objects.values_list("user__username", "team__slug", "role")),
+        sorted(Job.objects.values_list("name", "state", "idempotency_key")),
+        sorted(SimNode.objects.values_list("name", "gpu")),
+    ]
+
+
+def test_seed_demo_twice_gives_the_same_rows(db):
+    first = run("seed_demo")
+    rows = snapshot_of_rows()
+    second = run("seed_demo")
+    assert snapshot_of_rows() == rows
+    assert "0 rows created" in second and "0 rows created" not in first
+    assert sum(nominal for _, resource, nominal, _ in rows[1] if resource == "gpu") == 32, "quotas sum to the 4 x 8 GPU cluster"
+
+
+def test_seed_demo_scales_quotas_with_the_cluster(db):
+    run("seed_demo", "--nodes", "8", "--gpus-per-node", "4")
+    assert SimNode.objects.count() == 8
+    assert sum(Quota.objects.filter(resource="gpu").values_list("nominal", flat=True)) == 32
