@@ -98,8 +98,7 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
                            position=None, team_position=None, eta=None)  # fmt: skip
             except StaleJob:
                 continue
-            log.info("rejected", extra={"job": job.pk, "team": job.team.slug, "rule": rejection.code,
-                                        "reason": rejection.reason})  # fmt: skip
+            _log_decision("rejected", job, rejection.code, rejection.reason)
             result.rejected += 1
         # 7.
         result.waiting = _record_waits(world, plan, unavailable)
@@ -123,8 +122,7 @@ def _admit(world: World, admission: Admission, cluster: Cluster, now: datetime) 
         transition(victim, Job.State.PREEMPTING, message=message, code="preempted",
                    preemption_count=victim.preemption_count + 1)  # fmt: skip
         cluster.suspend_job(to_cluster_job(victim))
-        log.info("preempted", extra={"job": victim.pk, "team": victim.team.slug, "rule": "preempted",
-                                     "reason": message})  # fmt: skip
+        _log_decision("preempted", victim, "preempted", message)
     nodes = admission.nodes or _expand(admission.placement)
     where = ", ".join(f"{count} on {node}" for node, count in admission.placement)
     message = f"Admitted: all {len(nodes)} replicas placed at once ({where})."
@@ -133,8 +131,14 @@ def _admit(world: World, admission: Admission, cluster: Cluster, now: datetime) 
     transition(job, Job.State.ADMITTED, message=message, code="admitted", admitted_at=now, placement=list(nodes),
                reason="", reason_code="", position=None, team_position=None, eta=None)  # fmt: skip
     cluster.create_job(to_cluster_job(job))
-    log.info("admitted", extra={"job": job.pk, "team": job.team.slug, "rule": "admitted", "reason": message})
+    _log_decision("admitted", job, "admitted", message)
     return len(admission.victims)
+
+
+def _log_decision(action: str, job: Job, rule: str, reason: str) -> None:
+    """One log line per decision; the fields are also attached for a structured formatter."""
+    fields = {"job": job.pk, "team": job.team.slug, "rule": rule, "reason": reason}
+    log.info("%s job=%s team=%s rule=%s: %s", action, job.pk, job.team.slug, rule, reason, extra=fields)
 
 
 def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
