@@ -80,7 +80,16 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 cluster.delete_job(status.namespace, status.name)
                 log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
                 result.deleted += 1
+        if result.changed:
+            # A job ended, was requeued or stopped: room may have opened, so plan again soon.
+            transaction.on_commit(_trigger_admission)
     return result
+
+
+def _trigger_admission() -> None:
+    from scheduling.tasks import trigger_admission
+
+    trigger_admission()
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
