@@ -107,7 +107,8 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
     """Plan the current snapshot with `team`'s quotas replaced by `quotas`; compare with the plan as is.
 
     `quotas` maps a resource to {"nominal", "borrowing_limit", "lending_limit"}
-    (None = no limit); a resource left out keeps its current row. Only the
+    (None = no limit), or to None to remove its quota; a resource left out
+    keeps its current row. Only the
     differences the change makes are returned.
     """
     from scheduling.policy.model import Team as PolicyTeam
@@ -122,6 +123,10 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
         if policy_team.name == team.slug:
             nominal, borrowing, lending = dict(policy_team.nominal), dict(policy_team.borrowing_limit), dict(policy_team.lending_limit)
             for resource, values in quotas.items():
+                if values is None:  # the quota is removed: limited by node capacity only
+                    for target in (nominal, borrowing, lending):
+                        target.pop(resource, None)
+                    continue
                 nominal[resource] = values["nominal"]
                 for target, key in ((borrowing, "borrowing_limit"), (lending, "lending_limit")):
                     target.pop(resource, None)

@@ -72,7 +72,7 @@ def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
     waiting = dict(Job.objects.filter(state=Job.State.QUEUED).values_list("team").annotate(Sum("gpu_total")))
     capacity = ClusterNode.objects.aggregate(total=Sum("gpu"))["total"] or 0
     all_quotas = list(quotas.values()) if teams else []
-    nominal_total = sum(q.nominal for q in Quota.objects.filter(resource="gpu"))
+    nominal_total = sum(q.nominal for q in quotas.values())
     unassigned = max(0, capacity - nominal_total)
     borrowed_total = sum(max(0, used.get(q.team_id, 0) - q.nominal) for q in all_quotas)
     from_lenders = max(0, borrowed_total - unassigned)
@@ -132,3 +132,44 @@ def node_map() -> list[tuple[ClusterNode, list[GpuCell]]]:
         cells += [GpuCell(node.name, i, None) for i in range(len(cells), node.gpu)]
         rows.append((node, cells))
     return rows
+
+
+@dataclass(frozen=True)
+class Loan:
+    """GPUs one team lends another right now (attributed as R2 counts borrowing)."""
+
+    lender: str
+    borrower: str
+    gpus: int
+
+
+def loans_now(usages: list[TeamUsage]) -> list[Loan]:
+    """Who lends GPUs to whom now: each borrower's share of lent GPUs, split over lenders by what they lend.
+
+    Borrowing first uses unassigned capacity, so `lent` already leaves that out;
+    what is left is split in proportion. Returns an empty list when nobody lends.
+    """
+    lenders = [u for u in usages if u.lent]
+    borrowers = [u for u in usages if u.borrowed]
+    lent_total = sum(u.lent for u in lenders)
+    borrowed_total = sum(u.borrowed for u in borrowers)
+    if not lent_total or not borrowed_total:
+        return []
+    loans = []
+    for lender in lenders:
+        for borrower in borrowers:
+            gpus = round(lender.lent * borrower.borrowed / borrowed_total)
+            if gpus:
+                loans.append(Loan(lender.slug, borrower.slug, gpus))
+    return loans
+
+
+def usage_series(team: Team, since) -> list:
+    """The team's usage samples since `since`, oldest first, as (at, used, borrowed, nominal, waiting) rows."""
+    from scheduling.models import UsageSample
+
+    return list(
+        UsageSample.objects.filter(team=team, at__gte=since)
+        .order_by("at")
+        .values_list("at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
+    )

@@ -1,0 +1,127 @@
+"""Template helpers every page uses: team colours, units, relative times, state badges.
+
+A team keeps its colour everywhere: the palette index is the team's rank in
+slug order, read once per request and kept on the request.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.utils import timezone
+from django.utils.html import format_html
+
+from tenants.models import Team
+
+register = template.Library()
+PALETTE_SIZE = 10
+
+
+def palette(request) -> dict[str, int]:
+    """{team slug: palette index}, computed once per request (one query)."""
+    cached = getattr(request, "_team_palette", None) if request is not None else None
+    if cached is None:
+        slugs = Team.objects.order_by("slug").values_list("slug", flat=True)
+        cached = {slug: index % PALETTE_SIZE for index, slug in enumerate(slugs)}
+        if request is not None:
+            request._team_palette = cached
+    return cached
+
+
+@register.simple_tag(takes_context=True)
+def team_class(context, slug: str | None) -> str:
+    """The CSS class of a team's colour ("t3"), or "" for no team."""
+    if not slug:
+        return ""
+    return f"t{palette(context.get('request')).get(slug, 0)}"
+
+
+@register.simple_tag(takes_context=True)
+def team_chip(context, team) -> str:
+    """A team's name with its colour swatch."""
+    css = team_class(context, team.slug)
+    return format_html('<span class="chip"><i class="swatch {}"></i>{}</span>', css, team.slug)
+
+
+@register.filter
+def plural(count, word: str) -> str:
+    """`8|plural:"GPU"` -> "8 GPUs"; `1|plural:"GPU"` -> "1 GPU"."""
+    count = count or 0
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+@register.filter
+def duration(seconds) -> str:
+    """Seconds as a short human span: "45 s", "40 min", "2 h 5 min", "3 d"."""
+    if seconds is None or seconds == "":
+        return "—"
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} d"
+
+
+@register.filter
+def since(moment: datetime | None) -> str:
+    """How long ago `moment` was, as a short span ("12 min")."""
+    if moment is None:
+        return "—"
+    return duration(max(0, (timezone.now() - moment).total_seconds()))
+
+
+@register.simple_tag
+def when(moment: datetime | None, empty: str = "—") -> str:
+    """A relative time ("3 minutes ago", "in 40 minutes") with the absolute time on hover."""
+    if moment is None:
+        return format_html('<span class="muted">{}</span>', empty)
+    local = timezone.localtime(moment)
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>',
+        local.isoformat(), local.strftime("%Y-%m-%d %H:%M:%S %Z"), naturaltime(moment),
+    )
+
+
+@register.simple_tag
+def eta(moment: datetime | None) -> str:
+    """An estimated start: "about 40 min" from now, "any moment" when due, "unknown" when none."""
+    if moment is None:
+        return format_html('<span class="muted" title="{}">unknown</span>',
+                           "Cannot be known yet: it depends on jobs that have no end in sight.")
+    seconds = (moment - timezone.now()).total_seconds()
+    local = timezone.localtime(moment)
+    text = "any moment" if seconds < 60 else f"about {duration(seconds)}"
+    return format_html('<time datetime="{}" title="{}">{}</time>', local.isoformat(),
+                       local.strftime("%Y-%m-%d %H:%M %Z"), text)
+
+
+@register.simple_tag
+def state_badge(state: str, label: str = "") -> str:
+    return format_html('<span class="badge s-{}">{}</span>', state, label or state)
+
+
+@register.filter
+def cores(millicores) -> str:
+    """Millicores as cores: 2000 -> "2 cores", 500 -> "0.5 cores"."""
+    if not millicores:
+        return "default"
+    value = millicores / 1000
+    return f"{value:g} core" if value == 1 else f"{value:g} cores"
+
+
+@register.filter
+def gib(size) -> str:
+    """Bytes in binary units: 4294967296 -> "4 GiB"."""
+    if not size:
+        return "default"
+    for suffix, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
+        if size >= factor:
+            return f"{size / factor:g} {suffix}"
+    return f"{size} B"
