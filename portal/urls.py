@@ -3,12 +3,22 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from portal import views
+from portal.health import readyz
+from portal.metrics import metrics
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("", include("scheduling.urls")),
+    path("jobs/", include("jobs.urls")),
+    path("teams/", include("tenants.urls")),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/", include("portal.api_urls")),
 ]
+
+handler403 = "portal.views.forbidden"
+handler404 = "portal.views.not_found"
+handler500 = "portal.views.server_error"

@@ -1,0 +1,234 @@
+"""The submit form: ordinary Django forms in front of the one job spec.
+
+The form only turns fields into the spec's JSON shape; every rule lives in
+`parse_spec` and the submission service, whose errors are put back by the
+fields they name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+
+from django import forms
+
+from jobs.models import Job
+from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
+from tenants.models import PriorityTier, Team
+
+MAX_RUNTIME_MINUTES = 30 * 24 * 60
+ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["Chief", "Master", "PS", "Worker", "Evaluator"].index)
+# "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
+ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
+
+
+class JobForm(forms.Form):
+    team = forms.ChoiceField()
+    kind = forms.ChoiceField(choices=Job.Kind.choices, initial=Job.Kind.TFJOB)
+    name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
+                           widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off"}))
+    image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
+    command = forms.CharField(required=False, help_text="Run as is, never through a shell.",
+                              widget=forms.TextInput(attrs={"placeholder": "python /app/train.py"}))
+    args = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "--epochs 90"}))
+    tier = forms.ChoiceField(required=False)
+    max_runtime = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_RUNTIME_MINUTES, label="Max runtime (min)",
+        help_text="Stopped after this; also used for estimates.",
+    )
+    env = forms.CharField(required=False, label="Environment", help_text="One NAME=value per line.",
+                          widget=forms.Textarea(attrs={"rows": 3, "placeholder": "DATASET=imagenet"}))
+
+    def __init__(self, *args, teams: list[Team], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.teams = {team.slug: team for team in teams}
+        self.fields["team"].choices = [(team.slug, f"{team.slug} — {team.name}") for team in teams]
+        self.selected_team = self.teams.get(self.data.get("team") or self.initial.get("team") or "") or (teams[0] if teams else None)
+        tiers: list[PriorityTier] = list(self.selected_team.tiers.all()) if self.selected_team else []
+        default = self.selected_team.default_tier if self.selected_team and self.selected_team.default_tier_id else None
+        label = f"Team default ({default.name})" if default else "Team default"
+        self.fields["tier"].choices = [("", label)] + [
+            (tier.name, f"{tier.name}{'' if tier.preemptible else ' (not preemptible)'}") for tier in tiers
+        ]
+        self.replica_errors: list[str] = []
+
+    def clean_command(self):
+        return _words(self.cleaned_data["command"])
+
+    def clean_args(self):
+        return _words(self.cleaned_data["args"])
+
+    def clean_env(self):
+        env = {}
+        for number, line in enumerate(self.cleaned_data["env"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition("=")
+            if not sep:
+                raise forms.ValidationError(f"Line {number} has no '=': write NAME=value.")
+            env[name.strip()] = value.strip()
+        return env
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as error:
+        raise forms.ValidationError(f"Could not split into words: {error} (check the quotes).") from None
+
+
+class ReplicaForm(forms.Form):
+    role = forms.ChoiceField(choices=[(role, role) for role in ALL_ROLES], initial="Worker")
+    count = forms.IntegerField(min_value=1, max_value=1000, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
+    gpu = forms.IntegerField(min_value=0, max_value=64, initial=1, label="GPUs",
+                             widget=forms.NumberInput(attrs={"class": "num"}))
+    cpu = forms.CharField(required=False, label="CPU", widget=forms.TextInput(attrs={"placeholder": "default"}))
+    memory = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "default"}))
+
+
+ReplicaFormSet = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=5)
+
+
+def bind(data, *, teams: list[Team]) -> tuple[JobForm, forms.BaseFormSet]:
+    return JobForm(data, teams=teams), ReplicaFormSet(data, prefix="replicas")
+
+
+def spec_data(form: JobForm, formset) -> dict:
+    """The spec's JSON shape from whatever fields are valid (an invalid field is left out)."""
+    form.is_valid(), formset.is_valid()
+    cleaned = getattr(form, "cleaned_data", {})
+    data = {key: cleaned[key] for key in ("team", "kind", "name", "image", "command", "args", "env", "tier") if key in cleaned}
+    minutes = cleaned.get("max_runtime")
+    data["max_runtime"] = minutes * 60 if minutes else None
+    data["replicas"] = [
+        {key: value for key, value in getattr(replica, "cleaned_data", {}).items() if value not in ("", None)}
+        for replica in formset.forms
+    ]
+    return data
+
+
+def validate(form: JobForm, formset):
+    """The validated spec (through parse_spec) or None, with every problem put by its field.
+
+    The spec is checked even when some fields are invalid, so one post shows
+    every problem; a field that already has an error gets no second one.
+    """
+    data = spec_data(form, formset)
+    team = form.selected_team.slug if form.selected_team else None
+    try:
+        spec = parse_spec(data, team=team)
+    except SpecError as error:
+        add_spec_errors(form, formset, error.errors, skip_existing=True)
+        return None
+    if form.errors or not formset.is_valid():
+        return None
+    return spec
+
+
+def add_spec_errors(form: JobForm, formset, errors: dict[str, list[str]], *, skip_existing: bool = False) -> None:
+    """Put the spec's {path: [messages]} errors by the form fields they name.
+
+    With `skip_existing`, a field that already has an error (so was left out of
+    the spec) gets none from the spec.
+    """
+    for path, messages in errors.items():
+        match = ERROR_PATH.match(path)
+        field, index, sub = (match["field"], match["index"], match["sub"]) if match else (None, None, None)
+        if skip_existing and _has_error(form, formset, field, index, sub):
+            continue
+        for message in messages:
+            if field == "replicas":
+                if index is not None and int(index) < len(formset.forms) and sub in ReplicaForm.base_fields:
+                    formset.forms[int(index)].add_error(sub, message)
+                else:
+                    form.replica_errors.append(message if index is None else f"Group {int(index) + 1}: {message}")
+            elif field in form.fields:
+                prefix = f"{sub}: " if sub else (f"Word {int(index) + 1}: " if index is not None else "")
+                form.add_error(field, prefix + message)
+            else:
+                form.add_error(None, f"{path}: {message}" if path != "non_field_errors" else message)
+
+
+def _has_error(form: JobForm, formset, field, index, sub) -> bool:
+    if field == "replicas":
+        if index is None or int(index) >= len(formset.forms):
+            return bool(formset.non_form_errors()) or not formset.management_form.is_valid()
+        replica = formset.forms[int(index)]
+        return bool(replica.errors) if sub is None else sub in replica.errors
+    return field in form.errors
+
+
+def error_count(form: JobForm, formset) -> int:
+    count = sum(len(errors) for errors in form.errors.values()) + len(form.replica_errors)
+    count += sum(len(errors) for f in formset.forms for errors in f.errors.values()) + len(formset.non_form_errors())
+    return count
+
+
+def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
+    """Initial values of the form and its replica rows from spec data (an import or a resubmission)."""
+    seconds = data.get("max_runtime")
+    initial = {
+        "team": data.get("team") or "",
+        "kind": data.get("kind") or Job.Kind.TFJOB,
+        "name": data.get("name") or "",
+        "image": data.get("image") or "",
+        "command": _join(data.get("command")),
+        "args": _join(data.get("args")),
+        "tier": data.get("tier") or "",
+        "max_runtime": math.ceil(seconds / 60) if isinstance(seconds, int) and seconds > 0 else None,
+        "env": "\n".join(f"{k}={v}" for k, v in (data.get("env") or {}).items()) if isinstance(data.get("env"), dict) else "",
+    }
+    rows = []
+    for group in data.get("replicas") or []:
+        if isinstance(group, dict):
+            rows.append({"role": group.get("role", "Worker"), "count": group.get("count", 1), "gpu": group.get("gpu", 0),
+                         "cpu": _quantity(group.get("cpu"), format_cpu), "memory": _quantity(group.get("memory"), format_memory)})
+    return initial, rows or [{"role": "Worker", "count": 1, "gpu": 1}]
+
+
+def initial_from_job(job: Job) -> tuple[dict, list[dict]]:
+    """A resubmission's initial values: the job's spec, with the same team and tier."""
+    data = {
+        "team": job.team.slug, "kind": job.kind, "name": job.name, "image": job.image, "command": job.command,
+        "args": job.args, "env": job.env, "tier": job.tier.name, "max_runtime": job.max_runtime,
+        "replicas": job.replicas,
+    }  # fmt: skip
+    return initial_from_data(data)
+
+
+def _join(words) -> str:
+    if isinstance(words, list):
+        return shlex.join(str(word) for word in words)
+    return str(words or "")
+
+
+def _quantity(value, formatter) -> str:
+    if isinstance(value, int):
+        return formatter(value) if value else ""
+    return str(value or "")
+
+
+def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
+    """A spec good enough to preview the fit while the form is still being filled, or (None, what is missing).
+
+    Only team, kind, tier, runtime and replicas matter to the fit, so a missing
+    name or image does not hold the preview back.
+    """
+    if form.selected_team is None:
+        return None, "Join a team to submit jobs."
+    if not formset.is_valid():
+        return None, "Fill in the replica groups to see where the job would stand."
+    form.is_valid()
+    cleaned = form.cleaned_data
+    minutes = cleaned.get("max_runtime")
+    data = {
+        "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or Job.Kind.TFJOB,
+        "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
+        "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
+    }  # fmt: skip
+    try:
+        return parse_spec(data, team=form.selected_team.slug), ""
+    except SpecError as error:
+        path, messages = next(iter(error.errors.items()))
+        return None, f"{path}: {messages[0]}"

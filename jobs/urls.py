@@ -1,0 +1,13 @@
+from django.urls import path
+
+from jobs import views
+
+app_name = "jobs"
+urlpatterns = [
+    path("", views.job_list, name="list"),
+    path("new/", views.submit, name="submit"),
+    path("new/preview/", views.preview, name="preview"),
+    path("new/import/", views.import_yaml, name="import"),
+    path("<int:job_id>/", views.detail, name="detail"),
+    path("<int:job_id>/cancel/", views.cancel, name="cancel"),
+]

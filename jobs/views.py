@@ -1,0 +1,207 @@
+"""Job pages: my jobs, the submit form with its live fit preview and YAML import, the job page."""
+
+from __future__ import annotations
+
+import yaml
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+
+from jobs import forms as job_forms
+from jobs.models import Job
+from jobs.selectors import get_job_for_user, jobs_for
+from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
+from jobs.spec import SpecError
+from jobs.yaml_import import spec_from_yaml
+from tenants.selectors import teams_for, tier_for
+
+PAGE_SIZE = 50
+STATE_FILTERS = {
+    "waiting": (Job.State.QUEUED,),
+    "active": (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING),
+    "ended": Job.TERMINAL_STATES,
+}
+
+
+def _get_job(request, job_id: int) -> Job:
+    """The job if the user may see it; 404 for anything outside their teams."""
+    return get_job_for_user(request.user, job_id)
+
+
+def _submit_teams(user) -> list:
+    return list(teams_for(user).select_related("default_tier").prefetch_related("tiers").order_by("slug"))
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def job_list(request):
+    """The signed-in user's own jobs across teams, filtered by state group or a single state."""
+    state = request.GET.get("state", "")
+    jobs = jobs_for(request.user).filter(owner=request.user).order_by("-submitted_at", "-id")
+    if state in STATE_FILTERS:
+        jobs = jobs.filter(state__in=STATE_FILTERS[state])
+    elif state in Job.State.values:
+        jobs = jobs.filter(state=state)
+    else:
+        state = ""
+    page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "state": state, "filters": ["", *STATE_FILTERS], "states": Job.State}
+    template = "jobs/list.html#rows" if request.htmx else "jobs/list.html"
+    return render(request, template, context)
+
+
+def _submit_context(request, form, formset, **extra) -> dict:
+    return {"form": form, "formset": formset, "error_count": job_forms.error_count(form, formset) if form.is_bound else 0,
+            "kinds_roles": job_forms.ROLES, **extra}  # fmt: skip
+
+
+def _render_form(request, context: dict, status: int = 200):
+    template = "jobs/submit.html#form" if request.htmx else "jobs/submit.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def submit(request):
+    """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form."""
+    teams = _submit_teams(request.user)
+    if request.method == "POST":
+        form, formset = job_forms.bind(request.POST, teams=teams)
+        spec = job_forms.validate(form, formset)
+        if spec is not None:
+            job = _submit_spec(request, form, formset, spec)
+            if job is not None:
+                messages.success(request, f"Submitted {job.name} (#{job.pk}); it waits for the next admission cycle.")
+                if request.htmx:
+                    return HttpResponseClientRedirect(job.get_absolute_url())
+                return redirect(job)
+        return _render_form(request, _submit_context(request, form, formset), status=422)
+    initial, rows = {"team": request.GET.get("team", "")}, None
+    if request.GET.get("from", "").isdigit():
+        source = _get_job(request, int(request.GET["from"]))
+        initial, rows = job_forms.initial_from_job(source)
+    form = job_forms.JobForm(initial=initial, teams=teams)
+    formset = job_forms.ReplicaFormSet(prefix="replicas", initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
+    if request.htmx and request.headers.get("HX-Target") == "tier-field":
+        response = render(request, "jobs/submit.html#tier-field", {"form": form})
+        response["HX-Trigger-After-Settle"] = "tiers-changed"  # the fit preview re-runs with the new tiers
+        return response
+    return render(request, "jobs/submit.html", _submit_context(request, form, formset))
+
+
+def _submit_spec(request, form, formset, spec) -> Job | None:
+    """The job submitted, or None with the refusal put on the form."""
+    try:
+        job, _ = job_submit(team=form.selected_team, spec=spec, owner=request.user, via="form")
+    except SpecError as error:
+        job_forms.add_spec_errors(form, formset, error.errors)
+        return None
+    except NeverFits as error:
+        form.add_error(None, f"Can never run: {error.reason}")
+        return None
+    except IdempotencyConflict as error:  # the form sends no key; kept for completeness
+        form.add_error(None, str(error))
+        return None
+    return job
+
+
+@login_required
+@require_POST
+def preview(request):
+    """The live fit preview: where the job in the form would stand if submitted now (the admission policy)."""
+    from scheduling.preview import Preview, fit_preview
+
+    teams = _submit_teams(request.user)
+    form, formset = job_forms.bind(request.POST, teams=teams)
+    spec, missing = job_forms.preview_spec(form, formset)
+    if spec is None:
+        result = Preview("incomplete", missing)
+    else:
+        tier, problem = tier_for(form.selected_team, spec.tier)
+        result = Preview("never", problem) if problem else fit_preview(team=form.selected_team, spec=spec, tier=tier)
+    return render(request, "jobs/submit.html#preview", {"preview": result, "spec": spec})
+
+
+@login_required
+@require_POST
+def import_yaml(request):
+    """Fill the form from a pasted TFJob / PyTorchJob manifest (or a Gangway spec), listing what was not carried over."""
+    teams = _submit_teams(request.user)
+    text = request.POST.get("yaml", "")
+    try:
+        data, unsupported = spec_from_yaml(text)
+        if not isinstance(data, dict):
+            raise SpecError({"yaml": ["Expected a mapping: a TFJob, a PyTorchJob or a Gangway job spec."]})
+    except SpecError as error:
+        form, formset = job_forms.bind(request.POST, teams=teams)
+        form.is_valid(), formset.is_valid()
+        context = _submit_context(request, form, formset, yaml_errors=[m for ms in error.errors.values() for m in ms],
+                                  yaml_text=text, import_open=True)  # fmt: skip
+        context["error_count"] = 0
+        return _render_form(request, context, status=422)
+    initial, rows = job_forms.initial_from_data(data)
+    if initial["team"] not in {team.slug for team in teams}:
+        if initial["team"]:
+            unsupported.append(f"metadata.namespace {initial['team']!r} (not one of your teams; pick a team)")
+        initial["team"] = request.POST.get("team", "")
+    form = job_forms.JobForm(initial=initial, teams=teams)
+    formset = job_forms.ReplicaFormSet(prefix="replicas", initial=rows)
+    return _render_form(request, _submit_context(request, form, formset, imported=True, unsupported=unsupported))
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def detail(request, job_id: int):
+    """The job page; the polled `live` fragment answers 286 once the job has ended, which stops polling."""
+    job = _get_job(request, job_id)
+    context = {
+        "job": job,
+        "events": list(job.events.select_related("actor")),
+        "replicas": _replica_rows(job),
+        "can_cancel": not job.is_terminal and job.state != Job.State.CANCELLING and can_cancel(request.user, job),
+    }
+    if request.htmx:
+        response = render(request, "jobs/detail.html#live", context)
+        if job.is_terminal:
+            return HttpResponseStopPolling(response.content)
+        return response
+    context["manifest"] = _manifest(job)
+    return render(request, "jobs/detail.html", context)
+
+
+def _replica_rows(job: Job) -> list[dict]:
+    """One row per replica: its role, index, resources and node (once placed)."""
+    rows, index = [], 0
+    for group in job.replicas:
+        for number in range(group["count"]):
+            node = job.placement[index] if index < len(job.placement) else ""
+            rows.append({"role": group["role"], "number": number, "gpu": group.get("gpu", 0),
+                         "cpu": group.get("cpu", 0), "memory": group.get("memory", 0), "node": node})  # fmt: skip
+            index += 1
+    return rows
+
+
+def _manifest(job: Job) -> str:
+    """The TFJob / PyTorchJob manifest Gangway creates for this job, as YAML."""
+    from scheduling.cluster.manifests import training_job
+    from scheduling.snapshot import to_cluster_job
+
+    return yaml.safe_dump(training_job(to_cluster_job(job)), sort_keys=False, default_flow_style=False)
+
+
+@login_required
+@require_POST
+def cancel(request, job_id: int):
+    job = _get_job(request, job_id)
+    if not can_cancel(request.user, job):
+        raise PermissionDenied("Only the job's owner, a lead of its team or an admin may cancel it.")
+    job = job_cancel(job=job, actor=request.user)
+    messages.info(request, f"Cancel requested for {job.name} (#{job.pk}).")
+    if request.htmx:
+        return HttpResponseClientRedirect(job.get_absolute_url())
+    return redirect(job)

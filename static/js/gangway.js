@@ -1,0 +1,53 @@
+// The few behaviours htmx does not cover: adding and removing replica-group rows
+// of the submit form (a Django formset), keeping its indices and TOTAL_FORMS right.
+(function () {
+  "use strict";
+
+  function renumber(form) {
+    var rows = form.querySelectorAll("[data-replica-rows] tr");
+    rows.forEach(function (row, index) {
+      row.querySelectorAll("input, select, label").forEach(function (el) {
+        ["name", "id", "for"].forEach(function (attr) {
+          var value = el.getAttribute(attr);
+          if (value) el.setAttribute(attr, value.replace(/replicas-(\d+|__prefix__)-/, "replicas-" + index + "-"));
+        });
+      });
+    });
+    var total = form.querySelector("input[name=replicas-TOTAL_FORMS]");
+    if (total) total.value = rows.length;
+    form.querySelectorAll("[data-remove-replica]").forEach(function (button) {
+      button.disabled = rows.length <= 1;
+    });
+    var add = form.querySelector("[data-add-replica]");
+    var max = form.querySelector("input[name=replicas-MAX_NUM_FORMS]");
+    if (add && max) add.disabled = rows.length >= parseInt(max.value, 10);
+    form.dispatchEvent(new CustomEvent("replicas-changed", { bubbles: true }));
+  }
+
+  document.addEventListener("click", function (event) {
+    var form = event.target.closest("form");
+    if (!form) return;
+    if (event.target.closest("[data-add-replica]")) {
+      var template = form.querySelector("#replica-template");
+      var body = form.querySelector("[data-replica-rows]");
+      body.appendChild(template.content.firstElementChild.cloneNode(true));
+      renumber(form);
+      var first = body.lastElementChild.querySelector("select, input");
+      if (first) first.focus();
+    } else if (event.target.closest("[data-remove-replica]")) {
+      event.target.closest("tr").remove();
+      renumber(form);
+    }
+  });
+
+  function ready(root) {
+    (root || document).querySelectorAll("form [data-replica-rows]").forEach(function (body) {
+      var form = body.closest("form");
+      form.querySelectorAll("[data-remove-replica]").forEach(function (button) {
+        button.disabled = body.children.length <= 1;
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { ready(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { ready(event.target); });
+})();

@@ -1,0 +1,144 @@
+"""Team pages: the list, a team's usage against quota over 24 hours, and the staff quota editor with its what-if."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
+
+from jobs.models import Job
+from scheduling.selectors import loans_now, team_usage, usage_series
+from tenants.forms import QuotaForm, initial_for
+from tenants.models import AuditEntry, Team
+from tenants.selectors import role_in, teams_for
+from tenants.services import quota_update, quota_values
+
+CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
+JOBS_PAGE = 25
+
+
+def _get_team(request, slug: str) -> Team:
+    """The team if the user is in it (staff: any team); 404 otherwise, so other teams stay unseen."""
+    team = teams_for(request.user).filter(slug=slug).prefetch_related("tiers", "quotas").first()
+    if team is None:
+        raise Http404("No such team.")
+    return team
+
+
+@login_required
+def team_list(request):
+    teams = list(teams_for(request.user).order_by("slug"))
+    usages = {usage.slug: usage for usage in team_usage()}
+    rows = [(team, usages.get(team.slug)) for team in teams]
+    return render(request, "tenants/list.html", {"rows": rows})
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def team_detail(request, slug: str):
+    team = _get_team(request, slug)
+    usages = team_usage()
+    usage = next((u for u in usages if u.slug == team.slug), None)
+    loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
+    jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
+    page = Paginator(jobs, JOBS_PAGE).get_page(request.GET.get("page"))
+    if request.htmx:
+        return render(request, "tenants/detail.html#jobs", {"team": team, "page": page})
+    now = timezone.now()
+    context = {
+        "team": team,
+        "usage": usage,
+        "role": role_in(request.user, team),
+        "quotas": {quota.resource: quota for quota in team.quotas.all()},
+        "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
+        "lending_to": [loan for loan in loans if loan.lender == team.slug],
+        "chart": usage_chart(usage_series(team, now - timedelta(hours=24)), now),
+        "page": page,
+        "members": team.memberships.select_related("user").order_by("-role", "user__username"),
+        "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:20],
+    }
+    return render(request, "tenants/detail.html", context)
+
+
+def usage_chart(samples: list, now) -> dict:
+    """SVG geometry of GPUs used, borrowed, nominal and waiting over the 24 hours before `now`.
+
+    Returns the polygon and polyline point strings and the axis ticks; `empty`
+    is True when the loop has recorded no sample yet. The last sample holds
+    until `now`, so even one sample draws a line.
+    """
+    top_pad, width = 10, CHART_WIDTH - CHART_LEFT
+    bottom = CHART_HEIGHT - CHART_BOTTOM
+    start = now - timedelta(hours=24)
+    if samples:
+        samples = [*samples, (now, *samples[-1][1:])]
+    top = _nice(max([max(used, nominal, used + waiting) for _, used, _, nominal, waiting in samples] + [4]))
+
+    def x(at) -> float:
+        return round(CHART_LEFT + width * max(0.0, (at - start).total_seconds()) / 86400, 1)
+
+    def y(value) -> float:
+        return round(bottom - (bottom - top_pad) * value / top, 1)
+
+    def line(values) -> str:
+        return " ".join(f"{x(at)},{y(v)}" for at, v in values)
+
+    used = [(s[0], s[1]) for s in samples]
+    nominal = [(s[0], s[3]) for s in samples]
+    over = [(s[0], max(s[1], s[3])) for s in samples]
+    waiting = [(s[0], s[1] + s[4]) for s in samples]
+    first, last = (x(samples[0][0]), x(samples[-1][0])) if samples else (0, 0)
+    return {
+        "empty": not samples,
+        "width": CHART_WIDTH, "height": CHART_HEIGHT, "left": CHART_LEFT,
+        "used_area": f"{first},{bottom} {line(used)} {last},{bottom}" if samples else "",
+        "borrowed_area": f"{line(over)} {line(reversed(nominal))}" if samples else "",
+        "nominal_line": line(nominal), "waiting_line": line(waiting),
+        "y_ticks": [(y(value), value) for value in (0, top // 4, top // 2, 3 * top // 4, top)],
+        "x_ticks": [(x(start + timedelta(hours=h)), "now" if h == 24 else f"−{24 - h} h") for h in (0, 6, 12, 18, 24)],
+    }  # fmt: skip
+
+
+def _nice(value: int) -> int:
+    """The smallest 'round' axis maximum at or above `value`, divisible by 4."""
+    for step in (4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 200, 256, 320, 400, 512):
+        if step >= value:
+            return step
+    return -(-value // 100) * 100
+
+
+@login_required
+def quota_edit(request, slug: str):
+    """Staff edit a team's quotas; htmx posts preview the change (what-if), a plain post saves it."""
+    if not request.user.is_staff:
+        raise PermissionDenied("Only admins edit quotas.")
+    team = _get_team(request, slug)
+    form = QuotaForm(request.POST or None, initial=initial_for(quota_values(team)))
+    if request.method == "POST" and request.htmx:
+        return render(request, "tenants/quota.html#whatif", {"team": team, "form": form, "whatif": _what_if(team, form)})
+    if request.method == "POST":
+        if form.is_valid():
+            entry = quota_update(team=team, quotas=form.quotas(), weight=form.cleaned_data["weight"], actor=request.user)
+            messages.success(request, entry.summary if entry else "Nothing changed.")
+            return redirect("tenants:quota", slug=team.slug)
+        status = 422
+    else:
+        status = 200
+    context = {"team": team, "form": form, "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:30]}
+    return render(request, "tenants/quota.html", context, status=status)
+
+
+def _what_if(team: Team, form: QuotaForm):
+    """What the change would do now, or None when the form has errors (they are shown instead)."""
+    from scheduling.preview import quota_what_if
+
+    if not form.is_valid():
+        return None
+    return quota_what_if(team=team, quotas=form.quotas())

@@ -1,0 +1,131 @@
+"""The job page, its polled `live` fragment, and cancel."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+SEES = {"owner": 200, "member": 200, "lead": 200, "outsider": 404, "staff": 200}
+CANCELS = {"owner": 302, "member": 403, "lead": 302, "outsider": 404, "staff": 302}
+
+
+@pytest.mark.parametrize("persona, status", SEES.items())
+def test_access_to_the_page(request, login, submit, persona, status):
+    job = submit()
+    assert login(request.getfixturevalue(persona)).get(f"/jobs/{job.pk}/").status_code == status
+
+
+@pytest.mark.parametrize("persona, status", SEES.items())
+def test_access_to_the_live_fragment(request, login, submit, htmx, persona, status):
+    job = submit()
+    assert login(request.getfixturevalue(persona)).get(f"/jobs/{job.pk}/", **htmx).status_code == status
+
+
+def test_it_requires_login(client, submit):
+    job = submit()
+    assert client.get(f"/jobs/{job.pk}/").status_code == 302
+
+
+def test_a_missing_job_answers_404_in_the_sites_style(login, owner):
+    response = login(owner).get("/jobs/999999/")
+    assert response.status_code == 404
+    assert b"Nothing here" in response.content
+
+
+def test_it_shows_why_a_job_waits(login, owner, fill_and_wait):
+    (job,) = fill_and_wait(1)
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Why it waits" in body
+    assert job.reason in body
+    assert 'class="tile-value num">1</span>' in body  # position 1
+    assert 'hx-trigger="every 3s"' in body
+
+
+def test_it_shows_replicas_on_their_nodes_and_the_manifest(login, owner, submit, cycle):
+    job = submit(replicas=[{"role": "Worker", "count": 2, "gpu": 1}])
+    cycle()
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Worker-0" in body and "Worker-1" in body
+    assert "<code>node-01</code>" in body
+    assert "kind: TFJob" in body
+    assert "schedulerName: volcano" in body
+
+
+def test_it_shows_the_timeline_of_events(login, owner, submit, cycle):
+    job = submit()
+    cycle()
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Submitted by owner" in body
+    assert "Admitted: all 2 replicas placed at once" in body
+
+
+def test_the_fragment_polls_while_the_job_lives(login, owner, submit, htmx):
+    job = submit()
+    response = login(owner).get(f"/jobs/{job.pk}/", **htmx)
+    assert response.status_code == 200
+    assert b"<html" not in response.content
+    assert b'hx-trigger="every 3s"' in response.content
+    assert "HX-Request" in response["Vary"]
+
+
+def test_the_fragment_stops_polling_once_the_job_has_ended(login, owner, submit, htmx):
+    job = submit()
+    login(owner).post(f"/jobs/{job.pk}/cancel/")
+    response = login(owner).get(f"/jobs/{job.pk}/", **htmx)
+    assert response.status_code == 286
+    assert b"hx-trigger" not in response.content
+    assert b"Cancelled" in response.content
+
+
+@pytest.mark.parametrize("persona, status", CANCELS.items())
+def test_who_may_cancel(request, login, submit, persona, status):
+    job = submit()
+    response = login(request.getfixturevalue(persona)).post(f"/jobs/{job.pk}/cancel/")
+    assert response.status_code == status
+    job.refresh_from_db()
+    assert (job.state == Job.State.CANCELLED) == (status == 302)
+
+
+def test_only_those_who_may_cancel_see_the_button(login, submit, member, lead):
+    job = submit()
+    assert b"Cancel job" not in login(member).get(f"/jobs/{job.pk}/").content
+    assert b"Cancel job" in login(lead).get(f"/jobs/{job.pk}/").content
+
+
+def test_cancel_by_htmx_redirects_to_the_job(login, owner, submit, htmx):
+    job = submit()
+    response = login(owner).post(f"/jobs/{job.pk}/cancel/", **htmx)
+    assert response["HX-Redirect"] == f"/jobs/{job.pk}/"
+
+
+def test_cancel_needs_a_post(login, owner, submit):
+    job = submit()
+    assert login(owner).get(f"/jobs/{job.pk}/cancel/").status_code == 405
+
+
+def test_cancel_needs_the_csrf_token(csrf_client, owner, submit):
+    job = submit()
+    csrf_client.force_login(owner)
+    assert csrf_client.post(f"/jobs/{job.pk}/cancel/").status_code == 403
+    job.refresh_from_db()
+    assert job.state == Job.State.QUEUED
+
+
+def test_pages_carry_the_csrf_header_for_htmx(login, owner, submit):
+    job = submit()
+    assert b'hx-headers=\'{"X-CSRFToken": "' in login(owner).get(f"/jobs/{job.pk}/").content
+
+
+def test_queries_do_not_grow_with_the_events(login, owner, submit, cycle, django_assert_max_num_queries):
+    job = submit()
+    cycle()
+    client = login(owner)
+    with django_assert_max_num_queries(12):
+        client.get(f"/jobs/{job.pk}/")
+    for _ in range(20):
+        job.events.create(kind="note", message="A note.")
+    with django_assert_max_num_queries(12):
+        client.get(f"/jobs/{job.pk}/")

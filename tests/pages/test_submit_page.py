@@ -1,0 +1,196 @@
+"""The submit form: submission, errors by the fields, the live fit preview, YAML import, resubmission."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job
+from tenants.models import PriorityTier
+
+pytestmark = pytest.mark.django_db
+
+
+def form_data(**overrides) -> dict:
+    data = {
+        "team": "maps", "kind": "TFJob", "name": "resnet", "image": "tensorflow/tensorflow:2.12.0-gpu",
+        "command": "python train.py", "args": "--epochs 3", "tier": "", "max_runtime": "60", "env": "DATASET=imagenet",
+        "replicas-TOTAL_FORMS": "1", "replicas-INITIAL_FORMS": "0", "replicas-MIN_NUM_FORMS": "1",
+        "replicas-MAX_NUM_FORMS": "5", "replicas-0-role": "Worker", "replicas-0-count": "2", "replicas-0-gpu": "1",
+        "replicas-0-cpu": "", "replicas-0-memory": "",
+    }  # fmt: skip
+    data.update(overrides)
+    return data
+
+
+@pytest.mark.parametrize("persona, status", [("owner", 200), ("outsider", 200), ("staff", 200), (None, 302)])
+def test_access_to_the_form(request, login, persona, status, maps):
+    user = request.getfixturevalue(persona) if persona else None
+    assert login(user).get("/jobs/new/").status_code == status
+
+
+def test_it_submits_a_job(login, owner):
+    response = login(owner).post("/jobs/new/", form_data())
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    assert (job.owner, job.team.slug, job.state, job.gpu_total) == (owner, "maps", "queued", 2)
+    assert job.command == ["python", "train.py"] and job.args == ["--epochs", "3"]
+    assert job.env == {"DATASET": "imagenet"} and job.max_runtime == 3600 and job.submitted_via == "form"
+
+
+def test_it_submits_several_replica_groups(login, owner):
+    data = form_data(**{"replicas-TOTAL_FORMS": "2", "replicas-1-role": "Chief", "replicas-1-count": "1",
+                        "replicas-1-gpu": "0", "replicas-1-cpu": "500m", "replicas-1-memory": "2Gi"})  # fmt: skip
+    assert login(owner).post("/jobs/new/", data).status_code == 302
+    assert Job.objects.get().replicas[1] == {"role": "Chief", "count": 1, "gpu": 0, "cpu": 500, "memory": 2 * 1024**3}
+
+
+def test_htmx_submission_redirects_by_header(login, owner, htmx):
+    response = login(owner).post("/jobs/new/", form_data(), **htmx)
+    assert response["HX-Redirect"] == f"/jobs/{Job.objects.get().pk}/"
+
+
+def test_an_invalid_post_answers_422_with_errors_by_the_fields(login, owner):
+    response = login(owner).post("/jobs/new/", form_data(name="Bad_Name", **{"replicas-0-gpu": "-1"}))
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "2 problems stop this job from being submitted" in body
+    assert 'id="field-name"' in body and "lowercase letters" in body
+    assert "Ensure this value is greater than or equal to 0." in body
+    assert not Job.objects.exists()
+
+
+def test_spec_errors_land_by_their_fields(login, owner):
+    response = login(owner).post("/jobs/new/", form_data(image="Not An Image", **{"replicas-0-role": "Chief",
+                                                                                    "replicas-0-count": "2"}))
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "Not a valid image reference" in body
+    assert "A TFJob has exactly one Chief, got 2." in body
+
+
+def test_an_invalid_htmx_post_answers_the_form_fragment(login, owner, htmx):
+    response = login(owner).post("/jobs/new/", form_data(name=""), **htmx)
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert body.lstrip().startswith('<form id="job-form"')
+    assert "This field is required." in body
+
+
+def test_a_job_that_can_never_fit_is_refused_with_the_limit(login, owner, cycle):
+    cycle()  # the cluster's nodes are known
+    response = login(owner).post("/jobs/new/", form_data(**{"replicas-0-count": "3", "replicas-0-gpu": "8"}))
+    assert response.status_code == 422
+    assert "Can never run" in response.content.decode()
+    assert not Job.objects.exists()
+
+
+def test_it_refuses_a_team_the_user_is_not_in(login, outsider, maps):
+    response = login(outsider).post("/jobs/new/", form_data(team="maps"))
+    assert response.status_code == 422
+    assert not Job.objects.exists()
+
+
+def test_tiers_are_limited_to_the_teams(login, owner, maps, tiers, htmx):
+    maps.tiers.set([tiers["standard"]])
+    body = login(owner).get("/jobs/new/").content.decode()
+    assert '<option value="standard"' in body and '<option value="experiment"' not in body
+    fragment = login(owner).get("/jobs/new/?team=maps", HTTP_HX_TARGET="tier-field", **htmx)
+    assert fragment.content.decode().lstrip().startswith('<div class="field" id="tier-field">')
+    assert fragment["HX-Trigger-After-Settle"] == "tiers-changed"
+    response = login(owner).post("/jobs/new/", form_data(tier="experiment"))
+    assert response.status_code == 422 and not Job.objects.exists()
+
+
+def test_the_preview_says_a_job_starts_now(login, owner, cycle):
+    cycle()
+    body = login(owner).post("/jobs/preview/".replace("/jobs/preview/", "/jobs/new/preview/"), form_data()).content.decode()
+    assert "Starts now" in body and "node-01" in body
+
+
+def test_the_preview_gives_the_position_of_a_job_that_waits(login, owner, fill_and_wait):
+    fill_and_wait(1)
+    body = login(owner).post("/jobs/new/preview/", form_data(**{"replicas-0-count": "1", "replicas-0-gpu": "8"})).content.decode()
+    assert 'class="preview waits"' in body and "position 2" in body and "Estimated start" in body
+
+
+def test_the_preview_says_what_can_never_run(login, owner, cycle):
+    cycle()
+    body = login(owner).post("/jobs/new/preview/", form_data(**{"replicas-0-count": "3", "replicas-0-gpu": "8"})).content.decode()
+    assert "Can never run" in body and "24" in body
+
+
+def test_the_preview_works_before_name_and_image(login, owner, cycle):
+    cycle()
+    body = login(owner).post("/jobs/new/preview/", form_data(name="", image="")).content.decode()
+    assert "Starts now" in body
+
+
+def test_the_preview_asks_for_replicas(login, owner):
+    body = login(owner).post("/jobs/new/preview/", form_data(**{"replicas-0-count": ""})).content.decode()
+    assert "Fill in the replica groups" in body
+
+
+def test_the_preview_needs_a_post_and_login(client, login, owner):
+    assert client.post("/jobs/new/preview/", form_data()).status_code == 302
+    assert login(owner).get("/jobs/new/preview/").status_code == 405
+
+
+TFJOB = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: mnist, namespace: maps, labels: {a: b}}
+spec:
+  runPolicy: {activeDeadlineSeconds: 7200, cleanPodPolicy: All}
+  tfReplicaSpecs:
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          nodeSelector: {gpu: a100}
+          containers:
+          - name: tensorflow
+            image: tensorflow/tensorflow:2.12.0-gpu
+            command: [python, /app/mnist.py]
+            resources: {limits: {nvidia.com/gpu: 2, cpu: "4", memory: 16Gi}}
+"""
+
+
+def test_importing_a_tfjob_fills_the_form_and_lists_what_was_not_carried_over(login, owner, htmx):
+    response = login(owner).post("/jobs/new/import/", {"yaml": TFJOB, "team": "maps"}, **htmx)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'value="mnist"' in body and 'value="python /app/mnist.py"' in body
+    assert 'name="replicas-0-count" value="3"' in body and 'name="replicas-0-gpu" value="2"' in body
+    assert 'value="120"' in body  # 7200 s as minutes
+    for path in ("metadata.labels", "spec.runPolicy.cleanPodPolicy", "template.spec.nodeSelector"):
+        assert path in body
+
+
+def test_importing_broken_yaml_says_why(login, owner, htmx):
+    response = login(owner).post("/jobs/new/import/", {"yaml": "kind: [", "team": "maps"}, **htmx)
+    assert response.status_code == 422
+    assert "Not valid YAML" in response.content.decode()
+
+
+def test_resubmit_pre_fills_the_form(login, owner, submit):
+    job = submit(name="again", command=["python", "run.py"], replicas=[{"role": "Worker", "count": 3, "gpu": 2}])
+    body = login(owner).get(f"/jobs/new/?from={job.pk}").content.decode()
+    assert 'value="again"' in body and 'value="python run.py"' in body
+    assert 'name="replicas-0-count" value="3"' in body
+
+
+def test_resubmit_of_another_teams_job_answers_404(login, outsider, submit):
+    job = submit()
+    assert login(outsider).get(f"/jobs/new/?from={job.pk}").status_code == 404
+
+
+def test_the_form_needs_the_csrf_token(csrf_client, owner):
+    csrf_client.force_login(owner)
+    assert csrf_client.post("/jobs/new/", form_data()).status_code == 403
+    assert not Job.objects.exists()
+
+
+def test_base_configures_htmx_to_swap_422_once(login, owner):
+    body = login(owner).get("/jobs/new/").content.decode()
+    assert body.count('name="htmx-config"') == 1
+    assert '{"code": "422", "swap": true}' in body
