@@ -208,8 +208,9 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
         for unknown in sorted(set(item) - REPLICA_FIELDS, key=str):
             errors.add(f"{path}.{unknown}", f"Unknown field; the fields are {', '.join(sorted(REPLICA_FIELDS))}.")
         role = item.get("role", "Worker")
-        if role not in ROLES[kind]:
+        if not isinstance(role, str) or role not in ROLES[kind]:
             errors.add(f"{path}.role", f"A {kind} role is one of {', '.join(ROLES[kind])}, got {role!r}.")
+            role = ""  # a list or mapping would not hash in the checks below
         elif role in seen:
             errors.add(f"{path}.role", f"Role {role} appears twice; give it one group with a count.")
         seen.add(role)
