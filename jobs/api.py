@@ -92,13 +92,14 @@ class JobViewSet(ApiDefaults, GenericViewSet):
     filter_backends = [OrderingFilter]
     ordering_fields = ["submitted_at", "queued_at", "started_at", "finished_at", "position", "gpu_total", "id"]
     ordering = ["-submitted_at", "-id"]
-    lookup_value_regex = r"[0-9]+"
+    lookup_value_regex = r"[^/]+"  # anything up to the slash: a bad id gets DRF's JSON 404, not the page
 
     def get_queryset(self):
         return visible_jobs(self.request)
 
     def get_object(self) -> Job:
-        job = self.get_queryset().filter(pk=self.kwargs["pk"]).first()
+        pk = self.kwargs["pk"]
+        job = self.get_queryset().filter(pk=pk).first() if pk.isascii() and pk.isdigit() and len(pk) < 19 else None
         if job is None:
             raise exceptions.NotFound(f"No job {self.kwargs['pk']} among the jobs you can see.")
         return job

@@ -38,7 +38,8 @@ YAML_PARSERS = (YamlParser, XYamlParser, TextYamlParser)
 
 
 def is_manifest(data: object) -> bool:
-    return isinstance(data, dict) and data.get("kind") in REPLICA_KEYS and "apiVersion" in data
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return isinstance(kind, str) and kind in REPLICA_KEYS and "apiVersion" in data
 
 
 def spec_data_from_document(data: object) -> tuple[object, list[str]]:

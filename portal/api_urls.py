@@ -1,7 +1,10 @@
 """URLs of the REST API (/api/v1/) and its OpenAPI schema with Swagger UI and Redoc (served offline)."""
 
-from django.urls import include, path
+from django.urls import Resolver404, include, path, re_path, resolve
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.decorators import api_view, authentication_classes, permission_classes, throttle_classes
+from rest_framework.exceptions import NotFound
 from rest_framework.routers import SimpleRouter
 
 from jobs.api import JobViewSet, QueueView
@@ -15,6 +18,24 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("teams", TeamViewSet, basename="team")
 router.register("tokens", UserTokenViewSet, basename="token")
 
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+@authentication_classes([])
+@permission_classes([])
+@throttle_classes([])
+def no_such_endpoint(request, rest=""):
+    """JSON 404 for any other path under /api/, so API clients never get the portal's HTML error page."""
+    hint = "see /api/schema/swagger/ for the endpoints."
+    if not request.path.endswith("/"):
+        try:
+            resolve(request.path + "/")
+            hint = f"did you mean {request.path}/ (with the trailing slash)?"
+        except Resolver404:
+            pass
+    raise NotFound(f"No API endpoint at {request.path}; {hint}")
+
+
 urlpatterns = [
     path("v1/", include(router.urls)),
     path("v1/queue/", QueueView.as_view(), name="queue"),
@@ -22,4 +43,5 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("schema/swagger/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="swagger"),
     path("schema/redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    re_path(r"^(?P<rest>.*)$", no_such_endpoint),
 ]

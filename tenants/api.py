@@ -52,6 +52,10 @@ TOKEN_EXAMPLE = OpenApiExample(
 )  # fmt: skip
 
 
+def _is_id(value: str) -> bool:
+    return value.isascii() and value.isdigit() and len(value) < 19
+
+
 def visible_teams(request):
     scoped = team_scope(request)
     teams = Team.objects.filter(pk=scoped.pk) if scoped else teams_for(request.user)
@@ -74,7 +78,7 @@ def require_person(request, what: str):
 class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
     serializer_class = TeamSerializer
     lookup_field = "slug"
-    lookup_value_regex = r"[a-z0-9-]+"
+    lookup_value_regex = r"[^/]+"  # a malformed slug gets DRF's JSON 404, not the page
 
     def get_queryset(self):
         return visible_teams(self.request)
@@ -158,13 +162,13 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(summary="Revoke a team token (leads and staff)", tags=["tokens"], request=None,
                    responses={200: TokenSerializer, 403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR)})  # fmt: skip
-    @action(detail=True, methods=["delete"], url_path=r"tokens/(?P<token_id>[0-9]+)")
+    @action(detail=True, methods=["delete"], url_path=r"tokens/(?P<token_id>[^/]+)")
     def revoke_token(self, request, slug=None, token_id=None):
         team = self.get_object()
         person = require_person(request, "manage tokens")
         if not may_manage_tokens(person, team):
             raise exceptions.PermissionDenied(f"Only leads of team {team.slug} and admins manage its tokens.")
-        token = tokens_for_team(team).filter(pk=token_id).first()
+        token = tokens_for_team(team).filter(pk=token_id).first() if _is_id(token_id) else None
         if token is None:
             raise exceptions.NotFound(f"Team {team.slug} has no token {token_id}.")
         return Response(TokenSerializer(token_revoke(token=token, actor=person)).data)
@@ -180,7 +184,7 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
 class UserTokenViewSet(ApiDefaults, GenericViewSet):
     serializer_class = TokenSerializer
     pagination_class = None
-    lookup_value_regex = r"[0-9]+"
+    lookup_value_regex = r"[^/]+"
 
     def get_queryset(self):
         return tokens_for_user(require_person(self.request, "manage user tokens"))
@@ -197,7 +201,7 @@ class UserTokenViewSet(ApiDefaults, GenericViewSet):
         return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request, pk=None):
-        token = self.get_queryset().filter(pk=pk).first()
+        token = self.get_queryset().filter(pk=pk).first() if _is_id(pk) else None
         if token is None:
             raise exceptions.NotFound(f"You have no user token {pk}.")
         return Response(TokenSerializer(token_revoke(token=token, actor=request.user)).data)

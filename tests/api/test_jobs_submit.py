@@ -162,3 +162,29 @@ def test_a_token_with_a_highest_tier_cannot_go_above_it(maps, tiers):
     response = client.post(URL, spec_data(name="urgent", tier="production"), format="json")
     assert response.status_code == 403
     assert response.json()["detail"] == "This token may submit up to tier standard; the job asks for tier production."
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"replicas": [{"role": {}, "count": 1}]}, "replicas[0].role"),
+        ({"kind": {}}, "kind"),
+        ({"replicas": [{"role": ["Worker"], "count": 2}]}, "replicas[0].role"),
+    ],
+    ids=["a mapping as the role", "a mapping as the kind", "a list as the role"],
+)
+def test_odd_json_types_are_field_errors_not_server_errors(as_persona, overrides, field):
+    response = as_persona("owner").post(URL, spec_data(**overrides), format="json")
+    assert response.status_code == 400 and field in response.json()
+
+
+def test_unknown_api_paths_answer_json(as_persona):
+    response = as_persona("owner").get("/api/v1/nothing-here/")
+    assert response.status_code == 404 and "see /api/schema/swagger/" in response.json()["detail"]
+    response = as_persona("owner").get("/api/v1/jobs/not-a-number/")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+
+
+def test_a_missing_trailing_slash_is_pointed_out(as_persona):
+    response = as_persona("owner").post("/api/v1/jobs", spec_data(), format="json")
+    assert response.status_code == 404 and "did you mean /api/v1/jobs/" in response.json()["detail"]
