@@ -13,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from portal import env
+from portal.logging import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.text("GANGWAY_VAR_DIR", str(BASE_DIR / "var")))
@@ -206,11 +207,22 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.models.JobKind", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.text("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# --- Running it: logs, metrics, static files (see portal/settings_reference.py) ---
+LOG_FORMAT = env.choice("LOG_FORMAT", "plain", ("plain", "json"))
+LOGGING = logging_config(
+    fmt=LOG_FORMAT, level=env.choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+)
+# JSON logs from the worker and beat too: Celery keeps Django's handlers instead of installing its own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = LOG_FORMAT != "json"
+# The worker imports the task_failure counter at start-up; /metrics reads it from the shared cache.
+CELERY_IMPORTS = ["portal.metrics"]
+METRICS_TOKEN = env.text("METRICS_TOKEN", "")
+CACHES["metrics"] = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
+    if _REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "metrics")}
+)
+# The image collects static files at build; the web process serves them itself (no separate file server).
+if STATIC_ROOT.is_dir():
+    MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                      "whitenoise.middleware.WhiteNoiseMiddleware")  # fmt: skip

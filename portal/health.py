@@ -1,0 +1,79 @@
+"""/readyz: can this process do its work? Each check answers on its own, in JSON.
+
+`/healthz` (portal.views) only says the process answers; an orchestrator
+restarts a process that does not. `/readyz` says whether it can serve: the
+database, the broker and, with the Kubernetes backend, the API server. It
+answers 200 when every check passes and 503 naming the failing ones, e.g.
+`{"status": "not ready", "checks": {"broker": {"status": "failing", "error": "..."}}}`.
+
+`?exclude=cluster` leaves a check out, as the Kubernetes API server's own
+/readyz does: the web Deployment's readiness probe excludes the cluster, so an
+API-server outage does not take the pages (which read the database and say
+the cluster is unreachable) out of the Service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import JsonResponse
+from kombu import Connection
+from kombu.exceptions import OperationalError
+
+from scheduling.cluster.base import ClusterError, ClusterUnavailable
+
+TIMEOUT = 3.0  # seconds; below the probes' timeoutSeconds
+
+
+def readyz(request):
+    """Returns 200 with each check's status when all pass, else 503 naming the failing checks."""
+    excluded = set(request.GET.getlist("exclude"))
+    results = {}
+    for name, check in _checks().items():
+        if name in excluded:
+            results[name] = {"status": "excluded"}
+            continue
+        try:
+            results[name] = {"status": "ok", **check()}
+        except (DatabaseError, OperationalError, ClusterUnavailable, ClusterError) as error:
+            results[name] = {"status": "failing", "error": str(error)}
+    failing = sorted(name for name, result in results.items() if result["status"] == "failing")
+    body = {"status": "not ready" if failing else "ready", "checks": results}
+    if failing:
+        body["failing"] = failing
+    return JsonResponse(body, status=503 if failing else 200)
+
+
+def _checks() -> dict[str, Callable[[], dict]]:
+    checks = {"database": _database, "broker": _broker}
+    if settings.CLUSTER_BACKEND == "kubernetes":
+        checks["cluster"] = _cluster
+    return checks
+
+
+def _database() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return {"vendor": connection.vendor}
+
+
+def _broker() -> dict:
+    """Opens a fresh connection to the broker the settings name now (not the one the Celery app cached)."""
+    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    with Connection(settings.CELERY_BROKER_URL, transport_options=options, connect_timeout=TIMEOUT) as broker:
+        broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=TIMEOUT)
+        return {"transport": broker.transport_cls}
+
+
+def _cluster() -> dict:
+    """Asks the API server its version through the adapter's one wrapper; needs no RBAC rule."""
+    from kubernetes.client import VersionApi
+
+    from scheduling.cluster.kubernetes import KubernetesCluster
+
+    cluster = KubernetesCluster.from_environment()
+    version = cluster.api.call("read", "version", "of the API server", VersionApi(cluster.api.core.api_client).get_code)
+    return {"version": (version or {}).get("gitVersion", "")}

@@ -1,0 +1,185 @@
+"""/metrics in the Prometheus text format, read from the database at scrape time.
+
+Nothing is counted in process memory: web processes, workers and beat are
+separate, so the collector derives every number from what the loop already
+records. Counters come from JobEvent rows (admissions, preemptions and
+rejections), gauges from jobs, quotas and the last Cycle, and the cycle
+duration histogram from every Cycle row's duration. Every web process
+therefore answers the same numbers; scrape one of them (the Service), or
+aggregate with `max` when each pod is scraped.
+
+Failed Celery tasks are the one thing no table records: a `task_failure`
+receiver (imported by the worker through CELERY_IMPORTS) counts them in the
+`metrics` cache, Redis in production, shared by every process.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from celery.signals import task_failure
+from django.conf import settings
+from django.core.cache import caches
+from django.db.models import Count, Min, Q, Sum
+from django.http import HttpResponse
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+# Admission cycles take milliseconds on a small cluster and seconds on a large one.
+CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+FAILED_KEY = "tasks_failed:{}"
+
+
+def metrics(request):
+    """Returns every metric in the Prometheus text format; 401 without the bearer token when METRICS_TOKEN is set."""
+    token = settings.METRICS_TOKEN
+    if token:
+        sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(sent.encode(), token.encode()):
+            response = HttpResponse("A bearer token is required for /metrics.\n", status=401, content_type="text/plain")
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+            return response
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+
+
+class GangwayCollector:
+    """A prometheus_client collector: each scrape reads the database once per metric family."""
+
+    def collect(self):
+        yield from _queue()
+        yield from _decisions()
+        yield from _gpus()
+        yield from _cycles()
+        yield _tasks_failed()
+
+
+def _queue():
+    from jobs.models import Job
+
+    jobs = GaugeMetricFamily("gangway_jobs", "Jobs by state.", labels=["state"])
+    counts = dict(Job.objects.values_list("state").annotate(Count("id")))
+    for state in Job.State.values:
+        jobs.add_metric([state], counts.get(state, 0))
+    yield jobs
+
+    length = GaugeMetricFamily("gangway_queue_length", "Queued jobs per team and tier.", labels=["team", "tier"])
+    oldest = GaugeMetricFamily(
+        "gangway_queue_oldest_wait_seconds", "How long the oldest queued job of a team and tier has waited.",
+        labels=["team", "tier"],
+    )  # fmt: skip
+    now = timezone.now()
+    rows = (
+        Job.objects.filter(state=Job.State.QUEUED)
+        .values_list("team__slug", "tier__name")
+        .annotate(count=Count("id"), first=Min("queued_at"))
+        .order_by("team__slug", "tier__name")
+    )
+    for team, tier, count, first in rows:
+        length.add_metric([team, tier], count)
+        oldest.add_metric([team, tier], max(0.0, (now - first).total_seconds()))
+    yield length
+    yield oldest
+
+
+def _decisions():
+    """Counters derived from the events the loop records; a deleted job's events leave them (a counter reset)."""
+    from jobs.models import JobEvent
+
+    Kind = JobEvent.Kind
+    counters = (
+        ("gangway_admissions", "Jobs admitted, per team.", (Kind.ADMITTED,), False),
+        ("gangway_preemptions", "Jobs preempted or evicted, per team and reason code.",
+         (Kind.PREEMPTED, Kind.EVICTED), True),
+        ("gangway_rejections", "Jobs rejected, per team and reason code.", (Kind.REJECTED,), True),
+    )  # fmt: skip
+    for name, documentation, kinds, by_reason in counters:
+        family = CounterMetricFamily(name, documentation, labels=["team", "reason"] if by_reason else ["team"])
+        rows = (
+            JobEvent.objects.filter(kind__in=kinds)
+            .values_list("job__team__slug", "code")
+            .annotate(count=Count("id"))
+            .order_by("job__team__slug", "code")
+        )
+        totals: dict[tuple[str, ...], int] = {}
+        for team, code, count in rows:
+            key = (team, code or "unspecified") if by_reason else (team,)
+            totals[key] = totals.get(key, 0) + count
+        for labels, count in totals.items():
+            family.add_metric(list(labels), count)
+        yield family
+
+
+def _gpus():
+    from scheduling.models import ClusterNode
+    from scheduling.selectors import team_usage
+
+    names = ("used", "nominal", "borrowed", "lent")
+    families = {
+        name: GaugeMetricFamily(f"gangway_team_gpus_{name}", f"GPUs {name} per team.", labels=["team"])
+        for name in names
+    }
+    for usage in team_usage():
+        for name in names:
+            families[name].add_metric([usage.slug], getattr(usage, name))
+    yield from families.values()
+    nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
+    cluster = GaugeMetricFamily("gangway_cluster_gpus", "GPUs of the schedulable nodes, as the last cycle saw them.",
+                                labels=["kind"])  # fmt: skip
+    cluster.add_metric(["capacity"], nodes["capacity"] or 0)
+    cluster.add_metric(["outside"], nodes["outside"] or 0)
+    yield cluster
+
+
+def _cycles():
+    """The cycle duration histogram over every Cycle row, and the last cycle's reachability and time."""
+    from scheduling.models import Cycle
+
+    counts = Cycle.objects.aggregate(
+        total=Count("id"), seconds=Sum("duration"),
+        **{f"le_{i}": Count("id", filter=Q(duration__lte=bound)) for i, bound in enumerate(CYCLE_BUCKETS)},
+    )  # fmt: skip
+    buckets = [(_bound(bound), counts[f"le_{i}"]) for i, bound in enumerate(CYCLE_BUCKETS)]
+    histogram = HistogramMetricFamily(
+        "gangway_admission_cycle_duration_seconds", "How long admission cycles took.", labels=[]
+    )
+    histogram.add_metric([], buckets + [("+Inf", counts["total"])], sum_value=counts["seconds"] or 0.0)
+    yield histogram
+
+    last = Cycle.objects.order_by("-started_at").values_list("started_at", "cluster_reachable").first()
+    reachable = GaugeMetricFamily("gangway_cluster_reachable", "1 when the last admission cycle reached the cluster.")
+    at = GaugeMetricFamily("gangway_last_cycle_timestamp_seconds", "When the last admission cycle started (Unix time).")
+    if last:
+        reachable.add_metric([], 1 if last[1] else 0)
+        at.add_metric([], last[0].timestamp())
+    yield reachable
+    yield at
+
+
+def _bound(value: float) -> str:
+    return repr(float(value))
+
+
+def _tasks_failed():
+    import scheduling.tasks  # noqa: F401  registers the gangway tasks with the app, so each has a series
+    from portal.celery import app
+
+    family = CounterMetricFamily("gangway_tasks_failed", "Celery tasks that raised, per task.", labels=["task"])
+    names = sorted(name for name in app.tasks if name.startswith("gangway."))
+    counts = caches["metrics"].get_many([FAILED_KEY.format(name) for name in names])
+    for name in names:
+        family.add_metric([name], counts.get(FAILED_KEY.format(name), 0))
+    return family
+
+
+@task_failure.connect
+def count_task_failure(sender=None, **kwargs) -> None:
+    """Counts a failed task in the shared metrics cache (add, then an atomic incr in Redis)."""
+    key = FAILED_KEY.format(getattr(sender, "name", "unknown"))
+    cache = caches["metrics"]
+    cache.add(key, 0, timeout=None)
+    cache.incr(key)
+
+
+REGISTRY = CollectorRegistry(auto_describe=False)
+REGISTRY.register(GangwayCollector())

@@ -1,0 +1,105 @@
+"""Every environment variable Gangway reads, declared once: name, default and meaning.
+
+The README's configuration table is printed from here (`manage.py
+settings_reference`), and tests keep the three in line: every variable the
+code reads is declared here with the default the code uses, every declared
+variable is read somewhere, and the README shows exactly this table.
+`settings.py` keeps its readers (`portal.env`) next to what they configure;
+the test compares their literal defaults with `value` below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A default the code computes (from DEBUG, another setting, the project path).
+COMPUTED = object()
+
+# Where a variable is read: by the Django settings (and the modules they
+# configure), or by the container's entrypoint and gunicorn.
+APP, IMAGE = "app", "image"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: object  # the default as the code writes it, or COMPUTED
+    meaning: str
+    shown: str = ""  # the default as a person reads it; derived from `value` when empty
+    unit: str = ""
+    secret: bool = False  # belongs in a Secret, never in a ConfigMap or an image
+    read_by: str = APP
+
+    @property
+    def default(self) -> str:
+        """Returns the default as the README shows it."""
+        if self.shown:
+            return self.shown
+        if isinstance(self.value, bool):
+            return "on" if self.value else "off"
+        if self.value in ("", None):
+            return "none"
+        if isinstance(self.value, str):
+            return f"`{self.value}`"
+        return f"{self.value} {self.unit}".strip()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # -- Django ------------------------------------------------------------------
+    Setting("DJANGO_DEBUG", False, "Debug mode; the demo turns it on. Never on in production."),
+    Setting("SECRET_KEY", COMPUTED, "Django's signing key: long and random (or `SECRET_KEY_FILE`, a mounted file).",
+            shown="required unless debug", secret=True),
+    Setting("ALLOWED_HOSTS", COMPUTED, "Comma-separated host names the portal answers to.",
+            shown="`127.0.0.1,localhost` in debug, else none"),
+    Setting("CSRF_TRUSTED_ORIGINS", "", "Comma-separated origins (`https://gangway.example.com`) behind a TLS proxy."),
+    Setting("TIME_ZONE", "UTC", "Time zone of dates shown on pages."),
+    Setting("GANGWAY_VAR_DIR", COMPUTED, "Writable folder for the demo's SQLite file, embedded broker and beat's schedule.",
+            shown="`var/` in the project"),
+    Setting("STATIC_ROOT", COMPUTED, "Where `collectstatic` puts static files; served by the web process when present.",
+            shown="`static/` in `GANGWAY_VAR_DIR`"),
+    # -- Database, broker and caches ---------------------------------------------
+    Setting("DATABASE_URL", COMPUTED, "e.g. `postgres://user:pass@host:5432/gangway`.",
+            shown="SQLite in `GANGWAY_VAR_DIR`", secret=True),
+    Setting("CELERY_BROKER_URL", "filesystem://localhost/", "e.g. `redis://host:6379/0`; the default is an embedded "
+            "file-system broker for the demo.", secret=True),
+    Setting("CELERY_RESULT_BACKEND", COMPUTED, "Where task results go; rarely needed.",
+            shown="the broker (files in the demo)", secret=True),
+    Setting("CELERY_TASK_ALWAYS_EAGER", False, "Run tasks inline in the caller; for debugging only."),
+    Setting("REDIS_URL", COMPUTED, "Redis for counters every web process shares (API throttling).",
+            shown="the broker when it is Redis", secret=True),
+    Setting("API_RATE", "600/min", "Requests per API token, per second, minute, hour or day."),
+    # -- Scheduling ----------------------------------------------------------------
+    Setting("CLUSTER_BACKEND", "simulated", "`simulated` or `kubernetes` (in-cluster service account or `KUBECONFIG`)."),
+    Setting("KUBECONFIG", COMPUTED, "Kubeconfig file used with the Kubernetes backend outside a cluster.",
+            shown="`~/.kube/config`"),
+    Setting("ADMISSION_INTERVAL", 5, "How often beat runs an admission cycle.", unit="s"),
+    Setting("RECONCILE_INTERVAL", 5, "How often beat reconciles job states with the cluster.", unit="s"),
+    Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13).", unit="s"),
+    Setting("STARVATION_AFTER", 1800, "A blocked job older than this holds its pool (R4).", unit="s"),
+    Setting("MIN_RUNTIME_BEFORE_PREEMPTION", 600, "Thrash guard for priority preemption within a team (R5).", unit="s"),
+    Setting("DEFAULT_RUNTIME", 86400, "Runtime assumed for estimates when a job sets no `max_runtime`.", unit="s"),
+    # -- Simulated cluster and demo ------------------------------------------------
+    Setting("SIM_DEFAULT_DURATION", 180, "How long a simulated job runs unless it says otherwise.", unit="s"),
+    Setting("SIM_FAILURE_RATE", "0", "Share of simulated jobs that fail, 0 to 1.", shown="0"),
+    Setting("SIM_SEED", 7, "Seed of the simulated cluster's randomness."),
+    Setting("DEMO_PASSWORD", "demo", "Password of the demo users `seed_demo` creates.", secret=True),
+    # -- Operations ----------------------------------------------------------------
+    Setting("LOG_LEVEL", "INFO", "`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`."),
+    Setting("LOG_FORMAT", "plain", "`plain` lines, or `json`: one object per line with the decision's job, team, "
+            "rule and reason."),
+    Setting("METRICS_TOKEN", "", "When set, `/metrics` asks for `Authorization: Bearer <token>`.",
+            shown="none (open)", secret=True),
+    # -- Container -----------------------------------------------------------------
+    Setting("PORT", "8000", "Port gunicorn listens on in the image.", shown="8000", read_by=IMAGE),
+    Setting("WEB_CONCURRENCY", "2", "gunicorn worker processes per web container.", shown="2", read_by=IMAGE),
+    Setting("WORKER_CONCURRENCY", "2", "Celery worker processes per worker container.", shown="2", read_by=IMAGE),
+)
+
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def markdown_table() -> str:
+    """Returns the configuration table in Markdown, one row per variable, ending with a newline."""
+    rows = ["| Variable | Default | Meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{s.name}` | {s.default} | {s.meaning} |" for s in SETTINGS]
+    return "\n".join(rows) + "\n"

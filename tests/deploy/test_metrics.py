@@ -1,0 +1,107 @@
+"""/metrics: Prometheus text read from the database, optionally behind a bearer token."""
+
+import pytest
+from django.test import override_settings
+from prometheus_client.parser import text_string_to_metric_families
+
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain; version=")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
+
+
+def test_it_counts_admissions_preemptions_and_rejections_by_team_and_reason(client, busy_world):
+    metrics = scrape(client)
+
+    assert metrics[("gangway_admissions_total", (("team", "maps"),))] == 2
+    assert metrics[("gangway_admissions_total", (("team", "vision"),))] == 1
+    assert metrics[("gangway_preemptions_total", (("reason", "preempted"), ("team", "maps")))] == 1
+    rejected = busy_world["too-big"]
+    assert rejected.state == Job.State.REJECTED
+    assert metrics[("gangway_rejections_total", (("reason", rejected.reason_code), ("team", "maps")))] == 1
+
+
+def test_it_reports_the_queue_per_team_and_tier_with_the_oldest_wait(client, busy_world):
+    metrics = scrape(client)
+
+    queued = Job.objects.filter(state=Job.State.QUEUED, team__slug="maps").count()
+    assert queued >= 1
+    assert metrics[("gangway_queue_length", (("team", "maps"), ("tier", "standard")))] == queued
+    assert metrics[("gangway_queue_oldest_wait_seconds", (("team", "maps"), ("tier", "standard")))] >= 0
+    assert metrics[("gangway_jobs", (("state", "rejected"),))] == 1
+
+
+def test_it_reports_gpus_used_nominal_borrowed_and_lent_per_team(client, busy_world):
+    metrics = scrape(client)
+
+    def gpus(kind, team):
+        return metrics[(f"gangway_team_gpus_{kind}", (("team", team),))]
+
+    assert gpus("nominal", "maps") == gpus("nominal", "vision") == 8
+    assert gpus("used", "vision") == 8
+    assert gpus("used", "maps") == sum(
+        j.gpu_total for j in busy_world.values() if j.team.slug == "maps" and j.state in Job.ACTIVE_STATES
+    )
+    assert gpus("borrowed", "maps") == max(0, gpus("used", "maps") - 8)
+    assert gpus("lent", "maps") == 0
+    assert metrics[("gangway_cluster_gpus", (("kind", "capacity"),))] == 16
+
+
+def test_it_reports_the_cycle_duration_histogram_and_reachability(client, busy_world):
+    metrics = scrape(client)
+
+    assert metrics[("gangway_admission_cycle_duration_seconds_count", ())] == 3
+    assert metrics[("gangway_admission_cycle_duration_seconds_bucket", (("le", "+Inf"),))] == 3
+    assert metrics[("gangway_admission_cycle_duration_seconds_sum", ())] > 0
+    buckets = sorted(
+        (float(dict(labels)["le"]), value) for (name, labels), value in metrics.items()
+        if name == "gangway_admission_cycle_duration_seconds_bucket"
+    )  # fmt: skip
+    assert [value for _, value in buckets] == sorted(value for _, value in buckets)  # cumulative
+    assert metrics[("gangway_cluster_reachable", ())] == 1
+    assert metrics[("gangway_last_cycle_timestamp_seconds", ())] > 0
+
+
+def test_a_failed_task_is_counted_for_every_process_to_see(client, monkeypatch):
+    from scheduling import cluster as ports
+    from scheduling.tasks import reconcile
+
+    before = scrape(client).get(("gangway_tasks_failed_total", (("task", "gangway.reconcile"),)), 0)
+
+    def unreachable():
+        raise RuntimeError("adapter crashed")
+
+    monkeypatch.setitem(ports.ADAPTERS, "simulated", unreachable)
+    assert reconcile.apply().failed()
+
+    after = scrape(client)
+    assert after[("gangway_tasks_failed_total", (("task", "gangway.reconcile"),))] == before + 1
+    assert ("gangway_tasks_failed_total", (("task", "gangway.admission_cycle"),)) in after
+
+
+def test_an_empty_world_still_answers(client):
+    metrics = scrape(client)
+
+    assert metrics[("gangway_admission_cycle_duration_seconds_count", ())] == 0
+    assert ("gangway_cluster_reachable", ()) not in metrics
+
+
+@override_settings(METRICS_TOKEN="s3cret-token")
+def test_it_requires_the_bearer_token_when_one_is_set(client):
+    missing = client.get("/metrics")
+    wrong = client.get("/metrics", headers={"Authorization": "Bearer nope"})
+
+    assert missing.status_code == wrong.status_code == 401
+    assert missing["WWW-Authenticate"].startswith("Bearer")
+    assert scrape(client, Authorization="Bearer s3cret-token")
+
