@@ -5,8 +5,6 @@ from django.urls import include, path
 from portal import views
 from portal.health import readyz
 from portal.metrics import metrics
-from portal.health import readyz
-from portal.metrics import metrics
 
 urlpatterns = [
     path("", include("scheduling.urls")),
@@ -15,8 +13,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
-    path("readyz", readyz, name="readyz"),
-    path("metrics", metrics, name="metrics"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
