@@ -72,6 +72,10 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
     no_room: set[Demand] = set()  # shapes that found no room; room only shrinks
+    # (team, tier value, preemptible, shape) that found no victims. Candidates
+    # and room only shrink, so it stays true until a preemption frees quota
+    # or a team starts borrowing and so becomes reclaimable.
+    cannot_preempt: set[tuple] = set()
 
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
@@ -94,12 +98,22 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
             else:
                 fit = Fit.FIT
         if fit is Fit.FIT:
+            above = state.quota.above_nominal(job.team, (0, 1, 2))
             state.admit(job.id, job.team, tier, demand, placement, now)
+            if not above and state.quota.above_nominal(job.team, (0, 1, 2)):
+                # A team now borrowing offers reclaim candidates it did not before.
+                cannot_preempt.clear()
             admitted.append(Admission(job.id, _names(state, placement),
                                       nodes=replica_nodes(placement, state.room.names)))
             continue
-        preemption = find_victims(state, job.team, tier, demand, settings, now)
+        shape = (job.team, tier.value, tier.preemptible, demand)
+        preemption = None
+        if shape not in cannot_preempt:
+            preemption = find_victims(state, job.team, tier, demand, settings, now)
+            if preemption is None:
+                cannot_preempt.add(shape)
         if preemption is not None:
+            cannot_preempt.clear()
             for victim in preemption.victims:
                 victim.taken = True
             state.admit(job.id, job.team, tier, demand, preemption.placement, now)

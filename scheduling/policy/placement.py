@@ -47,7 +47,7 @@ def _place_group(room: Room, count: int, gpu: int, cpu: int, memory: int):
     """Returns `[(node, replicas)]` for one group on the fewest nodes, or None."""
     caps = []
     held = 0
-    for free_gpu, i in room.nodes_from(max(gpu, 1) if gpu else 0):
+    for free_gpu, i in room.nodes_from(gpu):
         cap = _capacity(room, i, gpu, cpu, memory)
         if cap:
             caps.append((-cap, free_gpu, i))
@@ -93,8 +93,8 @@ def _place_mixed(room: Room, demand: Demand):
                 if best is None or key < best:
                     best = key
         if best is None:
-            for b in range(len(room.buckets) - 1, max(gpu, 0) - 1, -1):
-                for i in room.buckets[b]:
+            for b in range(room.top, max(gpu, 0) - 1, -1):
+                for i in room.bucket(b):
                     if i in used:
                         continue
                     if room.gpu[i] >= gpu and room.cpu[i] >= cpu and room.memory[i] >= memory:

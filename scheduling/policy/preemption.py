@@ -25,6 +25,7 @@ every remaining victim is still eligible.
 from __future__ import annotations
 
 from collections.abc import Callable
+import heapq
 from dataclasses import dataclass
 
 from .demand import Demand, Vector
@@ -44,6 +45,14 @@ class Preemption:
 
 
 class _Search:
+    """The ordered candidate list of one preemptor, walked without rescans.
+
+    Group 1 is a heap of each reclaimable team's first eligible job; group 2 a
+    pointer into the own team's jobs. Both only move forward: victims only
+    leave, a team only stops being above nominal when its jobs are taken, and
+    the preemptor's team only comes closer to its nominal as its own jobs go.
+    """
+
     def __init__(self, state: State, team: str, tier: Tier, demand: Demand,
                  settings: Settings, now: int) -> None:
         self.state = state
@@ -53,6 +62,9 @@ class _Search:
         self.steady = not tier.preemptible
         self.relevant = tuple(r for r in demand.needs() if r in state.quota.named[team])
         self.guard_since = now - settings.min_runtime_before_preemption
+        self.own = state.by_team.get(team, [])
+        self.own_at = 0
+        self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
 
     def fits(self) -> Placement | None:
         """Returns the preemptor's placement when it fits now (R2 and R1), else None."""
@@ -66,36 +78,65 @@ class _Search:
             and h.tier.value < self.tier.value and h.started <= self.guard_since
         )
 
-    def may_reclaim(self) -> bool:
-        """Returns whether the preemptor's team ends within nominal (R6)."""
+    @staticmethod
+    def other_eligible(h: Holder) -> bool:
+        return not h.taken and not h.fresh and h.tier is not None and h.tier.preemptible
+
+    def may_reclaim(self, gone: Vector = (0, 0, 0)) -> bool:
+        """Returns whether the preemptor's team ends within nominal (R6), with
+        `gone` more of its usage counted as gone."""
         if not self.relevant:
             return False
         quota = self.state.quota
         used, nominal, need = quota.usage[self.team], quota.nominal[self.team], self.demand.total
-        return all(used[r] + need[r] <= nominal[r] for r in self.relevant)
+        return all(used[r] - gone[r] + need[r] <= nominal[r] for r in self.relevant)
 
-    def other_eligible(self, h: Holder) -> bool:
-        return not h.taken and not h.fresh and h.tier is not None and h.tier.preemptible
+    def _next_other(self, team: str, k: int) -> None:
+        """Pushes the first eligible job of `team` from index `k` while the
+        team is above nominal in a resource the preemptor needs."""
+        if not self.state.quota.above_nominal(team, self.relevant):
+            return
+        held = self.state.by_team[team]
+        while k < len(held) and not self.other_eligible(held[k]):
+            k += 1
+        if k < len(held):
+            heapq.heappush(self.heap, (held[k].key, team, k))
 
-    def first_candidate(self, chosen: set[str]) -> Holder | None:
+    def first_candidate(self) -> Holder | None:
         """Returns the first eligible job of the whole ordered list, or None."""
-        state = self.state
         if self.may_reclaim():
-            best = None
-            for team, held in state.by_team.items():
-                if team == self.team or not state.quota.above_nominal(team, self.relevant):
-                    continue
-                for h in held:
-                    if h.id not in chosen and self.other_eligible(h):
-                        if best is None or h.victim_key() < best.victim_key():
-                            best = h
-                        break
-            if best is not None:
-                return best
-        for h in state.by_team.get(self.team, ()):
-            if h.id not in chosen and self.own_eligible(h):
-                return h
-        return None
+            if self.heap is None:
+                self.heap = []
+                for team in self.state.by_team:
+                    if team != self.team:
+                        self._next_other(team, 0)
+            if self.heap:
+                _, team, k = self.heap[0]
+                return self.state.by_team[team][k]
+        while self.own_at < len(self.own) and not self.own_eligible(self.own[self.own_at]):
+            self.own_at += 1
+        return self.own[self.own_at] if self.own_at < len(self.own) else None
+
+    def taken(self, h: Holder) -> None:
+        """Moves past a candidate that was just counted as gone."""
+        if h.team == self.team:
+            self.own_at += 1
+            return
+        _, team, k = heapq.heappop(self.heap)
+        self._next_other(team, k + 1)
+
+    def upper_bound(self) -> list[Holder]:
+        """Returns every job that could become a victim in this search: if the
+        preemptor does not fit with all of them gone, it never will."""
+        own = [h for h in self.own if self.own_eligible(h)]
+        gone = [sum(h.usage[r] for h in own) for r in range(3)]
+        others = []
+        if self.may_reclaim((gone[0], gone[1], gone[2])):
+            quota = self.state.quota
+            for team, held in self.state.by_team.items():
+                if team != self.team and quota.above_nominal(team, self.relevant):
+                    others.extend(h for h in held if self.other_eligible(h))
+        return others + own
 
     def still_eligible(self, victims: list[Holder]) -> bool:
         """Returns whether every victim in `victims` (all counted as gone) was
@@ -130,7 +171,6 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     victims: list[Holder] = []
     restores: dict[str, Callable[[], None]] = {}
     before: dict[int, Vector] = {}
-    chosen: set[str] = set()
 
     def take(h: Holder) -> None:
         for i in h.on_nodes:
@@ -138,16 +178,18 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
                 before[i] = state.room.free(i)
         restores[h.id] = state.remove(h)
 
+    if not _fits_without(search, search.upper_bound()):
+        return None
     placement = None
     while True:
-        candidate = search.first_candidate(chosen)
+        candidate = search.first_candidate()
         if candidate is None:
             for h in reversed(victims):
                 restores[h.id]()
             return None
         take(candidate)
+        search.taken(candidate)
         victims.append(candidate)
-        chosen.add(candidate.id)
         if _may_fit(state, demand):
             placement = search.fits()
             if placement is not None:
@@ -165,6 +207,38 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     placement = search.fits()
     assert placement is not None
     return Preemption(tuple(victims), placement, before)
+
+
+def _fits_without(search: _Search, holders: list[Holder]) -> bool:
+    """Returns whether the preemptor fits with all of `holders` gone; the
+    state is left as found."""
+    if not holders:
+        return False
+    state = search.state
+    need, total = search.demand.total, state.room.total
+    freed = [sum(h.usage[r] for h in holders) for r in range(3)]
+    if any(need[r] > total[r] + freed[r] for r in range(3)):
+        return False
+    # One what-if removal per node and per team, not per job: cheaper, same sums.
+    on_nodes: dict[int, list[int]] = {}
+    by_team: dict[tuple[str, bool], list[int]] = {}
+    for h in holders:
+        for i, v in h.on_nodes.items():
+            acc = on_nodes.setdefault(i, [0, 0, 0])
+            acc[0] += v[0]
+            acc[1] += v[1]
+            acc[2] += v[2]
+        acc = by_team.setdefault((h.team, h.steady), [0, 0, 0])
+        for r in range(3):
+            acc[r] += h.usage[r]
+    give_back = state.room.give_many({i: tuple(v) for i, v in on_nodes.items()})
+    charges = [state.quota.what_if_gone(team, tuple(v), steady)
+               for (team, steady), v in by_team.items()]
+    fits = search.fits() is not None
+    for charge in reversed(charges):
+        charge()
+    give_back()
+    return fits
 
 
 def _may_fit(state: State, demand: Demand) -> bool:

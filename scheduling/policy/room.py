@@ -6,7 +6,6 @@ preemption gives room back and returns it through a restore closure.
 
 from __future__ import annotations
 
-from bisect import insort
 from collections.abc import Callable, Iterator
 
 from .demand import Vector
@@ -16,11 +15,13 @@ from .model import Node
 class Room:
     """Free GPU, CPU and memory per node, in snapshot node order.
 
-    `buckets[b]` lists, in node order, the nodes with `b` free GPUs (nodes
+    `bucket(b)` lists, in node order, the nodes with `b` free GPUs (nodes
     overcommitted by outside pods sit in bucket 0 with a negative free count).
+    Membership is a set, sorted again only when a changed bucket is read, so
+    what-if removals of many jobs stay cheap.
     """
 
-    __slots__ = ("names", "index", "gpu", "cpu", "memory", "buckets", "total")
+    __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "sorted", "total")
 
     def __init__(self, nodes: tuple[Node, ...]) -> None:
         self.names = [n.name for n in nodes]
@@ -29,16 +30,30 @@ class Room:
         self.cpu = [n.cpu for n in nodes]
         self.memory = [n.memory for n in nodes]
         top = max(self.gpu, default=0)
-        self.buckets: list[list[int]] = [[] for _ in range(top + 1)]
+        self.members: list[set[int]] = [set() for _ in range(top + 1)]
         for i, free in enumerate(self.gpu):
-            self.buckets[free].append(i)
+            self.members[free].add(i)
+        self.sorted: list[list[int] | None] = [None] * (top + 1)
         self.total = [sum(self.gpu), sum(self.cpu), sum(self.memory)]
 
     def _move(self, i: int, old: int, new: int) -> None:
         old, new = max(old, 0), max(new, 0)
         if old != new:
-            self.buckets[old].remove(i)
-            insort(self.buckets[new], i)
+            self.members[old].discard(i)
+            self.members[new].add(i)
+            self.sorted[old] = self.sorted[new] = None
+
+    def bucket(self, b: int) -> list[int]:
+        """Returns the nodes with `b` free GPUs, in node order."""
+        nodes = self.sorted[b]
+        if nodes is None:
+            nodes = self.sorted[b] = sorted(self.members[b])
+        return nodes
+
+    @property
+    def top(self) -> int:
+        """Returns the largest bucket index (the most GPUs a node has)."""
+        return len(self.members) - 1
 
     def take(self, i: int, v: Vector) -> None:
         """Takes `v` from node `i` (room held by a job or reserved)."""
@@ -62,17 +77,18 @@ class Room:
 
     def largest_free_gpu(self) -> int:
         """Returns the most free GPUs any single node has."""
-        for b in range(len(self.buckets) - 1, -1, -1):
-            if self.buckets[b]:
+        for b in range(self.top, -1, -1):
+            if self.members[b]:
                 return b
         return 0
 
     def nodes_from(self, gpu: int) -> Iterator[tuple[int, int]]:
         """Yields `(free_gpu, node)` for nodes with at least `gpu` free GPUs,
         fewest free GPUs first, then node order (the best-fit order of R11)."""
-        for b in range(max(gpu, 0), len(self.buckets)):
-            for i in self.buckets[b]:
-                yield b, i
+        for b in range(max(gpu, 0), self.top + 1):
+            if self.members[b]:
+                for i in self.bucket(b):
+                    yield b, i
 
     def give_many(self, held: dict[int, Vector]) -> Callable[[], None]:
         """Gives back `held` (node -> room) and returns the closure that takes

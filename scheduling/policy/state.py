@@ -32,6 +32,10 @@ class Holder:
     on_nodes: dict[int, Vector]
     fresh: bool = False
     taken: bool = False
+    key: tuple[int, int, str] = ()
+
+    def __post_init__(self) -> None:
+        self.key = self.victim_key()
 
     @property
     def steady(self) -> bool:
@@ -74,7 +78,7 @@ class State:
             if job.team in self.by_team:
                 self.by_team[job.team].append(holder)
         for held in self.by_team.values():
-            held.sort(key=Holder.victim_key)
+            held.sort(key=lambda h: h.key)
 
     def remove(self, holder: Holder) -> Callable[[], None]:
         """Takes a holder's usage out of room and quota; returns the restore closure."""

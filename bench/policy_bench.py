@@ -1,0 +1,135 @@
+"""Admission policy at scale: one `plan` on 1,000 nodes x 8 GPUs, 100 teams,
+4,000 running jobs and 1k / 10k / 50k pending jobs.
+
+Prints, per queue size: the time of one plan without and with estimated
+starts, the peak memory of the plan with estimates (tracemalloc, measured in a
+separate run so it does not slow the timings), what the plan decided, and the
+growth of the time against n log n (1.0 = grows exactly as n log n).
+
+    .venv/bin/python -m bench.policy_bench [--sizes 1000,10000,50000] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import time
+import tracemalloc
+
+from scheduling.policy import (
+    Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
+)
+
+GIB = 1 << 30
+NODES, GPUS, TEAMS, RUNNING = 1000, 8, 100, 4000
+TIERS = (Tier("production", 1000, False), Tier("standard", 100), Tier("experiment", 10))
+SHAPES = (  # (count, gpu per replica, cpu millicores, memory bytes), weighted by repetition
+    (1, 1, 4000, 16 * GIB), (1, 1, 4000, 16 * GIB), (1, 2, 8000, 32 * GIB),
+    (1, 2, 8000, 32 * GIB), (1, 4, 16000, 64 * GIB), (1, 8, 32000, 128 * GIB),
+    (2, 4, 16000, 64 * GIB), (2, 8, 32000, 128 * GIB), (4, 8, 32000, 128 * GIB),
+    (4, 1, 4000, 16 * GIB),
+)
+
+
+def build(pending_count: int, seed: int, queue_age: int = 1700) -> Snapshot:
+    """Returns a seeded snapshot: a busy cluster and a queue of `pending_count`
+    jobs queued up to `queue_age` seconds ago (past `starvation_after`, 1800,
+    the starvation guard holds most of the queue; below it, every job tries
+    backfill and preemption, the costly path)."""
+    rng = random.Random(seed)
+    now = 100_000
+    nodes = tuple(Node(f"node-{i:04d}", GPUS, 64000, 512 * GIB) for i in range(NODES))
+    teams = tuple(
+        Team(f"team-{k:03d}", {"gpu": NODES * GPUS // TEAMS},
+             {"gpu": rng.choice((0, 40, 80))} if rng.random() < 0.5 else {},
+             {"gpu": rng.choice((20, 40))} if rng.random() < 0.3 else {},
+             rng.choice((1.0, 1.0, 2.0)))
+        for k in range(TEAMS)
+    )
+    free = [[GPUS, 64000, 512 * GIB] for _ in nodes]
+    running = []
+    steady = {t.name: 0 for t in teams}
+    k = 0
+    while len(running) < RUNNING:
+        gpu = rng.choice((1, 1, 2, 2, 2))
+        i = rng.randrange(NODES)
+        if free[i][0] < gpu:
+            i = next((j for j in range(NODES) if free[j][0] >= gpu), None)
+            if i is None:
+                break
+        team = rng.choice(teams).name
+        tier = rng.choice(("standard", "standard", "experiment", "production"))
+        if tier == "production":
+            if steady[team] + gpu > NODES * GPUS // TEAMS:
+                tier = "standard"
+            else:
+                steady[team] += gpu
+        free[i][0] -= gpu
+        free[i][1] -= 4000 * gpu
+        free[i][2] -= 16 * GIB * gpu
+        running.append(RunningJob(
+            f"run-{k:05d}", team, tier, now - rng.randint(0, 20_000),
+            (ReplicaGroup(1, gpu, 4000 * gpu, 16 * GIB * gpu),), (nodes[i].name,),
+            rng.choice((None, 3600, 7200, 14_400, 28_800)),
+        ))
+        k += 1
+    pending = []
+    for k in range(pending_count):
+        count, gpu, cpu, memory = rng.choice(SHAPES)
+        pending.append(PendingJob(
+            f"job-{k:06d}", rng.choice(teams).name,
+            rng.choice(("standard", "standard", "experiment", "production")),
+            now - rng.randint(0, queue_age), (ReplicaGroup(count, gpu, cpu, memory),),
+            rng.choice((1800, 3600, 7200, 14_400)),
+        ))
+    return Snapshot(now, nodes, TIERS, teams, tuple(running), tuple(pending), Settings())
+
+
+def timed(snapshot: Snapshot, with_eta: bool, repeat: int) -> tuple[float, object]:
+    """Returns the best time of `repeat` plans, and the last plan."""
+    best, result = math.inf, None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = plan(snapshot, with_eta=with_eta)
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--queue-age", type=int, default=7200,
+                        help="pending jobs queued up to this many seconds ago (default 7200)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    base = None
+    for n in sizes:
+        snapshot = build(n, args.seed, args.queue_age)
+        repeat = 3 if n <= 10_000 else 1
+        plain, _ = timed(snapshot, False, repeat)
+        with_eta, result = timed(snapshot, True, repeat)
+        tracemalloc.start()
+        plan(snapshot, with_eta=True)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        known = sum(1 for w in result.wait if w.eta is not None)
+        victims = sum(len(a.victims) for a in result.admit)
+        if base is None:
+            base = (n, with_eta)
+        growth = (with_eta / base[1]) / ((n * math.log(n)) / (base[0] * math.log(base[0])))
+        rows.append((n, plain, with_eta, peak / 2**20, len(result.admit), victims,
+                     len(result.wait), known, len(result.reject), growth))
+    print(f"{NODES} nodes x {GPUS} GPUs, {TEAMS} teams, {RUNNING} running jobs, "
+          f"queued up to {args.queue_age} s ago, seed {args.seed}")
+    print(f"{'pending':>8} {'plan s':>8} {'+eta s':>8} {'peak MiB':>9} {'admit':>6} "
+          f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'vs nlogn':>9}")
+    for n, plain, eta, peak, admit, victims, wait, known, reject, growth in rows:
+        print(f"{n:>8} {plain:>8.3f} {eta:>8.3f} {peak:>9.1f} {admit:>6} {victims:>8} "
+              f"{wait:>6} {known:>10} {reject:>7} {growth:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
