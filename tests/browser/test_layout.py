@@ -1,0 +1,65 @@
+"""Every page at laptop and phone width: it loads, nothing spills sideways, a screenshot is kept."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from scheduling.models import UsageSample
+from tests.browser.conftest import DESKTOP, PHONE
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PAGES = {
+    "dashboard": "/",
+    "my-jobs": "/jobs/",
+    "submit": "/jobs/new/",
+    "job": "/jobs/{job}/",
+    "teams": "/teams/",
+    "team": "/teams/maps/",
+    "quota": "/teams/maps/quota/",
+}
+
+
+@pytest.fixture
+def world(staff, owner, fill, submit, maps, vision):
+    """A busy cluster: one running job, one waiting, one borrowing team, and a day of usage samples."""
+    waiting = submit(name="waiting-for-room", user=staff, replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    from scheduling.cluster.simulated import SimulatedCluster
+    from scheduling.loop import admission_cycle
+
+    admission_cycle(cluster=SimulatedCluster())
+    now = timezone.now()
+    UsageSample.objects.bulk_create(
+        UsageSample(team=maps, at=now - timedelta(minutes=m), gpu_used=(4 if m > 600 else 12 if m > 120 else 16),
+                    gpu_borrowed=(0 if m > 600 else 4 if m > 120 else 8), gpu_nominal=8, gpu_waiting=8 if m < 120 else 0)
+        for m in range(5, 1440, 5)
+    )  # fmt: skip
+    return waiting
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["laptop", "phone"])
+def test_every_page_fits_its_width(browser, live_server, staff, world, viewport, shot):
+    context = browser.new_context(viewport=viewport, base_url=live_server.url)
+    try:
+        _visit_every_page(context.new_page(), staff, world, viewport, shot)
+    finally:
+        context.close()
+
+
+def _visit_every_page(page, staff, world, viewport, shot):
+    page.goto("/login/")
+    shot(page, f"login-{viewport['width']}")
+    page.fill("#id_username", staff.username)
+    page.fill("#id_password", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/")
+    for name, path in PAGES.items():
+        response = page.goto(path.format(job=world.pk))
+        assert response.status == 200, name
+        page.wait_for_load_state("networkidle")
+        shot(page, f"{name}-{viewport['width']}")
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, f"{name} spills {overflow}px sideways at {viewport['width']}px"
