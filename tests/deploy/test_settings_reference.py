@@ -78,3 +78,17 @@ def test_names_are_unique_and_every_row_says_something():
         assert re.fullmatch(r"[A-Z][A-Z0-9_]+", setting.name)
         assert setting.default and setting.meaning.endswith(".")
         assert "|" not in setting.meaning + setting.default
+
+
+def test_the_image_reads_the_container_variables_it_declares():
+    image = (ROOT / "deploy" / "entrypoint.sh").read_text() + (ROOT / "deploy" / "gunicorn.conf.py").read_text()
+    for setting in SETTINGS:
+        if setting.read_by != APP:
+            assert setting.name in image, f"{setting.name} is declared for the image but neither file reads it"
+
+
+def test_every_variable_in_the_example_env_file_is_declared():
+    lines = (ROOT / ".env.example").read_text().splitlines()
+    names = {line.split("=", 1)[0] for line in lines if line and not line.startswith("#")}
+
+    assert sorted(names - set(BY_NAME) - {"POSTGRES_PASSWORD"}) == []

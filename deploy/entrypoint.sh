@@ -1,0 +1,28 @@
+#!/bin/sh
+# The container's entrypoint: runs one Gangway process, chosen by the first argument.
+#   web        gunicorn serving the portal, the API, /healthz, /readyz and /metrics
+#   worker     the Celery worker that runs admission cycles, reconciles and tenant syncs
+#   beat       the Celery scheduler; run exactly one
+#   migrate    apply database migrations, then exit (an init container or a one-off Job)
+#   manage ... any manage.py command (doctor, sync_tenants, seed_demo, createsuperuser)
+# Anything else is executed as given (e.g. a shell for debugging).
+set -eu
+cd "$(dirname "$0")/.."
+
+command="${1:-web}"
+[ "$#" -gt 0 ] && shift
+case "$command" in
+  web)
+    exec gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application "$@" ;;
+  worker)
+    exec celery -A portal worker --loglevel="${LOG_LEVEL:-INFO}" --concurrency="${WORKER_CONCURRENCY:-2}" \
+      --without-mingle --without-gossip "$@" ;;
+  beat)
+    exec celery -A portal beat --loglevel="${LOG_LEVEL:-INFO}" "$@" ;;
+  migrate)
+    exec python manage.py migrate --noinput "$@" ;;
+  manage)
+    exec python manage.py "$@" ;;
+  *)
+    exec "$command" "$@" ;;
+esac

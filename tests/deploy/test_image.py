@@ -1,0 +1,116 @@
+"""The container image, checked without a Docker engine: what it copies exists, and the layout it builds works."""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.dockerfile import ignore_patterns, ignored, stages
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+ENTRYPOINT = ROOT / "deploy" / "entrypoint.sh"
+
+
+@pytest.fixture(scope="module")
+def image():
+    return stages(DOCKERFILE)
+
+
+def test_it_builds_wheels_in_one_stage_and_runs_as_a_non_root_user_on_a_slim_python_311(image):
+    build, runtime = image
+    assert build.base == runtime.base == "python:3.11-slim-bookworm"
+    assert any("pip wheel" in run for run in build.values("RUN"))
+    assert any("--from=wheels" in copy for copy in runtime.values("COPY"))
+    user = runtime.values("USER")[-1]
+    assert user.split(":")[0] not in ("0", "root")
+    assert any("collectstatic" in run for run in runtime.values("RUN"))
+    assert runtime.values("ENTRYPOINT") == ['["/app/deploy/entrypoint.sh"]']
+
+
+def test_everything_it_copies_exists_and_is_not_left_out_of_the_context(image):
+    patterns = ignore_patterns(ROOT / ".dockerignore")
+    for stage in image:
+        for sources, _ in stage.copies():
+            for source in sources:
+                assert (ROOT / source).exists(), f"{stage.name}: COPY {source} does not exist"
+                assert not ignored(source, patterns), f"{stage.name}: COPY {source} is excluded by .dockerignore"
+
+
+def test_the_wheels_stage_copies_every_package_pyproject_installs(image):
+    copied = {source for sources, _ in image[0].copies() for source in sources}
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    include = pyproject.split("include = [", 1)[1].split("]", 1)[0]
+    packages = {name.strip().strip('"').rstrip("*") for name in include.split(",") if name.strip()}
+    assert packages <= copied
+    assert {"pyproject.toml", "README.md"} <= copied
+
+
+def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_path):
+    """Lay out /app as the runtime stage copies it, run its collectstatic, then serve a page and a stylesheet."""
+    app = tmp_path / "app"
+    for sources, destination in image[1].copies():  # destinations are relative to WORKDIR /app
+        for source in sources:
+            target = app / destination / Path(source).name if destination.endswith("/") else app / destination
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (shutil.copytree if (ROOT / source).is_dir() else shutil.copy2)(ROOT / source, target)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(app), "DJANGO_SETTINGS_MODULE": "portal.settings",
+           "GANGWAY_VAR_DIR": str(tmp_path / "var"), "STATIC_ROOT": str(app / "staticfiles"),
+           "SECRET_KEY": "collectstatic-only-not-a-secret"}  # fmt: skip
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=app, env=env, check=True,
+                   timeout=120)  # fmt: skip
+    assert (app / "staticfiles" / "css" / "gangway.css").is_file()
+
+    script = (
+        "import django; django.setup(); from django.test import Client; c = Client();"
+        "print(c.get('/healthz').status_code, c.get('/static/css/gangway.css').status_code)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "ALLOWED_HOSTS": "testserver"},
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.stdout.split() == ["200", "200"], result.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ([], "gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application"),
+        (["web"], "gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application"),
+        (["worker"], "celery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle --without-gossip"),
+        (["beat"], "celery -A portal beat --loglevel=INFO"),
+        (["migrate"], "python manage.py migrate --noinput"),
+        (["manage", "doctor"], "python manage.py doctor"),
+    ],
+    ids=["no argument runs the web", "web", "worker", "beat", "migrate", "manage runs any command"],
+)
+def test_the_entrypoint_runs_the_process_its_first_argument_names(tmp_path, arguments, expected):
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    for program in ("gunicorn", "celery", "python"):
+        script = fake_bin / program
+        script.write_text(f'#!/bin/sh\necho {program} "$@"\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    env = {"PATH": f"{fake_bin}:/usr/bin:/bin"}
+
+    result = subprocess.run(["sh", str(ENTRYPOINT), *arguments], env=env, capture_output=True, text=True, check=True)
+
+    assert result.stdout.strip() == expected
+
+
+def test_what_the_entrypoint_runs_exists_in_the_project():
+    assert os.access(ENTRYPOINT, os.X_OK)
+    assert subprocess.run(["sh", "-n", str(ENTRYPOINT)]).returncode == 0
+    env = {**os.environ, "SECRET_KEY": "check-only", "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    checked = subprocess.run([str(gunicorn), "--check-config", "--config", "deploy/gunicorn.conf.py",
+                              "portal.wsgi:application"], cwd=ROOT, env=env, capture_output=True, text=True)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    from portal.celery import app
+
+    assert app.main == "gangway"
+    for command in ("migrate", "doctor", "sync_tenants", "seed_demo"):
+        assert subprocess.run([sys.executable, "manage.py", "help", command], cwd=ROOT, env=env,
+                              capture_output=True).returncode == 0, command  # fmt: skip
