@@ -16,8 +16,10 @@ from jobs.spec import JobSpec
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
-from scheduling.policy.model import PendingJob, Rejection
-from scheduling.snapshot import build_world, epoch, policy_replicas, replica_defaults, teams_with_quotas
+from scheduling.policy.model import Node, PendingJob, Rejection, Snapshot
+from scheduling.snapshot import (
+    build_world, epoch, policy_replicas, policy_settings, policy_team, policy_tiers, replica_defaults, teams_with_quotas,
+)
 from tenants.models import PriorityTier, Team
 
 PREVIEW_ID = "preview"
@@ -60,8 +62,13 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     if not nodes:
         return None
     now = timezone.now()
-    world = build_world(now=now, nodes=nodes, outside=[], teams=teams_with_quotas())
-    snapshot = replace(world.snapshot, running=(), pending=(_pending(team, spec, tier, now),))
+    # The empty cluster: nodes, tiers and quotas only. No job is read, so a
+    # submission costs the same with 10 or 10,000 jobs in the queue.
+    snapshot = Snapshot(
+        now=epoch(now), nodes=tuple(Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory) for n in nodes),
+        tiers=policy_tiers(), teams=tuple(policy_team(t) for t in teams_with_quotas()),
+        running=(), pending=(_pending(team, spec, tier, now),), settings=policy_settings(),
+    )  # fmt: skip
     result = make_plan(snapshot, with_eta=False)
     return next((r for r in result.reject if r.id == PREVIEW_ID), None)
 
