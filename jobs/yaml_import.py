@@ -52,41 +52,44 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
     """(spec data, unsupported fields) from a kubeflow.org/v1 TFJob or PyTorchJob."""
     unsupported: list[str] = []
     kind = manifest["kind"]
-    metadata = manifest.get("metadata") or {}
-    spec = manifest.get("spec") or {}
+    metadata = _mapping(manifest.get("metadata"), "metadata")
+    spec = _mapping(manifest.get("spec"), "spec")
     _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
     _unsupported(unsupported, "spec", spec, {REPLICA_KEYS[kind], "runPolicy"})
-    run_policy = spec.get("runPolicy") or {}
+    run_policy = _mapping(spec.get("runPolicy"), "spec.runPolicy")
     _unsupported(unsupported, "spec.runPolicy", run_policy, {"activeDeadlineSeconds", "schedulingPolicy", "suspend"})
     data: dict = {"name": metadata.get("name"), "kind": kind, "replicas": []}
     if metadata.get("namespace"):
         data["team"] = metadata["namespace"]
     if run_policy.get("activeDeadlineSeconds") is not None:
         data["max_runtime"] = run_policy["activeDeadlineSeconds"]
-    tier = (run_policy.get("schedulingPolicy") or {}).get("priorityClass")
-    replica_specs = spec.get(REPLICA_KEYS[kind]) or {}
-    if not isinstance(replica_specs, dict) or not replica_specs:
+    tier = _mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")
+    replica_specs = _mapping(spec.get(REPLICA_KEYS[kind]), f"spec.{REPLICA_KEYS[kind]}")
+    if not replica_specs:
         raise SpecError({f"spec.{REPLICA_KEYS[kind]}": ["Required: at least one replica type, e.g. Worker."]})
     for role, replica in replica_specs.items():
         path = f"spec.{REPLICA_KEYS[kind]}.{role}"
-        replica = replica or {}
+        replica = _mapping(replica, path)
         _unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
-        pod = (replica.get("template") or {}).get("spec") or {}
+        pod = _mapping(_mapping(replica.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
         _unsupported(unsupported, f"{path}.template.spec", pod, {"containers"} | MANAGED)
         tier = tier or pod.get("priorityClassName")
         containers = pod.get("containers") or []
-        if not containers:
+        if not isinstance(containers, list) or not containers:
             raise SpecError({f"{path}.template.spec.containers": ["Required: one container."]})
         if len(containers) > 1:
             unsupported.append(f"{path}.template.spec.containers[1:] (only the first container is used)")
-        container = containers[0]
+        container = _mapping(containers[0], f"{path}.template.spec.containers[0]")
         _unsupported(unsupported, f"{path}.template.spec.containers[0]", container,
                      {"name", "image", "command", "args", "env", "resources"})  # fmt: skip
         for key in ("image", "command", "args"):
             if key in container and key not in data:
                 data[key] = container[key]
         env = {}
-        for index, item in enumerate(container.get("env") or []):
+        env_items = container.get("env") or []
+        if not isinstance(env_items, list):
+            raise SpecError({f"{path}.template.spec.containers[0].env": ["Must be a list of {name, value}."]})
+        for index, item in enumerate(env_items):
             if isinstance(item, dict) and "value" in item and set(item) <= {"name", "value"}:
                 env[item.get("name")] = item["value"]
             else:
@@ -100,8 +103,10 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
 
 
 def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
-    resources = container.get("resources") or {}
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    where = f"{path}.template.spec.containers[0].resources"
+    resources = _mapping(container.get("resources"), where)
+    requests = _mapping(resources.get("requests"), f"{where}.requests")
+    limits = _mapping(resources.get("limits"), f"{where}.limits")
     merged = {**requests, **limits}  # Gangway sets requests = limits
     out = {}
     for key, value in merged.items():
@@ -112,6 +117,15 @@ def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
         else:
             unsupported.append(f"{path}.template.spec.containers[0].resources.{key}")
     return out
+
+
+def _mapping(value: object, path: str) -> dict:
+    """`value` as a mapping ({} when absent); raises SpecError naming `path` when it is something else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError({path: [f"Must be a mapping, got {type(value).__name__}."]})
+    return value
 
 
 def _unsupported(found: list[str], path: str, data: object, known: set[str]) -> None:
