@@ -17,6 +17,7 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/", include("portal.api_urls")),
+    path("oidc/", include("tenants.identity_urls")),
 ]
 
 handler403 = "portal.views.forbidden"

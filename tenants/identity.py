@@ -1,0 +1,136 @@
+"""Single sign-on with OpenID Connect, and the mapping of identity-provider groups to teams.
+
+Switched on by setting OIDC_RP_CLIENT_ID (see the settings block "Identity").
+At every SSO login the user's groups are read from the token's claims and
+mapped to memberships and the staff flag, so the identity provider stays the
+one place access is granted; memberships of teams the mapping does not name
+are left as an admin set them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import wraps
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.http import Http404
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+
+from tenants.models import AuditEntry, Membership, Team
+
+STAFF = "staff"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one identity-provider group gives: a role in a team, or staff."""
+
+    team: str  # "" for staff
+    role: str  # member | lead | staff
+
+
+def parse_group_map(text: str) -> dict[str, Grant]:
+    """Parse OIDC_GROUP_MAP: "group=team:role,..." with role member or lead, or "group=staff".
+
+    Raises ImproperlyConfigured naming the entry that does not parse.
+    """
+    grants = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        group, _, target = entry.partition("=")
+        team, _, role = target.partition(":")
+        if target == STAFF:
+            grants[group.strip()] = Grant("", STAFF)
+        elif group and team and role in Membership.Role.values:
+            grants[group.strip()] = Grant(team.strip(), role)
+        else:
+            raise ImproperlyConfigured(
+                f"OIDC_GROUP_MAP entry {entry!r} must be 'group=team:member', 'group=team:lead' or 'group=staff'."
+            )
+    return grants
+
+
+def apply_groups(user, groups: list[str], grants: dict[str, Grant]) -> list[str]:
+    """Make the user's memberships and staff flag match their groups; returns what changed.
+
+    Only teams some grant names are managed; a lead grant beats a member grant.
+    """
+    wanted: dict[str, str] = {}
+    for group in groups:
+        grant = grants.get(group)
+        if grant and grant.role != STAFF and wanted.get(grant.team) != Membership.Role.LEAD:
+            wanted[grant.team] = grant.role
+    managed = {grant.team for grant in grants.values() if grant.role != STAFF}
+    changes = []
+    with transaction.atomic():
+        teams = {team.slug: team for team in Team.objects.filter(slug__in=managed)}
+        current = {m.team.slug: m for m in Membership.objects.filter(user=user, team__slug__in=managed).select_related("team")}
+        for slug, membership in current.items():
+            if slug not in wanted:
+                membership.delete()
+                changes.append(f"left {slug}")
+        for slug, role in wanted.items():
+            if slug not in teams:
+                continue  # a mapped team that does not exist (yet) grants nothing
+            membership = current.get(slug)
+            if membership is None:
+                Membership.objects.create(user=user, team=teams[slug], role=role)
+                changes.append(f"joined {slug} as {role}")
+            elif membership.role != role:
+                membership.role = role
+                membership.save(update_fields=["role"])
+                changes.append(f"now {role} of {slug}")
+        if any(grant.role == STAFF for grant in grants.values()):
+            staff = any(grants.get(group, Grant("", "")).role == STAFF for group in groups)
+            if user.is_staff != staff:
+                user.is_staff = staff
+                user.save(update_fields=["is_staff"])
+                changes.append("granted staff" if staff else "staff removed")
+        if changes:
+            AuditEntry.objects.create(
+                actor=None, subject="membership", before={}, after={"groups": sorted(groups)},
+                summary=f"Single sign-on for {user.username}: " + "; ".join(changes) + ".",
+            )  # fmt: skip
+    return changes
+
+
+class GangwayOIDCBackend(OIDCAuthenticationBackend):
+    """mozilla-django-oidc's code flow, with users named from their claims and groups applied each login."""
+
+    def verify_claims(self, claims) -> bool:
+        return bool(claims.get("email") and claims.get("sub"))
+
+    def get_username(self, claims) -> str:
+        name = claims.get("preferred_username") or claims["email"].split("@")[0]
+        return name[:150]
+
+    def create_user(self, claims):
+        user = super().create_user(claims)
+        return self.update_user(user, claims)
+
+    def update_user(self, user, claims):
+        user.first_name = str(claims.get("given_name", ""))[:150]
+        user.last_name = str(claims.get("family_name", ""))[:150]
+        user.save(update_fields=["first_name", "last_name"])
+        groups = claims.get(settings.OIDC_GROUPS_CLAIM) or []
+        if isinstance(groups, str):
+            groups = [groups]
+        apply_groups(user, [str(group) for group in groups], parse_group_map(settings.OIDC_GROUP_MAP))
+        return user
+
+
+def oidc_enabled() -> bool:
+    return bool(getattr(settings, "OIDC_RP_CLIENT_ID", ""))
+
+
+def when_sso_enabled(view):
+    """404 for the SSO views on an install without single sign-on."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not oidc_enabled():
+            raise Http404("Single sign-on is not configured.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
