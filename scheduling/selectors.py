@@ -117,13 +117,12 @@ class GpuCell:
 def node_map() -> list[tuple[ClusterNode, list[GpuCell]]]:
     """Each node with one cell per GPU, showing which team's job holds it (fragmentation made visible)."""
     holders: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team").only(
-        "id", "name", "replicas", "placement", "team__slug"
-    )
-    for job in active:
-        gpus = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]
-        for node, count in zip(job.placement, gpus):
-            holders[node].extend([(job.team.slug, job.pk, job.name)] * count)
+    # Plain rows, not model instances: a full cluster holds thousands of jobs and this runs on every poll.
+    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("team__slug", "id", "name", "replicas", "placement")
+    for slug, job_id, name, replicas, placement in active:
+        gpus = [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
+        for node, count in zip(placement, gpus):
+            holders[node].extend([(slug, job_id, name)] * count)
     rows = []
     for node in ClusterNode.objects.order_by("position", "name"):
         cells = [GpuCell(node.name, i, team, job_id, name) for i, (team, job_id, name) in enumerate(holders[node.name][: node.gpu])]
@@ -173,3 +172,39 @@ def usage_series(team: Team, since) -> list:
         .order_by("at")
         .values_list("at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
     )
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """A node for the dashboard's map: its GPUs as runs of (team slug, job id, job name, GPUs) in replica order."""
+
+    name: str
+    gpu: int
+    runs: list
+    outside: int
+
+    @property
+    def used(self) -> int:
+        return min(self.gpu, sum(run[3] for run in self.runs) + self.outside)
+
+
+def node_rows() -> list[NodeRow]:
+    """Every node with the jobs holding its GPUs, as runs rather than one object per GPU.
+
+    The dashboard polls this; a cluster of 500 nodes holds 4,000 GPUs, so rows
+    stay plain tuples and a job's GPUs on a node are one run.
+    """
+    runs: dict[str, list] = defaultdict(list)
+    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).order_by("id").values_list(
+        "team__slug", "id", "name", "replicas", "placement"
+    )
+    for slug, job_id, name, replicas, placement in active:
+        gpus = [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
+        held: dict[str, int] = defaultdict(int)
+        for node, count in zip(placement, gpus):
+            held[node] += count
+        for node, count in held.items():
+            if count:
+                runs[node].append((slug, job_id, name, count))
+    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu")
+    return [NodeRow(name, gpu, runs.get(name, []), outside) for name, gpu, outside in nodes]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.db.models import Count, Max, Sum
 from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.utils.html import escape
@@ -12,7 +16,8 @@ from django.views.decorators.vary import vary_on_headers
 from jobs.models import Job
 from jobs.selectors import queue_for
 from jobs.templatetags.gangway import palette
-from scheduling.selectors import cluster_summary, node_map
+from scheduling.models import ClusterNode
+from scheduling.selectors import cluster_summary, node_rows
 from tenants.selectors import teams_for
 
 QUEUE_PAGE = 50
@@ -55,7 +60,7 @@ def _team_bars(teams) -> list[dict]:
 
 
 def _node_map_html(request, mine: set[str]) -> str:
-    """One cell per GPU, coloured by the team whose job holds it.
+    """One cell per GPU, coloured by the team whose job holds it; a job's cells on a node share one tooltip.
 
     Built as a string rather than template loops: 500 nodes of 8 GPUs are 4,000
     cells, which a template loop renders too slowly for a page polled every few seconds.
@@ -63,22 +68,37 @@ def _node_map_html(request, mine: set[str]) -> str:
     """
     colours = palette(request)
     staff = request.user.is_staff
-    rows = []
-    for node, cells in node_map():
-        used = sum(1 for cell in cells if cell.team is not None)
-        parts = []
-        for cell in cells:
-            if cell.team is None:
-                parts.append('<i class="gpu free" title="free"></i>')
-            elif cell.team == "":
-                parts.append('<i class="gpu outside" title="used outside Gangway"></i>')
-            else:
-                label = cell.team
-                if staff or cell.team in mine:
-                    label = f"{cell.team}: {cell.job_name} (#{cell.job_id})"
-                parts.append(f'<i class="gpu t{colours.get(cell.team, 0)}" title="{escape(label)}"></i>')
-        rows.append(
-            f'<div class="node" title="{escape(node.name)}: {used} of {node.gpu} GPUs in use">'
-            f'<span class="node-name">{escape(node.name)}</span><span class="gpus">{"".join(parts)}</span></div>'
-        )
-    return mark_safe("".join(rows))
+    html = []
+    for node in _node_rows():
+        cells, left = [], node.gpu
+        for slug, job_id, name, count in node.runs:
+            count = min(count, left)
+            left -= count
+            label = f"{slug}: {name} (#{job_id})" if staff or slug in mine else slug
+            cells.append(f'<span class="t{colours.get(slug, 0)}" title="{escape(label)} · {count} GPU{"s" if count != 1 else ""}">'
+                         f'{"<i></i>" * count}</span>')
+        outside = min(node.outside, left)
+        if outside:
+            cells.append(f'<span class="outside" title="used outside Gangway">{"<i></i>" * outside}</span>')
+        cells.append('<i class="free"></i>' * (left - outside))
+        html.append(f'<div class="node" title="{escape(node.name)}: {node.used} of {node.gpu} GPUs in use">'
+                    f'<span class="node-name">{escape(node.name)}</span><span class="gpus">{"".join(cells)}</span></div>')
+    return mark_safe("".join(html))
+
+
+def _node_rows():
+    """node_rows(), reused while neither the active jobs nor the nodes have changed.
+
+    The map only changes when a job is admitted or stops holding GPUs, or a
+    node changes; two small aggregates tell, where reading every active job's
+    placement costs far more on a full cluster polled by every open dashboard.
+    """
+    jobs = Job.objects.filter(state__in=Job.ACTIVE_STATES).aggregate(n=Count("id"), ids=Sum("id"), last=Max("admitted_at"))
+    nodes = ClusterNode.objects.aggregate(n=Count("id"), gpu=Sum("gpu"), outside=Sum("outside_gpu"), seen=Max("seen_at"))
+    state = ":".join(str(value) for value in (*jobs.values(), *nodes.values()))
+    key = "gangway:node-rows:" + hashlib.sha1(state.encode()).hexdigest()
+    rows = cache.get(key)
+    if rows is None:
+        rows = node_rows()
+        cache.set(key, rows, 300)
+    return rows

@@ -75,9 +75,9 @@ def test_the_dashboard_updates_when_a_cycle_admits_the_job(log_in, owner, submit
     job = submit(name="soon-running", replicas=[{"role": "Worker", "count": 2, "gpu": 2}])
     page = log_in(owner, "/")
     expect(page.locator(f"#queue-row-{job.pk}")).to_be_visible()
-    expect(page.locator(".gpu.t0")).to_have_count(0)
+    expect(page.locator(".gpus .t0 i")).to_have_count(0)
     cycle()
-    expect(page.locator(".gpu.t0")).to_have_count(4, timeout=9000)  # maps is the first team: palette 0
+    expect(page.locator(".gpus .t0 i")).to_have_count(4, timeout=9000)  # maps is the first team: palette 0
     expect(page.locator(f"#queue-row-{job.pk}")).to_have_count(0)
     shot(page, "dashboard")
 

@@ -1,0 +1,156 @@
+"""Server time of the pages at scale: 100 teams, 500 nodes, 10,000 jobs of which 3,000 wait.
+
+Seeds a scratch PostgreSQL database (created, then dropped), then renders the
+dashboard, its polled live fragment, a job page and a team page with the
+Django test client as a staff user, and prints the median and p95 time and
+the query count of each. Target: p95 under 150 ms.
+
+    .venv/bin/python bench/pages_bench.py [--runs 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import time
+from datetime import timedelta
+
+PG = "postgres://postgres@127.0.0.1:5432"
+DB = f"gangway_pages_bench_{os.getpid()}"
+TEAMS, NODES, GPUS_PER_NODE, JOBS, WAITING = 100, 500, 8, 10_000, 3_000
+TARGET_MS = 150
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40, help="Timed requests per page (default 40).")
+    runs = parser.parse_args().runs
+    os.environ["DATABASE_URL"] = f"{PG}/{DB}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.test_settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    settings.ALLOWED_HOSTS = ["testserver"]
+    _create_database()
+    try:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        started = time.monotonic()
+        ids = seed()
+        print(f"Seeded {TEAMS} teams, {NODES} nodes, {JOBS:,} jobs ({WAITING:,} waiting) "
+              f"in {time.monotonic() - started:.1f} s.\n")  # fmt: skip
+        measure(ids, runs)
+    finally:
+        connection.close()
+        _drop_database()
+
+
+def _admin_connection():
+    import psycopg
+
+    return psycopg.connect(f"{PG}/postgres", autocommit=True)
+
+
+def _create_database() -> None:
+    with _admin_connection() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB}"')
+        conn.execute(f'CREATE DATABASE "{DB}"')
+
+
+def _drop_database() -> None:
+    with _admin_connection() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+
+
+def seed() -> dict:
+    """The world, written with bulk inserts; returns the ids the pages are measured on."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from jobs.models import Job, JobEvent
+    from scheduling.models import ClusterNode, Cycle, UsageSample
+    from tenants.models import Membership, PriorityTier, Quota, Team
+
+    rng, now = random.Random(7), timezone.now()
+    tiers = [PriorityTier.objects.create(name=name, value=value) for name, value in
+             (("production", 1000), ("standard", 100), ("experiment", 10))]  # fmt: skip
+    teams = Team.objects.bulk_create(Team(slug=f"team-{i:03d}", name=f"Team {i}", default_tier=tiers[1]) for i in range(TEAMS))
+    for team in teams:
+        team.tiers.set(tiers)
+    capacity = NODES * GPUS_PER_NODE
+    Quota.objects.bulk_create(Quota(team=team, resource="gpu", nominal=capacity // TEAMS, borrowing_limit=capacity // TEAMS,
+                                    max_per_replica=8) for team in teams)  # fmt: skip
+    ClusterNode.objects.bulk_create(ClusterNode(name=f"node-{i:03d}", position=i, gpu=GPUS_PER_NODE, cpu=64000,
+                                                memory=512 * 1024**3, seen_at=now) for i in range(NODES))  # fmt: skip
+    User = get_user_model()
+    staff = User.objects.create_user("bench-staff", password="x", is_staff=True)
+    owner = User.objects.create_user("bench-owner", password="x")
+    Membership.objects.create(user=owner, team=teams[0], role=Membership.Role.LEAD)
+
+    running = capacity // 2  # jobs of 2 GPUs (one replica) fill the cluster
+    jobs, node_index = [], 0
+    for index in range(JOBS):
+        team = teams[index % TEAMS]
+        if index < WAITING:
+            state, extra = Job.State.QUEUED, {"position": index + 1, "team_position": index // TEAMS + 1,
+                                              "reason": f"Waiting for quota: needs 2 GPUs; team {team.slug} uses 40 of 40 nominal.",
+                                              "reason_code": "quota", "eta": now + timedelta(minutes=index % 600)}  # fmt: skip
+        elif index < WAITING + running:
+            state, extra = Job.State.RUNNING, {"placement": [f"node-{node_index // 4:03d}"], "started_at": now}
+            node_index += 1
+        else:
+            state, extra = rng.choice([Job.State.SUCCEEDED, Job.State.FAILED, Job.State.CANCELLED]), {"finished_at": now}
+        jobs.append(Job(team=team, owner=owner if team is teams[0] else staff, name=f"job-{index}", image="busybox",
+                        command=["python", "train.py"], replicas=[{"role": "Worker", "count": 1, "gpu": 2, "cpu": 0, "memory": 0}],
+                        gpu_total=2, tier=tiers[index % 3], state=state, queued_at=now - timedelta(seconds=JOBS - index),
+                        **extra))  # fmt: skip
+    jobs = Job.objects.bulk_create(jobs, batch_size=2000)
+    JobEvent.objects.bulk_create((JobEvent(job=job, kind=kind, message=f"{kind} event of {job.name}.")
+                                  for job in jobs for kind in ("submitted", "waiting")), batch_size=5000)  # fmt: skip
+    UsageSample.objects.bulk_create((UsageSample(team=team, at=now - timedelta(minutes=m), gpu_used=rng.randint(0, 80),
+                                                 gpu_nominal=40) for team in teams for m in range(0, 1440, 1)),
+                                    batch_size=10_000)  # fmt: skip
+    Cycle.objects.create(started_at=now, duration=0.5, waiting=WAITING)
+    return {"staff": staff, "job": jobs[0].pk, "team": teams[0].slug}
+
+
+def measure(ids: dict, runs: int) -> None:
+    from django.db import connection, reset_queries
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(ids["staff"])
+    cases = [
+        ("dashboard", "/", {}),
+        ("dashboard live fragment", "/", {"HTTP_HX_REQUEST": "true"}),
+        ("job page", f"/jobs/{ids['job']}/", {}),
+        ("team page", f"/teams/{ids['team']}/", {}),
+    ]
+    print(f"{'page':<26}{'median ms':>11}{'p95 ms':>9}{'queries':>9}{'KiB':>8}   target p95 < {TARGET_MS} ms")
+    for name, path, headers in cases:
+        for _ in range(3):  # warm caches: templates, connections
+            client.get(path, **headers)
+        times = []
+        for _ in range(runs):
+            reset_queries()
+            start = time.perf_counter()
+            response = client.get(path, **headers)
+            times.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200, (path, response.status_code)
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(path, **headers)
+        times.sort()
+        p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+        verdict = "ok" if p95 < TARGET_MS else "SLOW"
+        print(f"{name:<26}{statistics.median(times):>11.1f}{p95:>9.1f}{len(queries):>9}{len(response.content) / 1024:>8.0f}   {verdict}")
+
+
+if __name__ == "__main__":
+    main()
