@@ -104,7 +104,11 @@ def main() -> None:
                         help="pending jobs queued up to this many seconds ago (default 7200)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    print(f"{NODES} nodes x {GPUS} GPUs, {TEAMS} teams, {RUNNING} running jobs, "
+          f"queued up to {args.queue_age} s ago, seed {args.seed}")
+    print(f"{'pending':>8} {'plan s':>8} {'+eta s':>8} {'peak MiB':>9} {'admit':>6} "
+          f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'vs nlogn':>9}",
+          flush=True)
     base = None
     for n in sizes:
         snapshot = build(n, args.seed, args.queue_age)
@@ -113,22 +117,16 @@ def main() -> None:
         with_eta, result = timed(snapshot, True, repeat)
         tracemalloc.start()
         plan(snapshot, with_eta=True)
-        peak = tracemalloc.get_traced_memory()[1]
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
         known = sum(1 for w in result.wait if w.eta is not None)
         victims = sum(len(a.victims) for a in result.admit)
         if base is None:
             base = (n, with_eta)
         growth = (with_eta / base[1]) / ((n * math.log(n)) / (base[0] * math.log(base[0])))
-        rows.append((n, plain, with_eta, peak / 2**20, len(result.admit), victims,
-                     len(result.wait), known, len(result.reject), growth))
-    print(f"{NODES} nodes x {GPUS} GPUs, {TEAMS} teams, {RUNNING} running jobs, "
-          f"queued up to {args.queue_age} s ago, seed {args.seed}")
-    print(f"{'pending':>8} {'plan s':>8} {'+eta s':>8} {'peak MiB':>9} {'admit':>6} "
-          f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'vs nlogn':>9}")
-    for n, plain, eta, peak, admit, victims, wait, known, reject, growth in rows:
-        print(f"{n:>8} {plain:>8.3f} {eta:>8.3f} {peak:>9.1f} {admit:>6} {victims:>8} "
-              f"{wait:>6} {known:>10} {reject:>7} {growth:>9.2f}")
+        print(f"{n:>8} {plain:>8.3f} {with_eta:>8.3f} {peak:>9.1f} {len(result.admit):>6} "
+              f"{victims:>8} {len(result.wait):>6} {known:>10} {len(result.reject):>7} "
+              f"{growth:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":
