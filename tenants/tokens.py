@@ -65,7 +65,7 @@ def token_revoke(*, token: ApiToken, actor=None) -> ApiToken:
 def token_for_value(value: str) -> ApiToken | None:
     """The token with this value (revoked ones included), or None."""
     return (
-        ApiToken.objects.select_related("team", "user", "max_tier")
+        ApiToken.objects.select_related("team__default_tier", "user", "max_tier")
         .filter(digest=token_digest(value))
         .first()
     )
