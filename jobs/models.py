@@ -85,6 +85,7 @@ class Job(models.Model):
         indexes = [
             models.Index(fields=["team", "state"]),
             models.Index(fields=["state", "queued_at"]),
+            models.Index(fields=["state", "position"], name="job_queue_order"),  # the queue pages
         ]
         constraints = [
             models.UniqueConstraint(
