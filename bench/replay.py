@@ -1,0 +1,34 @@
+"""Trace replay benchmark: the Philly conventions of issue 8 at loads 1, 4, 8.
+
+    .venv/bin/python -m bench.replay [--load 1 --load 4 ...] [--policy gangway ...] [--out docs/replay]
+
+Prints the comparison table and how long each replay took (the targets:
+gangway x1 under 3 minutes, x8 under 10 minutes on a 2-core machine).
+Reads the traces from ../shared/traces beside the repository, or
+GANGWAY_TRACES_DIR, or --trace/--vc.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from scheduling.sim.run import WINDOW, add_arguments, config_from, run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    options = vars(parser.parse_args())
+    options["load"] = options["load"] or [1.0, 4.0, 8.0]
+    options["start"] = options["start"] or WINDOW[0]
+    options["until"] = options["until"] or WINDOW[1]
+    result = run(config_from(options))
+    print(result.table)
+    print("| policy | load | replay time |")
+    print("|---|--:|--:|")
+    for load, outcome, seconds in result.outcomes:
+        print(f"| {outcome.policy} | x{load:g} | {seconds:.1f} s |")
+
+
+if __name__ == "__main__":
+    main()

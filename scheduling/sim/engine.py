@@ -1,0 +1,260 @@
+"""The replay: a virtual clock, the cluster's state and the event loop.
+
+Each second at which something happens is one step, in a fixed order:
+
+1. jobs that end at this second finish (in submit order) and free their GPUs;
+2. jobs submitted at this second join the queue (in file order);
+3. one admission pass: the policy returns whom to start (and whom to
+   preempt first, and whom to reject); victims stop now, lose the work since
+   their last checkpoint, and queue again with their old queue time.
+
+Nothing happens between events, so the clock jumps from one to the next. The
+engine knows nothing of any policy beyond `Policy.admit`, and no Django.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from scheduling.policy import Tier
+
+from .metrics import Ledger, Outcome
+from .placement import Free
+from .trace import TraceJob
+from .world import World, pods_of, restart_overhead
+
+
+@dataclass(slots=True)
+class Entry:
+    """A job's replay state. `nodes` holds the node of each placed pod; a job
+    runs once every pod is placed. `cache` is for the policy's own use."""
+
+    job: TraceJob
+    tier: Tier
+    pods: tuple[int, ...]
+    queued: int
+    remaining: int
+    pending_since: int
+    nodes: list[int] = field(default_factory=list)
+    overhead: int = 0
+    started: int | None = None
+    first_start: int | None = None
+    waited: int = 0
+    preemptions: int = 0
+    run: int = 0
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def team(self) -> str:
+        return self.job.team
+
+    @property
+    def gpus(self) -> int:
+        return self.job.gpus
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """What changed since the previous admission pass."""
+
+    freed: bool
+    arrived: tuple[Entry, ...]
+
+
+class Actions(Protocol):
+    """What a policy may do during its pass; each takes effect at once, so
+    later decisions of the same pass see it."""
+
+    def start(self, entry: Entry, nodes: tuple[int, ...], victims: tuple[str, ...] = ()) -> None:
+        """Stops `victims`, then places the next pods of `entry` on `nodes`."""
+
+    def reject(self, entry: Entry) -> None:
+        """Drops a job that can never be admitted."""
+
+
+class Policy(Protocol):
+    name: str
+
+    def admit(self, cluster: Cluster, now: int, news: News, act: Actions) -> None: ...
+
+
+class Cluster:
+    """The replayed cluster: free GPUs, queue (in arrival order), running jobs,
+    and per-team GPUs in use and asked for. Policies read it; the engine alone
+    changes it."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.free = Free(len(world.nodes), world.nodes[0].gpu if world.nodes else 8)
+        self.pending: dict[str, Entry] = {}
+        self.running: dict[str, Entry] = {}
+        self.used = {t.name: 0 for t in world.teams}
+        self.demand = {t.name: 0 for t in world.teams}
+        self.partial = 0  # GPUs held by pods of jobs not yet running
+        # team -> tier name -> running jobs: lets a policy tell at a glance
+        # whether a team has lower-tier work it could preempt.
+        self.tiers_running: dict[str, dict[str, int]] = {t.name: {} for t in world.teams}
+        self.by_team: dict[str, dict[str, Entry]] = {t.name: {} for t in world.teams}
+
+    def place(self, entry: Entry, nodes: tuple[int, ...]) -> bool:
+        """Places the next pods of `entry`; returns whether it now runs."""
+        first = len(entry.nodes)
+        for k, i in enumerate(nodes):
+            self.free.take(i, entry.pods[first + k])
+        entry.nodes.extend(nodes)
+        if len(entry.nodes) < len(entry.pods):
+            self.partial += sum(entry.pods[first:first + len(nodes)])
+            return False
+        self.partial -= sum(entry.pods[:first])
+        self.used[entry.team] += entry.gpus
+        tiers = self.tiers_running[entry.team]
+        tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + 1
+        self.by_team[entry.team][entry.id] = entry
+        return True
+
+    def release(self, entry: Entry) -> None:
+        """Gives back every GPU `entry` holds."""
+        for k, i in enumerate(entry.nodes):
+            self.free.give(i, entry.pods[k])
+        self.used[entry.team] -= entry.gpus
+        self.tiers_running[entry.team][entry.tier.name] -= 1
+        del self.by_team[entry.team][entry.id]
+        entry.nodes = []
+
+
+def replay(
+    jobs: tuple[TraceJob, ...],
+    world: World,
+    policy: Policy,
+    *,
+    checkpoint_interval: int = 1800,
+    observe: Callable[[Cluster, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Outcome:
+    """Returns the outcome of replaying `jobs` (sorted by submit) under `policy`.
+
+    `observe(cluster, now)` is called after every step (tests assert the
+    invariants there); `progress(done, total)` after every step too.
+    """
+    run = _Run(world, jobs, checkpoint_interval)
+    cluster, ledger = run.cluster, run.ledger
+    following = 0
+    total = len(jobs)
+    while following < total or run.ends or cluster.pending:
+        now = _next_time(jobs, following, run.ends)
+        if now is None:
+            ledger.stuck(cluster)  # nothing runs, nothing arrives: no job can start again
+            break
+        run.now = now
+        ledger.advance(cluster, now)
+        # 1. Finishes.
+        run.finish_due()
+        # 2. Arrivals.
+        arrived = []
+        while following < total and jobs[following].submit == now:
+            job = jobs[following]
+            following += 1
+            entry = Entry(job, world.tier_of[job.id], pods_of(job.gpus), job.submit,
+                          job.duration, job.submit)
+            cluster.pending[job.id] = entry
+            cluster.demand[entry.team] += entry.gpus
+            arrived.append(entry)
+        # 3. One admission pass.
+        news = News(run.freed, tuple(arrived))
+        run.freed = False
+        policy.admit(cluster, now, news, run)
+        if observe is not None:
+            observe(cluster, now)
+        if progress is not None:
+            progress(ledger.done, total)
+    return ledger.outcome(policy.name)
+
+
+class _Run:
+    """The engine's side of a replay: the clock, the cluster, the ends of
+    running jobs (a heap of `(end, line, id, run)`), and the `Actions`."""
+
+    def __init__(self, world: World, jobs, interval: int) -> None:
+        self.cluster = Cluster(world)
+        self.ledger = Ledger(world, jobs)
+        self.interval = interval
+        self.ends: list[tuple[int, int, str, int]] = []
+        self.now = 0
+        self.freed = False
+
+    def finish_due(self) -> None:
+        cluster, ends = self.cluster, self.ends
+        while ends and ends[0][0] == self.now:
+            _, _, job_id, run = heapq.heappop(ends)
+            entry = cluster.running.get(job_id)
+            if entry is None or entry.run != run:
+                continue  # preempted since: a stale end
+            del cluster.running[job_id]
+            cluster.release(entry)
+            cluster.demand[entry.team] -= entry.gpus
+            self.ledger.finish(entry, self.now)
+            self.freed = True
+
+    def start(self, entry: Entry, nodes: tuple[int, ...], victims: tuple[str, ...] = ()) -> None:
+        cluster = self.cluster
+        for victim in victims:
+            _preempt(cluster, cluster.running.pop(victim), self.now, self.interval, self.ledger)
+            self.freed = True
+        if cluster.place(entry, nodes):
+            del cluster.pending[entry.id]
+            cluster.running[entry.id] = entry
+            _start(entry, self.now)
+            heapq.heappush(self.ends, (self.now + entry.overhead + entry.remaining,
+                                       entry.job.line, entry.id, entry.run))
+
+    def reject(self, entry: Entry) -> None:
+        del self.cluster.pending[entry.id]
+        self.cluster.demand[entry.team] -= entry.gpus
+        self.ledger.reject(entry)
+
+
+def _next_time(jobs, following, ends) -> int | None:
+    candidates = []
+    if following < len(jobs):
+        candidates.append(jobs[following].submit)
+    if ends:
+        candidates.append(ends[0][0])
+    return min(candidates) if candidates else None
+
+
+def _start(entry: Entry, now: int) -> None:
+    entry.waited += now - entry.pending_since
+    entry.started = now
+    entry.run += 1
+    if entry.first_start is None:
+        entry.first_start = now
+
+
+def _preempt(cluster: Cluster, entry: Entry, now: int, interval: int, ledger: Ledger) -> None:
+    """Stops a running job: it keeps the work up to its last checkpoint (all of
+    it when `interval` is 0) and pays a restart overhead when it starts again."""
+    cluster.release(entry)
+    elapsed = now - entry.started
+    useful = max(0, elapsed - entry.overhead)
+    done = entry.job.duration - entry.remaining
+    if interval > 0:
+        saved = (done + useful) // interval * interval - done
+    else:
+        saved = useful
+    saved = max(0, min(saved, entry.remaining - 1))
+    overhead = restart_overhead(entry.gpus)
+    ledger.preempt(entry, (useful - saved + overhead) * entry.gpus)
+    entry.remaining -= saved
+    entry.overhead = overhead
+    entry.preemptions += 1
+    entry.run += 1
+    entry.started = None
+    entry.pending_since = now
+    cluster.pending[entry.id] = entry

@@ -1,0 +1,26 @@
+"""The policies a replay compares, in one registry: name -> constructor.
+
+Each constructor takes the `World` and returns a fresh policy (policies keep
+their own queues, so one per replay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..engine import Policy
+from ..world import World
+from .fifo import isolated_fifo, isolated_sjf, pooled_fifo
+from .kube import KubeDefault
+from .planner import gangway, kueue_like
+
+POLICIES: dict[str, Callable[[World], Policy]] = {
+    "kube-default": lambda world: KubeDefault(),
+    "isolated-fifo": isolated_fifo,
+    "isolated-sjf": isolated_sjf,
+    "pooled-fifo": pooled_fifo,
+    "kueue-like": kueue_like,
+    "gangway": gangway,
+}
+
+__all__ = ["POLICIES"]

@@ -1,0 +1,158 @@
+"""One comparison: read the jobs, replay every policy at every load, write
+the results. Shared by `manage.py replay` and `bench/replay.py`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .engine import replay
+from .metrics import COLUMNS, Outcome, summarize, summarize_teams
+from .policies import POLICIES
+from .progress import bar
+from .report import markdown, plot, write_csv
+from .trace import Trace, TraceError, read_teams, read_trace, synthetic
+from .world import build_world
+
+TEAM_COLUMNS = COLUMNS[:2] + ("team",) + COLUMNS[2:]
+# The conventions of the published comparisons (issue 8): the Philly window.
+WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:59")
+
+
+def traces_dir() -> Path:
+    """Returns where the shared traces are: `GANGWAY_TRACES_DIR`, else
+    `shared/traces` beside the repository."""
+    configured = os.environ.get("GANGWAY_TRACES_DIR")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    trace: str | None
+    vc: str | None
+    synthetic: int | None = None
+    seed: int = 1
+    policies: tuple[str, ...] = tuple(POLICIES)
+    loads: tuple[float, ...] = (1.0,)
+    out: str | None = None
+    start: str | None = None
+    until: str | None = None
+    columns: tuple[tuple[str, str], ...] = ()
+    checkpoint_interval: int = 1800
+    progress: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    outcomes: tuple[tuple[float, Outcome, float], ...]  # (load, outcome, seconds)
+    rows: tuple[dict, ...]
+    bad: int
+    table: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the replay's options to `parser` (the command and the benchmark share them)."""
+    parser.add_argument("--trace", help="trace CSV (default: philly.csv in the shared traces)")
+    parser.add_argument("--vc", help="team sizes CSV, 'vc,node num' (default: philly_vc.csv)")
+    parser.add_argument("--synthetic", type=int, metavar="N",
+                        help="replay N synthetic jobs instead of a trace file")
+    parser.add_argument("--seed", type=int, default=1, help="seed of tiers and synthetic jobs")
+    parser.add_argument("--policy", action="append", choices=sorted(POLICIES),
+                        help="a policy to replay; repeat it (default: all)")
+    parser.add_argument("--load", action="append", type=float,
+                        help="compress submit times by this factor; repeat it (default: 1)")
+    parser.add_argument("--out", help="folder for summary.csv, teams.csv, summary.md and plots")
+    parser.add_argument("--from", dest="start", help="first submit time, 'YYYY-MM-DD HH:MM:SS'")
+    parser.add_argument("--until", help="last submit time, 'YYYY-MM-DD HH:MM:SS'")
+    parser.add_argument("--columns", default="",
+                        help="map fields to the file's headers, e.g. num_gpus=gpus,cluster=vc")
+    parser.add_argument("--checkpoint-interval", type=int, default=1800,
+                        help="seconds between checkpoints; 0 = nothing is lost on preemption")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def config_from(options: dict) -> Config:
+    """Returns the config for parsed options; raises TraceError naming a bad one."""
+    columns = []
+    for pair in filter(None, (options.get("columns") or "").split(",")):
+        field, _, header = pair.partition("=")
+        if not header:
+            raise TraceError(f"--columns: expected field=header, got {pair!r}")
+        columns.append((field.strip(), header.strip()))
+    folder = traces_dir()
+    return Config(
+        trace=options.get("trace") or str(folder / "philly.csv"),
+        vc=options.get("vc") or str(folder / "philly_vc.csv"),
+        synthetic=options.get("synthetic"),
+        seed=options.get("seed", 1),
+        policies=tuple(options.get("policy") or POLICIES),
+        loads=tuple(options.get("load") or (1.0,)),
+        out=options.get("out"),
+        start=options.get("start"),
+        until=options.get("until"),
+        columns=tuple(columns),
+        checkpoint_interval=options.get("checkpoint_interval", 1800),
+        progress=not options.get("quiet"),
+    )
+
+
+def load_jobs(config: Config, load: float) -> Trace:
+    """Returns the jobs of `config` compressed by `load`."""
+    if config.synthetic is not None:
+        return synthetic(config.synthetic, config.seed, load=load)
+    teams = read_teams(config.vc)
+    return read_trace(config.trace, teams, load=load, start=config.start, until=config.until,
+                      columns=dict(config.columns))
+
+
+def run(config: Config, err=None) -> Result:
+    """Replays every policy at every load; writes the files when `config.out`
+    is set; returns the outcomes, the summary rows and the markdown table."""
+    err = err or sys.stderr
+    outcomes = []
+    rows, team_rows = [], []
+    notes = {}
+    bad = 0
+    for load in config.loads:
+        trace = load_jobs(config, load)
+        if trace.bad and load == config.loads[0]:
+            bad = len(trace.bad)
+            err.write(f"Skipped {bad} bad rows: " + "; ".join(
+                f"line {b.line}: {b.reason}" for b in trace.bad[:5])
+                + ("; ..." if bad > 5 else "") + "\n")
+        world = build_world(trace, config.seed)
+        for name in config.policies:
+            policy = POLICIES[name](world)
+            began = time.perf_counter()
+            progress = bar(f"{name} x{load:g}", err) if config.progress else None
+            outcome = replay(trace.jobs, world, policy,
+                             checkpoint_interval=config.checkpoint_interval, progress=progress)
+            outcomes.append((load, outcome, time.perf_counter() - began))
+            rows.append(summarize(outcome, load))
+            team_rows.extend(summarize_teams(outcome, load))
+            notes[(name, load)] = _note(outcome)
+    table = markdown(rows, notes)
+    if config.out:
+        os.makedirs(config.out, exist_ok=True)
+        write_csv(os.path.join(config.out, "summary.csv"), rows, COLUMNS)
+        write_csv(os.path.join(config.out, "teams.csv"), team_rows, TEAM_COLUMNS)
+        with open(os.path.join(config.out, "summary.md"), "w", encoding="utf-8") as handle:
+            handle.write(table)
+        plot([(load, outcome) for load, outcome, _ in outcomes], config.out)
+    return Result(tuple(outcomes), tuple(rows), bad, table)
+
+
+def _note(outcome: Outcome) -> str:
+    """Returns what the table must say beside a policy: rejections, deadlock."""
+    parts = []
+    if outcome.rejected:
+        parts.append(f"{outcome.rejected:,} rejected")
+    if outcome.stuck:
+        parts.append(f"deadlock: {outcome.stuck:,} never start")
+    return f" ({'; '.join(parts)})" if parts else ""
