@@ -9,13 +9,14 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 from django.core.paginator import Paginator
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.vary import vary_on_headers
 
 from jobs.models import Job
 from jobs.selectors import queue_for
-from jobs.templatetags.gangway import palette
+from jobs.templatetags.gangway import palette, plural
 from scheduling.models import ClusterNode
 from scheduling.selectors import cluster_summary, node_rows
 from tenants.selectors import teams_for
@@ -34,7 +35,7 @@ def dashboard(request):
     waiting_total = queue.paginator.count if request.user.is_staff else Job.objects.filter(state=Job.State.QUEUED).count()
     context = {
         "summary": summary,
-        "bars": _team_bars(summary.teams),
+        "bars": _team_bars(summary.teams, palette(request)),
         "queue": queue,
         "hidden_waiting": max(0, waiting_total - queue.paginator.count),
         "node_map": _node_map_html(request, mine),
@@ -45,8 +46,12 @@ def dashboard(request):
     return render(request, template, context)
 
 
-def _team_bars(teams) -> list[dict]:
-    """Each team's bar as widths in percent of the largest team's span (nominal or use, whichever is more)."""
+def _team_bars(teams, colours: dict[str, int]) -> list[dict]:
+    """Each team's bar as widths in percent of the largest team's span (nominal or use, whichever is more).
+
+    Everything a bar shows is prepared here, not by template tags: the
+    dashboard draws one bar per team and is polled every few seconds.
+    """
     scale = max([max(t.nominal, t.used) for t in teams] + [1])
     bars = []
     for team in teams:
@@ -54,7 +59,12 @@ def _team_bars(teams) -> list[dict]:
                     ("lent", team.lent, "unused nominal lent to other teams"), ("idle", team.idle, "unused nominal, idle")]  # fmt: skip
         bars.append({
             "team": team,
-            "segments": [(kind, gpus, round(100 * gpus / scale, 2), words) for kind, gpus, words in segments if gpus],
+            "css": f"t{colours.get(team.slug, 0)}",
+            "url": reverse("tenants:detail", args=[team.slug]),
+            "label": f"{team.slug}: {team.used} of {team.nominal} nominal GPUs in use, {team.borrowed} borrowed, "
+                     f"{team.lent} lent, {team.idle} idle",
+            "segments": [(kind, round(100 * gpus / scale, 2), f"{plural(gpus, 'GPU')} {words}")
+                         for kind, gpus, words in segments if gpus],
         })  # fmt: skip
     return bars
 
