@@ -1,6 +1,45 @@
 from django.contrib import admin
 
-from tenants.models import Membership, PriorityTier, Quota, Team
+from tenants.audit import record, snapshot
+from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Quota, Team
+
+
+class AuditedAdmin(admin.ModelAdmin):
+    """Every save or delete in the admin, and every inline row, becomes an audit entry with before and after."""
+
+    def save_model(self, request, obj, form, change):
+        before = snapshot(type(obj).objects.filter(pk=obj.pk).first()) if change else {}
+        super().save_model(request, obj, form, change)
+        record(actor=request.user, obj=obj, before=before, after=snapshot(obj), verb="changed" if change else "added")
+
+    def delete_model(self, request, obj):
+        before = snapshot(obj)
+        record(actor=request.user, obj=obj, before=before, after={}, verb="deleted")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            record(actor=request.user, obj=obj, before=snapshot(obj), after={}, verb="deleted")
+        super().delete_queryset(request, queryset)
+
+    def save_related(self, request, form, formsets, change):
+        before = snapshot(form.instance)  # many-to-many fields (a team's tiers) are saved here
+        super().save_related(request, form, formsets, change)
+        form.instance.refresh_from_db()
+        record(actor=request.user, obj=form.instance, before=before, after=snapshot(form.instance), verb="changed")
+
+    def save_formset(self, request, form, formset, change):
+        befores = {obj.pk: snapshot(type(obj).objects.filter(pk=obj.pk).first()) for obj in formset.queryset}
+        instances = formset.save(commit=False)
+        for obj in formset.deleted_objects:
+            record(actor=request.user, obj=obj, before=befores.get(obj.pk, snapshot(obj)), after={}, verb="deleted")
+            obj.delete()
+        for obj in instances:
+            existed = obj.pk is not None
+            obj.save()
+            record(actor=request.user, obj=obj, before=befores.get(obj.pk, {}) if existed else {},
+                   after=snapshot(obj), verb="changed" if existed else "added")  # fmt: skip
+        formset.save_m2m()
 
 
 class QuotaInline(admin.TabularInline):
@@ -16,7 +55,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(AuditedAdmin):
     list_display = ("slug", "name", "weight", "default_tier", "member_count")
     search_fields = ("slug", "name")
     filter_horizontal = ("tiers",)
@@ -28,7 +67,7 @@ class TeamAdmin(admin.ModelAdmin):
 
 
 @admin.register(PriorityTier)
-class PriorityTierAdmin(admin.ModelAdmin):
+class PriorityTierAdmin(AuditedAdmin):
     list_display = ("name", "value", "preemptible", "grace_period", "description")
     list_filter = ("preemptible",)
     search_fields = ("name",)
@@ -36,7 +75,7 @@ class PriorityTierAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(AuditedAdmin):
     list_display = ("user", "team", "role")
     list_filter = ("role", "team")
     search_fields = ("user__username", "team__slug")
@@ -44,7 +83,38 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Quota)
-class QuotaAdmin(admin.ModelAdmin):
+class QuotaAdmin(AuditedAdmin):
     list_display = ("team", "resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica")
     list_filter = ("resource", "team")
     search_fields = ("team__slug",)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(AuditedAdmin):
+    """Tokens are created by leads (page, API) or `create_token`; here staff can see and revoke them."""
+
+    list_display = ("name", "prefix", "team", "user", "max_tier", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("team",)
+    search_fields = ("name", "prefix", "team__slug", "user__username")
+    readonly_fields = ("digest", "prefix", "created_by", "created_at", "last_used_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # a token made here could never be shown to anyone
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    list_display = ("at", "actor", "team", "subject", "summary")
+    list_filter = ("subject", "team")
+    search_fields = ("summary", "actor__username", "team__slug")
+    date_hierarchy = "at"
+    readonly_fields = [field.name for field in AuditEntry._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

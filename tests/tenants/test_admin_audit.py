@@ -1,0 +1,65 @@
+"""Admin edits of quotas, tiers, memberships and tokens are recorded: who, when, before, after."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tenants.models import ApiToken, AuditEntry, Membership, Quota
+
+
+@pytest.fixture
+def admin_client(client, db):
+    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+def test_it_records_a_quota_edit_with_before_and_after(admin_client, maps):
+    quota = Quota.objects.get(team=maps, resource="gpu")
+    response = admin_client.post(f"/admin/tenants/quota/{quota.pk}/change/", {
+        "team": maps.pk, "resource": "gpu", "nominal": 12, "borrowing_limit": 4, "lending_limit": "",
+        "max_per_replica": 8, "default_per_replica": "",
+    })  # fmt: skip
+    assert response.status_code == 302
+    entry = AuditEntry.objects.get(subject="quota")
+    assert entry.actor == admin_client.user and entry.team == maps
+    assert (entry.before["nominal"], entry.after["nominal"]) == (8, 12)
+    assert (entry.before["borrowing_limit"], entry.after["borrowing_limit"]) == (8, 4)
+    assert "nominal 8 -> 12" in entry.summary
+
+
+def test_it_records_a_tier_edit(admin_client, tiers):
+    tier = tiers["experiment"]
+    admin_client.post(f"/admin/tenants/prioritytier/{tier.pk}/change/", {
+        "name": "experiment", "value": 20, "preemptible": "on", "grace_period": 10, "description": "",
+    })  # fmt: skip
+    entry = AuditEntry.objects.get(subject="prioritytier")
+    assert (entry.before["value"], entry.after["value"]) == (10, 20)
+
+
+def test_it_records_a_membership_added_and_deleted(admin_client, maps, outsider):
+    admin_client.post("/admin/tenants/membership/add/", {"user": outsider.pk, "team": maps.pk, "role": "lead"})
+    membership = Membership.objects.get(user=outsider, team=maps)
+    admin_client.post(f"/admin/tenants/membership/{membership.pk}/delete/", {"post": "yes"})
+    added, deleted = AuditEntry.objects.filter(subject="membership").order_by("at", "id")
+    assert added.after["role"] == "lead" and added.before == {} and added.team == maps
+    assert deleted.before["role"] == "lead" and deleted.after == {}
+    assert "deleted" in deleted.summary
+
+
+def test_it_records_a_token_revocation_without_its_digest(admin_client, maps):
+    token = ApiToken.objects.create(name="ci", team=maps, digest="d" * 64, prefix="gw_abcdefg")
+    admin_client.post(f"/admin/tenants/apitoken/{token.pk}/change/", {
+        "name": "ci", "team": maps.pk, "user": "", "max_tier": "", "revoked_at_0": "2026-01-01", "revoked_at_1": "00:00:00",
+    })  # fmt: skip
+    entry = AuditEntry.objects.get(subject="apitoken")
+    assert entry.before["revoked_at"] is None and entry.after["revoked_at"]
+    assert "digest" not in entry.before and "digest" not in entry.after
+
+
+def test_audit_entries_are_read_only_in_the_admin(admin_client, maps):
+    entry = AuditEntry.objects.create(subject="quota", team=maps, summary="x")
+    assert admin_client.get("/admin/tenants/auditentry/").status_code == 200
+    assert admin_client.post(f"/admin/tenants/auditentry/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
