@@ -98,6 +98,7 @@ class Cluster:
         self.used = {t.name: 0 for t in world.teams}
         self.demand = {t.name: 0 for t in world.teams}
         self.partial = 0  # GPUs held by pods of jobs not yet running
+        self.partial_by_team = {t.name: 0 for t in world.teams}
         # team -> tier name -> running jobs: lets a policy tell at a glance
         # whether a team has lower-tier work it could preempt.
         self.tiers_running: dict[str, dict[str, int]] = {t.name: {} for t in world.teams}
@@ -110,9 +111,13 @@ class Cluster:
             self.free.take(i, entry.pods[first + k])
         entry.nodes.extend(nodes)
         if len(entry.nodes) < len(entry.pods):
-            self.partial += sum(entry.pods[first:first + len(nodes)])
+            held = sum(entry.pods[first:first + len(nodes)])
+            self.partial += held
+            self.partial_by_team[entry.team] += held
             return False
-        self.partial -= sum(entry.pods[:first])
+        held = sum(entry.pods[:first])
+        self.partial -= held
+        self.partial_by_team[entry.team] -= held
         self.used[entry.team] += entry.gpus
         tiers = self.tiers_running[entry.team]
         tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + 1

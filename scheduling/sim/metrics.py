@@ -60,6 +60,7 @@ class Outcome:
     stuck: int  # jobs that could never start (deadlock)
     stuck_at: int | None
     team_busy: dict[str, int]
+    team_partial: dict[str, int]
     team_kept: dict[str, int]
     team_asked: dict[str, int]
     team_lost: dict[str, int]
@@ -90,6 +91,7 @@ class Ledger:
         self.stuck_at: int | None = None
         zero = dict.fromkeys(self.teams, 0)
         self.team_busy, self.team_kept, self.team_asked = dict(zero), dict(zero), dict(zero)
+        self.team_partial = dict(zero)
         self.team_lost, self.team_preemptions = dict(zero), dict(zero)
 
     @property
@@ -108,7 +110,10 @@ class Ledger:
         self.last = now
         used = cluster.used
         self.busy += (self.capacity - cluster.free.total - cluster.partial) * dt
-        self.partial += cluster.partial * dt
+        if cluster.partial:
+            self.partial += cluster.partial * dt
+            for team, held in cluster.partial_by_team.items():
+                self.team_partial[team] += held * dt
         for team in self.teams:
             u = used[team]
             self.team_busy[team] += u * dt
@@ -140,8 +145,8 @@ class Ledger:
         return Outcome(
             policy, self.jobs, tuple(self.records), self.teams, self.capacity, self.first,
             self.busy, self.partial, self.lost, self.preemptions, self.rejected,
-            self.stuck_jobs, self.stuck_at, self.team_busy, self.team_kept, self.team_asked,
-            self.team_lost, self.team_preemptions, tuple(self.times), tuple(self.use),
+            self.stuck_jobs, self.stuck_at, self.team_busy, self.team_partial,
+            self.team_kept, self.team_asked, self.team_lost, self.team_preemptions, tuple(self.times), tuple(self.use),
         )
 
 
@@ -196,7 +201,7 @@ def summarize_teams(outcome: Outcome, load: float) -> list[dict[str, object]]:
             utilization=outcome.team_busy[team] / (outcome.capacity * makespan) if makespan else 0.0,
             preemptions=outcome.team_preemptions[team],
             lost_gpu_hours=outcome.team_lost[team] / 3600,
-            partial_gang_gpu_hours=0.0,
+            partial_gang_gpu_hours=outcome.team_partial[team] / 3600,
             guarantee_kept=outcome.team_kept[team] / asked if asked else 1.0,
             jain_slowdown=jain([(r.end - r.submit) / max(r.duration, 1) for r in records]),
         )
