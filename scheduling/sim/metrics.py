@@ -146,7 +146,8 @@ class Ledger:
             policy, self.jobs, tuple(self.records), self.teams, self.capacity, self.first,
             self.busy, self.partial, self.lost, self.preemptions, self.rejected,
             self.stuck_jobs, self.stuck_at, self.team_busy, self.team_partial,
-            self.team_kept, self.team_asked, self.team_lost, self.team_preemptions, tuple(self.times), tuple(self.use),
+            self.team_kept, self.team_asked, self.team_lost, self.team_preemptions,
+            tuple(self.times), tuple(self.use),
         )
 
 

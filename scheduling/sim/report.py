@@ -24,15 +24,18 @@ def _cell(value: object) -> object:
 
 
 def markdown(rows: list[dict[str, object]], notes: dict[tuple[str, float], str] | None = None) -> str:
-    """Returns the per-policy table for people: times in hours, shares in percent."""
-    head = ("| load | policy | jobs | avg JCT | p99 JCT | avg queue | median queue | p99 queue "
+    """Returns the per-policy table for people (per team when the rows carry a
+    `team`): times in hours, shares in percent."""
+    by_team = bool(rows) and "team" in rows[0]
+    head = ("| load | policy |" + (" team |" if by_team else "") + " jobs | avg JCT | p99 JCT | avg queue | median queue | p99 queue "
             "| makespan | GPU use | preemptions | lost GPU-h | partial-gang GPU-h "
             "| guarantee kept | Jain (slowdown) |")
-    lines = [head, "|" + "|".join(["---"] * 2 + ["--:"] * 13) + "|"]
+    lines = [head, "|" + "|".join(["---"] * (3 if by_team else 2) + ["--:"] * 13) + "|"]
     for row in rows:
         note = (notes or {}).get((row["policy"], row["load"]), "")
         lines.append(
-            f"| x{_load(row['load'])} | {row['policy']}{note} | {row['jobs']:,} "
+            f"| x{_load(row['load'])} | {row['policy']}{note} "
+            + (f"| {row['team']} " if by_team else "") + f"| {row['jobs']:,} "
             f"| {_h(row['avg_jct'])} | {_h(row['p99_jct'])} | {_h(row['avg_queue'])} "
             f"| {_h(row['median_queue'])} | {_h(row['p99_queue'])} | {_h(row['makespan'])} "
             f"| {row['utilization']:.1%} | {row['preemptions']:,} | {row['lost_gpu_hours']:,.0f} "

@@ -46,6 +46,7 @@ class Config:
     columns: tuple[tuple[str, str], ...] = ()
     checkpoint_interval: int = 1800
     progress: bool = True
+    teams: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="map fields to the file's headers, e.g. num_gpus=gpus,cluster=vc")
     parser.add_argument("--checkpoint-interval", type=int, default=1800,
                         help="seconds between checkpoints; 0 = nothing is lost on preemption")
+    parser.add_argument("--teams", action="store_true", help="also print the table per team")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -99,6 +101,7 @@ def config_from(options: dict) -> Config:
         columns=tuple(columns),
         checkpoint_interval=options.get("checkpoint_interval", 1800),
         progress=not options.get("quiet"),
+        teams=bool(options.get("teams")),
     )
 
 
@@ -138,6 +141,8 @@ def run(config: Config, err=None) -> Result:
             team_rows.extend(summarize_teams(outcome, load))
             notes[(name, load)] = _note(outcome)
     table = markdown(rows, notes)
+    if config.teams:
+        table += "\n" + markdown(team_rows)
     if config.out:
         os.makedirs(config.out, exist_ok=True)
         write_csv(os.path.join(config.out, "summary.csv"), rows, COLUMNS)
