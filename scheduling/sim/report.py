@@ -88,7 +88,9 @@ def plot(outcomes: list[tuple[float, Outcome]], out_dir: str) -> list[str]:
         fig, ax = plt.subplots(figsize=(8, 3.4))
         days = [(t - outcome.first_submit) / 86400 for t in outcome.times]
         series = list(zip(*outcome.use))
-        ax.stackplot(days, series, labels=outcome.teams, linewidth=0)
+        palette = plt.get_cmap("tab20").colors  # one fixed colour per team, in team order
+        ax.stackplot(days, series, labels=outcome.teams, linewidth=0,
+                     colors=palette[: len(outcome.teams)])
         ax.axhline(outcome.capacity, color="black", linewidth=0.8)
         ax.set_xlabel("days since the first submit")
         ax.set_ylabel("GPUs in use")
