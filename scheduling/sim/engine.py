@@ -4,12 +4,15 @@ Each second at which something happens is one step, in a fixed order:
 
 1. jobs that end at this second finish (in submit order) and free their GPUs;
 2. jobs submitted at this second join the queue (in file order);
-3. one admission pass: the policy returns whom to start (and whom to
-   preempt first, and whom to reject); victims stop now, lose the work since
-   their last checkpoint, and queue again with their old queue time.
+3. one admission pass: the policy starts jobs through `Actions` (after
+   preempting their victims) and rejects what can never run; victims stop
+   now, lose the work since their last checkpoint, and queue again with
+   their old queue time.
 
-Nothing happens between events, so the clock jumps from one to the next. The
-engine knows nothing of any policy beyond `Policy.admit`, and no Django.
+Nothing happens between events, so the clock jumps from one to the next.
+When nothing runs, nothing arrives and the pass starts nothing, no job can
+ever start again: the replay ends there and records a deadlock. The engine
+knows nothing of any policy beyond `Policy.admit`, and no Django.
 """
 
 from __future__ import annotations
