@@ -67,6 +67,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "tenants.identity.sso_context",
             ],
         },
     }
@@ -226,3 +227,71 @@ CACHES["metrics"] = (
 if STATIC_ROOT.is_dir():
     MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
                       "whitenoise.middleware.WhiteNoiseMiddleware")  # fmt: skip
+
+# --- Identity and hardening ---------------------------------------------------------
+# Single sign-on (OpenID Connect) is on when OIDC_RP_CLIENT_ID is set; local accounts keep working.
+OIDC_RP_CLIENT_ID = env.text("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env.text("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.text("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env.text("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env.text("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env.text("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env.choice("OIDC_RP_SIGN_ALGO", "RS256", ("RS256", "ES256", "HS256"))
+OIDC_RP_SCOPES = env.text("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_GROUPS_CLAIM = env.text("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_MAP = env.text("OIDC_GROUP_MAP", "")
+if OIDC_RP_CLIENT_ID:
+    _missing = [name for name in ("OIDC_RP_CLIENT_SECRET", "OIDC_OP_AUTHORIZATION_ENDPOINT", "OIDC_OP_TOKEN_ENDPOINT",
+                                  "OIDC_OP_USER_ENDPOINT", "OIDC_OP_JWKS_ENDPOINT") if not globals()[name]]  # fmt: skip
+    if _missing:
+        raise ImproperlyConfigured(f"Single sign-on needs {', '.join(_missing)} when OIDC_RP_CLIENT_ID is set.")
+    from tenants.identity import parse_group_map
+
+    parse_group_map(OIDC_GROUP_MAP)  # fail at start-up on a malformed map, naming the entry
+
+# Login throttling: after AXES_FAILURE_LIMIT failed logins for one username from one address,
+# that pair is locked out for AXES_COOLOFF_MINUTES; staff see and clear lockouts in the admin.
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    *(["tenants.identity.GangwayOIDCBackend"] if OIDC_RP_CLIENT_ID else []),
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.integer("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env.integer("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+AXES_RESET_ON_SUCCESS = True
+AXES_IPWARE_PROXY_COUNT = env.integer("PROXY_COUNT", 0)
+
+# Browser security. Pages carry no inline scripts, so scripts come only from this origin.
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "csp.middleware.CSPMiddleware")
+INSTALLED_APPS += ["csp"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],  # bar widths are style attributes; no style elements are allowed
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'self'"],
+        "object-src": ["'none'"],
+    }
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.flag("SECURE_COOKIES", not DEBUG)  # sent over HTTPS only
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = env.flag("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]  # probes and scrapers speak plain HTTP in-cluster
+SECURE_HSTS_SECONDS = env.integer("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env.flag("SECURE_HSTS_PRELOAD", not DEBUG)  # consent only; submitting the domain stays a choice
+if env.flag("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024  # request bodies: a job spec or manifest is a few KiB

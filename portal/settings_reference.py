@@ -89,6 +89,33 @@ SETTINGS: tuple[Setting, ...] = (
             "rule and reason."),
     Setting("METRICS_TOKEN", "", "When set, `/metrics` asks for `Authorization: Bearer <token>`.",
             shown="none (open)", secret=True),
+    Setting("GANGWAY_TRACES_DIR", COMPUTED, "Folder holding the GPU-cluster traces `manage.py replay` reads "
+            "(`philly.csv`, `philly_vc.csv`).", shown="`shared/traces` beside the project folder"),
+    # -- Single sign-on (OpenID Connect) --------------------------------------------
+    Setting("OIDC_RP_CLIENT_ID", "", "Client id at the identity provider; setting it turns single sign-on on.",
+            shown="none (SSO off)"),
+    Setting("OIDC_RP_CLIENT_SECRET", "", "Client secret at the identity provider.", secret=True),
+    Setting("OIDC_OP_AUTHORIZATION_ENDPOINT", "", "The provider's authorization endpoint URL."),
+    Setting("OIDC_OP_TOKEN_ENDPOINT", "", "The provider's token endpoint URL."),
+    Setting("OIDC_OP_USER_ENDPOINT", "", "The provider's userinfo endpoint URL."),
+    Setting("OIDC_OP_JWKS_ENDPOINT", "", "The provider's JSON Web Key Set URL (to check token signatures)."),
+    Setting("OIDC_RP_SIGN_ALGO", "RS256", "Signature algorithm of ID tokens: `RS256`, `ES256` or `HS256`."),
+    Setting("OIDC_RP_SCOPES", "openid email profile groups", "Scopes asked for at login."),
+    Setting("OIDC_GROUPS_CLAIM", "groups", "The claim that lists the user's groups."),
+    Setting("OIDC_GROUP_MAP", "", "Groups to teams and roles, applied at each login: "
+            "`ml-maps=maps:member,ml-maps-leads=maps:lead,platform=staff`."),
+    # -- Login and browser security -------------------------------------------------
+    Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),
+    Setting("AXES_COOLOFF_MINUTES", 15, "How long a lockout lasts; staff can clear it in the admin.", unit="min"),
+    Setting("PROXY_COUNT", 0, "Reverse proxies in front of Gangway, to find the client's address for lockouts."),
+    Setting("SECURE_SSL_REDIRECT", COMPUTED, "Redirect plain HTTP to HTTPS (probes and /metrics are exempt).",
+            shown="on unless debug"),
+    Setting("SECURE_COOKIES", COMPUTED, "Session and CSRF cookies only over HTTPS.", shown="on unless debug"),
+    Setting("SECURE_HSTS_SECONDS", COMPUTED, "Strict-Transport-Security max-age.", shown="1 year unless debug"),
+    Setting("SECURE_HSTS_INCLUDE_SUBDOMAINS", True, "HSTS covers subdomains too."),
+    Setting("SECURE_HSTS_PRELOAD", COMPUTED, "Mark HSTS as preloadable (submitting the domain stays a choice).",
+            shown="on unless debug"),
+    Setting("TRUST_X_FORWARDED_PROTO", False, "Behind a TLS-terminating proxy: trust its `X-Forwarded-Proto`."),
     # -- Container -----------------------------------------------------------------
     Setting("PORT", "8000", "Port gunicorn listens on in the image.", shown="8000", read_by=IMAGE),
     Setting("WEB_CONCURRENCY", "2", "gunicorn worker processes per web container.", shown="2", read_by=IMAGE),

@@ -11,10 +11,14 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gangwa
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("CELERY_RESULT_BACKEND", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
+# The suite talks plain HTTP to the test client and to live_server; header tests turn these back on.
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("SECURE_COOKIES", "0")
 
 from portal.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+AXES_ENABLED = False  # `client.login()` passes no request; the lockout tests turn it on
 
 # One test database per test run, so several runs on one machine never collide.
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("GANGWAY_TEST_DB", f"test_gangway_{os.getpid()}")}

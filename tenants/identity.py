@@ -134,3 +134,8 @@ def when_sso_enabled(view):
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def sso_context(request) -> dict:
+    """Template context: whether the login page offers single sign-on."""
+    return {"sso_enabled": oidc_enabled()}

@@ -67,7 +67,7 @@ def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_pat
 
     script = (
         "import django; django.setup(); from django.test import Client; c = Client();"
-        "print(c.get('/healthz').status_code, c.get('/static/css/gangway.css').status_code)"
+        "print(c.get('/healthz').status_code, c.get('/static/css/gangway.css', secure=True).status_code)"
     )
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "ALLOWED_HOSTS": "testserver"},
                             capture_output=True, text=True, timeout=120)  # fmt: skip
