@@ -26,7 +26,9 @@ def browser():
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=15_000)  # a loaded 2-core CI machine can take seconds to answer
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
