@@ -7,6 +7,8 @@ they belong to (all of them for staff). Another team's job answers 404.
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
@@ -25,7 +27,7 @@ from jobs.serializers import JobEventSerializer, JobFilterSerializer, JobSeriali
 from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
 from jobs.spec import SpecError, parse_spec
 from tenants.auth import ApiDefaults, request_token, team_scope
-from tenants.models import Team
+from tenants.models import DNS_LABEL, Team
 from tenants.selectors import teams_for, tier_for
 
 IDEMPOTENCY_KEY_MAX = 200  # Job.idempotency_key
@@ -162,10 +164,14 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             raise exceptions.ValidationError(
                 {"team": ["Required: name the team in the spec (\"team\": \"maps\") or with ?team=maps."]}
             )
+        if len(slug) > 63 or not re.fullmatch(DNS_LABEL, slug):
+            raise exceptions.ValidationError({"team": [f"Not a team name (a Kubernetes DNS label): {slug[:80]!r}."]})
         team = submittable_team(request, slug)
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > IDEMPOTENCY_KEY_MAX:
             raise exceptions.ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters, got {len(key)}."]})
+        if not key.isprintable():
+            raise exceptions.ValidationError({"Idempotency-Key": ["Use printable characters only."]})
         try:
             spec = parse_spec(data, team=team.slug)
             check_token_tier(request, team, spec.tier)
