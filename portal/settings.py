@@ -295,3 +295,4 @@ SECURE_HSTS_PRELOAD = env.flag("SECURE_HSTS_PRELOAD", not DEBUG)  # consent only
 if env.flag("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024  # request bodies: a job spec or manifest is a few KiB
+REST_FRAMEWORK["EXCEPTION_HANDLER"] = "portal.api_errors.exception_handler"  # 413 as JSON for an oversized body

@@ -31,3 +31,11 @@ def test_an_idempotency_key_with_control_characters_is_refused(api):
     assert response.status_code == 400
     assert "Idempotency-Key" in response.json()
     assert not Job.objects.exists()
+
+
+def test_an_oversized_body_is_a_413_in_json_and_changes_nothing(api):
+    body = json.dumps(spec_data()) + " " * (600 * 1024)
+    response = api.post("/api/v1/jobs/", data=body, content_type="application/json")
+    assert response.status_code == 413
+    assert "larger than 512 KiB" in response.json()["detail"]
+    assert not Job.objects.exists()
