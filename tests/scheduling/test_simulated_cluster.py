@@ -1,27 +1,12 @@
-"""The simulated cluster behaves like Volcano with the Training Operator, in miniature."""
+"""The simulated cluster behaves like Volcano with the Training Operator, in miniature.
+
+The `clock` and `cluster` fixtures come from this folder's conftest: a hand-moved clock drives the cluster.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
-import pytest
-
 from scheduling.cluster.base import ClusterJob, Phase, ReplicaSpec
-from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import SimJob
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-class Clock:
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        return self.now
-
-    def tick(self, seconds: int) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def a_job(job_id: int, *, workers: int = 2, gpu: int = 4, duration: int = 100, fail: bool = False) -> ClusterJob:
@@ -30,16 +15,6 @@ def a_job(job_id: int, *, workers: int = 2, gpu: int = 4, duration: int = 100, f
         command=("true",), args=(), env=(), replicas=(ReplicaSpec("Worker", workers, gpu, 1000, 1024**3),),
         tier="standard", grace_period=30, max_runtime=None, sim_duration=duration, sim_fail=fail,
     )  # fmt: skip
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def cluster(nodes, clock):
-    return SimulatedCluster(clock=clock, seed=1, failure_rate=0)
 
 
 def phase(cluster, job_id: int) -> Phase:
