@@ -117,7 +117,7 @@ def build_world(
             policy.RunningJob(
                 id=str(job.pk), team=job.team.slug, tier=job.tier.name,
                 started=epoch(job.started_at or job.admitted_at or now), replicas=replicas,
-                nodes=tuple(job.placement), max_runtime=job.max_runtime,
+                nodes=tuple(job.placement), max_runtime=job.max_runtime, queued=epoch(job.queued_at),
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
