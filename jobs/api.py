@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, prefetch_related_objects
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, status
 from rest_framework.decorators import action
@@ -167,6 +167,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         if len(slug) > 63 or not re.fullmatch(DNS_LABEL, slug):
             raise exceptions.ValidationError({"team": [f"Not a team name (a Kubernetes DNS label): {slug[:80]!r}."]})
         team = submittable_team(request, slug)
+        prefetch_related_objects([team], "tiers")  # read once for the token's highest tier and the job's tier
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > IDEMPOTENCY_KEY_MAX:
             raise exceptions.ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters, got {len(key)}."]})

@@ -16,9 +16,9 @@ from jobs.spec import JobSpec
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
-from scheduling.policy.model import Node, PendingJob, Rejection, Snapshot
+from scheduling.policy.model import Node, PendingJob, Rejection, Snapshot, Tier as PolicyTier
 from scheduling.snapshot import (
-    build_world, epoch, policy_replicas, policy_settings, policy_team, policy_tiers, replica_defaults, teams_with_quotas,
+    build_world, epoch, policy_replicas, policy_settings, policy_team, replica_defaults, teams_with_quotas,
 )
 from tenants.models import PriorityTier, Team
 
@@ -47,6 +47,7 @@ def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
 
 
 def _pending(team: Team, spec: JobSpec, tier: PriorityTier, now: datetime) -> PendingJob:
+    """The job as the policy sees it; `team.quotas` gives the replica defaults (prefetch it to save a query)."""
     groups = [{"count": g.count, "gpu": g.gpu, "cpu": g.cpu, "memory": g.memory} for g in spec.replicas]
     return PendingJob(id=PREVIEW_ID, team=team.slug, tier=tier.name, queued=epoch(now),
                       replicas=policy_replicas(groups, replica_defaults(team)), max_runtime=spec.max_runtime)  # fmt: skip
@@ -62,12 +63,18 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     if not nodes:
         return None
     now = timezone.now()
-    # The empty cluster: nodes, tiers and quotas only. No job is read, so a
-    # submission costs the same with 10 or 10,000 jobs in the queue.
+    # The empty cluster: nodes and quotas only. No job is read, so a
+    # submission costs the same with 10 or 10,000 jobs in the queue. Every
+    # query here is read fresh: R10 never answers from stale quotas.
+    teams = teams_with_quotas()
+    own = next((t for t in teams if t.pk == team.pk), team)  # its quotas are prefetched with the others'
+    # The policy looks a tier up only for the jobs in the snapshot, and the
+    # only job here is this one: its own tier is all it needs.
+    only_tier = (PolicyTier(name=tier.name, value=tier.value, preemptible=tier.preemptible),)
     snapshot = Snapshot(
         now=epoch(now), nodes=tuple(Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory) for n in nodes),
-        tiers=policy_tiers(), teams=tuple(policy_team(t) for t in teams_with_quotas()),
-        running=(), pending=(_pending(team, spec, tier, now),), settings=policy_settings(),
+        tiers=only_tier, teams=tuple(policy_team(t) for t in teams),
+        running=(), pending=(_pending(own, spec, tier, now),), settings=policy_settings(),
     )  # fmt: skip
     result = make_plan(snapshot, with_eta=False)
     return next((r for r in result.reject if r.id == PREVIEW_ID), None)

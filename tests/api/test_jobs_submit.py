@@ -189,3 +189,16 @@ def test_unknown_api_paths_answer_json(as_persona):
 def test_a_missing_trailing_slash_is_pointed_out(as_persona):
     response = as_persona("owner").post("/api/v1/jobs", spec_data(), format="json")
     assert response.status_code == 404 and "did you mean /api/v1/jobs/" in response.json()["detail"]
+
+
+def test_a_token_submission_reads_the_token_tiers_nodes_and_quotas_once(maps, tiers, nodes, django_assert_num_queries):
+    from tenants.tokens import token_create
+    from tests.api.conftest import bearer
+
+    admission_cycle(cluster=SimulatedCluster())  # records the nodes R10 checks against
+    _, value = token_create(name="capped", team=maps, max_tier=tiers["standard"])
+    client = bearer(value)
+    assert client.post(URL, spec_data(name="first"), format="json").status_code == 201  # records last use
+    # token, the team's tiers, nodes, teams, their quotas; then the job and its event in a savepoint.
+    with django_assert_num_queries(9):
+        assert client.post(URL, spec_data(name="second"), format="json").status_code == 201
