@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from tenants.models import ApiToken, PriorityTier, Quota, Resource
+from tenants.tokens import TOKEN_NAME
 
 BIG = 2**62  # within PostgreSQL's bigint, with room for sums
 
@@ -140,7 +141,7 @@ class TokenCreatedSerializer(TokenSerializer):
 
 
 class TokenCreateSerializer(serializers.Serializer):
-    name = serializers.RegexField(r"^[\w.@+-]+( [\w.@+-]+)*$", max_length=100,
+    name = serializers.RegexField(TOKEN_NAME, max_length=100,
                                   help_text="What it is for, e.g. ci-main.")  # fmt: skip
     max_tier = serializers.SlugRelatedField(
         slug_field="name", queryset=PriorityTier.objects.all(), required=False, allow_null=True,

@@ -18,6 +18,8 @@ from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Team
 
 # last_used_at is written at most this often per token: one UPDATE a minute, not one per request.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+# What a token's name may be (the API and the pages check it alike): words, dots, @, + and -, single spaces.
+TOKEN_NAME = r"^[\w.@+-]+( [\w.@+-]+)*$"
 
 
 def token_digest(value: str) -> str:
