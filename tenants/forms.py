@@ -1,4 +1,4 @@
-"""The staff quota editor: nominal, borrowing and lending per resource, and the team's weight.
+"""The staff quota editor (nominal, borrowing and lending per resource, and the team's weight) and the token form.
 
 GPUs are whole cards; CPU and memory are Kubernetes quantities ("64", "500m",
 "512Gi") stored as millicores and bytes.
@@ -9,10 +9,12 @@ from __future__ import annotations
 from decimal import InvalidOperation
 
 from django import forms
+from django.core.validators import RegexValidator
 from kubernetes.utils.quantity import parse_quantity
 
 from jobs.spec import format_cpu, format_memory
-from tenants.models import Resource
+from tenants.models import Resource, Team
+from tenants.tokens import TOKEN_NAME
 
 LIMITS = ("nominal", "borrowing_limit", "lending_limit")
 LABELS = {"gpu": "GPUs", "cpu": "CPU", "memory": "Memory"}
@@ -92,3 +94,24 @@ def initial_for(values: dict) -> dict:
             amount = row.get(limit)
             initial[f"{resource}_{limit}"] = "" if amount is None else SHOW[resource](amount) if amount else "0"
     return initial
+
+
+class TokenForm(forms.Form):
+    """A new API token: its name and, for a team token, the highest tier it may submit to."""
+
+    name = forms.CharField(
+        max_length=100, help_text="What it is for, e.g. ci-main. Letters, digits, . @ + - and single spaces.",
+        validators=[RegexValidator(TOKEN_NAME, "Use letters, digits, . @ + - and single spaces, e.g. ci-main.")],
+        widget=forms.TextInput(attrs={"placeholder": "ci-main", "autocomplete": "off"}),
+    )  # fmt: skip
+    max_tier = forms.ModelChoiceField(
+        queryset=None, required=False, label="Highest tier", empty_label="Any tier the team may use",
+        help_text="Jobs it submits may not ask for a higher tier.",
+    )  # fmt: skip
+
+    def __init__(self, *args, team: Team | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if team is None:
+            del self.fields["max_tier"]  # a user token acts as its user, with the user's tiers
+        else:
+            self.fields["max_tier"].queryset = team.tiers.order_by("-value", "name")

@@ -1,5 +1,6 @@
 // The few behaviours htmx does not cover: adding and removing replica-group rows
-// of the submit form (a Django formset), keeping its indices and TOTAL_FORMS right.
+// of the submit form (a Django formset), keeping its indices and TOTAL_FORMS right;
+// copying a new API token (shown once) to the clipboard.
 (function () {
   "use strict";
 
@@ -38,6 +39,25 @@
       event.target.closest("tr").remove();
       renumber(form);
     }
+  });
+
+  // A new token: [data-copy="#field"] copies the field; the field selects itself on focus.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) return;
+    var field = document.querySelector(button.getAttribute("data-copy"));
+    if (!field) return;
+    field.focus();
+    field.select();
+    var done = function () { button.textContent = "Copied"; };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value).then(done, function () { document.execCommand("copy") && done(); });
+    } else if (document.execCommand("copy")) {
+      done();
+    }
+  });
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches("[data-select-on-focus]")) event.target.select();
   });
 
   function ready(root) {

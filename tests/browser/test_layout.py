@@ -20,6 +20,8 @@ PAGES = {
     "teams": "/teams/",
     "team": "/teams/maps/",
     "quota": "/teams/maps/quota/",
+    "team-tokens": "/teams/maps/tokens/",
+    "my-tokens": "/tokens/",
 }
 
 

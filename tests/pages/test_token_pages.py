@@ -1,0 +1,179 @@
+"""Token pages: a team's API tokens (leads and staff) and each user's own, with the value shown once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rest_framework.test import APIClient
+
+from tenants.models import ApiToken, AuditEntry
+from tenants.tokens import token_create
+
+pytestmark = pytest.mark.django_db
+
+PERSONAS = ("owner", "member", "lead", "outsider", "staff", "anonymous")
+MANAGES = {"owner": 403, "member": 403, "lead": 200, "outsider": 404, "staff": 200, "anonymous": 302}
+VALUE = re.compile(r'id="new-token"[^>]*value="(gw_[^"]+)"')
+
+
+@pytest.fixture(autouse=True)
+def teams(maps, vision):
+    return maps, vision
+
+
+@pytest.fixture
+def as_persona(request, login):
+    def _client(persona: str):
+        return login(None if persona == "anonymous" else request.getfixturevalue(persona))
+
+    return _client
+
+
+def shown_value(response) -> str | None:
+    match = VALUE.search(response.content.decode())
+    return match.group(1) if match else None
+
+
+def api_status(value: str) -> int:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {value}")
+    return client.get("/api/v1/jobs/").status_code
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_access_to_the_team_tokens_page(as_persona, persona):
+    assert as_persona(persona).get("/teams/maps/tokens/").status_code == MANAGES[persona]
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_only_leads_and_staff_create_team_tokens(as_persona, persona):
+    response = as_persona(persona).post("/teams/maps/tokens/", {"name": "ci-main"})
+    assert response.status_code == MANAGES[persona]
+    assert ApiToken.objects.filter(team__slug="maps").count() == (1 if MANAGES[persona] == 200 else 0)
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_only_leads_and_staff_revoke_team_tokens(as_persona, persona, maps):
+    token, _ = token_create(name="ci-main", team=maps)
+    response = as_persona(persona).post(f"/teams/maps/tokens/{token.pk}/revoke/")
+    assert response.status_code == {**MANAGES, "lead": 302, "staff": 302}[persona]
+    token.refresh_from_db()
+    assert token.is_revoked == (persona in ("lead", "staff"))
+
+
+def test_the_team_page_shows_token_controls_to_leads_and_staff_only(login, owner, lead, staff):
+    assert "/teams/maps/tokens/" not in login(owner).get("/teams/maps/").content.decode()
+    assert "/teams/maps/tokens/" in login(lead).get("/teams/maps/").content.decode()
+    assert "/teams/maps/tokens/" in login(staff).get("/teams/maps/").content.decode()
+
+
+def test_every_page_links_my_tokens_from_the_header(login, owner):
+    assert 'href="/tokens/"' in login(owner).get("/jobs/").content.decode()
+
+
+def test_the_value_is_shown_once(login, lead, tiers):
+    client = login(lead)
+    response = client.post("/teams/maps/tokens/", {"name": "ci-main", "max_tier": tiers["standard"].pk})
+    value = shown_value(response)
+    assert response.status_code == 200 and value and "will not be shown again" in response.content.decode()
+    token = ApiToken.objects.get()
+    assert (token.name, token.max_tier, token.created_by, token.prefix) == ("ci-main", tiers["standard"], lead, value[:10])
+    assert value not in token.digest
+    page = client.get("/teams/maps/tokens/").content.decode()
+    assert value not in page and shown_value(client.get("/teams/maps/tokens/")) is None
+    assert f"{token.prefix}…" in page and "ci-main" in page and "standard" in page
+    assert AuditEntry.objects.filter(subject="token", actor=lead).exists()
+
+
+def test_an_htmx_create_answers_the_form_and_the_list_out_of_band(login, lead, htmx):
+    response = login(lead).post("/teams/maps/tokens/", {"name": "ci-main"}, **htmx)
+    body = response.content.decode()
+    assert response.status_code == 200 and body.lstrip().startswith('<section class="card" id="token-create"')
+    assert shown_value(response) and 'id="token-list"' in body and 'hx-swap-oob="true"' in body
+
+
+def test_an_invalid_name_answers_422_by_the_field(login, lead, htmx):
+    response = login(lead).post("/teams/maps/tokens/", {"name": "two  spaces"}, **htmx)
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "The token was not created" in body and 'class="field-error"' in body
+    assert shown_value(response) is None and not ApiToken.objects.exists()
+
+
+def test_a_tier_the_team_may_not_use_answers_422(login, lead, maps, tiers):
+    maps.tiers.set([tiers["standard"]])
+    response = login(lead).post("/teams/maps/tokens/", {"name": "ci", "max_tier": tiers["production"].pk})
+    assert response.status_code == 422 and not ApiToken.objects.exists()
+
+
+def test_a_revoked_token_no_longer_authenticates_the_api(login, lead, htmx):
+    client = login(lead)
+    value = shown_value(client.post("/teams/maps/tokens/", {"name": "ci-main"}))
+    assert api_status(value) == 200
+    token = ApiToken.objects.get()
+    response = client.post(f"/teams/maps/tokens/{token.pk}/revoke/", **htmx)
+    assert response.status_code == 200 and "Revoked token ci-main" in response.content.decode()
+    assert "badge s-cancelled" in response.content.decode()
+    assert api_status(value) == 401
+
+
+def test_a_lead_cannot_revoke_another_teams_token_through_their_team(login, lead, vision):
+    token, _ = token_create(name="theirs", team=vision)
+    assert login(lead).post(f"/teams/maps/tokens/{token.pk}/revoke/").status_code == 404
+    assert login(lead).post(f"/teams/vision/tokens/{token.pk}/revoke/").status_code == 404
+    token.refresh_from_db()
+    assert not token.is_revoked
+
+
+def test_the_revoke_button_asks_for_confirmation(login, lead, maps):
+    token_create(name="ci-main", team=maps)
+    assert 'hx-confirm="Revoke token ci-main' in login(lead).get("/teams/maps/tokens/").content.decode()
+
+
+def test_posts_need_the_csrf_token(csrf_client, lead, maps):
+    csrf_client.force_login(lead)
+    assert csrf_client.post("/teams/maps/tokens/", {"name": "ci"}).status_code == 403
+    token, _ = token_create(name="ci-main", team=maps)
+    assert csrf_client.post(f"/teams/maps/tokens/{token.pk}/revoke/").status_code == 403
+    assert csrf_client.post("/tokens/", {"name": "laptop"}).status_code == 403
+    assert ApiToken.objects.count() == 1
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_everyone_signed_in_has_a_my_tokens_page(as_persona, persona):
+    assert as_persona(persona).get("/tokens/").status_code == (302 if persona == "anonymous" else 200)
+
+
+def test_my_tokens_creates_a_user_token_that_acts_as_me(login, member):
+    client = login(member)
+    response = client.post("/tokens/", {"name": "laptop", "max_tier": "ignored"})
+    value = shown_value(response)
+    token = ApiToken.objects.get()
+    assert (token.user, token.team, token.max_tier) == (member, None, None)
+    client.logout()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {value}")
+    assert [team["slug"] for team in api.get("/api/v1/teams/").json()["results"]] == ["maps"]
+
+
+def test_my_tokens_lists_only_my_own(login, member, owner, maps):
+    token_create(name="mine", user=member)
+    token_create(name="not-mine", user=owner)
+    token_create(name="team-one", team=maps)
+    body = login(member).get("/tokens/").content.decode()
+    assert "mine" in body and "not-mine" not in body and "team-one" not in body
+
+
+def test_i_revoke_my_own_token_but_not_anothers(login, member, owner):
+    mine, _ = token_create(name="mine", user=member)
+    theirs, _ = token_create(name="theirs", user=owner)
+    client = login(member)
+    assert client.post(f"/tokens/{theirs.pk}/revoke/").status_code == 404
+    assert client.post(f"/tokens/{mine.pk}/revoke/").status_code == 302
+    mine.refresh_from_db(), theirs.refresh_from_db()
+    assert mine.is_revoked and not theirs.is_revoked
+
+
+def test_the_empty_state_says_what_to_do(login, lead):
+    assert "No tokens yet — create one for CI" in login(lead).get("/teams/maps/tokens/").content.decode()
