@@ -14,16 +14,35 @@ Simplifications, for speed (the estimate is a forecast, not a promise):
 - no fair-borrowing reordering (R9) in the replay: R3 order only;
 - the replay stops at `HORIZON` seconds after `now`; jobs not started by then,
   or blocked when no job is left to end, get no estimate (None).
+
+How a cycle avoids re-walking the queue (the result is the same as walking
+every waiting job in R3 order, which tests/policy/test_policy_eta.py checks):
+the waiting jobs are split into *lines*, one per (team, tier, shape), each in
+R3 order, and a cycle visits only the head of each line, merging the heads in
+R3 order. Within a cycle room and usage only shrink, so once a line's head is
+refused every later job of that line is refused too; and a line shares one
+tier value, so its starving jobs (R4) are its oldest, a prefix. Hence:
+- a head that starts is replaced by the next job of its line;
+- a head refused while not starving: the whole line is refused and none of it
+  starves, so the line is done for this cycle;
+- a head refused while starving holds its team (quota) or the cluster (room),
+  exactly as the walk would at that job.
+Teams are merged by their first head, so a held team costs one step, and a
+team that would be held at once in every cycle sleeps out of the walk (see
+`_Lines`).
 """
 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 
-from .demand import demand_of
-from .model import Admission, PendingJob, Snapshot
+from .demand import Demand, demand_of
+from .model import Admission, PendingJob, Snapshot, Tier
 from .order import r3_key
 from .placement import place
+from .quota import Quota, Refusal
+from .reasons import Code
 from .state import State
 
 HORIZON = 30 * 86400
@@ -60,66 +79,198 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
         heapq.heappush(events, (max(end, now + 1), job_id))
 
     estimates: dict[str, int | None] = {job.id: None for job in waiting}
-    alive = queue
+    lines = _Lines(queue, tiers)
     smallest = min((min((g[1] for g in demand_of(j.replicas).groups), default=0)
                     for j in queue), default=0)
     limit = now + HORIZON
-    done: set[str] = set()  # started jobs still in `alive`, skipped by cycles
-    first = 0
-    while len(alive) > len(done) and events and events[0][0] <= limit:
+    left = len(queue)
+    while left and events and events[0][0] <= limit:
         t = events[0][0]
         while events and events[0][0] == t:
             _, job_id = heapq.heappop(events)
             holder = state.holders.pop(job_id)
             state.remove(holder)
+            lines.ended(holder.team)
         # Nothing can start while no node has room for the smallest replica.
         if smallest > 0 and state.room.largest_free_gpu() < smallest:
             continue
-        while first < len(alive) and alive[first].id in done:
-            first += 1  # jobs start roughly in order: skip the started prefix for good
-        started = _cycle(state, alive, first, done, tiers, t, settings.starvation_after)
-        if not started:
-            continue
+        started = lines.cycle(state, t, settings.starvation_after)
+        left -= len(started)
         for job in started:
             if job.id in estimates:
                 estimates[job.id] = t
             runtime = job.max_runtime or settings.default_runtime
             heapq.heappush(events, (t + runtime, job.id))
-        for job in started:
-            done.add(job.id)
-        # Compact only when half the list has started: linear overall.
-        if 2 * len(done) > len(alive):
-            alive = [job for job in alive if job.id not in done]
-            done.clear()
-            first = 0
     return estimates
 
 
-def _cycle(state: State, queue: list[PendingJob], first: int, done: set[str], tiers,
-           t: int, starvation_after: int) -> list[PendingJob]:
-    """Runs one replayed cycle at virtual time `t`; returns the jobs started."""
-    started = []
-    held: set[str] = set()
-    no_room = set()
-    for k in range(first, len(queue)):
-        job = queue[k]
-        if job.team in held or job.id in done:
-            continue
-        demand = demand_of(job.replicas)
-        tier = tiers[job.tier]
-        refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
-        placement = None
-        if refusal is None and demand not in no_room:
-            placement = place(state.room, demand)
-            if placement is None:
-                no_room.add(demand)
-        if placement is not None:
-            state.admit(job.id, job.team, tier, demand, placement, t)
-            started.append(job)
-            continue
-        if t - job.queued > starvation_after:
-            if refusal is None:
-                break  # the whole cluster is held for this job
-            held.add(job.team)
-    return started
+class _Lines:
+    """The jobs not yet started, one line per (team, tier, shape) in R3 order.
 
+    Each team keeps its lines' heads sorted by R3 key (`team_heads`), and the
+    teams are kept sorted by their first head (`order`), so a cycle merges
+    teams, and within a team its lines, and a held team costs one step.
+
+    A team whose first head is refused by quota while starving is held at
+    once in every cycle, without effect, until quota could change its answer:
+    such a team sleeps out of `order`. Usage only grows between the ends of
+    the team's own jobs, so a refusal by its own limits (borrowing limit,
+    nominal-only) stands until one ends; a refusal for lack of borrowable
+    quota also ends when what borrowers draw from the pool falls low enough.
+    """
+
+    def __init__(self, queue: list[PendingJob], tiers) -> None:
+        by_key: dict[tuple, int] = {}
+        self.jobs: list[list[PendingJob]] = []
+        self.keys: list[list[tuple]] = []
+        self.demand: list[Demand] = []
+        self.tier: list[Tier] = []
+        shapes: dict[Demand, int] = {}
+        self.shape: list[int] = []  # a small number per demand, cheap to hash
+        for job in queue:  # already in R3 order, so each line is too
+            demand = demand_of(job.replicas)
+            key = (job.team, job.tier, demand)
+            n = by_key.get(key)
+            if n is None:
+                n = by_key[key] = len(self.jobs)
+                self.jobs.append([])
+                self.keys.append([])
+                self.demand.append(demand)
+                self.tier.append(tiers[job.tier])
+                self.shape.append(shapes.setdefault(demand, len(shapes)))
+            self.jobs[n].append(job)
+            self.keys[n].append(r3_key(job, tiers))
+        self.at = [0] * len(self.jobs)  # index of each line's head
+        self.team_heads: dict[str, list[tuple[tuple, int]]] = {}
+        for n, jobs in enumerate(self.jobs):
+            self.team_heads.setdefault(jobs[0].team, []).append((self.keys[n][0], n))
+        for heads in self.team_heads.values():
+            heads.sort()
+        self.order = sorted((heads[0][0], team) for team, heads in self.team_heads.items())
+        self.asleep: dict[str, int] = {}  # team -> its sleep's number
+        self.slept = 0
+        # Per resource, (-pool draw at which to wake, sleep number, team).
+        self.wake_at: list[list[tuple[int, int, str]]] = [[], [], []]
+
+    def ended(self, team: str | None) -> None:
+        """Notes that a job of `team` ended: its usage dropped."""
+        if team in self.asleep:
+            self._wake(team)
+
+    def _wake(self, team: str) -> None:
+        del self.asleep[team]
+        insort(self.order, (self.team_heads[team][0][0], team))
+
+    def _sleep(self, team: str, refusal: Refusal, quota: Quota) -> None:
+        self.slept += 1
+        self.asleep[team] = self.slept
+        del self.order[bisect_left(self.order, (self.team_heads[team][0][0], team))]
+        if refusal.code is Code.NOTHING_TO_BORROW:
+            at = quota.regained_at(team, refusal)
+            heapq.heappush(self.wake_at[refusal.resource], (-at, self.slept, team))
+
+    def cycle(self, state: State, t: int, starvation_after: int) -> list[PendingJob]:
+        """Runs one replayed cycle at virtual time `t`; returns the jobs started."""
+        quota = state.quota
+        later: list[tuple[tuple, str]] = []  # teams whose next head changed this cycle
+        # Teams asleep for want of borrowable quota that the pool, as it is
+        # now, might serve: visited in their place, and woken only if the
+        # pool still might when their turn comes (it only shrinks in a cycle).
+        maybe: dict[str, tuple[int, int, int]] = {}
+        for r, heap in enumerate(self.wake_at):
+            while heap and -heap[0][0] >= quota.above[r]:
+                mark, number, team = heapq.heappop(heap)
+                if self.asleep.get(team) == number:
+                    maybe[team] = (r, mark, number)
+                    heapq.heappush(later, (self.team_heads[team][0][0], team))
+        rejoin = []
+        started = []
+        no_room: set[int] = set()
+        jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
+        moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
+        # Per team visited this cycle: the next index into its sorted heads and
+        # a heap of the heads that came up during this cycle.
+        cursor: dict[str, int] = {}
+        risen: dict[str, list[tuple[tuple, int]]] = {}
+        sleepy: list[tuple[str, Refusal]] = []
+        i = 0
+        while True:
+            if later and (i == len(order) or later[0] < order[i]):
+                team = heapq.heappop(later)[1]
+                first = team in maybe
+                if first:
+                    r, mark, number = maybe.pop(team)
+                    if quota.above[r] > -mark:
+                        heapq.heappush(self.wake_at[r], (mark, number, team))
+                        continue  # still refused: held, and still asleep
+                    del self.asleep[team]
+                    rejoin.append(team)
+                    cursor[team] = 0
+                    risen[team] = []
+            elif i < len(order):
+                team = order[i][1]
+                i += 1
+                cursor[team] = 0
+                risen[team] = []
+                first = True
+            else:
+                break
+            heads, up, c = team_heads[team], risen[team], cursor[team]
+            if up and (c == len(heads) or up[0] < heads[c]):
+                n = heapq.heappop(up)[1]
+            else:
+                n = heads[c][1]
+                cursor[team] = c = c + 1
+            job = jobs[n][at[n]]
+            refusal = quota.refuse(team, self.demand[n].total, not self.tier[n].preemptible)
+            placement = None
+            if refusal is None and self.shape[n] not in no_room:
+                placement = place(state.room, self.demand[n])
+                if placement is None:
+                    no_room.add(self.shape[n])
+            if placement is not None:
+                state.admit(job.id, team, self.tier[n], self.demand[n], placement, t)
+                started.append(job)
+                moved.setdefault(n, keys[n][at[n]])
+                at[n] += 1
+                if at[n] < len(jobs[n]):
+                    heapq.heappush(up, (keys[n][at[n]], n))
+            elif t - job.queued > starvation_after:
+                if refusal is None:
+                    break  # the whole cluster is held for this job
+                if first:
+                    sleepy.append((team, refusal))
+                continue  # the team is held: none of its jobs is visited again
+            # Else not starving: nothing later in this line starts or starves now.
+            c = cursor[team]
+            if up and (c == len(heads) or up[0] < heads[c]):
+                heapq.heappush(later, (up[0][0], team))
+            elif c < len(heads):
+                heapq.heappush(later, (heads[c][0], team))
+        for team, (r, mark, number) in maybe.items():  # not reached: still asleep
+            heapq.heappush(self.wake_at[r], (mark, number, team))
+        for team in rejoin:
+            insort(order, (team_heads[team][0][0], team))
+        if moved:
+            self._settle(moved)
+        for team, refusal in sleepy:
+            self._sleep(team, refusal, quota)
+        return started
+
+    def _settle(self, moved: dict[int, tuple]) -> None:
+        """Puts the new heads of the lines in `moved` (line -> old head key) in
+        their sorted places, and their teams in `order`."""
+        jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
+        changed = set()
+        for n, old in moved.items():
+            team = jobs[n][0].team
+            heads = team_heads[team]
+            if team not in changed:
+                changed.add(team)
+                del order[bisect_left(order, (heads[0][0], team))]
+            del heads[bisect_left(heads, (old, n))]
+            if at[n] < len(jobs[n]):
+                insort(heads, (keys[n][at[n]], n))
+        for team in changed:
+            if team_heads[team]:
+                insort(order, (team_heads[team][0][0], team))

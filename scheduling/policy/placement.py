@@ -15,6 +15,8 @@ decides R10's "placeable on the empty cluster", so the two never disagree.
 
 from __future__ import annotations
 
+import heapq
+
 from .demand import Demand, Vector
 from .room import Room
 
@@ -44,7 +46,64 @@ def _place_on_one(room: Room, total: Vector) -> int | None:
 
 
 def _place_group(room: Room, count: int, gpu: int, cpu: int, memory: int):
-    """Returns `[(node, replicas)]` for one group on the fewest nodes, or None."""
+    """Returns `[(node, replicas)]` for one group on the fewest nodes, or None.
+
+    The nodes that hold the most replicas go first (then fewest free GPUs,
+    then node order) until what is left fits on one more node; the last node
+    is the best fit for the remainder among the nodes not yet chosen.
+    """
+    if gpu <= 0:
+        return _place_group_scan(room, count, gpu, cpu, memory)
+    # A node with b free GPUs holds at most b // gpu replicas: when even that
+    # many are too few, skip the scan.
+    if sum(len(room.members[b]) * (b // gpu) for b in range(gpu, room.top + 1)) < count:
+        return None
+    chosen = []
+    left = count
+    for cap, _, i in _by_capacity(room, gpu, cpu, memory):
+        if cap >= left:
+            break
+        chosen.append((i, cap))
+        left -= cap
+    else:
+        return None  # every node counted: the gang does not fit
+    taken = {i for i, _ in chosen}
+    for _, i in room.nodes_from(left * gpu):
+        if i not in taken and _capacity(room, i, gpu, cpu, memory) >= left:
+            chosen.append((i, left))
+            return chosen
+    raise AssertionError("the node that ended the walk holds the remainder")
+
+
+def _by_capacity(room: Room, gpu: int, cpu: int, memory: int):
+    """Yields `(capacity, free GPUs, node)` for the nodes holding at least one
+    replica (gpu >= 1), most replicas first, then fewest free GPUs, then node
+    order, computing capacities only as far as the caller reads.
+
+    Nodes with b free GPUs hold at most `level = b // gpu` replicas; levels
+    are walked from the top. A node holding exactly its level comes out as
+    it is met, buckets in ascending order; one held back by CPU or memory
+    waits in a heap until the walk reaches its capacity's level.
+    """
+    short: list[tuple[int, int, int]] = []  # (-capacity, free GPUs, node)
+    for level in range(room.top // gpu, 0, -1):
+        for b in range(level * gpu, min(room.top, (level + 1) * gpu - 1) + 1):
+            if not room.members[b]:
+                continue
+            for i in room.bucket(b):
+                cap = _capacity(room, i, gpu, cpu, memory)
+                if cap == level:
+                    yield cap, b, i
+                elif cap:
+                    heapq.heappush(short, (-cap, b, i))
+        while short and short[0][0] == -level:
+            _, b, i = heapq.heappop(short)
+            yield level, b, i
+
+
+def _place_group_scan(room: Room, count: int, gpu: int, cpu: int, memory: int):
+    """Returns `_place_group`'s answer for replicas without GPUs, by
+    computing every node's capacity (no GPU bucket bounds them)."""
     caps = []
     held = 0
     for free_gpu, i in room.nodes_from(gpu):

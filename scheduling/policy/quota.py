@@ -134,6 +134,15 @@ class Quota:
                 return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], self.available(team, r))
         return None
 
+    def regained_at(self, team: str, refusal: Refusal) -> int:
+        """Returns, for a NOTHING_TO_BORROW refusal, how much borrowers may draw
+        from the pool of its resource (`above`) for that need to fit again,
+        the team's usage the same or higher: the refusal stands while they
+        draw more."""
+        r = refusal.resource
+        own = max(0, self.guaranteed[team][r] - self.usage[team][r])
+        return self.pool[r] - (refusal.need - own)
+
     def borrows(self, team: str, need: Vector) -> bool:
         """Returns whether admitting `need` takes `team` above its nominal."""
         used, nominal = self.usage[team], self.nominal[team]
