@@ -80,9 +80,11 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
 
+    # By id: cheaper to look up than demand_of's cache, keyed by replica groups.
+    demands = {job.id: demand_of(job.replicas) for job in queue}
     for job in admission_order(queue, tiers, state.quota,
-                               lambda j: demand_of(j.replicas), skip_team):
-        demand = demand_of(job.replicas)
+                               lambda j: demands[j.id], skip_team):
+        demand = demands[job.id]
         tier = tiers[job.tier]
         holder = held_by.get(None) or held_by.get(job.team)
         if holder is not None:

@@ -127,7 +127,11 @@ class _Search:
 
     def upper_bound(self) -> list[Holder]:
         """Returns every job that could become a victim in this search: if the
-        preemptor does not fit with all of them gone, it never will."""
+        preemptor does not fit with all of them gone, it never will.
+
+        Of another team, only the jobs the walk could reach: in R8 order,
+        while the team is still above nominal with the earlier ones gone.
+        """
         own = [h for h in self.own if self.own_eligible(h)]
         gone = [sum(h.usage[r] for h in own) for r in range(3)]
         others = []
@@ -135,26 +139,49 @@ class _Search:
             quota = self.state.quota
             for team, held in self.state.by_team.items():
                 if team != self.team and quota.above_nominal(team, self.relevant):
-                    others.extend(h for h in held if self.other_eligible(h))
+                    others.extend(self._reachable(team, held))
         return others + own
+
+    def _reachable(self, team: str, held: list[Holder]) -> list[Holder]:
+        """Returns the eligible jobs of `team` the walk may take: in R8 order,
+        each while the team is above nominal with the earlier ones gone.
+        With several replica groups, all eligible jobs (the walk's placement
+        test is then not known to only improve as more jobs go)."""
+        if len(self.demand.groups) != 1:
+            return [h for h in held if self.other_eligible(h)]
+        quota = self.state.quota
+        used, nominal, named = list(quota.usage[team]), quota.nominal[team], quota.named[team]
+        reach = []
+        for h in held:
+            if not self.other_eligible(h):
+                continue
+            if not any(r in named and used[r] > nominal[r] for r in self.relevant):
+                break
+            reach.append(h)
+            for r in range(3):
+                used[r] -= h.usage[r]
+        return reach
 
     def still_eligible(self, victims: list[Holder]) -> bool:
         """Returns whether every victim in `victims` (all counted as gone) was
-        eligible at its turn in selection order."""
+        eligible at its turn in selection order.
+
+        A victim of another team was eligible if its team, with it and the
+        team's later victims back, was above nominal in a needed resource;
+        the team's last victim has the least back, so it alone decides."""
         others = [h for h in victims if h.team != self.team]
         if not others:
             return True
         if not self.may_reclaim():
             return False
         quota = self.state.quota
-        later: dict[str, list[int]] = {}
+        seen = set()
         for h in reversed(others):
-            add = later.setdefault(h.team, [0, 0, 0])
-            for r in range(3):
-                add[r] += h.usage[r]
-            used, nominal = quota.usage[h.team], quota.nominal[h.team]
-            named = quota.named[h.team]
-            if not any(r in named and used[r] + add[r] > nominal[r] for r in self.relevant):
+            if h.team in seen:
+                continue
+            seen.add(h.team)
+            used, nominal, named = quota.usage[h.team], quota.nominal[h.team], quota.named[h.team]
+            if not any(r in named and used[r] + h.usage[r] > nominal[r] for r in self.relevant):
                 return False
         return True
 
