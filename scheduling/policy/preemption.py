@@ -162,28 +162,16 @@ class _Search:
                 used[r] -= h.usage[r]
         return reach
 
-    def still_eligible(self, victims: list[Holder]) -> bool:
-        """Returns whether every victim in `victims` (all counted as gone) was
-        eligible at its turn in selection order.
+    def still_eligible(self, h: Holder) -> bool:
+        """Returns whether `h`, another team's victim that is the last of its
+        team in selection order, was eligible at its turn: its team, with `h`
+        back, above nominal in a resource the preemptor needs.
 
-        A victim of another team was eligible if its team, with it and the
-        team's later victims back, was above nominal in a needed resource;
-        the team's last victim has the least back, so it alone decides."""
-        others = [h for h in victims if h.team != self.team]
-        if not others:
-            return True
-        if not self.may_reclaim():
-            return False
+        The team's earlier victims had more of its usage back, so when its
+        last one was eligible they all were."""
         quota = self.state.quota
-        seen = set()
-        for h in reversed(others):
-            if h.team in seen:
-                continue
-            seen.add(h.team)
-            used, nominal, named = quota.usage[h.team], quota.nominal[h.team], quota.named[h.team]
-            if not any(r in named and used[r] + h.usage[r] > nominal[r] for r in self.relevant):
-                return False
-        return True
+        used, nominal, named = quota.usage[h.team], quota.nominal[h.team], quota.named[h.team]
+        return any(r in named and used[r] + h.usage[r] > nominal[r] for r in self.relevant)
 
 
 def find_victims(state: State, team: str, tier: Tier, demand: Demand,
@@ -221,19 +209,53 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
             placement = search.fits()
             if placement is not None:
                 break
-    for h in reversed(list(victims)):
-        restores[h.id]()
-        remaining = [v for v in victims if v is not h]
-        if search.still_eligible(remaining):
-            fit = search.fits()
-            if fit is not None:
-                victims = remaining
-                placement = fit
-                continue
-        restores[h.id] = state.remove(h)
+    victims = _put_back(search, victims, restores)
     placement = search.fits()
     assert placement is not None
     return Preemption(tuple(victims), placement, before)
+
+
+def _put_back(search: _Search, victims: list[Holder],
+              restores: dict[str, Callable[[], None]]) -> list[Holder]:
+    """Puts back, in reverse order, every victim without which the preemptor
+    still fits and every remaining victim is still eligible; returns the rest.
+
+    Eligibility of the remaining victims of other teams is kept per team
+    (`lost`: teams whose last victim would not have been eligible): putting
+    back a victim changes only its own team's usage."""
+    mine = search.team
+    of_team: dict[str, list[Holder]] = {}
+    for v in victims:
+        if v.team != mine:
+            of_team.setdefault(v.team, []).append(v)
+    lost = {team for team, held in of_team.items() if not search.still_eligible(held[-1])}
+    others = sum(len(held) for held in of_team.values())
+    for h in reversed(list(victims)):
+        restores[h.id]()
+        team = h.team
+        rest = None
+        if team != mine:
+            rest = [v for v in of_team[team] if v is not h]
+            team_ok = not rest or search.still_eligible(rest[-1])
+            left = others - 1
+        else:
+            team_ok, left = True, others
+        eligible = not left or (
+            team_ok and search.may_reclaim() and not (lost and lost != {team}))
+        if eligible and search.fits() is not None:
+            victims = [v for v in victims if v is not h]
+            if rest is not None:
+                others -= 1
+                lost.discard(team)
+                if rest:
+                    of_team[team] = rest
+                    if not team_ok:
+                        lost.add(team)
+                else:
+                    del of_team[team]
+            continue
+        restores[h.id] = search.state.remove(h)
+    return victims
 
 
 def _fits_without(search: _Search, holders: list[Holder]) -> bool:
@@ -246,25 +268,29 @@ def _fits_without(search: _Search, holders: list[Holder]) -> bool:
     freed = [sum(h.usage[r] for h in holders) for r in range(3)]
     if any(need[r] > total[r] + freed[r] for r in range(3)):
         return False
-    # One what-if removal per node and per team, not per job: cheaper, same sums.
-    on_nodes: dict[int, list[int]] = {}
+    # One what-if removal per team and per node, not per job: cheaper, same
+    # sums; quota first, as it is cheaper and refuses most often.
     by_team: dict[tuple[str, bool], list[int]] = {}
     for h in holders:
-        for i, v in h.on_nodes.items():
-            acc = on_nodes.setdefault(i, [0, 0, 0])
-            acc[0] += v[0]
-            acc[1] += v[1]
-            acc[2] += v[2]
         acc = by_team.setdefault((h.team, h.steady), [0, 0, 0])
         for r in range(3):
             acc[r] += h.usage[r]
-    give_back = state.room.give_many({i: tuple(v) for i, v in on_nodes.items()})
     charges = [state.quota.what_if_gone(team, tuple(v), steady)
                for (team, steady), v in by_team.items()]
-    fits = search.fits() is not None
+    fits = state.quota.refuse(search.team, need, search.steady) is None
+    if fits:
+        on_nodes: dict[int, list[int]] = {}
+        for h in holders:
+            for i, v in h.on_nodes.items():
+                acc = on_nodes.setdefault(i, [0, 0, 0])
+                acc[0] += v[0]
+                acc[1] += v[1]
+                acc[2] += v[2]
+        give_back = state.room.give_many({i: tuple(v) for i, v in on_nodes.items()})
+        fits = place(state.room, search.demand) is not None
+        give_back()
     for charge in reversed(charges):
         charge()
-    give_back()
     return fits
 
 
