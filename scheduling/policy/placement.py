@@ -24,15 +24,17 @@ from .room import Room
 Placement = tuple[tuple[int, tuple[int, ...]], ...]
 
 
-def _capacity(room: Room, i: int, gpu: int, cpu: int, memory: int) -> int:
-    """Returns how many replicas of one size node `i` can hold right now."""
+def _capacity(room: Room, i: int, gpu: int, cpu: int, memory: int,
+              extra: Vector = (0, 0, 0)) -> int:
+    """Returns how many replicas of one size node `i` can hold right now, or
+    with `extra` room given back."""
     cap = 1 << 30
     if gpu:
-        cap = min(cap, room.gpu[i] // gpu)
+        cap = min(cap, (room.gpu[i] + extra[0]) // gpu)
     if cpu:
-        cap = min(cap, room.cpu[i] // cpu)
+        cap = min(cap, (room.cpu[i] + extra[1]) // cpu)
     if memory:
-        cap = min(cap, room.memory[i] // memory)
+        cap = min(cap, (room.memory[i] + extra[2]) // memory)
     return max(cap, 0)
 
 

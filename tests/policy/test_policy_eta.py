@@ -1,11 +1,10 @@
-"""The estimated starts and the placement search against straightforward
-references on random small snapshots (hypothesis).
+"""The estimated starts against a straightforward replay on random small
+snapshots (hypothesis).
 
 The policy's replay merges per-team lines of jobs and lets held teams sleep;
 the reference below walks every waiting job in R3 order at every replayed
 moment, as eta.py's docstring describes the replay. The two must agree on
-every estimate. Likewise the policy's placement of one replica group reads
-node capacities lazily, best first; the reference computes them all and sorts.
+every estimate.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from scheduling.policy import (
 )
 from scheduling.policy.demand import demand_of
 from scheduling.policy.eta import HORIZON
-from scheduling.policy.placement import _capacity, _place_group, place
-from scheduling.policy.room import Room
+from scheduling.policy.placement import place
 from scheduling.policy.state import State
 
 TIERS = (Tier("production", 1000, False), Tier("standard", 100), Tier("experiment", 10))
@@ -152,38 +150,3 @@ def reference_starts(snapshot: Snapshot, result) -> dict[str, int | None]:
 def test_estimates_match_the_straightforward_replay(snapshot):
     result = plan(snapshot)
     assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot, result)
-
-
-def reference_group(room: Room, count: int, gpu: int, cpu: int, memory: int):
-    """Returns R11's placement of one group by computing every node's capacity
-    and sorting: most replicas first, then fewest free GPUs, then node order;
-    the remainder goes to the best fit among the rest."""
-    caps = sorted((-_capacity(room, i, gpu, cpu, memory), free, i)
-                  for free, i in room.nodes_from(gpu))
-    caps = [c for c in caps if c[0] < 0]
-    if sum(-c[0] for c in caps) < count:
-        return None
-    chosen, left, k = [], count, 0
-    while -caps[k][0] < left:
-        chosen.append((caps[k][2], -caps[k][0]))
-        left += caps[k][0]
-        k += 1
-    best = min((c for c in caps[k:] if -c[0] >= left), key=lambda c: (c[1], c[2]))
-    return chosen + [(best[2], left)]
-
-
-@PROFILE
-@given(st.integers(0, 2**32))
-def test_one_group_is_placed_as_the_full_sort_places_it(seed):
-    rng = random.Random(seed)
-    nodes = tuple(Node(f"n{i}", rng.choice((4, 8, 16)), rng.choice((8, 16, 32)),
-                       rng.choice((0, 8, 64))) for i in range(rng.randint(1, 12)))
-    room = Room(nodes)
-    for i, node in enumerate(nodes):
-        # Some nodes overcommitted by outside pods (negative free room).
-        room.take(i, (rng.randint(0, node.gpu + 1), rng.randint(-2, node.cpu + 2),
-                      rng.randint(-1, node.memory)))
-    count, gpu = rng.randint(1, 8), rng.randint(0, 8)
-    cpu, memory = rng.choice((0, 1, 2, 4, 8)), rng.choice((0, 0, 4, 16))
-    assert _place_group(room, count, gpu, cpu, memory) == reference_group(
-        room, count, gpu, cpu, memory)

@@ -1,0 +1,87 @@
+"""The placement searches' shortcuts against straightforward references on
+random rooms (hypothesis): one replica group placed by reading capacities
+lazily, best first, must match computing them all and sorting; the
+preemption bound's count of replica slots with room given back must match
+placing the gang on that room.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduling.policy import Node
+from scheduling.policy.demand import Demand
+from scheduling.policy.placement import _capacity, _place_group, place
+from scheduling.policy.preemption import _slots_suffice
+from scheduling.policy.room import Room
+
+PROFILE = settings(
+    max_examples=int(os.environ.get("POLICY_EXAMPLES", "150")) * 4, deadline=None,
+    derandomize=os.environ.get("CI") == "true",
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def _room(rng: random.Random) -> Room:
+    """Returns a room of a few nodes, partly used, some overcommitted by
+    outside pods (negative free room)."""
+    nodes = tuple(Node(f"n{i}", rng.choice((4, 8, 16)), rng.choice((8, 16, 32)),
+                       rng.choice((0, 8, 64))) for i in range(rng.randint(1, 12)))
+    room = Room(nodes)
+    for i, node in enumerate(nodes):
+        room.take(i, (rng.randint(0, node.gpu + 1), rng.randint(-2, node.cpu + 2),
+                      rng.randint(-1, node.memory)))
+    return room
+
+
+def reference_group(room: Room, count: int, gpu: int, cpu: int, memory: int):
+    """Returns R11's placement of one group by computing every node's capacity
+    and sorting: most replicas first, then fewest free GPUs, then node order;
+    the remainder goes to the best fit among the rest."""
+    caps = sorted((-_capacity(room, i, gpu, cpu, memory), free, i)
+                  for free, i in room.nodes_from(gpu))
+    caps = [c for c in caps if c[0] < 0]
+    if sum(-c[0] for c in caps) < count:
+        return None
+    chosen, left, k = [], count, 0
+    while -caps[k][0] < left:
+        chosen.append((caps[k][2], -caps[k][0]))
+        left += caps[k][0]
+        k += 1
+    best = min((c for c in caps[k:] if -c[0] >= left), key=lambda c: (c[1], c[2]))
+    return chosen + [(best[2], left)]
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_one_group_is_placed_as_the_full_sort_places_it(seed):
+    rng = random.Random(seed)
+    room = _room(rng)
+    count, gpu = rng.randint(1, 8), rng.randint(0, 8)
+    cpu, memory = rng.choice((0, 1, 2, 4, 8)), rng.choice((0, 0, 4, 16))
+    assert _place_group(room, count, gpu, cpu, memory) == reference_group(
+        room, count, gpu, cpu, memory)
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_counting_slots_answers_as_placing_on_the_given_back_room(seed):
+    rng = random.Random(seed)
+    room = _room(rng)
+    # Room given back is room jobs held: no node ends above the largest one.
+    freed = {i: [rng.randint(0, max(0, room.top - room.gpu[i])), rng.randint(0, 16),
+                 rng.randint(0, 32)]
+             for i in rng.sample(range(len(room.names)), rng.randint(0, len(room.names)))}
+    count, gpu = rng.randint(1, 8), rng.randint(1, 8)
+    cpu, memory = rng.choice((0, 1, 2, 4, 8)), rng.choice((0, 0, 4, 16))
+    demand = Demand(((count, gpu, cpu, memory),), (count * gpu, count * cpu, count * memory))
+    given_total = [room.total[r] + sum(v[r] for v in freed.values()) for r in range(3)]
+    counted = all(demand.total[r] <= given_total[r] for r in range(3)) and _slots_suffice(
+        room, freed, count, gpu, cpu, memory)
+    give_back = room.give_many({i: tuple(v) for i, v in freed.items()})
+    assert counted == (place(room, demand) is not None)
+    give_back()
