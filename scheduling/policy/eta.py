@@ -89,7 +89,7 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
         while events and events[0][0] == t:
             _, job_id = heapq.heappop(events)
             holder = state.holders.pop(job_id)
-            state.remove(holder)
+            state.release(holder)
             lines.ended(holder.team)
         # Nothing can start while no node has room for the smallest replica.
         if smallest > 0 and state.room.largest_free_gpu() < smallest:

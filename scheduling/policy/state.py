@@ -91,6 +91,12 @@ class State:
 
         return restore
 
+    def release(self, holder: Holder) -> None:
+        """Takes a holder's usage out of room and quota for good (a job ended)."""
+        for i, v in holder.on_nodes.items():
+            self.room.give(i, v)
+        self.quota.credit(holder.team, holder.usage, holder.steady)
+
     def admit(self, job_id: str, team: str, tier: Tier, demand: Demand,
               placement: Placement, started: int) -> Holder:
         """Adds an admitted job's usage to room and quota; returns its holder."""
