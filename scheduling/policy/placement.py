@@ -198,6 +198,39 @@ def place(room: Room, demand: Demand) -> Placement | None:
     return tuple(sorted((i, tuple(n)) for i, n in mixed.items()))
 
 
+def placeable_with(room: Room, demand: Demand, given: dict[int, list[int]]) -> bool:
+    """Returns whether `place(room, demand)` finds a placement once `given`
+    (node -> room) is given back; the room is left as found.
+
+    A gang of one group with GPUs is placed if and only if the free total
+    covers it and the nodes hold enough replicas: counting them touches the
+    given nodes and those with enough free GPUs, and moves no room in and
+    out of the GPU buckets.
+    """
+    groups = demand.groups
+    if len(groups) != 1 or groups[0][1] <= 0:
+        give_back = room.give_many({i: (v[0], v[1], v[2]) for i, v in given.items()})
+        found = place(room, demand) is not None
+        give_back()
+        return found
+    for r in range(3):
+        if demand.total[r] > room.total[r] + sum(v[r] for v in given.values()):
+            return False
+    count, gpu, cpu, memory = groups[0]
+    held = 0
+    for i, v in given.items():
+        held += _capacity(room, i, gpu, cpu, memory, (v[0], v[1], v[2]))
+        if held >= count:
+            return True
+    for b in range(room.top, gpu - 1, -1):
+        for i in room.members[b]:
+            if i not in given:
+                held += _capacity(room, i, gpu, cpu, memory)
+                if held >= count:
+                    return True
+    return False
+
+
 def usage_on_nodes(demand: Demand, placement: Placement) -> dict[int, Vector]:
     """Returns the room a placement takes on each node."""
     usage = {}

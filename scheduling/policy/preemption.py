@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 from .demand import Demand, Vector
 from .model import Settings, Tier
-from .placement import Placement, _capacity, place
-from .room import Room
+from .placement import Placement, place, placeable_with
 from .state import Holder, State
 
 
@@ -287,38 +286,10 @@ def _fits_without(search: _Search, holders: list[Holder]) -> bool:
                 acc[0] += v[0]
                 acc[1] += v[1]
                 acc[2] += v[2]
-        groups = search.demand.groups
-        if len(groups) == 1 and groups[0][1] > 0:
-            # place()'s first test, on the room the nodes would have.
-            given = [sum(v[r] for v in on_nodes.values()) for r in range(3)]
-            fits = all(need[r] <= total[r] + given[r] for r in range(3)) and _slots_suffice(
-                state.room, on_nodes, *groups[0])
-        else:
-            give_back = state.room.give_many({i: tuple(v) for i, v in on_nodes.items()})
-            fits = place(state.room, search.demand) is not None
-            give_back()
+        fits = placeable_with(state.room, search.demand, on_nodes)
     for charge in reversed(charges):
         charge()
     return fits
-
-
-def _slots_suffice(room: Room, freed: dict[int, list[int]], count: int, gpu: int,
-                   cpu: int, memory: int) -> bool:
-    """Returns whether nodes, with `freed` (node -> room) given back, hold
-    `count` replicas of one size with GPUs: then, and only then, a gang of
-    one group is placed once the cluster's free total covers it (place())."""
-    held = 0
-    for i, (g, c, m) in freed.items():
-        held += _capacity(room, i, gpu, cpu, memory, (g, c, m))
-        if held >= count:
-            return True
-    for b in range(room.top, gpu - 1, -1):
-        for i in room.members[b]:
-            if i not in freed:
-                held += _capacity(room, i, gpu, cpu, memory)
-                if held >= count:
-                    return True
-    return False
 
 
 def _may_fit(state: State, demand: Demand) -> bool:

@@ -1,7 +1,7 @@
 """The placement searches' shortcuts against straightforward references on
 random rooms (hypothesis): one replica group placed by reading capacities
-lazily, best first, must match computing them all and sorting; the
-preemption bound's count of replica slots with room given back must match
+lazily, best first, must match computing them all and sorting; counting
+replica slots with room given back (the preemption bound) must match
 placing the gang on that room.
 """
 
@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from scheduling.policy import Node
 from scheduling.policy.demand import Demand
-from scheduling.policy.placement import _capacity, _place_group, place
-from scheduling.policy.preemption import _slots_suffice
+from scheduling.policy.placement import _capacity, _place_group, place, placeable_with
 from scheduling.policy.room import Room
 
 PROFILE = settings(
@@ -79,9 +78,9 @@ def test_counting_slots_answers_as_placing_on_the_given_back_room(seed):
     count, gpu = rng.randint(1, 8), rng.randint(1, 8)
     cpu, memory = rng.choice((0, 1, 2, 4, 8)), rng.choice((0, 0, 4, 16))
     demand = Demand(((count, gpu, cpu, memory),), (count * gpu, count * cpu, count * memory))
-    given_total = [room.total[r] + sum(v[r] for v in freed.values()) for r in range(3)]
-    counted = all(demand.total[r] <= given_total[r] for r in range(3)) and _slots_suffice(
-        room, freed, count, gpu, cpu, memory)
+    counted = placeable_with(room, demand, freed)
+    free_before = [room.free(i) for i in range(len(room.names))]
     give_back = room.give_many({i: tuple(v) for i, v in freed.items()})
     assert counted == (place(room, demand) is not None)
     give_back()
+    assert [room.free(i) for i in range(len(room.names))] == free_before
