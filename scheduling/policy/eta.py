@@ -158,10 +158,13 @@ class _Lines:
             self._wake(team)
 
     def _wake(self, team: str) -> None:
+        """Puts a sleeping team back in `order` at its first head."""
         del self.asleep[team]
         insort(self.order, (self.team_heads[team][0][0], team))
 
     def _sleep(self, team: str, refusal: Refusal, quota: Quota) -> None:
+        """Takes a team held at its first head out of `order` until one of its
+        jobs ends or, for want of borrowable quota, the pool could serve it."""
         self.slept += 1
         self.asleep[team] = self.slept
         del self.order[bisect_left(self.order, (self.team_heads[team][0][0], team))]
