@@ -16,6 +16,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.policy.random_snapshots import place_randomly
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
 )
@@ -57,16 +58,8 @@ def snapshots(draw):
     running = []
     for k in range(rng.randint(0, 10)):
         count, gpu, cpu = rng.choice(shapes)
-        placed = []
-        for _ in range(count):
-            fits = [name for name, f in free.items() if f[0] >= gpu and f[1] >= cpu]
-            if not fits:
-                break
-            name = rng.choice(fits)
-            free[name][0] -= gpu
-            free[name][1] -= cpu
-            placed.append(name)
-        if len(placed) < count:
+        placed = place_randomly(rng, free, count, gpu, cpu)
+        if placed is None:
             continue
         team, tier = rng.choice(teams).name, rng.choice([t.name for t in TIERS])
         if rng.random() < 0.1:

@@ -13,6 +13,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.policy.random_snapshots import place_randomly
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
 )
@@ -47,16 +48,8 @@ def snapshots(draw):
     running = []
     for k in range(rng.randint(0, 8)):
         count, gpu, cpu = rng.randint(1, 2), rng.randint(0, 4), rng.choice((0, 1000, 2000))
-        placed = []
-        for _ in range(count):
-            fits = [name for name, f in free.items() if f[0] >= gpu and f[1] >= cpu]
-            if not fits:
-                break
-            name = rng.choice(fits)
-            free[name][0] -= gpu
-            free[name][1] -= cpu
-            placed.append(name)
-        if len(placed) < count:
+        placed = place_randomly(rng, free, count, gpu, cpu)
+        if placed is None:
             continue
         if rng.random() < 0.15:
             team, tier = None, None
