@@ -135,6 +135,12 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
                    finished_at=now)  # fmt: skip
         result.changed += 1
         return
+    if phase is Phase.SUSPENDED:
+        # Suspended while the database says it should run (a preemption whose cycle rolled back,
+        # or a person): resume it, as a create of a suspended job does.
+        cluster.create_job(to_cluster_job(job))
+        result.created += 1
+        return
     total = job.replica_count
     if job.state == Job.State.ADMITTED and phase is Phase.RUNNING and status.running_pods >= total:
         transition(job, Job.State.RUNNING, message=f"Running: all {total} replicas started.", started_at=now,

@@ -179,3 +179,16 @@ def test_the_cycle_mirrors_nodes_and_records_itself(submit, cycle):
     cycle()
     assert list(ClusterNode.objects.values_list("name", "gpu")) == [("node-01", 8), ("node-02", 8)]
     assert Cycle.objects.latest().admitted == 1
+
+
+def test_a_running_job_found_suspended_is_resumed(submit, cycle, cluster, clock):
+    """E.g. its preemption was rolled back after the cluster had suspended it: the database wins."""
+    from scheduling.snapshot import to_cluster_job
+
+    job = submit()
+    cycle()
+    cycle()
+    cluster.suspend_job(to_cluster_job(Job.objects.get(pk=job.pk)))
+    assert reconcile(cluster=cluster, now=clock()).created == 1
+    assert SimJob.objects.get(job_id=job.pk).suspended is False
+    assert states(job) == ["running"]
