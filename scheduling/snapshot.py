@@ -35,20 +35,37 @@ def teams_with_quotas() -> list[Team]:
     return list(Team.objects.prefetch_related(Prefetch("quotas", queryset=Quota.objects.all())).order_by("slug"))
 
 
+def quota_limits(team: Team) -> dict[str, dict[str, int]]:
+    """The team's quota rows as per-resource mappings, keyed like the policy's and the port's fields.
+
+    Returns nominal, borrowing_limit, lending_limit, per_replica_max and
+    replica_defaults; a limit left empty (no limit) is absent from its mapping.
+    The snapshot, the previews and the tenant sync read quotas through this one place.
+    """
+    quotas = list(team.quotas.all())
+    return {
+        "nominal": {q.resource: q.nominal for q in quotas},
+        "borrowing_limit": {q.resource: q.borrowing_limit for q in quotas if q.borrowing_limit is not None},
+        "lending_limit": {q.resource: q.lending_limit for q in quotas if q.lending_limit is not None},
+        "per_replica_max": {q.resource: q.max_per_replica for q in quotas if q.max_per_replica is not None},
+        "replica_defaults": {q.resource: q.default_per_replica for q in quotas if q.default_per_replica},
+    }
+
+
 def replica_defaults(team: Team) -> dict[str, int]:
     """What a replica gets for CPU and memory when it asks for none (the LimitRange default)."""
-    return {q.resource: q.default_per_replica for q in team.quotas.all() if q.default_per_replica}
+    return quota_limits(team)["replica_defaults"]
 
 
 def policy_team(team: Team) -> policy.Team:
-    quotas = list(team.quotas.all())
+    limits = quota_limits(team)
     return policy.Team(
         name=team.slug,
-        nominal={q.resource: q.nominal for q in quotas},
-        borrowing_limit={q.resource: q.borrowing_limit for q in quotas if q.borrowing_limit is not None},
-        lending_limit={q.resource: q.lending_limit for q in quotas if q.lending_limit is not None},
+        nominal=limits["nominal"],
+        borrowing_limit=limits["borrowing_limit"],
+        lending_limit=limits["lending_limit"],
         weight=team.weight,
-        per_replica_max={q.resource: q.max_per_replica for q in quotas if q.max_per_replica is not None},
+        per_replica_max=limits["per_replica_max"],
     )
 
 

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from scheduling.cluster.base import TenantTeam, TenantTier, Tenants
-from scheduling.snapshot import teams_with_quotas
+from scheduling.snapshot import quota_limits, teams_with_quotas
 from tenants.models import PriorityTier
 
 
 def tenants_from_database() -> Tenants:
     teams = []
     for team in teams_with_quotas():
-        quotas = list(team.quotas.all())
+        limits = quota_limits(team)
         teams.append(
             TenantTeam(
                 slug=team.slug,
-                nominal={q.resource: q.nominal for q in quotas},
-                borrowing_limit={q.resource: q.borrowing_limit for q in quotas if q.borrowing_limit is not None},
-                per_replica_max={q.resource: q.max_per_replica for q in quotas if q.max_per_replica is not None},
-                default_request={q.resource: q.default_per_replica for q in quotas if q.default_per_replica},
+                nominal=limits["nominal"],
+                borrowing_limit=limits["borrowing_limit"],
+                per_replica_max=limits["per_replica_max"],
+                default_request=limits["replica_defaults"],
                 weight=team.weight,
             )
         )
