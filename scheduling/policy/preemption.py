@@ -62,7 +62,7 @@ class _Search:
         self.steady = not tier.preemptible
         self.relevant = tuple(r for r in demand.needs() if r in state.quota.named[team])
         self.guard_since = now - settings.min_runtime_before_preemption
-        self.own = state.by_team.get(team, [])
+        self.own = state.held(team)
         self.own_at = 0
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
 
@@ -96,7 +96,7 @@ class _Search:
         team is above nominal in a resource the preemptor needs."""
         if not self.state.quota.above_nominal(team, self.relevant):
             return
-        held = self.state.by_team[team]
+        held = self.state.held(team)
         while k < len(held) and not self.other_eligible(held[k]):
             k += 1
         if k < len(held):
@@ -107,12 +107,12 @@ class _Search:
         if self.may_reclaim():
             if self.heap is None:
                 self.heap = []
-                for team in self.state.by_team:
+                for team in self.state.teams:
                     if team != self.team:
                         self._next_other(team, 0)
             if self.heap:
                 _, team, k = self.heap[0]
-                return self.state.by_team[team][k]
+                return self.state.held(team)[k]
         while self.own_at < len(self.own) and not self.own_eligible(self.own[self.own_at]):
             self.own_at += 1
         return self.own[self.own_at] if self.own_at < len(self.own) else None
@@ -137,9 +137,9 @@ class _Search:
         others = []
         if self.may_reclaim((gone[0], gone[1], gone[2])):
             quota = self.state.quota
-            for team, held in self.state.by_team.items():
+            for team in self.state.teams:
                 if team != self.team and quota.above_nominal(team, self.relevant):
-                    others.extend(self._reachable(team, held))
+                    others.extend(self._reachable(team, self.state.held(team)))
         return others + own
 
     def _reachable(self, team: str, held: list[Holder]) -> list[Holder]:

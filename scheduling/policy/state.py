@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .demand import Demand, Vector, per_node_usage
-from .model import Snapshot, Tier
+from .model import RunningJob, Snapshot, Tier
 from .placement import Placement, usage_on_nodes
 from .quota import Quota
 from .room import Room
@@ -32,53 +32,137 @@ class Holder:
     on_nodes: dict[int, Vector]
     fresh: bool = False
     taken: bool = False
+    # The R8 order within a group: lower tier, most recently started, id.
     key: tuple[int, int, str] = ()
 
-    def __post_init__(self) -> None:
-        self.key = self.victim_key()
+    @classmethod
+    def of(cls, id: str, team: str | None, tier: Tier | None, started: int, usage: Vector,
+           on_nodes: dict[int, Vector], fresh: bool = False) -> Holder:
+        """Returns a holder with its victim order key."""
+        key = (tier.value if tier else 0, -started, id)
+        return cls(id, team, tier, started, usage, on_nodes, fresh, False, key)
 
     @property
     def steady(self) -> bool:
         """Returns whether the job runs at a non-preemptible tier."""
         return self.tier is not None and not self.tier.preemptible
 
-    def victim_key(self) -> tuple[int, int, str]:
-        """Returns the R8 order within a group: lower tier, most recently started, id."""
-        return (self.tier.value if self.tier else 0, -self.started, self.id)
-
 
 class State:
-    """Room, quota and holders, changed only through admit and remove."""
+    """Room, quota and holders, changed only through admit and remove.
+
+    Room and quota are charged per node and per team in one sum, which is
+    what every cycle needs. A team's holders (`held`) are built the first
+    time a victim search asks for that team, and all of them (`holders`)
+    when the ETA replay asks: most cycles admit what fits and look at the
+    running jobs of few teams, if any, so a cycle over many running jobs
+    costs one pass of additions.
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.room = Room(snapshot.nodes)
         capacity = (sum(n.gpu for n in snapshot.nodes), sum(n.cpu for n in snapshot.nodes),
                     sum(n.memory for n in snapshot.nodes))
         self.quota = Quota(snapshot.teams, capacity)
-        tiers = {t.name: t for t in snapshot.tiers}
-        self.holders: dict[str, Holder] = {}
-        self.by_team: dict[str, list[Holder]] = {t.name: [] for t in snapshot.teams}
-        for job in snapshot.running:
-            on_nodes: dict[int, Vector] = {}
-            total = [0, 0, 0]
-            for name, v in per_node_usage(job.replicas, job.nodes).items():
-                total[0] += v[0]
-                total[1] += v[1]
-                total[2] += v[2]
-                # A node the snapshot no longer lists (drained, tainted) holds
-                # no schedulable room; the usage still counts against quota.
-                i = self.room.index.get(name)
+        self.teams = tuple(t.name for t in snapshot.teams)
+        self._tiers = {t.name: t for t in snapshot.tiers}
+        # team (None: outside usage or a team the snapshot does not list) ->
+        # its running jobs, then its holders once built.
+        self._running: dict[str | None, list[RunningJob]] = {name: [] for name in self.teams}
+        self._running[None] = []
+        self._held: dict[str | None, list[Holder]] = {}
+        self._holders: dict[str, Holder] | None = None
+        self._fresh: dict[str, Holder] = {}
+        self._charge_running(snapshot.running)
+
+    def _charge_running(self, running: tuple[RunningJob, ...]) -> None:
+        """Takes the running jobs' room per node, charges their usage per team
+        and files them by team.
+
+        A node the snapshot no longer lists (drained, tainted) holds no
+        schedulable room; the usage still counts against quota.
+        """
+        index, tiers, by_team = self.room.index, self._tiers, self._running
+        on_node: dict[int, list[int]] = {}
+        per_team: dict[tuple[str | None, bool], list[int]] = {}
+        for job in running:
+            replicas = job.replicas
+            if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
+                group = replicas[0]
+                g, c, m = group.gpu, group.cpu, group.memory
+                pods: tuple | list = ((job.nodes[0], g, c, m),)
+            else:
+                pods = [(name, group.gpu, group.cpu, group.memory)
+                        for group, name in zip(_expand(replicas), job.nodes)]
+                g = sum(pod[1] for pod in pods)
+                c = sum(pod[2] for pod in pods)
+                m = sum(pod[3] for pod in pods)
+            for name, pg, pc, pm in pods:
+                i = index.get(name)
                 if i is not None:
-                    on_nodes[i] = v
-                    self.room.take(i, v)
-            holder = Holder(job.id, job.team, tiers.get(job.tier) if job.tier else None,
-                            job.started, (total[0], total[1], total[2]), on_nodes)
-            self.quota.charge(job.team, holder.usage, holder.steady)
-            self.holders[job.id] = holder
-            if job.team in self.by_team:
-                self.by_team[job.team].append(holder)
-        for held in self.by_team.values():
-            held.sort(key=lambda h: h.key)
+                    held = on_node.get(i)
+                    if held is None:
+                        on_node[i] = [pg, pc, pm]
+                    else:
+                        held[0] += pg
+                        held[1] += pc
+                        held[2] += pm
+            tier = tiers.get(job.tier) if job.tier else None
+            key = (job.team, tier is not None and not tier.preemptible)
+            total = per_team.get(key)
+            if total is None:
+                per_team[key] = [g, c, m]
+            else:
+                total[0] += g
+                total[1] += c
+                total[2] += m
+            by_team.get(job.team, by_team[None]).append(job)
+        for i, (g, c, m) in on_node.items():
+            self.room.take(i, (g, c, m))
+        for (team, steady), (g, c, m) in per_team.items():
+            self.quota.charge(team, (g, c, m), steady)
+
+    def held(self, team: str | None) -> list[Holder]:
+        """Returns a team's running jobs as holders, in R8 victim order (never
+        the jobs admitted in this cycle); [] for a team the snapshot does not list."""
+        holders = self._held.get(team)
+        if holders is None:
+            holders = self._held[team] = self._build(self._running.get(team, ()))
+        return holders
+
+    def _build(self, running) -> list[Holder]:
+        index, tiers = self.room.index, self._tiers
+        holders = []
+        for job in running:
+            replicas = job.replicas
+            if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
+                group = replicas[0]
+                usage = (group.gpu, group.cpu, group.memory)
+                i = index.get(job.nodes[0])
+                on_nodes = {} if i is None else {i: usage}
+            else:
+                on_nodes = {}
+                total = [0, 0, 0]
+                for name, v in per_node_usage(replicas, job.nodes).items():
+                    total[0] += v[0]
+                    total[1] += v[1]
+                    total[2] += v[2]
+                    i = index.get(name)
+                    if i is not None:
+                        on_nodes[i] = v
+                usage = (total[0], total[1], total[2])
+            holders.append(Holder.of(job.id, job.team, tiers.get(job.tier) if job.tier else None,
+                                     job.started, usage, on_nodes))
+        holders.sort(key=lambda h: h.key)
+        return holders
+
+    @property
+    def holders(self) -> dict[str, Holder]:
+        """Returns every holder by job id: running, admitted or held."""
+        if self._holders is None:
+            self._holders = {h.id: h for team in self._running for h in self.held(team)}
+            self._holders.update(self._fresh)
+        return self._holders
 
     def remove(self, holder: Holder) -> Callable[[], None]:
         """Takes a holder's usage out of room and quota; returns the restore closure."""
@@ -103,19 +187,25 @@ class State:
         on_nodes = usage_on_nodes(demand, placement)
         for i, v in on_nodes.items():
             self.room.take(i, v)
-        holder = Holder(job_id, team, tier, started, demand.total, on_nodes, fresh=True)
+        holder = Holder.of(job_id, team, tier, started, demand.total, on_nodes, fresh=True)
         self.quota.charge(team, demand.total, holder.steady)
-        self.holders[job_id] = holder
+        self._keep(holder)
         return holder
 
     def hold(self, holder: Holder) -> None:
         """Adds a copy of a holder from another state (same node indices)."""
-        copy = Holder(holder.id, holder.team, holder.tier, holder.started, holder.usage,
-                      dict(holder.on_nodes))
+        copy = Holder.of(holder.id, holder.team, holder.tier, holder.started, holder.usage,
+                         dict(holder.on_nodes))
         for i, v in copy.on_nodes.items():
             self.room.take(i, v)
         self.quota.charge(copy.team, copy.usage, copy.steady)
-        self.holders[copy.id] = copy
+        self._keep(copy)
+
+    def _keep(self, holder: Holder) -> None:
+        """Records a holder that is not one of the snapshot's running jobs."""
+        self._fresh[holder.id] = holder
+        if self._holders is not None:
+            self._holders[holder.id] = holder
 
     def reserve(self, before: dict[int, Vector]) -> None:
         """Takes back any room above `before` on those nodes, so room freed by
@@ -125,3 +215,10 @@ class State:
             extra = (max(0, now[0] - g), max(0, now[1] - c), max(0, now[2] - m))
             if extra != (0, 0, 0):
                 self.room.take(i, extra)
+
+
+def _expand(replicas):
+    """Yields each replica's group, in the order the replica groups expand."""
+    for group in replicas:
+        for _ in range(group.count):
+            yield group
