@@ -39,10 +39,13 @@ class Fit(IntEnum):
     FIT = 2
 
 
-def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
+def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) -> Plan:
     """Returns the plan for `snapshot`: who is admitted (with placement and
     victims), who waits (position, reason, estimated start), who is rejected.
 
+    `with_waits=False` leaves the waiting jobs out of the plan (no positions,
+    reasons or estimates), for callers that act only on admissions and
+    rejections, such as the trace replay; the admissions are the same.
     Pure and deterministic: the same snapshot always gives the same plan.
     """
     tiers = {t.name: t for t in snapshot.tiers}
@@ -56,11 +59,20 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
     # 2. Reject what can never fit.
     empty = Room(snapshot.nodes)
     cache: dict[object, bool] = {}
+    # The verdict depends on the team, the tier and the shape only.
+    verdicts: dict[tuple[str, str, Demand], tuple[Code, str] | None] = {}
     rejected: list[Rejection] = []
     queue: list[PendingJob] = []
+    # By id: cheaper to look up than demand_of's cache, keyed by replica groups.
+    demands: dict[str, Demand] = {}
     for job in snapshot.pending:
-        verdict = reject_reason(job, demand_of(job.replicas), teams[job.team],
-                                tiers[job.tier], state.quota, empty, cache)
+        demand = demands[job.id] = demand_of(job.replicas)
+        key = (job.team, job.tier, demand)
+        if key in verdicts:
+            verdict = verdicts[key]
+        else:
+            verdict = verdicts[key] = reject_reason(job, demand, teams[job.team],
+                                                    tiers[job.tier], state.quota, empty, cache)
         if verdict is None:
             queue.append(job)
         else:
@@ -80,16 +92,21 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
 
-    # By id: cheaper to look up than demand_of's cache, keyed by replica groups.
-    demands = {job.id: demand_of(job.replicas) for job in queue}
+    held_reason: dict[str, str] = {}  # holder id -> the sentence its held jobs show
     for job in admission_order(queue, tiers, state.quota,
                                lambda j: demands[j.id], skip_team):
         demand = demands[job.id]
         tier = tiers[job.tier]
         holder = held_by.get(None) or held_by.get(job.team)
         if holder is not None:
-            waiting[job.id] = (Code.HELD, Code.HELD.say(
-                job=holder.id, waited=duration(now - holder.queued)))
+            if None in held_by and not with_waits:
+                break  # the whole cluster is held: every later job waits
+            if with_waits:
+                reason = held_reason.get(holder.id)
+                if reason is None:
+                    reason = held_reason[holder.id] = Code.HELD.say(
+                        job=holder.id, waited=duration(now - holder.queued))
+                waiting[job.id] = (Code.HELD, reason)
             continue
         refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
         fit, placement = Fit.NO_FIT, None
@@ -124,7 +141,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True) -> Plan:
                                       tuple(v.id for v in preemption.victims),
                                       replica_nodes(preemption.placement, state.room.names)))
             continue
-        waiting[job.id] = _why_waiting(job, demand, refusal, state)
+        if with_waits:
+            waiting[job.id] = _why_waiting(job, demand, refusal, state)
         if now - job.queued > settings.starvation_after:
             held_by.setdefault(job.team if refusal is not None else None, job)
 

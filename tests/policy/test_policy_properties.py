@@ -300,3 +300,12 @@ def test_every_pending_job_gets_exactly_one_outcome(snapshot):
         # One node per replica, agreeing with the per-node counts.
         assert len(a.nodes) == sum(g.count for g in pending[a.id].replicas)
         assert sorted(a.nodes) == sorted(name for name, n in a.placement for _ in range(n))
+
+
+@PROFILE
+@given(snapshots())
+def test_leaving_out_the_waiting_jobs_changes_no_decision(snapshot):
+    full = plan(snapshot)
+    lean = plan(snapshot, with_eta=False, with_waits=False)
+    assert lean.wait == ()
+    assert (lean.admit, lean.reject) == (full.admit, full.reject)
