@@ -102,9 +102,10 @@ class Cluster:
         self.demand = {t.name: 0 for t in world.teams}
         self.partial = 0  # GPUs held by pods of jobs not yet running
         self.partial_by_team = {t.name: 0 for t in world.teams}
-        # team -> tier name -> running jobs: lets a policy tell at a glance
-        # whether a team has lower-tier work it could preempt.
-        self.tiers_running: dict[str, dict[str, int]] = {t.name: {} for t in world.teams}
+        # team -> tier name -> GPUs of running jobs: lets a policy tell at a
+        # glance whether a team has lower-tier work it could preempt, and how
+        # much of its usage a preemption could never free.
+        self.tier_gpus: dict[str, dict[str, int]] = {t.name: {} for t in world.teams}
         self.by_team: dict[str, dict[str, Entry]] = {t.name: {} for t in world.teams}
 
     def place(self, entry: Entry, nodes: tuple[int, ...]) -> bool:
@@ -122,8 +123,8 @@ class Cluster:
         self.partial -= held
         self.partial_by_team[entry.team] -= held
         self.used[entry.team] += entry.gpus
-        tiers = self.tiers_running[entry.team]
-        tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + 1
+        tiers = self.tier_gpus[entry.team]
+        tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + entry.gpus
         self.by_team[entry.team][entry.id] = entry
         return True
 
@@ -132,7 +133,7 @@ class Cluster:
         for k, i in enumerate(entry.nodes):
             self.free.give(i, entry.pods[k])
         self.used[entry.team] -= entry.gpus
-        self.tiers_running[entry.team][entry.tier.name] -= 1
+        self.tier_gpus[entry.team][entry.tier.name] -= entry.gpus
         del self.by_team[entry.team][entry.id]
         entry.nodes = []
 

@@ -74,7 +74,7 @@ class Planner:
         nodes, running = self._reduced(cluster, now)
         snapshot = Snapshot(now, nodes, tuple(self.tiers.values()) + (FOLDED,),
                             self.world.teams, running, self._pending(cluster), self.settings)
-        result = plan(snapshot, with_eta=False)
+        result = plan(snapshot, with_eta=False, with_waits=False)
         self.last_pass = now
         self.started = bool(result.admit)
         for rejection in result.reject:
@@ -115,7 +115,7 @@ class Planner:
         ):
             return True  # reclaim may be possible
         return any(self.tiers[name].value < tier.value and self.tiers[name].preemptible
-                   for name, count in cluster.tiers_running[team].items() if count)
+                   for name, gpus in cluster.tier_gpus[team].items() if gpus)
 
     def _pending(self, cluster: Cluster) -> tuple[PendingJob, ...]:
         jobs = []
@@ -147,8 +147,8 @@ class Planner:
         # another team can be a victim in this pass.
         reclaim = False
         for team in least:
-            floor = cluster.used[team] - sum(
-                e.gpus for e in cluster.by_team[team].values() if tiers[e.tier.name].preemptible)
+            floor = sum(gpus for name, gpus in cluster.tier_gpus[team].items()
+                        if not tiers[name].preemptible)
             if floor + least[team] <= nominal[team]:
                 reclaim = True
                 break
