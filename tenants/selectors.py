@@ -27,8 +27,9 @@ def tier_for(team: Team, name: str) -> tuple[PriorityTier | None, str]:
     allowed = list(team.tiers.all())
     names = ", ".join(tier.name for tier in allowed) or "none (ask an admin)"
     if not name:
-        if team.default_tier_id and any(tier.pk == team.default_tier_id for tier in allowed):
-            return team.default_tier, ""
+        default = next((tier for tier in allowed if tier.pk == team.default_tier_id), None)
+        if default is not None:  # the row just read: no query for team.default_tier
+            return default, ""
         if allowed:
             return min(allowed, key=lambda tier: tier.value), ""
         return None, f"Team {team.slug} may use no tier yet; ask an admin to allow one."

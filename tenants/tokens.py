@@ -65,12 +65,16 @@ def token_revoke(*, token: ApiToken, actor=None) -> ApiToken:
 
 
 def token_for_value(value: str) -> ApiToken | None:
-    """The token with this value (revoked ones included), or None."""
-    return (
-        ApiToken.objects.select_related("team__default_tier", "user", "max_tier")
-        .filter(digest=token_digest(value))
-        .first()
-    )
+    """The token with this value (revoked ones included), or None.
+
+    Read on every API call: `get` on the unique digest, so the query has no
+    ORDER BY to build. The team's tiers (its default among them) are read
+    where a job's tier is resolved (`tier_for`).
+    """
+    try:
+        return ApiToken.objects.select_related("team", "user", "max_tier").get(digest=token_digest(value))
+    except ApiToken.DoesNotExist:
+        return None
 
 
 def token_touch(token: ApiToken) -> None:
