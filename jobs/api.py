@@ -76,6 +76,7 @@ def check_token_tier(request, team: Team, tier_name: str) -> None:
     token = request_token(request)
     if token is None or token.max_tier is None:
         return
+    prefetch_related_objects([team], "tiers")  # read once: job_submit looks the tier up again
     tier, _ = tier_for(team, tier_name)
     if tier is not None and tier.value > token.max_tier.value:
         raise exceptions.PermissionDenied(
@@ -167,7 +168,6 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         if len(slug) > 63 or not re.fullmatch(DNS_LABEL, slug):
             raise exceptions.ValidationError({"team": [f"Not a team name (a Kubernetes DNS label): {slug[:80]!r}."]})
         team = submittable_team(request, slug)
-        prefetch_related_objects([team], "tiers")  # read once for the token's highest tier and the job's tier
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > IDEMPOTENCY_KEY_MAX:
             raise exceptions.ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters, got {len(key)}."]})
