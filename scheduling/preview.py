@@ -76,7 +76,7 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
         tiers=only_tier, teams=tuple(policy_team(t) for t in teams),
         running=(), pending=(_pending(own, spec, tier, now),), settings=policy_settings(),
     )  # fmt: skip
-    result = make_plan(snapshot, with_eta=False)
+    result = make_plan(snapshot, with_eta=False, with_waits=False)  # only the rejections are read
     return next((r for r in result.reject if r.id == PREVIEW_ID), None)
 
 
