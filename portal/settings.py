@@ -186,7 +186,7 @@ API_THROTTLE_CACHE = "throttle"
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "throttle": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
+        {"BACKEND": "portal.cache.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
         if _REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
     ),
@@ -219,7 +219,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = LOG_FORMAT != "json"
 CELERY_IMPORTS = ["portal.metrics"]
 METRICS_TOKEN = env.text("METRICS_TOKEN", "")
 CACHES["metrics"] = (
-    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
+    {"BACKEND": "portal.cache.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
     if _REDIS_URL
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "metrics")}
 )

@@ -23,7 +23,7 @@ def throttle_cache(settings):
     """Throttle counts in Redis database 13, empty at the start of every test."""
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": THROTTLE_REDIS},
+        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": THROTTLE_REDIS},
     }
     caches["throttle"].clear()
     yield caches["throttle"]

@@ -21,7 +21,7 @@ from tenants.tokens import token_create
 def throttle_cache(settings):
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:6379/13"},
+        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": "redis://127.0.0.1:6379/13"},
     }
     caches["throttle"].clear()
 
