@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from django.urls import NoReverseMatch, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -55,6 +57,20 @@ class JobSerializer(serializers.ModelSerializer):
             "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def get_fields(self):
+        """Copies of the fields built for the first job shown by this class.
+
+        ModelSerializer otherwise maps every model field to a serializer field
+        again for each instance, which costs more than showing the job; the
+        mapping depends on the class alone. Copies, since fields are bound to
+        the serializer that uses them.
+        """
+        template = type(self).__dict__.get("_field_template")
+        if template is None:
+            template = super().get_fields()
+            type(self)._field_template = template
+        return copy.deepcopy(template)
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_url(self, job: Job) -> str:
