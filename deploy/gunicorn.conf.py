@@ -18,7 +18,9 @@ _format = os.environ.get("LOG_FORMAT", "plain")
 logconfig_dict = logging_config(
     fmt=_format if _format in ("plain", "json") else "plain", level=os.environ.get("LOG_LEVEL", "INFO")
 )
-# gunicorn's own loggers go through the same handler as the application's.
+# gunicorn's own loggers go through the same handler as the application's. gunicorn writes
+# request lines whenever it is given a logging config, whatever accesslog says: they are
+# logged at INFO, so the access logger's level keeps them out.
 logconfig_dict["loggers"].update(
-    {"gunicorn.error": {"level": "INFO", "propagate": True}, "gunicorn.access": {"level": "INFO", "propagate": True}}
+    {"gunicorn.error": {"level": "INFO", "propagate": True}, "gunicorn.access": {"level": "WARNING", "propagate": True}}
 )

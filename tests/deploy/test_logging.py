@@ -6,6 +6,8 @@ import logging
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,30 @@ def test_an_unknown_log_format_is_refused_naming_the_variable(tmp_path):
 
     assert result.returncode != 0
     assert "LOG_FORMAT must be one of plain, json, got 'xml'" in result.stderr
+
+
+def test_the_web_server_writes_its_own_events_but_no_request_lines(tmp_path):
+    from tests.deploy.ports import closed_port
+
+    port = closed_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1", "PORT": str(port),
+           "WEB_CONCURRENCY": "1", "GANGWAY_VAR_DIR": str(tmp_path)}  # fmt: skip
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    server = subprocess.Popen([str(gunicorn), "--config", "deploy/gunicorn.conf.py", "portal.wsgi:application"],
+                              cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as answer:
+                    assert answer.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "gunicorn did not answer"
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+
+    assert "Booting worker" in stderr
+    assert "/healthz" not in stderr
