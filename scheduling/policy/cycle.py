@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from .demand import Demand, demand_of
+from .demand import Demand
 from .eta import estimate_starts
 from .model import Admission, PendingJob, Plan, Rejection, Snapshot, Wait
-from .order import admission_order, r3_key
+from .order import admission_order, r3_sorted
 from .placement import place, replica_nodes
 from .preemption import find_victims
 from .quota import Refusal
@@ -63,10 +63,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
     verdicts: dict[tuple[str, str, Demand], tuple[Code, str] | None] = {}
     rejected: list[Rejection] = []
     queue: list[PendingJob] = []
-    # By id: cheaper to look up than demand_of's cache, keyed by replica groups.
-    demands: dict[str, Demand] = {}
     for job in snapshot.pending:
-        demand = demands[job.id] = demand_of(job.replicas)
+        demand = job.demand
         key = (job.team, job.tier, demand)
         if key in verdicts:
             verdict = verdicts[key]
@@ -77,7 +75,7 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
             queue.append(job)
         else:
             rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
-    queue.sort(key=lambda job: r3_key(job, tiers))
+    queue = r3_sorted(queue, tiers)
 
     # 3. Admit in order.
     admitted: list[Admission] = []
@@ -93,9 +91,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
         return None in held_by or team in held_by
 
     held_reason: dict[str, str] = {}  # holder id -> the sentence its held jobs show
-    for job in admission_order(queue, tiers, state.quota,
-                               lambda j: demands[j.id], skip_team):
-        demand = demands[job.id]
+    for job in admission_order(queue, tiers, state.quota, skip_team):
+        demand = job.demand
         tier = tiers[job.tier]
         holder = held_by.get(None) or held_by.get(job.team)
         if holder is not None:

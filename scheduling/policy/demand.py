@@ -6,10 +6,12 @@ Resource vectors are plain tuples `(gpu, cpu, memory)` in the order of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from .model import ReplicaGroup
+if TYPE_CHECKING:
+    from .model import ReplicaGroup
 
 GPU, CPU, MEMORY = 0, 1, 2
 
@@ -23,6 +25,14 @@ class Demand:
 
     groups: tuple[tuple[int, int, int, int], ...]
     total: Vector
+    # Demands key the cycle's caches, once per pending job: hashed once.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.groups, self.total)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def replicas(self) -> int:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 
-from .demand import Demand, demand_of
+from .demand import Demand
 from .model import Admission, PendingJob, Snapshot, Tier
 from .order import r3_key
 from .placement import place
@@ -80,7 +80,7 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
 
     estimates: dict[str, int | None] = {job.id: None for job in waiting}
     lines = _Lines(queue, tiers)
-    smallest = min((min((g[1] for g in demand_of(j.replicas).groups), default=0)
+    smallest = min((min((g[1] for g in j.demand.groups), default=0)
                     for j in queue), default=0)
     limit = now + HORIZON
     left = len(queue)
@@ -128,7 +128,7 @@ class _Lines:
         shapes: dict[Demand, int] = {}
         self.shape: list[int] = []  # a small number per demand, cheap to hash
         for job in queue:  # already in R3 order, so each line is too
-            demand = demand_of(job.replicas)
+            demand = job.demand
             key = (job.team, job.tier, demand)
             n = by_key.get(key)
             if n is None:

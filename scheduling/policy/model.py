@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .demand import Demand, demand_of
+
 RESOURCES: tuple[str, ...] = ("gpu", "cpu", "memory")
 
 
@@ -86,6 +88,11 @@ class PendingJob:
     queued: int
     replicas: tuple[ReplicaGroup, ...]
     max_runtime: int | None = None
+    # What the policy computes with, derived once per job, not per cycle.
+    demand: Demand = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "demand", demand_of(self.replicas))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from .demand import Demand
 from .model import PendingJob, Tier
 from .quota import Quota
 
@@ -22,11 +21,19 @@ def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> tuple[int, int, str]:
     return (-tiers[job.tier].value, job.queued, job.id)
 
 
+def r3_sorted(jobs: list[PendingJob], tiers: dict[str, Tier]) -> list[PendingJob]:
+    """Returns `jobs` in R3 order (the keys of `r3_key`, built inline: the
+    cycle sorts its whole queue)."""
+    value = {name: -tier.value for name, tier in tiers.items()}
+    keyed = [(value[job.tier], job.queued, job.id, job) for job in jobs]
+    keyed.sort()  # ids are unique: the job itself is never compared
+    return [k[3] for k in keyed]
+
+
 def admission_order(
     jobs: list[PendingJob],
     tiers: dict[str, Tier],
     quota: Quota,
-    demand: Callable[[PendingJob], Demand],
     skip_team: Callable[[str], bool],
 ) -> Iterator[PendingJob]:
     """Yields `jobs` (already in R3 order) in the order the cycle admits them.
@@ -41,11 +48,11 @@ def admission_order(
         end = start
         while end < len(jobs) and tiers[jobs[end].tier].value == value:
             end += 1
-        yield from _one_tier(jobs[start:end], tiers, quota, demand, skip_team)
+        yield from _one_tier(jobs[start:end], tiers, quota, skip_team)
         start = end
 
 
-def _one_tier(jobs, tiers, quota, demand, skip_team) -> Iterator[PendingJob]:
+def _one_tier(jobs, tiers, quota, skip_team) -> Iterator[PendingJob]:
     done = [False] * len(jobs)
     by_team: dict[str, deque[int]] = {}
     for k, job in enumerate(jobs):
@@ -57,7 +64,7 @@ def _one_tier(jobs, tiers, quota, demand, skip_team) -> Iterator[PendingJob]:
             continue
         job = jobs[k]
         pick = k
-        need = demand(job).total
+        need = job.demand.total
         if (
             len(by_team) > 1
             and not skip_team(job.team)
@@ -72,7 +79,7 @@ def _one_tier(jobs, tiers, quota, demand, skip_team) -> Iterator[PendingJob]:
                     continue
                 head = heads[0]
                 other = jobs[head]
-                if not quota.borrows(team, demand(other).total):
+                if not quota.borrows(team, other.demand.total):
                     continue
                 share = (quota.dominant_share(team), head)
                 if share < best:
