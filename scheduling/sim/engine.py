@@ -106,7 +106,10 @@ class Cluster:
         # glance whether a team has lower-tier work it could preempt, and how
         # much of its usage a preemption could never free.
         self.tier_gpus: dict[str, dict[str, int]] = {t.name: {} for t in world.teams}
-        self.by_team: dict[str, dict[str, Entry]] = {t.name: {} for t in world.teams}
+        # team -> tier name -> running entries by id, in start order (a job
+        # started again after a preemption goes last): the most recently
+        # started are last, as a victim search wants them first.
+        self.by_tier: dict[str, dict[str, dict[str, Entry]]] = {t.name: {} for t in world.teams}
 
     def place(self, entry: Entry, nodes: tuple[int, ...]) -> bool:
         """Places the next pods of `entry`; returns whether it now runs."""
@@ -125,7 +128,7 @@ class Cluster:
         self.used[entry.team] += entry.gpus
         tiers = self.tier_gpus[entry.team]
         tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + entry.gpus
-        self.by_team[entry.team][entry.id] = entry
+        self.by_tier[entry.team].setdefault(entry.tier.name, {})[entry.id] = entry
         return True
 
     def release(self, entry: Entry) -> None:
@@ -134,7 +137,7 @@ class Cluster:
             self.free.give(i, entry.pods[k])
         self.used[entry.team] -= entry.gpus
         self.tier_gpus[entry.team][entry.tier.name] -= entry.gpus
-        del self.by_team[entry.team][entry.id]
+        del self.by_tier[entry.team][entry.tier.name][entry.id]
         entry.nodes = []
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.policy import RunningJob
+from scheduling.policy import PendingJob, RunningJob, Snapshot
 from scheduling.sim import POLICIES, build_world, replay, summarize, synthetic
-from scheduling.sim.policies.planner import Planner
+from scheduling.sim.policies.planner import BEYOND, Planner
 from scheduling.sim.world import replicas_of
 
 GANG = ("isolated-fifo", "isolated-sjf", "pooled-fifo", "kueue-like", "gangway")
@@ -77,23 +77,36 @@ def test_another_seed_draws_other_tiers():
 
 
 class FullSnapshots(Planner):
-    """The planner without its shortcuts: every running job, every node, a
-    pass at every second something happens."""
+    """The planner without its shortcuts: every running job, every node, the
+    queue read afresh from the cluster, a pass at every second something happens."""
 
     def _unchanged(self, cluster, now, news):
         return False
 
-    def _reduced(self, cluster, now):
+    def _snapshot(self, cluster, now):
         names = [n.name for n in self.world.nodes]
-        return self.world.nodes, tuple(
+        running = tuple(
             RunningJob(e.id, e.team, e.tier.name, e.started, replicas_of(e.gpus),
                        tuple(names[i] for i in e.nodes), queued=e.queued)
             for e in cluster.running.values())
+        pending = tuple(PendingJob(e.id, e.team, e.tier.name, e.queued, replicas_of(e.gpus))
+                        for e in cluster.pending.values())
+        return Snapshot(now, self.world.nodes, tuple(self.tiers.values()), self.world.teams,
+                        running, pending, self.settings)
 
 
 @pytest.mark.parametrize("name", ["gangway", "kueue-like"])
 @pytest.mark.parametrize("seed,load", [(0, 4), (2, 4), (4, 1)])
-def test_reduced_snapshots_plan_as_the_full_ones(name, seed, load):
+def test_reduced_snapshots_plan_as_the_full_ones(name, seed, load, monkeypatch):
+    bounded = [0]  # passes that folded jobs past the reclaim bound
+    reduced = Planner._reduced
+
+    def counting(self, cluster, now, asked):
+        nodes, running = reduced(self, cluster, now, asked)
+        bounded[0] += any(job.tier == BEYOND.name for job in running)
+        return nodes, running
+
+    monkeypatch.setattr(Planner, "_reduced", counting)
     tr = synthetic(300, seed=seed, load=load)
     world = build_world(tr, seed=seed)
     fast = POLICIES[name](world)
@@ -103,3 +116,4 @@ def test_reduced_snapshots_plan_as_the_full_ones(name, seed, load):
     assert a.records == b.records
     assert (a.preemptions, a.lost, a.rejected) == (b.preemptions, b.lost, b.rejected)
     assert a.preemptions > 0 or load == 1
+    assert bounded[0] > 0 or load == 1
