@@ -60,6 +60,8 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Database, broker and caches ---------------------------------------------
     Setting("DATABASE_URL", COMPUTED, "e.g. `postgres://user:pass@host:5432/gangway`.",
             shown="SQLite in `GANGWAY_VAR_DIR`", secret=True),
+    Setting("DATABASE_PREPARED_STATEMENTS", True, "PostgreSQL plans each repeated statement once per connection. "
+            "Turn off behind a pooler in transaction mode (PgBouncer before 1.21)."),
     Setting("CELERY_BROKER_URL", "filesystem://localhost/", "e.g. `redis://host:6379/0`; the default is an embedded "
             "file-system broker for the demo.", secret=True),
     Setting("CELERY_RESULT_BACKEND", COMPUTED, "Where task results go; rarely needed.",

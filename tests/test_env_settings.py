@@ -51,3 +51,29 @@ def test_an_unknown_cluster_backend_is_refused(tmp_path):
         capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
     )  # fmt: skip
     assert "CLUSTER_BACKEND must be one of simulated, kubernetes, got 'nomad'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "flag", "options"),
+    [
+        ("postgres://postgres@127.0.0.1:5432/gangway", None, {"server_side_binding": True, "prepare_threshold": 5}),
+        ("postgres://postgres@127.0.0.1:5432/gangway", "0", {}),
+        ("sqlite:///demo.sqlite3", None, "sqlite"),
+    ],
+    ids=["postgresql prepares repeated statements", "unless turned off for a pooler", "sqlite keeps its own options"],
+)
+def test_database_options(tmp_path, url, flag, options):
+    env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1",
+           "GANGWAY_VAR_DIR": str(tmp_path), "DATABASE_URL": url}  # fmt: skip
+    if flag is not None:
+        env["DATABASE_PREPARED_STATEMENTS"] = flag
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS', {}))"],
+        env=env, capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+        check=True,
+    )  # fmt: skip
+    printed = result.stdout.strip()
+    if options == "sqlite":
+        assert "transaction_mode" in printed and "server_side_binding" not in printed
+    else:
+        assert printed == str(options)
