@@ -67,8 +67,9 @@ def test_database_options(tmp_path, url, flag, options):
            "GANGWAY_VAR_DIR": str(tmp_path), "DATABASE_URL": url}  # fmt: skip
     if flag is not None:
         env["DATABASE_PREPARED_STATEMENTS"] = flag
+    script = "from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS', {}))"
     result = subprocess.run(
-        [sys.executable, "-c", "from django.conf import settings; print(settings.DATABASES['default'].get('OPTIONS', {}))"],
+        [sys.executable, "-c", script],
         env=env, capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
         check=True,
     )  # fmt: skip
