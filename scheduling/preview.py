@@ -17,9 +17,7 @@ from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
 from scheduling.policy.model import Node, PendingJob, Rejection, Snapshot, Tier as PolicyTier
-from scheduling.snapshot import (
-    build_world, epoch, policy_replicas, policy_settings, policy_team, replica_defaults, teams_with_quotas,
-)
+from scheduling.snapshot import build_world, epoch, policy_replicas, policy_settings, policy_teams, replica_defaults
 from tenants.models import PriorityTier, Team
 
 PREVIEW_ID = "preview"
@@ -46,11 +44,11 @@ def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
     return nodes, outside
 
 
-def _pending(team: Team, spec: JobSpec, tier: PriorityTier, now: datetime) -> PendingJob:
-    """The job as the policy sees it; `team.quotas` gives the replica defaults (prefetch it to save a query)."""
+def _pending(team: str, spec: JobSpec, tier: PriorityTier, now: datetime, defaults: dict[str, int]) -> PendingJob:
+    """The job as the policy sees it; `defaults` are its team's replica defaults."""
     groups = [{"count": g.count, "gpu": g.gpu, "cpu": g.cpu, "memory": g.memory} for g in spec.replicas]
-    return PendingJob(id=PREVIEW_ID, team=team.slug, tier=tier.name, queued=epoch(now),
-                      replicas=policy_replicas(groups, replica_defaults(team)), max_runtime=spec.max_runtime)  # fmt: skip
+    return PendingJob(id=PREVIEW_ID, team=team, tier=tier.name, queued=epoch(now),
+                      replicas=policy_replicas(groups, defaults), max_runtime=spec.max_runtime)  # fmt: skip
 
 
 def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection | None:
@@ -66,15 +64,15 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     # The empty cluster: nodes and quotas only. No job is read, so a
     # submission costs the same with 10 or 10,000 jobs in the queue. Every
     # query here is read fresh: R10 never answers from stale quotas.
-    teams = teams_with_quotas()
-    own = next((t for t in teams if t.pk == team.pk), team)  # its quotas are prefetched with the others'
+    teams = policy_teams()
+    _, defaults = teams[team.slug]
     # The policy looks a tier up only for the jobs in the snapshot, and the
     # only job here is this one: its own tier is all it needs.
     only_tier = (PolicyTier(name=tier.name, value=tier.value, preemptible=tier.preemptible),)
     snapshot = Snapshot(
         now=epoch(now), nodes=tuple(Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory) for n in nodes),
-        tiers=only_tier, teams=tuple(policy_team(t) for t in teams),
-        running=(), pending=(_pending(own, spec, tier, now),), settings=policy_settings(),
+        tiers=only_tier, teams=tuple(policy_team for policy_team, _ in teams.values()),
+        running=(), pending=(_pending(team.slug, spec, tier, now, defaults),), settings=policy_settings(),
     )  # fmt: skip
     result = make_plan(snapshot, with_eta=False, with_waits=False)  # only the rejections are read
     return next((r for r in result.reject if r.id == PREVIEW_ID), None)
@@ -86,7 +84,8 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
     if not nodes:
         return Preview("unknown", "No cluster reading yet; the first admission cycle will place it.")
     now = timezone.now()
-    world = build_world(now=now, nodes=nodes, outside=outside, extra_pending=(_pending(team, spec, tier, now),))
+    pending = _pending(team.slug, spec, tier, now, replica_defaults(team))
+    world = build_world(now=now, nodes=nodes, outside=outside, extra_pending=(pending,))
     result = make_plan(world.snapshot)
     for admission in result.admit:
         if admission.id == PREVIEW_ID:
