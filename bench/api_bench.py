@@ -7,7 +7,8 @@ submission runs the R10 check through the policy) and a team token, then
 drives both endpoints from several client processes and prints requests/s,
 latencies, the ratio, and the CPU each request took in gunicorn, PostgreSQL
 and the client. Requests/s depend on whatever else runs on the machine (the
-load average is printed); CPU per request much less so.
+load average is printed), so the endpoints take turns in short slices and
+share it alike; CPU per request depends on it much less.
 
 The clients send pre-encoded requests over plain sockets and read only the
 status line and Content-Length: http.client's header parsing and a JSON
@@ -23,7 +24,7 @@ the same rate within the noise, and more only add processes contending for
 the same CPUs (gunicorn's general advice, 2 per CPU + 1, is for workers that
 mostly wait).
 
-    .venv/bin/python -m bench.api_bench [--seconds 10] [--clients 6] [--workers 3]
+    .venv/bin/python -m bench.api_bench [--seconds 10] [--slices 5] [--clients 6] [--workers 3]
 """
 
 from __future__ import annotations
@@ -135,24 +136,40 @@ def read_answer(connection: socket.socket) -> tuple[int, bool]:
     return int(lines[0].split()[1]), b"connection: close" not in lines
 
 
-def measure(port: int, path: str, token: str, *, clients: int, seconds: float) -> dict:
-    """Requests/s and latencies; and CPU per request of the server, PostgreSQL and the clients, which other
-    work on the machine changes far less than it changes requests/s."""
+def measure(port: int, token: str, paths: tuple[str, ...], *, clients: int, seconds: float, slices: int) -> list[dict]:
+    """Requests/s and latencies of each path; and CPU per request of the server, PostgreSQL and the clients.
+
+    The paths take turns, `slices` times each, so whatever else runs on the
+    machine weighs on both alike; CPU per request changes far less with it
+    than requests/s do.
+    """
     server = (lambda cmdline: f"127.0.0.1:{port}".encode() in cmdline and b"gunicorn" in cmdline)
     database = (lambda cmdline: cmdline.startswith(b"postgres: ") and f" {DB} ".encode() in cmdline)
+    runs = [{"elapsed": 0.0, "server": 0.0, "database": 0.0, "results": []} for _ in paths]
     with multiprocessing.Pool(clients) as pool:
-        pool.map(hammer, [(port, path, token, 1.0, i) for i in range(clients)])  # warm up every worker
-        cpu = cpu_seconds(server), cpu_seconds(database)
-        started = time.monotonic()
-        results = pool.map(hammer, [(port, path, token, seconds, 1000 + i) for i in range(clients)])
-        elapsed = time.monotonic() - started
-        cpu = cpu_seconds(server) - cpu[0], cpu_seconds(database) - cpu[1]
-    latencies = sorted(l for _, _, ls, _ in results for l in ls)
+        for path in paths:
+            pool.map(hammer, [(port, path, token, 1.0, i) for i in range(clients)])  # warm up every worker
+        for turn in range(slices):
+            for path, run in zip(paths, runs):
+                cpu = cpu_seconds(server), cpu_seconds(database)
+                started = time.monotonic()
+                run["results"] += pool.map(
+                    hammer, [(port, path, token, seconds / slices, 1000 * (turn + 1) + i) for i in range(clients)]
+                )
+                run["elapsed"] += time.monotonic() - started
+                run["server"] += cpu_seconds(server) - cpu[0]
+                run["database"] += cpu_seconds(database) - cpu[1]
+    return [summary(run) for run in runs]
+
+
+def summary(run: dict) -> dict:
+    results = run["results"]
+    latencies = sorted(latency for _, _, some, _ in results for latency in some)
     ok = sum(r[0] for r in results)
     return {
-        "rate": ok / elapsed, "ok": ok, "errors": sum(r[1] for r in results),
+        "rate": ok / run["elapsed"], "ok": ok, "errors": sum(r[1] for r in results),
         "p50": statistics.median(latencies) * 1000, "p95": latencies[int(len(latencies) * 0.95)] * 1000,
-        "server": cpu[0] / len(latencies) * 1000, "database": cpu[1] / len(latencies) * 1000,
+        "server": run["server"] / len(latencies) * 1000, "database": run["database"] / len(latencies) * 1000,
         "client": sum(r[3] for r in results) / len(latencies) * 1000,
     }  # fmt: skip
 
@@ -176,7 +193,8 @@ def cpu_seconds(match) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--seconds", type=float, default=10, help="Time on each endpoint.")
+    parser.add_argument("--slices", type=int, default=5, help="Turns the endpoints take within that time.")
     parser.add_argument("--clients", type=int, default=6, help="Client processes, each with one connection at a time.")
     parser.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1,
                         help="gunicorn sync workers (default: one per CPU + 1; see above).")
@@ -198,10 +216,11 @@ def main() -> int:
         )  # fmt: skip
         wait_ready(args.port)
         load = ", ".join(f"{average:.2f}" for average in os.getloadavg())
-        print(f"gunicorn {args.workers} sync workers, {args.clients} client processes, {args.seconds:.0f} s each, "
+        print(f"gunicorn {args.workers} sync workers, {args.clients} client processes, {args.seconds:.0f} s each "
+              f"in {args.slices} turns, "
               f"{os.cpu_count()} CPUs (load average {load}), PostgreSQL + Redis")  # fmt: skip
-        submit = measure(args.port, "/api/v1/jobs/", token, clients=args.clients, seconds=args.seconds)
-        floor = measure(args.port, "/bench/floor/", token, clients=args.clients, seconds=args.seconds)
+        submit, floor = measure(args.port, token, ("/api/v1/jobs/", "/bench/floor/"), clients=args.clients,
+                                seconds=args.seconds, slices=args.slices)  # fmt: skip
     finally:
         if server is not None:
             server.send_signal(signal.SIGTERM)
