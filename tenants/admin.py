@@ -1,32 +1,48 @@
 from django.contrib import admin
+from django.db import transaction
 
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Quota, Team
+from tenants.services import admission_inputs_changed
 
 
 class AuditedAdmin(admin.ModelAdmin):
-    """Every save or delete in the admin, and every inline row, becomes an audit entry with before and after."""
+    """Every save or delete in the admin, and every inline row, becomes an audit entry with before and after.
+
+    `admission_input`: the model is something admission reads (teams, quotas, tiers), so a change
+    asks for a cycle once it commits, as the quota page and API do.
+    """
+
+    admission_input = False
+
+    def _changed(self) -> None:
+        if self.admission_input:
+            transaction.on_commit(admission_inputs_changed)
 
     def save_model(self, request, obj, form, change):
         before = snapshot(type(obj).objects.filter(pk=obj.pk).first()) if change else {}
         super().save_model(request, obj, form, change)
         record(actor=request.user, obj=obj, before=before, after=snapshot(obj), verb="changed" if change else "added")
+        self._changed()
 
     def delete_model(self, request, obj):
         before = snapshot(obj)
         record(actor=request.user, obj=obj, before=before, after={}, verb="deleted")
         super().delete_model(request, obj)
+        self._changed()
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
             record(actor=request.user, obj=obj, before=snapshot(obj), after={}, verb="deleted")
         super().delete_queryset(request, queryset)
+        self._changed()
 
     def save_related(self, request, form, formsets, change):
         before = snapshot(form.instance)  # many-to-many fields (a team's tiers) are saved here
         super().save_related(request, form, formsets, change)
         form.instance.refresh_from_db()
         record(actor=request.user, obj=form.instance, before=before, after=snapshot(form.instance), verb="changed")
+        self._changed()
 
     def save_formset(self, request, form, formset, change):
         befores = {obj.pk: snapshot(type(obj).objects.filter(pk=obj.pk).first()) for obj in formset.queryset}
@@ -56,6 +72,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Team)
 class TeamAdmin(AuditedAdmin):
+    admission_input = True
     list_display = ("slug", "name", "weight", "default_tier", "member_count")
     search_fields = ("slug", "name")
     filter_horizontal = ("tiers",)
@@ -68,6 +85,7 @@ class TeamAdmin(AuditedAdmin):
 
 @admin.register(PriorityTier)
 class PriorityTierAdmin(AuditedAdmin):
+    admission_input = True
     list_display = ("name", "value", "preemptible", "grace_period", "description")
     list_filter = ("preemptible",)
     search_fields = ("name",)
@@ -84,6 +102,7 @@ class MembershipAdmin(AuditedAdmin):
 
 @admin.register(Quota)
 class QuotaAdmin(AuditedAdmin):
+    admission_input = True
     list_display = ("team", "resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica")
     list_filter = ("resource", "team")
     search_fields = ("team__slug",)

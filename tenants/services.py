@@ -40,7 +40,7 @@ def quota_update(*, team: Team, quotas: dict[str, dict], weight: float | None = 
             return None
         entry = AuditEntry.objects.create(actor=actor, team=team, subject="quota", before=before, after=after,
                                           summary=_describe(team, before, after))  # fmt: skip
-        transaction.on_commit(_trigger)
+        transaction.on_commit(admission_inputs_changed)
     return entry
 
 
@@ -64,7 +64,9 @@ def _show(value) -> str:
     return "no limit" if value is None else str(value)
 
 
-def _trigger() -> None:
+def admission_inputs_changed() -> None:
+    """Asks for an admission cycle and a tenant sync now, after a change to
+    what admission reads (quotas, weights, tiers), instead of at the next beat."""
     from scheduling.tasks import trigger_admission, trigger_tenant_sync
 
     trigger_admission()

@@ -63,3 +63,34 @@ def test_audit_entries_are_read_only_in_the_admin(admin_client, maps):
     entry = AuditEntry.objects.create(subject="quota", team=maps, summary="x")
     assert admin_client.get("/admin/tenants/auditentry/").status_code == 200
     assert admin_client.post(f"/admin/tenants/auditentry/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+@pytest.fixture
+def triggered(monkeypatch):
+    """Records the cycles asked for."""
+    import scheduling.tasks
+
+    calls = []
+    monkeypatch.setattr(scheduling.tasks, "trigger_admission", lambda: calls.append("admission"))
+    monkeypatch.setattr(scheduling.tasks, "trigger_tenant_sync", lambda: calls.append("tenants"))
+    return calls
+
+
+def test_a_quota_edit_in_the_admin_asks_for_a_cycle_once_committed(
+        admin_client, maps, triggered, django_capture_on_commit_callbacks):
+    quota = Quota.objects.get(team=maps, resource="gpu")
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(f"/admin/tenants/quota/{quota.pk}/change/", {
+            "team": maps.pk, "resource": "gpu", "nominal": 12, "borrowing_limit": 4, "lending_limit": "",
+            "max_per_replica": 8, "default_per_replica": "",
+        })  # fmt: skip
+    assert Quota.objects.get(pk=quota.pk).nominal == 12
+    assert "admission" in triggered and "tenants" in triggered
+
+
+def test_a_membership_edit_in_the_admin_asks_for_no_cycle(
+        admin_client, maps, outsider, triggered, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/admin/tenants/membership/add/", {"user": outsider.pk, "team": maps.pk, "role": "lead"})
+    assert Membership.objects.filter(user=outsider, team=maps).exists()
+    assert triggered == []
