@@ -59,18 +59,21 @@ class JobSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_fields(self):
-        """Copies of the fields built for the first job shown by this class.
+        """Shallow copies of the fields built for the first job shown by this class.
 
         ModelSerializer otherwise maps every model field to a serializer field
         again for each instance, which costs more than showing the job; the
         mapping depends on the class alone. Copies, since fields are bound to
-        the serializer that uses them.
+        the serializer that uses them; shallow ones, since every field here is
+        read-only and binding sets attributes on the copy alone (a deep copy
+        built each field and its children anew, half of showing a job). The
+        children of list fields stay shared: they only turn values into text.
         """
         template = type(self).__dict__.get("_field_template")
         if template is None:
             template = super().get_fields()
             type(self)._field_template = template
-        return copy.deepcopy(template)
+        return {name: copy.copy(field) for name, field in template.items()}
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_url(self, job: Job) -> str:
