@@ -13,6 +13,7 @@ from datetime import datetime, timezone as dt_timezone
 from django.utils import timezone
 
 from jobs.spec import JobSpec
+from portal.compiled import CompiledQuery
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
@@ -33,15 +34,20 @@ class Preview:
 
 
 def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
-    rows = list(ClusterNode.objects.all())
-    nodes = [NodeInfo(name=row.name, gpu=row.gpu, cpu=row.cpu, memory=row.memory) for row in rows]
+    rows = _NODES()
+    nodes = [NodeInfo(name=name, gpu=gpu, cpu=cpu, memory=memory) for name, gpu, cpu, memory, *_ in rows]
     outside = [
-        OutsidePod(namespace="", name=f"outside-{row.name}", node=row.name, gpu=row.outside_gpu,
-                   cpu=row.outside_cpu, memory=row.outside_memory)  # fmt: skip
-        for row in rows
-        if row.outside_gpu or row.outside_cpu or row.outside_memory
+        OutsidePod(namespace="", name=f"outside-{name}", node=name, gpu=gpu, cpu=cpu, memory=memory)
+        for name, _, _, _, gpu, cpu, memory in rows
+        if gpu or cpu or memory
     ]
     return nodes, outside
+
+
+# Read on every submission (R10): the SQL is built once, the rows are read fresh each time.
+_NODES = CompiledQuery(
+    lambda: ClusterNode.objects.values_list("name", "gpu", "cpu", "memory", "outside_gpu", "outside_cpu", "outside_memory")
+)
 
 
 def _pending(team: str, spec: JobSpec, tier: PriorityTier, now: datetime, defaults: dict[str, int]) -> PendingJob:

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from jobs.models import Job
+from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
 from scheduling.cluster.base import ClusterJob, NodeInfo, OutsidePod, ReplicaSpec, cluster_name
 from tenants.models import PriorityTier, Quota, Team
@@ -95,14 +96,12 @@ def _policy_team(slug: str, weight: float, limits: dict[str, dict[str, int]]) ->
 def policy_teams() -> dict[str, tuple[policy.Team, dict[str, int]]]:
     """Every team as the policy sees it, with its replica defaults, by slug, in slug order.
 
-    One query (teams joined to their quota rows) where `teams_with_quotas`
+    One query (teams joined to their quota rows, its SQL built once) where `teams_with_quotas`
     makes two and builds every row: the submission's R10 check reads all
     teams on every submission and needs nothing else of them.
     """
-    fields = [f"quotas__{name}" for name in QuotaRow._fields]
-    rows = Team.objects.order_by("slug", "quotas__resource").values_list("slug", "weight", *fields)
     grouped: dict[str, tuple[float, list[QuotaRow]]] = {}
-    for slug, weight, *quota in rows:
+    for slug, weight, *quota in _TEAMS_WITH_QUOTA_ROWS():
         _, quotas = grouped.setdefault(slug, (weight, []))
         if quota[0] is not None:  # a team without quota rows comes back once, with nulls
             quotas.append(QuotaRow(*quota))
@@ -111,6 +110,14 @@ def policy_teams() -> dict[str, tuple[policy.Team, dict[str, int]]]:
         limits = limits_of(quotas)
         teams[slug] = _policy_team(slug, weight, limits), limits["replica_defaults"]
     return teams
+
+
+# Read on every submission (R10): the SQL is built once (`portal.compiled`), the rows are read fresh each time.
+_TEAMS_WITH_QUOTA_ROWS = CompiledQuery(
+    lambda: Team.objects.order_by("slug", "quotas__resource").values_list(
+        "slug", "weight", *(f"quotas__{name}" for name in QuotaRow._fields)
+    )
+)
 
 
 def policy_replicas(groups: list[dict], defaults: dict[str, int]) -> tuple[policy.ReplicaGroup, ...]:

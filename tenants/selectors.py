@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from portal.compiled import CompiledQuery, columns, instance
 from tenants.models import Membership, PriorityTier, Team
 
 
@@ -19,12 +20,23 @@ def role_in(user, team: Team) -> str | None:
     return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
 
 
+def tiers_of(team: Team) -> list[PriorityTier]:
+    """The tiers the team may use, in tier order: prefetched ones when there are, else read (SQL built once)."""
+    prefetched = getattr(team, "_prefetched_objects_cache", {}).get("tiers")
+    if prefetched is not None:
+        return list(prefetched)
+    return [instance(PriorityTier, row) for row in _TIERS_OF_TEAM(team.pk)]
+
+
+_TIERS_OF_TEAM = CompiledQuery(lambda team: PriorityTier.objects.filter(teams=team).values_list(*columns(PriorityTier)), -7)
+
+
 def tier_for(team: Team, name: str) -> tuple[PriorityTier | None, str]:
     """The tier a job of `team` gets for the requested `name` ("" = the default).
 
     Returns (tier, "") or (None, a sentence saying what is allowed).
     """
-    allowed = list(team.tiers.all())
+    allowed = tiers_of(team)
     names = ", ".join(tier.name for tier in allowed) or "none (ask an admin)"
     if not name:
         default = next((tier for tier in allowed if tier.pk == team.default_tier_id), None)
