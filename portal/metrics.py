@@ -20,14 +20,13 @@ import hmac
 from celery.signals import task_failure
 from django.conf import settings
 from django.core.cache import caches
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, Min, Sum
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 # Admission cycles take milliseconds on a small cluster and seconds on a large one.
-CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 FAILED_KEY = "tasks_failed:{}"
 
 
@@ -132,18 +131,16 @@ def _gpus():
 
 
 def _cycles():
-    """The cycle duration histogram over every Cycle row, and the last cycle's reachability and time."""
+    """The cycle duration histogram over every cycle (pruned rows included), and the last cycle's reachability and time."""
     from scheduling.models import Cycle
+    from scheduling.records import CYCLE_BUCKETS, cycle_counts
 
-    counts = Cycle.objects.aggregate(
-        total=Count("id"), seconds=Sum("duration"),
-        **{f"le_{i}": Count("id", filter=Q(duration__lte=bound)) for i, bound in enumerate(CYCLE_BUCKETS)},
-    )  # fmt: skip
-    buckets = [(_bound(bound), counts[f"le_{i}"]) for i, bound in enumerate(CYCLE_BUCKETS)]
+    total, seconds, counts = cycle_counts()
+    buckets = [(_bound(bound), n) for bound, n in zip(CYCLE_BUCKETS, counts)]
     histogram = HistogramMetricFamily(
         "gangway_admission_cycle_duration_seconds", "How long admission cycles took.", labels=[]
     )
-    histogram.add_metric([], buckets + [("+Inf", counts["total"])], sum_value=counts["seconds"] or 0.0)
+    histogram.add_metric([], buckets + [("+Inf", total)], sum_value=seconds)
     yield histogram
 
     last = Cycle.objects.order_by("-started_at").values_list("started_at", "cluster_reachable").first()

@@ -110,6 +110,7 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
             preempted=result.preempted, rejected=result.rejected, waiting=result.waiting,
             cluster_reachable=not unavailable, error=unavailable[:1000],
         )  # fmt: skip
+        records.prune_cycles(now)
     return result
 
 

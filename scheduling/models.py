@@ -58,6 +58,22 @@ class Cycle(models.Model):
         return f"Admitted {self.admitted}, preempted {self.preempted}, rejected {self.rejected}, waiting {self.waiting}."
 
 
+class CycleTotals(models.Model):
+    """What the Cycle rows pruned so far add up to (one row), so the cycle
+    duration histogram stays cumulative while old rows go."""
+
+    cycles = models.BigIntegerField(default=0)
+    seconds = models.FloatField(default=0.0)
+    # Bucket bound (as text) -> pruned cycles that took at most that long.
+    buckets = models.JSONField(default=dict)
+
+    class Meta:
+        verbose_name_plural = "cycle totals"
+
+    def __str__(self) -> str:
+        return f"{self.cycles} pruned cycles"
+
+
 class UsageSample(models.Model):
     """A team's GPU use at one moment, recorded by the loop for the team page's chart."""
 

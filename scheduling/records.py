@@ -4,15 +4,55 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Sum
+from django.db import transaction
+from django.db.models import Count, Q, QuerySet, Sum
 
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
-from scheduling.models import ClusterNode, UsageSample
+from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
 from scheduling.snapshot import World
 from tenants.models import Quota
 
 SAMPLE_EVERY = timedelta(seconds=60)
+CYCLE_RETENTION = timedelta(days=7)
+# Upper bounds (seconds) of the cycle duration histogram's buckets.
+CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+def cycle_counts(cycles: QuerySet[Cycle] | None = None) -> tuple[int, float, list[int]]:
+    """Returns (cycles, seconds, cycles at or under each bound of CYCLE_BUCKETS)
+    of `cycles` (default: every row) plus the pruned ones, so it never goes down."""
+    rows = (Cycle.objects.all() if cycles is None else cycles).aggregate(
+        total=Count("id"), seconds=Sum("duration"),
+        **{f"le_{i}": Count("id", filter=Q(duration__lte=bound)) for i, bound in enumerate(CYCLE_BUCKETS)},
+    )  # fmt: skip
+    total, seconds = rows["total"], rows["seconds"] or 0.0
+    buckets = [rows[f"le_{i}"] for i in range(len(CYCLE_BUCKETS))]
+    if cycles is None:
+        pruned = CycleTotals.objects.filter(pk=1).first()
+        if pruned is not None:
+            total += pruned.cycles
+            seconds += pruned.seconds
+            buckets = [n + pruned.buckets.get(str(bound), 0) for n, bound in zip(buckets, CYCLE_BUCKETS)]
+    return total, seconds, buckets
+
+
+def prune_cycles(now: datetime) -> int:
+    """Deletes the Cycle rows older than CYCLE_RETENTION, adding them to the
+    totals first (one transaction); returns how many went."""
+    old = Cycle.objects.filter(started_at__lt=now - CYCLE_RETENTION)
+    if not old.exists():
+        return 0
+    with transaction.atomic():
+        totals, _ = CycleTotals.objects.select_for_update().get_or_create(pk=1)
+        count, seconds, buckets = cycle_counts(old)
+        totals.cycles += count
+        totals.seconds += seconds
+        totals.buckets = {str(bound): totals.buckets.get(str(bound), 0) + n
+                          for bound, n in zip(CYCLE_BUCKETS, buckets)}  # fmt: skip
+        totals.save()
+        old.delete()
+    return count
 
 
 def cluster_unreachable(error: str) -> None:

@@ -72,6 +72,41 @@ def test_it_reports_the_cycle_duration_histogram_and_reachability(client, busy_w
     assert metrics[("gangway_last_cycle_timestamp_seconds", ())] > 0
 
 
+def test_pruning_old_cycles_keeps_the_histogram_cumulative(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scheduling.models import Cycle
+    from scheduling.records import CYCLE_RETENTION, prune_cycles
+
+    now = timezone.now()
+    old = now - CYCLE_RETENTION - timedelta(hours=1)
+    for k, duration in enumerate((0.02, 0.3, 4.0)):
+        Cycle.objects.create(started_at=old + timedelta(seconds=k), duration=duration)
+    Cycle.objects.create(started_at=now, duration=0.07)
+    def histogram(metrics):
+        return {key: value for key, value in metrics.items()
+                if key[0].startswith("gangway_admission_cycle_duration_seconds")}
+
+    before = histogram(scrape(client))
+
+    assert prune_cycles(now) == 3
+    assert list(Cycle.objects.values_list("duration", flat=True)) == [0.07]
+    assert histogram(scrape(client)) == before
+    assert before[("gangway_admission_cycle_duration_seconds_count", ())] == 4
+    assert before[("gangway_admission_cycle_duration_seconds_bucket", (("le", "0.1"),))] == 2
+
+    Cycle.objects.filter(duration=0.07).update(started_at=old)
+    Cycle.objects.create(started_at=now, duration=0.5)
+    assert prune_cycles(now) == 1  # a second prune adds to the totals
+    after = histogram(scrape(client))
+    assert after[("gangway_admission_cycle_duration_seconds_count", ())] == 5
+    assert after[("gangway_admission_cycle_duration_seconds_bucket", (("le", "0.1"),))] == 2
+    assert after[("gangway_admission_cycle_duration_seconds_bucket", (("le", "0.5"),))] == 4
+    assert prune_cycles(now) == 0
+
+
 def test_a_failed_task_is_counted_for_every_process_to_see(client, monkeypatch):
     from scheduling import cluster as ports
     from scheduling.tasks import reconcile

@@ -8,7 +8,7 @@ from django.test import override_settings
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
 from scheduling.cluster.base import ClusterUnavailable
-from scheduling.models import ClusterNode, Cycle, SimJob
+from scheduling.models import ClusterNode, Cycle, CycleTotals, SimJob
 from scheduling.reconcile import reconcile
 
 
@@ -179,6 +179,16 @@ def test_the_cycle_mirrors_nodes_and_records_itself(submit, cycle):
     cycle()
     assert list(ClusterNode.objects.values_list("name", "gpu")) == [("node-01", 8), ("node-02", 8)]
     assert Cycle.objects.latest().admitted == 1
+
+
+def test_the_cycle_prunes_cycle_rows_past_the_retention(cycle, clock):
+    from scheduling.records import CYCLE_RETENTION
+
+    cycle()
+    clock.tick(int(CYCLE_RETENTION.total_seconds()) + 60)
+    cycle()
+    assert Cycle.objects.count() == 1
+    assert CycleTotals.objects.get().cycles == 1
 
 
 def test_a_running_job_found_suspended_is_resumed(submit, cycle, cluster, clock):
