@@ -92,6 +92,15 @@ class TokenRateThrottle(SimpleRateThrottle):
 
     Counts live in the `throttle` cache (Redis in production, shared by every
     worker); the rate is read per request so settings overrides apply at once.
+
+    A sliding window of counters: one count per period (a minute for 600/min),
+    and a request is let through while this period's count plus the last
+    period's, weighted by the share of it still inside the window, stays under
+    the budget. Two small round trips a request (read both counts; count this
+    one atomically), where DRF's log of every request's time grew with the
+    rate: a list of 12,000 times read, unpickled, pickled and written back on
+    each request at 200 requests/s, and two workers writing it at once lost a
+    request.
     """
 
     scope = "token"
@@ -112,6 +121,37 @@ class TokenRateThrottle(SimpleRateThrottle):
         else:
             ident = f"a{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+    def allow_request(self, request, view):
+        if self.rate is None:
+            return True
+        key = self.get_cache_key(request, view)
+        if key is None:
+            return True
+        period, elapsed = divmod(self.timer(), self.duration)
+        period = int(period)
+        current_key, last_key = f"{key}:{period}", f"{key}:{period - 1}"
+        counts = self.cache.get_many([last_key, current_key])
+        self.last, self.current = counts.get(last_key, 0), counts.get(current_key, 0)
+        self.elapsed = elapsed
+        if self.last * (1 - elapsed / self.duration) + self.current >= self.num_requests:
+            return self.throttle_failure()
+        # A count is kept two periods: the next one still weighs it.
+        if current_key in counts or not self.cache.add(current_key, 1, 2 * self.duration):
+            try:
+                self.cache.incr(current_key)
+            except ValueError:  # gone in between: this request opens the count again
+                self.cache.add(current_key, 1, 2 * self.duration)
+        return True
+
+    def wait(self):
+        """Seconds until the window holds less than the budget, if no other request comes meanwhile."""
+        remaining = self.duration - self.elapsed
+        if self.current >= self.num_requests:
+            # Next period, this one's count is the last one's; it must weigh less than the budget.
+            return remaining + self.duration * max(0.0, 1 - self.num_requests / self.current)
+        # This period: the last one's weight must fall below what is left of the budget.
+        return self.duration * max(0.0, 1 - (self.num_requests - self.current) / self.last) - self.elapsed
 
 
 # Mixed into every API view: error messages that say what to do next. (No

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from portal.cache import RedisCache
 
 REDIS = "redis://127.0.0.1:6379/13"
@@ -24,3 +26,23 @@ def test_it_stores_reads_counts_and_expires_like_djangos():
     cache.set("history", [], 0)  # a timeout of 0 expires at once
     assert cache.get("history", "gone") == "gone"
     cache.delete_many(["history", "count"])
+
+
+def test_incr_is_one_round_trip_and_refuses_a_missing_key():
+    cache = RedisCache(REDIS, {"KEY_PREFIX": "test-cache"})
+    cache.delete("count")
+    with pytest.raises(ValueError):
+        cache.incr("count")
+    assert cache.get("count") is None  # not created by the refused incr
+    cache.add("count", 1, 60)
+    client = cache._cache.get_client("count", write=True)
+    calls = []
+    original = client.execute_command
+    client.execute_command = lambda *args, **kwargs: calls.append(args[0]) or original(*args, **kwargs)
+    try:
+        assert cache.incr("count", 2) == 3
+    finally:
+        del client.execute_command
+    assert calls == ["EVALSHA"]
+    assert 0 < client.ttl(cache.make_and_validate_key("count")) <= 60  # the expiry is kept
+    cache.delete("count")
