@@ -120,10 +120,12 @@ def _admit(world: World, admission: Admission, cluster: Cluster, now: datetime) 
     for victim_id in admission.victims:
         victim = world.jobs[victim_id]
         message = records.preemption_sentence(world, victim, job)
-        transition(victim, Job.State.PREEMPTING, message=message, code="preempted",
+        # Reclaim (R6) takes back lent quota; a preemption within the team makes way for a higher tier (R5).
+        code = "reclaimed" if victim.team_id != job.team_id else "preempted"
+        transition(victim, Job.State.PREEMPTING, message=message, code=code,
                    preemption_count=victim.preemption_count + 1)  # fmt: skip
         cluster.suspend_job(to_cluster_job(victim))
-        _log_decision("preempted", victim, "preempted", message)
+        _log_decision("preempted", victim, code, message)
     nodes = admission.nodes or _expand(admission.placement)
     where = ", ".join(f"{count} on {node}" for node, count in admission.placement)
     message = f"Admitted: all {len(nodes)} replicas placed at once ({where})."

@@ -44,7 +44,7 @@ def test_each_admission_decision_is_one_json_line_with_job_team_rule_and_reason(
     assert entry["team"] == "maps"
     assert entry["reason"] == rejected.reason
     assert entry["level"] == "INFO"
-    assert (busy_world["first"].pk, "preempted") in by_job
+    assert (busy_world["first"].pk, "reclaimed") in by_job  # of maps, for vision
     assert (busy_world["reclaim"].pk, "admitted") in by_job
 
 

@@ -25,7 +25,7 @@ def test_it_counts_admissions_preemptions_and_rejections_by_team_and_reason(clie
 
     assert metrics[("gangway_admissions_total", (("team", "maps"),))] == 2
     assert metrics[("gangway_admissions_total", (("team", "vision"),))] == 1
-    assert metrics[("gangway_preemptions_total", (("reason", "preempted"), ("team", "maps")))] == 1
+    assert metrics[("gangway_preemptions_total", (("reason", "reclaimed"), ("team", "maps")))] == 1
     rejected = busy_world["too-big"]
     assert rejected.state == Job.State.REJECTED
     assert metrics[("gangway_rejections_total", (("reason", rejected.reason_code), ("team", "maps")))] == 1

@@ -91,6 +91,22 @@ def test_preemption_requeues_the_victim_keeping_its_queue_time_and_attempt(submi
     assert borrower.attempt == 2 and borrower.preemption_count == 1
     preempted = JobEvent.objects.get(job=borrower, kind="preempted")
     assert "vision" in preempted.message and "borrowed" in preempted.message
+    assert preempted.code == "reclaimed"
+
+
+def test_a_higher_tier_of_the_same_team_preempts_under_its_own_code(submit, cycle, clock):
+    whole_node = [{"role": "Worker", "count": 1, "gpu": 8}]
+    low = [submit(name=f"low-{k}", tier="experiment", replicas=whole_node, simulate={"duration": 10_000})
+           for k in range(2)]
+    cycle()
+    cycle()
+    assert states(*low) == ["running", "running"]  # maps: 8 nominal + 8 borrowed
+    clock.tick(601)  # past the thrash guard
+    submit(name="high", tier="standard", replicas=whole_node)
+    assert cycle().preempted == 1
+    event = JobEvent.objects.get(kind="preempted")
+    assert event.code == "preempted" and event.job_id in {job.pk for job in low}
+    assert "same team" in event.message
 
 
 def test_the_cluster_unreachable_keeps_jobs_queued_with_that_reason_and_recovers(submit, cycle, cluster):
