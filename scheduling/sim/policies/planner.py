@@ -32,6 +32,9 @@ second something happens:
   one job of each kind of usage on no listed node (quota without room):
   non-preemptible, and preemptible past the bound (`BEYOND`, last in R8
   order, so R2's non-preemptible usage stays exact);
+- the snapshot's queue is kept by the planner as jobs arrive, start, are
+  rejected and are preempted, with counts of what it asks for per team, so
+  a pass never walks the cluster's queue to build it;
 - the snapshot lists only the nodes that matter: those of listed jobs, those
   with some GPUs free, and as many empty ones, first in node order, as the
   queue has replicas (best fit takes empty nodes in node order, so no pass
