@@ -19,22 +19,25 @@ CYCLE_RETENTION = timedelta(days=7)
 CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
-def cycle_counts(cycles: QuerySet[Cycle] | None = None) -> tuple[int, float, list[int]]:
+def cycle_counts() -> tuple[int, float, list[int]]:
     """Returns (cycles, seconds, cycles at or under each bound of CYCLE_BUCKETS)
-    of `cycles` (default: every row) plus the pruned ones, so it never goes down."""
-    rows = (Cycle.objects.all() if cycles is None else cycles).aggregate(
+    over every cycle, the pruned ones included, so the counts never go down."""
+    total, seconds, buckets = _counts(Cycle.objects.all())
+    pruned = CycleTotals.objects.filter(pk=1).first()
+    if pruned is not None:
+        total += pruned.cycles
+        seconds += pruned.seconds
+        buckets = [n + pruned.buckets.get(str(bound), 0) for n, bound in zip(buckets, CYCLE_BUCKETS)]
+    return total, seconds, buckets
+
+
+def _counts(cycles: QuerySet[Cycle]) -> tuple[int, float, list[int]]:
+    """Returns (cycles, seconds, cycles at or under each bound) of these rows, in one query."""
+    rows = cycles.aggregate(
         total=Count("id"), seconds=Sum("duration"),
         **{f"le_{i}": Count("id", filter=Q(duration__lte=bound)) for i, bound in enumerate(CYCLE_BUCKETS)},
     )  # fmt: skip
-    total, seconds = rows["total"], rows["seconds"] or 0.0
-    buckets = [rows[f"le_{i}"] for i in range(len(CYCLE_BUCKETS))]
-    if cycles is None:
-        pruned = CycleTotals.objects.filter(pk=1).first()
-        if pruned is not None:
-            total += pruned.cycles
-            seconds += pruned.seconds
-            buckets = [n + pruned.buckets.get(str(bound), 0) for n, bound in zip(buckets, CYCLE_BUCKETS)]
-    return total, seconds, buckets
+    return rows["total"], rows["seconds"] or 0.0, [rows[f"le_{i}"] for i in range(len(CYCLE_BUCKETS))]
 
 
 def prune_cycles(now: datetime) -> int:
@@ -45,7 +48,7 @@ def prune_cycles(now: datetime) -> int:
         return 0
     with transaction.atomic():
         totals, _ = CycleTotals.objects.select_for_update().get_or_create(pk=1)
-        count, seconds, buckets = cycle_counts(old)
+        count, seconds, buckets = _counts(old)
         totals.cycles += count
         totals.seconds += seconds
         totals.buckets = {str(bound): totals.buckets.get(str(bound), 0) + n

@@ -28,6 +28,7 @@ def tiers_of(team: Team) -> list[PriorityTier]:
     return [instance(PriorityTier, row) for row in _TIERS_OF_TEAM(team.pk)]
 
 
+# -7: a team id no row has, standing for the real one while the SQL is built.
 _TIERS_OF_TEAM = CompiledQuery(lambda team: PriorityTier.objects.filter(teams=team).values_list(*columns(PriorityTier)), -7)
 
 
