@@ -18,8 +18,9 @@ State = Job.State
 
 ALLOWED: dict[str, frozenset[str]] = {
     State.QUEUED: frozenset({State.ADMITTED, State.CANCELLING, State.REJECTED}),
-    # A short job can finish before any reconcile saw it running.
-    State.ADMITTED: frozenset({State.RUNNING, State.PREEMPTING, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
+    # A short job can finish before any reconcile saw it running; a job the cluster
+    # refuses to create goes back to the queue.
+    State.ADMITTED: frozenset({State.QUEUED, State.RUNNING, State.PREEMPTING, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
     State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.PREEMPTING, State.CANCELLING}),
     State.PREEMPTING: frozenset({State.QUEUED, State.CANCELLING}),
     State.CANCELLING: frozenset({State.CANCELLED}),

@@ -1,10 +1,23 @@
-"""One admission cycle: read the world, plan, apply the plan, record every decision."""
+"""One admission cycle, in five phases: read, plan, commit, apply, record.
+
+Intent first, then the cluster. The cycle commits every decision (admissions
+with their placement, preemptions, rejections, waiting reasons, each with its
+event) before it makes a single cluster call, and the calls it then makes only
+carry out what is committed. Every call is idempotent (deterministic names),
+so a crash anywhere leaves one of two things:
+- before the commit: nothing (the transaction rolls back, the cluster was not touched);
+- after it: committed decisions not yet carried out, which reconcile finishes
+  (an admitted job missing from the cluster is created, a job being preempted
+  that still runs is suspended) or the next cycle's reading counts as taken room.
+The database therefore never says less is taken than the cluster has, and a
+cycle can never admit into room it cannot see.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.db import transaction
@@ -13,15 +26,15 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling import records
-from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable
+from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod
 from scheduling.locks import try_transaction_lock
-from scheduling.models import Cycle
 from scheduling.policy import plan as make_plan
 from scheduling.policy.model import Admission, Plan
 from scheduling.snapshot import World, build_world, to_cluster_job
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
+UNREACHABLE = "cluster_unreachable"
 
 
 @dataclass
@@ -31,7 +44,7 @@ class CycleResult:
     rejected: int = 0
     waiting: int = 0
     skipped: bool = False
-    error: str = ""
+    error: str = ""  # the cluster could not be reached (for operators: it may name the API server)
 
     @property
     def summary(self) -> str:
@@ -42,90 +55,128 @@ class CycleResult:
         return f"Admitted {self.admitted}, preempted {self.preempted}, rejected {self.rejected}, waiting {self.waiting}."
 
 
-def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleResult:
-    """Run one cycle in one transaction; returns what it did (skipped when another cycle runs).
+@dataclass(frozen=True)
+class Reading:
+    """What the cluster said at the start of a cycle."""
 
-    1. Take the single-flight lock.
-    2. Read the cluster's nodes and outside usage; if it cannot be reached,
-       every queued job says so and nothing else changes.
-    3. Build the snapshot from the database and those readings.
-    4. Plan (the pure policy).
-    5. For each admission: preempt its victims, then admit it and create it in
-       the cluster, in a savepoint, so a refusal undoes only that admission.
-    6. Reject what can never fit.
-    7. Record each waiting job's reason, positions and estimated start.
-    8. Record the nodes, a usage sample per team, and the cycle.
+    nodes: list[NodeInfo]
+    outside: list[OutsidePod]
+    statuses: list[JobStatus]
+
+
+@dataclass
+class Decided:
+    """One committed admission and its victims, for the apply phase."""
+
+    job: Job
+    victims: list[Job] = field(default_factory=list)
+
+
+def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleResult:
+    """Run one cycle; returns what it decided (skipped when another cycle holds the lock).
+
+    1. Read: take the single-flight lock, read the cluster (nodes, outside
+       pods, every Gangway job's pods) and the database into a snapshot. If
+       the cluster cannot be reached, queued jobs say so and nothing else changes.
+    2. Plan: the pure policy.
+    3. Commit: preemptions, admissions with their placement, rejections and
+       waiting reasons, with their events, in one transaction.
+    4. Apply: for each admission, suspend its victims, then create it. The
+       cluster being unreachable stops the phase (reconcile finishes it); a
+       refused create requeues that job with a backoff.
+    5. Record: nodes seen, a usage sample, the cycle row.
+    A cycle that raises is recorded as failed in a transaction of its own,
+    then the error goes on to the caller.
     """
     started, now = time.monotonic(), now or timezone.now()
     result = CycleResult()
-    with transaction.atomic():
-        # 1.
-        if not try_transaction_lock(CYCLE_LOCK):
-            return CycleResult(skipped=True)
-        # 2.
-        try:
-            nodes, outside = cluster.nodes(), cluster.outside_usage()
-        except ClusterUnavailable as error:
-            result.error = str(error)
-            records.cluster_unreachable(str(error))
-            Cycle.objects.create(started_at=now, duration=time.monotonic() - started, cluster_reachable=False,
-                                 error=str(error)[:1000])  # fmt: skip
-            return result
-        # 3. and 4.
-        world = build_world(now=now, nodes=nodes, outside=outside)
-        plan = make_plan(world.snapshot)
-        # 5.
-        unavailable = ""
-        for admission in plan.admit:
-            if unavailable:
-                break
+    decided: list[Decided] = []
+    reading: Reading | None = None
+    try:
+        with transaction.atomic():
+            # 1. Read.
+            if not try_transaction_lock(CYCLE_LOCK):
+                return CycleResult(skipped=True)
             try:
-                with transaction.atomic():
-                    result.preempted += _admit(world, admission, cluster, now)
-                    result.admitted += 1
+                reading = _read(cluster)
             except ClusterUnavailable as error:
-                unavailable = str(error)
-            except ClusterError as error:
-                _refused(world.jobs[admission.id], str(error))
-            except StaleJob:
-                continue  # cancelled or finished since the snapshot; the next cycle plans again
-        # 6.
-        for rejection in plan.reject:
-            job = world.jobs[rejection.id]
-            try:
-                transition(job, Job.State.REJECTED, message=rejection.reason, code=rejection.code,
-                           finished_at=now, reason=rejection.reason, reason_code=rejection.code,
-                           position=None, team_position=None, eta=None)  # fmt: skip
-            except StaleJob:
-                continue
-            _log_decision("rejected", job, rejection.code, rejection.reason)
-            result.rejected += 1
-        # 7.
-        result.waiting = _record_waits(world, plan, unavailable)
-        # 8.
-        records.nodes_seen(nodes, outside, now)
-        records.usage_sample(now)
-        Cycle.objects.create(
-            started_at=now, duration=time.monotonic() - started, admitted=result.admitted,
-            preempted=result.preempted, rejected=result.rejected, waiting=result.waiting,
-            cluster_reachable=not unavailable, error=unavailable[:1000],
-        )  # fmt: skip
-        records.prune_cycles(now)
+                result.error = str(error)
+                records.cluster_unreachable()
+            if reading is not None:
+                world = build_world(now=now, nodes=reading.nodes, outside=reading.outside, statuses=reading.statuses)
+                # 2. Plan.
+                plan = make_plan(world.snapshot)
+                # 3. Commit.
+                decided = _commit(world, plan, now, result)
+        # 4. Apply.
+        if decided:
+            result.error = _apply(decided, cluster, now)
+            result.admitted = sum(1 for d in decided if d.job.state == Job.State.ADMITTED)
+        # 5. Record.
+        with transaction.atomic():
+            if reading is not None:
+                records.nodes_seen(reading.nodes, reading.outside, now)
+                records.usage_sample(now)
+            records.cycle_done(now, time.monotonic() - started, result)
+            records.prune_cycles(now)
+    except Exception as error:
+        records.cycle_failed(now, time.monotonic() - started, error)
+        raise
     return result
 
 
-def _admit(world: World, admission: Admission, cluster: Cluster, now: datetime) -> int:
-    """Preempt the admission's victims, admit its job and create it; returns the victims preempted."""
-    job = world.jobs[admission.id]
-    for victim_id in admission.victims:
-        victim = world.jobs[victim_id]
-        message = records.preemption_sentence(world, victim, job)
-        # Reclaim (R6) takes back lent quota; a preemption within the team makes way for a higher tier (R5).
-        code = "reclaimed" if victim.team_id != job.team_id else "preempted"
-        transition(victim, Job.State.PREEMPTING, message=message, code=code,
-                   preemption_count=victim.preemption_count + 1)  # fmt: skip
-        cluster.suspend_job(to_cluster_job(victim))
-        _log_decision("preempted", victim, code, message)
+def _read(cluster: Cluster) -> Reading:
+    return Reading(nodes=cluster.nodes(), outside=cluster.outside_usage(), statuses=cluster.job_statuses())
+
+
+def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> list[Decided]:
+    """Write the plan's decisions; returns the admissions committed, with their victims.
+
+    Each admission with its victims is one savepoint: a job someone else moved
+    since the snapshot (cancelled, ended) undoes only that admission; the next
+    cycle plans again.
+    """
+    usage = records.GpuTally.of(world.snapshot)
+    decided = []
+    for admission in plan.admit:
+        job = world.jobs[admission.id]
+        try:
+            with transaction.atomic():
+                victims = [_preempt(world, world.jobs[victim_id], job, usage) for victim_id in admission.victims]
+                _admit(job, admission, now)
+        except StaleJob:
+            continue
+        usage.add(job)
+        decided.append(Decided(job, victims))
+        result.preempted += len(victims)
+    for rejection in plan.reject:
+        job = world.jobs[rejection.id]
+        try:
+            transition(job, Job.State.REJECTED, message=rejection.reason, code=rejection.code,
+                       finished_at=now, reason=rejection.reason, reason_code=rejection.code,
+                       position=None, team_position=None, eta=None)  # fmt: skip
+        except StaleJob:
+            continue
+        _log_decision("rejected", job, rejection.code, rejection.reason)
+        result.rejected += 1
+    result.waiting = _record_waits(world, plan)
+    return decided
+
+
+def _preempt(world: World, victim: Job, preemptor: Job, usage: records.GpuTally) -> Job:
+    """Move a victim to preempting, with the sentence its owner reads; returns it."""
+    message = records.preemption_sentence(world, victim, preemptor, usage)
+    # Reclaim (R6) takes back lent quota; a preemption within the team makes way for a higher tier (R5).
+    code = "reclaimed" if victim.team_id != preemptor.team_id else "preempted"
+    transition(victim, Job.State.PREEMPTING, message=message, code=code,
+               preemption_count=victim.preemption_count + 1)  # fmt: skip
+    usage.remove(victim)
+    _log_decision("preempted", victim, code, message)
+    return victim
+
+
+def _admit(job: Job, admission: Admission, now: datetime) -> None:
+    """Move a job to admitted with its placement, the one the cluster will be given."""
     nodes = admission.nodes or _expand(admission.placement)
     where = ", ".join(f"{count} on {node}" for node, count in admission.placement)
     message = f"Admitted: all {len(nodes)} replicas placed at once ({where})."
@@ -133,9 +184,50 @@ def _admit(world: World, admission: Admission, cluster: Cluster, now: datetime) 
         message += f" Starts once {len(admission.victims)} preempted job(s) have stopped."
     transition(job, Job.State.ADMITTED, message=message, code="admitted", admitted_at=now, placement=list(nodes),
                reason="", reason_code="", position=None, team_position=None, eta=None)  # fmt: skip
-    cluster.create_job(to_cluster_job(job))
     _log_decision("admitted", job, "admitted", message)
-    return len(admission.victims)
+
+
+def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
+    """Carry out committed admissions: suspend the victims, then create the job.
+
+    Returns "" when every call went through, else the error that stopped the
+    phase: the jobs not yet created stay admitted, saying so, and reconcile
+    creates them once the cluster answers. A job whose create the cluster
+    refuses is requeued with a backoff (`_refused`).
+    """
+    for index, item in enumerate(decided):
+        try:
+            for victim in item.victims:
+                cluster.suspend_job(to_cluster_job(victim))
+            cluster.create_job(to_cluster_job(item.job))
+        except ClusterUnavailable as error:
+            _creation_pending([d.job for d in decided[index:]])
+            log.warning("cluster unreachable while applying admissions: %s", error)
+            return str(error)
+        except ClusterError as error:
+            _refused(item.job, str(error), now)
+    return ""
+
+
+def _creation_pending(jobs: list[Job]) -> None:
+    reason = ("Admitted, but the cluster cannot be reached to create it; it is created as soon as the "
+              "cluster answers, on the nodes already set aside for it.")  # fmt: skip
+    Job.objects.filter(pk__in=[job.pk for job in jobs], state=Job.State.ADMITTED).update(
+        reason=reason, reason_code="create_pending"
+    )
+
+
+def _refused(job: Job, error: str, now: datetime) -> None:
+    """Requeue a job whose create the cluster refused, keeping its place, after a backoff."""
+    wait = backoff(job.attempt)
+    message = (f"The cluster refused to create it: {error}. Requeued with its place kept; "
+               f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
+    try:
+        transition(job, Job.State.QUEUED, message=message, code="cluster_refused", placement=[], admitted_at=None,
+                   not_before=now + wait, reason=message, reason_code="cluster_refused")  # fmt: skip
+    except StaleJob:
+        return  # cancelled meanwhile; nothing was created
+    _log_decision("refused", job, "cluster_refused", message)
 
 
 def _log_decision(action: str, job: Job, rule: str, reason: str) -> None:
@@ -148,23 +240,14 @@ def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
     return tuple(node for node, count in placement for _ in range(count))
 
 
-def _refused(job: Job, error: str) -> None:
-    message = f"The cluster refused to create it: {error}"
-    Job.objects.filter(pk=job.pk).update(reason=message, reason_code="cluster_refused")
-    note(job, JobEvent.Kind.NOTE, message, code="cluster_refused")
-
-
-def _record_waits(world: World, plan: Plan, unavailable: str) -> int:
+def _record_waits(world: World, plan: Plan) -> int:
     """Store every waiting job's reason, positions and ETA; an event when its reason changes."""
     changed = []
     for wait in plan.wait:
         job = world.jobs[wait.id]
-        reason, code = wait.reason, wait.code
-        if unavailable:
-            reason, code = f"The cluster could not be reached: {unavailable}", "cluster_unreachable"
-        if code != job.reason_code and job.state == Job.State.QUEUED:
-            note(job, JobEvent.Kind.WAITING, reason, code=code)
-        job.reason, job.reason_code = reason, code
+        if wait.code != job.reason_code and job.state == Job.State.QUEUED:
+            note(job, JobEvent.Kind.WAITING, wait.reason, code=wait.code)
+        job.reason, job.reason_code = wait.reason, wait.code
         job.position, job.team_position = wait.position, wait.team_position
         job.eta = datetime.fromtimestamp(wait.eta, tz=dt_timezone.utc) if wait.eta is not None else None
         changed.append(job)

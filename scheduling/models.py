@@ -42,7 +42,8 @@ class Cycle(models.Model):
     rejected = models.PositiveIntegerField(default=0)
     waiting = models.PositiveIntegerField(default=0)
     cluster_reachable = models.BooleanField(default=True)
-    error = models.TextField(blank=True)
+    failed = models.BooleanField(default=False, help_text="The cycle raised; its decisions were rolled back.")
+    error = models.TextField(blank=True, help_text="For operators: may name the API server's address.")
 
     class Meta:
         ordering = ["-started_at"]
@@ -53,6 +54,8 @@ class Cycle(models.Model):
 
     @property
     def summary(self) -> str:
+        if self.failed:
+            return f"Failed: {self.error}"
         if not self.cluster_reachable:
             return f"Cluster unreachable: {self.error}"
         return f"Admitted {self.admitted}, preempted {self.preempted}, rejected {self.rejected}, waiting {self.waiting}."
@@ -63,6 +66,7 @@ class CycleTotals(models.Model):
     duration histogram stays cumulative while old rows go."""
 
     cycles = models.BigIntegerField(default=0)
+    failures = models.BigIntegerField(default=0)
     seconds = models.FloatField(default=0.0)
     # Bucket bound (as text) -> pruned cycles that took at most that long.
     buckets = models.JSONField(default=dict)

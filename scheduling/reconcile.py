@@ -32,6 +32,7 @@ WATCHED = (Job.State.QUEUED, Job.State.ADMITTED, Job.State.RUNNING, Job.State.PR
 class ReconcileResult:
     changed: int = 0
     created: int = 0
+    suspended: int = 0
     deleted: int = 0
     skipped: bool = False
     error: str = ""
@@ -42,7 +43,8 @@ class ReconcileResult:
             return "Another reconcile is running; nothing done."
         if self.error:
             return f"Cluster unreachable ({self.error}); nothing changed."
-        return f"Moved {self.changed} jobs, created {self.created}, deleted {self.deleted} cluster objects."
+        return (f"Moved {self.changed} jobs, created {self.created}, suspended {self.suspended}, "
+                f"deleted {self.deleted} cluster objects.")
 
 
 def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResult:
@@ -106,6 +108,11 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         _follow(job, status, cluster, now, result)
     elif state == Job.State.PREEMPTING:
+        if phase in (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING):
+            # Level-triggered: the cycle committed the preemption but its suspend may never have
+            # reached the cluster (a crash, an outage). Suspending again is harmless.
+            cluster.suspend_job(to_cluster_job(job))
+            result.suspended += 1
         if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
             transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
                        f"resume as attempt {job.attempt + 1}.", code="requeued", attempt=F("attempt") + 1,
@@ -124,8 +131,10 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     """An admitted or running job: start, finish, re-create, or evict when stuck (R13)."""
     phase = status.phase if status else None
     if status is None:
-        # Level-triggered: the database says it should exist, so create it again (same name: harmless).
+        # Level-triggered: the database says it should exist (admitted by a cycle whose create never
+        # reached the cluster, or deleted by hand), so create it (same name: harmless).
         cluster.create_job(to_cluster_job(job))
+        Job.objects.filter(pk=job.pk, reason_code="create_pending").update(reason="", reason_code="")
         result.created += 1
         return
     if phase in (Phase.SUCCEEDED, Phase.FAILED):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 
 from jobs.models import Job, JobEvent
@@ -13,6 +14,7 @@ from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
 from scheduling.snapshot import World
 from tenants.models import Quota
 
+log = logging.getLogger("gangway.admission")
 SAMPLE_EVERY = timedelta(seconds=60)
 CYCLE_RETENTION = timedelta(days=7)
 # Upper bounds (seconds) of the cycle duration histogram's buckets.
@@ -29,6 +31,12 @@ def cycle_counts() -> tuple[int, float, list[int]]:
         seconds += pruned.seconds
         buckets = [n + pruned.buckets.get(str(bound), 0) for n, bound in zip(buckets, CYCLE_BUCKETS)]
     return total, seconds, buckets
+
+
+def cycle_failures() -> int:
+    """Returns how many cycles ever failed, the pruned ones included."""
+    pruned = CycleTotals.objects.filter(pk=1).values_list("failures", flat=True).first() or 0
+    return Cycle.objects.filter(failed=True).count() + pruned
 
 
 def _counts(cycles: QuerySet[Cycle]) -> tuple[int, float, list[int]]:
@@ -49,6 +57,7 @@ def prune_cycles(now: datetime) -> int:
     with transaction.atomic():
         totals, _ = CycleTotals.objects.select_for_update().get_or_create(pk=1)
         count, seconds, buckets = _counts(old)
+        totals.failures += old.filter(failed=True).count()
         totals.cycles += count
         totals.seconds += seconds
         totals.buckets = {str(bound): totals.buckets.get(str(bound), 0) + n
@@ -58,13 +67,51 @@ def prune_cycles(now: datetime) -> int:
     return count
 
 
-def cluster_unreachable(error: str) -> None:
-    """Every queued job says why nothing moves; an event only where the reason is new."""
-    reason = f"The cluster could not be reached: {error}"
-    for job in Job.objects.filter(state=Job.State.QUEUED).exclude(reason_code="cluster_unreachable"):
+UNREACHABLE_REASON = "The cluster cannot be reached; jobs stay queued, in order, until it answers again."
+
+
+def cluster_unreachable() -> None:
+    """Every queued job says why nothing moves; an event only where the reason is new.
+
+    The sentence names no address: people read it on their job's page; operators
+    find the error itself in the cycle's row (the admin) and the logs.
+    """
+    queued = Job.objects.filter(state=Job.State.QUEUED)
+    for job in queued.exclude(reason_code="cluster_unreachable"):
         JobEvent.objects.create(job=job, kind=JobEvent.Kind.WAITING, from_state=job.state, to_state=job.state,
-                                message=reason, code="cluster_unreachable")  # fmt: skip
-    Job.objects.filter(state=Job.State.QUEUED).update(reason=reason, reason_code="cluster_unreachable")
+                                message=UNREACHABLE_REASON, code="cluster_unreachable")  # fmt: skip
+    queued.update(reason=UNREACHABLE_REASON, reason_code="cluster_unreachable")
+
+
+def cycle_done(now: datetime, duration: float, result) -> Cycle:
+    """Records a cycle that ran to its end (the cluster may have been unreachable); returns its row."""
+    return Cycle.objects.create(
+        started_at=now, duration=duration, admitted=result.admitted, preempted=result.preempted,
+        rejected=result.rejected, waiting=result.waiting, cluster_reachable=not result.error,
+        error=result.error[:1000],
+    )  # fmt: skip
+
+
+def cycle_failed(now: datetime, duration: float, error: BaseException) -> None:
+    """Records a cycle that raised, in a transaction of its own, so the failure is seen
+    (the admin, `/metrics`, `/readyz`, the staff banner) even though its work rolled back."""
+    text = f"{type(error).__name__}: {error}"[:1000]
+    log.error("admission cycle failed: %s", text, exc_info=error)
+    try:
+        with transaction.atomic():
+            Cycle.objects.create(started_at=now, duration=duration, failed=True, error=text)
+    except DatabaseError as unrecorded:  # the database itself is what failed: the log line is all there is
+        log.error("could not record the failed cycle: %s", unrecorded)
+
+
+def failing_streak(limit: int) -> int:
+    """Returns how many of the latest `limit` cycles failed in a row, newest first."""
+    streak = 0
+    for failed in Cycle.objects.order_by("-started_at", "-id").values_list("failed", flat=True)[:limit]:
+        if not failed:
+            break
+        streak += 1
+    return streak
 
 
 def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> None:
@@ -105,23 +152,43 @@ def usage_sample(now: datetime) -> None:
     UsageSample.objects.filter(at__lt=now - timedelta(days=7)).delete()
 
 
-def preemption_sentence(world: World, victim: Job, preemptor: Job) -> str:
-    """Why a job is preempted, for its owner: reclaim by another team, or a higher tier of its own."""
+class GpuTally:
+    """GPUs each team holds as a cycle's decisions are committed, for the sentences victims read."""
+
+    def __init__(self, used: dict[str, int]):
+        self.used = used
+
+    @classmethod
+    def of(cls, snapshot) -> "GpuTally":
+        used: dict[str, int] = {}
+        for job in snapshot.running:
+            if job.team is not None:
+                used[job.team] = used.get(job.team, 0) + sum(group.count * group.gpu for group in job.replicas)
+        return cls(used)
+
+    def add(self, job: Job) -> None:
+        self.used[job.team.slug] = self.used.get(job.team.slug, 0) + job.gpu_total
+
+    def remove(self, job: Job) -> None:
+        self.used[job.team.slug] = self.used.get(job.team.slug, 0) - job.gpu_total
+
+
+def preemption_sentence(world: World, victim: Job, preemptor: Job, usage: GpuTally) -> str:
+    """Why a job is preempted, for its owner: reclaim by another team, or a higher tier of its own.
+
+    Another team's job is named only by its team: the victim's owner may not see it.
+    The numbers are the victim team's as this cycle left them, its own admissions included.
+    """
     if victim.team_id == preemptor.team_id:
         return (
             f"Preempted for job {preemptor.name} (#{preemptor.pk}) of the same team, whose tier "
             f"{preemptor.tier.name} ranks above {victim.tier.name}; it will be requeued with its place kept."
         )
     team = next((t for t in world.snapshot.teams if t.name == victim.team.slug), None)
-    used = sum(
-        group.count * group.gpu
-        for job in world.snapshot.running
-        if job.team == victim.team.slug
-        for group in job.replicas
-    )
     nominal = team.nominal.get("gpu", 0) if team else 0
+    used = usage.used.get(victim.team.slug, 0)
     return (
         f"Preempted to return GPUs borrowed by team {victim.team.slug} ({used} in use, {nominal} nominal) "
-        f"to team {preemptor.team.slug}, which is reclaiming its nominal quota for job {preemptor.name} "
-        f"(#{preemptor.pk}); it will be requeued with its place kept."
+        f"to team {preemptor.team.slug}, which is reclaiming its nominal quota for a job of its own; "
+        f"it will be requeued with its place kept."
     )

@@ -17,7 +17,7 @@ from django.db.models import Prefetch
 from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
-from scheduling.cluster.base import ClusterJob, NodeInfo, OutsidePod, ReplicaSpec, cluster_name
+from scheduling.cluster.base import ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name
 from tenants.models import PriorityTier, Quota, Team
 
 
@@ -152,20 +152,29 @@ def build_world(
     now: datetime,
     nodes: list[NodeInfo],
     outside: list[OutsidePod],
+    statuses: Iterable[JobStatus] = (),
     teams: list[Team] | None = None,
     extra_pending: tuple[policy.PendingJob, ...] = (),
 ) -> World:
-    """The snapshot of `now`: admitted and running jobs hold their nodes, queued jobs wait.
+    """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
-    Queued jobs backing off after a stuck admission (R13) are left out until
-    their time comes. Jobs being preempted or cancelled are left out too: the
-    room they free is already promised to the job that preempted them.
+    Admitted and running jobs hold their whole demand, on their placement; a
+    replica with no known node (an adopted job whose pods have not all
+    started, a node that went away) is charged to the node with the most room
+    left, so a job never counts for less than it asks. Pods of cluster jobs
+    the database does not count as admitted or running (a job being
+    preempted or cancelled whose pods have not stopped yet, a job it does not
+    know) take room as outside usage (R12). Queued jobs backing off after a
+    stuck admission (R13) are left out until their time comes.
     """
     teams = teams if teams is not None else teams_with_quotas()
     by_slug = {team.slug: team for team in teams}
     defaults = {team.pk: replica_defaults(team) for team in teams}
-    node_names = {node.name for node in nodes}
     world = World(snapshot=None, teams=by_slug)  # type: ignore[arg-type]
+    active = list(Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team", "tier").order_by("id"))
+    counted = {job.pk for job in active}
+    outside = list(outside) + [pod for status in statuses if status.job_id not in counted for pod in status.pods]
+    node_names = {node.name for node in nodes}
     running: list[policy.RunningJob] = [
         policy.RunningJob(
             id=f"outside:{pod.namespace}/{pod.name}", team=None, tier=None, started=0,
@@ -175,17 +184,17 @@ def build_world(
         for pod in outside
         if pod.node in node_names
     ]
-    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team", "tier").order_by("id")
+    replicas_of = {job.pk: policy_replicas(job.replicas, defaults.get(job.team_id, {})) for job in active}
+    placements = _charged_placements(nodes, running, active, replicas_of)
     for job in active:
-        replicas = policy_replicas(job.replicas, defaults.get(job.team_id, {}))
-        if len(job.placement) != sum(group.count for group in replicas) or not set(job.placement) <= node_names:
-            continue  # placed on nodes that are gone: the cluster's own reading will correct it
+        if not placements[job.pk]:
+            continue  # no node to charge at all (the cluster has none)
         world.jobs[str(job.pk)] = job
         running.append(
             policy.RunningJob(
                 id=str(job.pk), team=job.team.slug, tier=job.tier.name,
-                started=epoch(job.started_at or job.admitted_at or now), replicas=replicas,
-                nodes=tuple(job.placement), max_runtime=job.max_runtime, queued=epoch(job.queued_at),
+                started=epoch(job.started_at or job.admitted_at or now), replicas=replicas_of[job.pk],
+                nodes=placements[job.pk], max_runtime=job.max_runtime, queued=epoch(job.queued_at),
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
@@ -211,6 +220,50 @@ def build_world(
         settings=policy_settings(),
     )
     return world
+
+
+def _charged_placements(
+    nodes: list[NodeInfo], outside: list[policy.RunningJob], jobs: list[Job],
+    replicas_of: dict[int, tuple[policy.ReplicaGroup, ...]],
+) -> dict[int, tuple[str, ...]]:
+    """Returns the node each replica of each job is charged to: its placement where that node
+    is known, else the node with the most GPUs (then cpu, memory) left, even below zero; empty
+    only when the cluster has no node at all.
+
+    Over-charging a node only keeps other jobs off it until the cluster's next reading;
+    under-charging would let a cycle admit into room that is taken.
+    """
+    free = {node.name: [node.gpu, node.cpu, node.memory] for node in nodes}
+    for pod in outside:
+        _take(free, pod.nodes[0], pod.replicas[0])
+    needs = {job.pk: [group for group in replicas_of[job.pk] for _ in range(group.count)] for job in jobs}
+    charged: dict[int, list[str | None]] = {}
+    for job in jobs:
+        known: list[str | None] = [node if node in free else None for node in job.placement[: len(needs[job.pk])]]
+        known += [None] * (len(needs[job.pk]) - len(known))
+        for node, group in zip(known, needs[job.pk]):
+            if node is not None:
+                _take(free, node, group)
+        charged[job.pk] = known
+    if not free:
+        return {pk: () for pk in charged}
+    order = {name: index for index, name in enumerate(free)}
+    for job in jobs:  # in id order, once every known placement is charged
+        for index, group in enumerate(needs[job.pk]):
+            if charged[job.pk][index] is None:
+                node = max(free, key=lambda name: (free[name], -order[name]))
+                _take(free, node, group)
+                charged[job.pk][index] = node
+    return {pk: tuple(replica_nodes) for pk, replica_nodes in charged.items()}  # type: ignore[misc]
+
+
+def _take(free: dict[str, list[int]], node: str, group: policy.ReplicaGroup) -> None:
+    """Charges one replica of `group` to `node`, if the cluster has that node."""
+    room = free.get(node)
+    if room is not None:
+        room[0] -= group.gpu
+        room[1] -= group.cpu
+        room[2] -= group.memory
 
 
 def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:

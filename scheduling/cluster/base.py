@@ -96,6 +96,9 @@ class JobStatus:
     message: str = ""
     running_pods: int = 0
     nodes: tuple[str, ...] = ()  # node of each running replica
+    # Every pod of the job bound to a node (running, or pending but bound), with what it asks:
+    # the loop counts these as outside usage (R12) whenever it does not count the job itself.
+    pods: tuple[OutsidePod, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,15 +102,8 @@ class KubernetesCluster:
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
             phase = (pod.get("status") or {}).get("phase")
-            if not node or phase not in ("Running", "Pending"):
-                continue
-            requests = pod_requests(pod)
-            result.append(OutsidePod(
-                namespace=pod["metadata"].get("namespace", ""),
-                name=pod["metadata"]["name"],
-                node=node,
-                **requests,
-            ))
+            if node and phase in ("Running", "Pending"):
+                result.append(_bound_pod(pod, node))
         return result
 
     # -- jobs ------------------------------------------------------------------
@@ -184,12 +177,15 @@ class KubernetesCluster:
             "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
         )["items"]
         running: dict[tuple[str, str], list[str]] = defaultdict(list)
+        bound: dict[tuple[str, str], list[OutsidePod]] = defaultdict(list)
         for pod in pods:
-            if (pod.get("status") or {}).get("phase") == "Running":
-                meta = pod["metadata"]
-                running[(meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])].append(
-                    (pod.get("spec") or {}).get("nodeName", "")
-                )
+            meta = pod["metadata"]
+            key = (meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])
+            phase, node = (pod.get("status") or {}).get("phase"), (pod.get("spec") or {}).get("nodeName", "")
+            if phase == "Running":
+                running[key].append(node)
+            if node and phase in ("Running", "Pending"):
+                bound[key].append(_bound_pod(pod, node))
         result = []
         for training in TRAINING_KINDS.values():
             jobs = self.api.call(
@@ -206,6 +202,7 @@ class KubernetesCluster:
                 result.append(JobStatus(
                     job_id=int(label), name=meta["name"], namespace=meta["namespace"],
                     phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
+                    pods=tuple(bound.get((meta["namespace"], label), ())),
                 ))
         return sorted(result, key=lambda status: status.job_id)
 
@@ -246,6 +243,12 @@ def job_phase(obj: dict) -> tuple[Phase, str]:
     if suspended and phase not in (Phase.FAILED, Phase.SUCCEEDED):
         return Phase.SUSPENDED, conditions.get(Phase.SUSPENDED) or "Suspended by Gangway."
     return phase, conditions.get(phase, "")
+
+
+def _bound_pod(pod: dict, node: str) -> OutsidePod:
+    """Returns a pod bound to `node` with the room it takes there."""
+    return OutsidePod(namespace=pod["metadata"].get("namespace", ""), name=pod["metadata"]["name"], node=node,
+                      **pod_requests(pod))  # fmt: skip
 
 
 def pod_requests(pod: dict) -> dict[str, int]:

@@ -199,7 +199,11 @@ def _status(job: SimJob) -> JobStatus:
     message = job.message
     if phase is Phase.CREATED:
         message = "Waiting for room on the nodes for every replica at once."
+    pods = tuple(
+        OutsidePod(namespace=job.namespace, name=f"{job.name}-{index}", node=node, gpu=gpu, cpu=cpu, memory=memory)
+        for index, (node, (gpu, cpu, memory)) in enumerate(zip(job.nodes, _replicas(job)))
+    ) if phase is Phase.RUNNING else ()  # fmt: skip
     return JobStatus(
         job_id=job.job_id, name=job.name, namespace=job.namespace, phase=phase, message=message,
-        running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes),
+        running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes), pods=pods,
     )  # fmt: skip

@@ -122,8 +122,10 @@ def test_the_cluster_unreachable_keeps_jobs_queued_with_that_reason_and_recovers
     assert result.error
     job.refresh_from_db()
     assert job.state == "queued"
-    assert job.reason_code == "cluster_unreachable" and "connection refused" in job.reason
-    assert Cycle.objects.latest().cluster_reachable is False
+    assert job.reason_code == "cluster_unreachable" and job.reason.startswith("The cluster cannot be reached")
+    assert "connection refused" not in job.reason, "people read the reason: it names no address or error"
+    latest = Cycle.objects.latest()
+    assert latest.cluster_reachable is False and "connection refused" in latest.error, "operators read the row"
     assert cycle().admitted == 1
     assert states(job) == ["admitted"]
 
