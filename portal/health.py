@@ -2,7 +2,8 @@
 
 `/healthz` (portal.views) only says the process answers; an orchestrator
 restarts a process that does not. `/readyz` says whether it can serve: the
-database, the broker and, with the Kubernetes backend, the API server. It
+database, the broker, the admission loop (not failing cycle after cycle) and,
+with the Kubernetes backend, the API server. It
 answers 200 when every check passes and 503 naming the failing ones, e.g.
 `{"status": "not ready", "checks": {"broker": {"status": "failing", "error": "..."}}}`.
 
@@ -37,7 +38,7 @@ def readyz(request):
             continue
         try:
             results[name] = {"status": "ok", **check()}
-        except (DatabaseError, OperationalError, ClusterUnavailable, ClusterError) as error:
+        except (DatabaseError, OperationalError, ClusterUnavailable, ClusterError, CyclesFailing) as error:
             results[name] = {"status": "failing", "error": str(error)}
     failing = sorted(name for name, result in results.items() if result["status"] == "failing")
     body = {"status": "not ready" if failing else "ready", "checks": results}
@@ -46,8 +47,12 @@ def readyz(request):
     return JsonResponse(body, status=503 if failing else 200)
 
 
+class CyclesFailing(Exception):
+    """The latest admission cycles all failed."""
+
+
 def _checks() -> dict[str, Callable[[], dict]]:
-    checks = {"database": _database, "broker": _broker}
+    checks = {"database": _database, "broker": _broker, "cycles": _cycles}
     if settings.CLUSTER_BACKEND == "kubernetes":
         checks["cluster"] = _cluster
     return checks
@@ -58,6 +63,17 @@ def _database() -> dict:
         cursor.execute("SELECT 1")
         cursor.fetchone()
     return {"vendor": connection.vendor}
+
+
+def _cycles() -> dict:
+    """Fails once the last CYCLE_FAILURES_BEFORE_UNREADY admission cycles all raised."""
+    from scheduling.records import failing_streak
+
+    limit = settings.CYCLE_FAILURES_BEFORE_UNREADY
+    streak = failing_streak(limit)
+    if streak >= limit:
+        raise CyclesFailing(f"The last {streak} admission cycles failed; see the cycles in the admin and the logs.")
+    return {"failing_in_a_row": streak}
 
 
 def _broker() -> dict:

@@ -133,7 +133,7 @@ def _gpus():
 def _cycles():
     """The cycle duration histogram over every cycle (pruned rows included), and the last cycle's reachability and time."""
     from scheduling.models import Cycle
-    from scheduling.records import CYCLE_BUCKETS, cycle_counts
+    from scheduling.records import CYCLE_BUCKETS, cycle_counts, cycle_failures
 
     total, seconds, counts = cycle_counts()
     buckets = [(_bound(bound), n) for bound, n in zip(CYCLE_BUCKETS, counts)]
@@ -142,6 +142,9 @@ def _cycles():
     )
     histogram.add_metric([], buckets + [("+Inf", total)], sum_value=seconds)
     yield histogram
+    failures = CounterMetricFamily("gangway_cycle_failures", "Admission cycles that raised (their work rolled back).")
+    failures.add_metric([], cycle_failures())
+    yield failures
 
     last = Cycle.objects.order_by("-started_at").values_list("started_at", "cluster_reachable").first()
     reachable = GaugeMetricFamily("gangway_cluster_reachable", "1 when the last admission cycle reached the cluster.")

@@ -68,6 +68,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "tenants.identity.sso_context",
+                "portal.context.loop_health",
             ],
         },
     }
@@ -143,6 +144,7 @@ CLUSTER_BACKEND = env.choice("CLUSTER_BACKEND", "simulated", ("simulated", "kube
 ADMISSION_INTERVAL = env.integer("ADMISSION_INTERVAL", 5, minimum=1)
 RECONCILE_INTERVAL = env.integer("RECONCILE_INTERVAL", 5, minimum=1)
 ADMISSION_TIMEOUT = env.integer("ADMISSION_TIMEOUT", 600, minimum=1)
+CYCLE_FAILURES_BEFORE_UNREADY = env.integer("CYCLE_FAILURES_BEFORE_UNREADY", 3, minimum=1)
 STARVATION_AFTER = env.integer("STARVATION_AFTER", 1800)
 MIN_RUNTIME_BEFORE_PREEMPTION = env.integer("MIN_RUNTIME_BEFORE_PREEMPTION", 600)
 DEFAULT_RUNTIME = env.integer("DEFAULT_RUNTIME", 86400, minimum=1)

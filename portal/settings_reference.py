@@ -77,6 +77,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ADMISSION_INTERVAL", 5, "How often beat runs an admission cycle.", unit="s"),
     Setting("RECONCILE_INTERVAL", 5, "How often beat reconciles job states with the cluster.", unit="s"),
     Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13).", unit="s"),
+    Setting("CYCLE_FAILURES_BEFORE_UNREADY", 3, "`/readyz` fails, and staff see a banner, once this many admission "
+            "cycles in a row have failed."),
     Setting("STARVATION_AFTER", 1800, "A blocked job older than this holds its pool (R4).", unit="s"),
     Setting("MIN_RUNTIME_BEFORE_PREEMPTION", 600, "Thrash guard for priority preemption within a team (R5).", unit="s"),
     Setting("DEFAULT_RUNTIME", 86400, "Runtime assumed for estimates when a job sets no `max_runtime`.", unit="s"),

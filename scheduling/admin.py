@@ -26,6 +26,6 @@ class ClusterNodeAdmin(admin.ModelAdmin):
 
 @admin.register(Cycle)
 class CycleAdmin(admin.ModelAdmin):
-    list_display = ("started_at", "duration", "admitted", "preempted", "rejected", "waiting", "cluster_reachable")
-    list_filter = ("cluster_reachable",)
+    list_display = ("started_at", "duration", "admitted", "preempted", "rejected", "waiting", "cluster_reachable", "failed")
+    list_filter = ("cluster_reachable", "failed")
     readonly_fields = [field.name for field in Cycle._meta.fields]

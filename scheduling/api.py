@@ -20,7 +20,16 @@ class CycleSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField()
     duration = serializers.FloatField(help_text="Seconds.")
     cluster_reachable = serializers.BooleanField()
-    error = serializers.CharField(allow_blank=True)
+    failed = serializers.BooleanField(help_text="The cycle raised; its decisions were rolled back.")
+    error = serializers.SerializerMethodField(
+        help_text="What went wrong, in words for anyone (operators find the detail in the admin and logs).")
+
+    def get_error(self, cycle) -> str:
+        if cycle.failed:
+            return "The admission cycle failed; nothing it decided was kept."
+        if not cycle.cluster_reachable:
+            return "The cluster cannot be reached."
+        return ""
 
 
 class ClusterSerializer(serializers.Serializer):
@@ -43,7 +52,7 @@ class ClusterView(ApiDefaults, APIView):
                       {"team": "vision", "nominal": 8, "used": 0, "within": 0, "borrowed": 0, "lent": 4, "idle": 4,
                        "waiting": 0, "borrowing_limit": 8}],
             "last_cycle": {"started_at": "2025-05-01T12:00:00Z", "duration": 0.04, "cluster_reachable": True,
-                           "error": ""}})],
+                           "failed": False, "error": ""}})],
     )  # fmt: skip
     def get(self, request):
         summary = cluster_summary()

@@ -25,6 +25,7 @@ from scheduling.snapshot import to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
+STOPPING = (Job.State.PREEMPTING, Job.State.CANCELLING)
 WATCHED = (Job.State.QUEUED, Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
 
 
@@ -51,8 +52,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
     """Bring job states in line with the cluster; returns what it corrected.
 
     1. Read every Gangway job the cluster has.
-    2. For each job the database follows, apply the one correction its pair of
-       states calls for (see `_correct`).
+    2. For each job the database follows, jobs being stopped first, apply the
+       one correction its pair of states calls for (see `_correct`).
     3. Delete cluster jobs that belong to no Gangway job (orphans).
     """
     now = now or timezone.now()
@@ -66,7 +67,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             return ReconcileResult(error=str(error))
         known = set()
         jobs = Job.objects.filter(state__in=WATCHED).select_related("team", "tier").order_by("id")
-        for job in jobs:
+        # Jobs being stopped first: a victim is suspended before the job it made room for is created.
+        for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             known.add(job.pk)
             try:
                 with transaction.atomic():

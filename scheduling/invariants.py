@@ -1,0 +1,79 @@
+"""The loop's promises, checked against the database and the cluster as they are now.
+
+Used by the fault-injection tests and the soak benchmark after every step.
+Each check returns sentences naming what is broken; empty when all holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from jobs.models import Job
+from scheduling.cluster.base import Cluster, JobStatus, NodeInfo, Phase
+from scheduling.snapshot import limits_of
+from tenants.models import Team
+
+# Phases of a cluster job whose pods may hold or claim room.
+CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
+
+
+def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
+    """What holds at every moment, faults or not: no over-admission, no duplicate.
+
+    - the jobs the database counts (admitted, running) fit their nodes and their teams' limits;
+    - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has;
+    - no Gangway job has two cluster objects.
+    """
+    problems = []
+    capacity = {node.name: node.gpu for node in nodes}
+    on_node: Counter = Counter()
+    by_team: Counter = Counter()
+    gpus_of: dict[int, int] = {}
+    for job in Job.objects.select_related("team").only("pk", "state", "replicas", "placement", "gpu_total", "team"):
+        gpus_of[job.pk] = job.gpu_total
+        if job.state not in Job.ACTIVE_STATES:
+            continue
+        per_replica = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]
+        for node, gpu in zip(job.placement, per_replica):
+            on_node[node] += gpu
+        by_team[job.team.slug] += job.gpu_total
+    problems += [f"node {node} holds {gpu} GPUs of admitted jobs, above its {capacity[node]}"
+                 for node, gpu in sorted(on_node.items()) if node in capacity and gpu > capacity[node]]  # fmt: skip
+    for team in Team.objects.prefetch_related("quotas"):
+        limits = limits_of(team.quotas.all())
+        nominal = limits["nominal"].get("gpu")
+        borrowing = limits["borrowing_limit"].get("gpu")
+        if nominal is not None and borrowing is not None and by_team[team.slug] > nominal + borrowing:
+            problems.append(f"team {team.slug} holds {by_team[team.slug]} GPUs, above {nominal} + {borrowing}")
+    claimed = sum(gpus_of.get(status.job_id, 0) for status in statuses if status.phase in CLAIMING)
+    if claimed > sum(capacity.values()):
+        problems.append(f"cluster jobs not suspended ask for {claimed} GPUs, above the cluster's {sum(capacity.values())}")
+    objects = Counter(status.job_id for status in statuses)
+    problems += [f"job {job_id} has {n} cluster objects" for job_id, n in sorted(objects.items()) if n > 1]
+    return problems
+
+
+def out_of_line(statuses: list[JobStatus]) -> list[str]:
+    """What holds once the cluster answers and reconcile has run: the two sides match one to one.
+
+    - every admitted or running job has a cluster object that is not suspended;
+    - every cluster job that is not suspended or ended belongs to an admitted or running job.
+    """
+    problems = []
+    by_id = {status.job_id: status for status in statuses}
+    active = dict(Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("pk", "state"))
+    for job_id, state in sorted(active.items()):
+        status = by_id.get(job_id)
+        if status is None or status.phase is Phase.SUSPENDED:
+            problems.append(f"job {job_id} is {state} but the cluster has it {status.phase if status else 'missing'}")
+    for status in statuses:
+        if status.phase in CLAIMING and status.job_id not in active:
+            problems.append(f"cluster job {status.namespace}/{status.name} runs for no admitted job")
+    return problems
+
+
+def check(cluster: Cluster, *, settled: bool) -> list[str]:
+    """Both checks against a healthy cluster's reading; `settled` adds the one-to-one match."""
+    statuses = cluster.job_statuses()
+    problems = broken_promises(cluster.nodes(), statuses)
+    return problems + out_of_line(statuses) if settled else problems

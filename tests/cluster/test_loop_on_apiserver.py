@@ -1,0 +1,87 @@
+"""The admission loop through the Kubernetes adapter, over real HTTP to the fake API server, with faults.
+
+The fake has no operator and no kubelet: created TFJobs stay Created and
+start no pods, which is the hardest case for the loop, since nothing in the
+cluster shows where a job's replicas will land.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import DatabaseError
+
+from jobs.services import job_submit
+from jobs.spec import parse_spec
+from scheduling import records
+from scheduling.cluster.base import ClusterUnavailable
+from scheduling.cluster.faulty import Fault, FaultyCluster, Killed
+from scheduling.invariants import broken_promises, check
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+from tests.conftest import make_team, spec_data
+
+WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
+
+
+def _node(name):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}}}
+
+
+@pytest.fixture
+def world(fake, tiers, owner):
+    """Two nodes of 8 GPUs; team big may use 64 (more than the cluster), so only room limits it."""
+    for name in ("n1", "n2"):
+        fake.add(_node(name))
+    team = make_team("big", tiers, gpu=64, borrowing_limit=0)
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "big"}})
+
+    def submit(n: int):
+        for k in range(n):
+            job_submit(team=team, owner=owner, spec=parse_spec(spec_data(team="big", name=f"j{k}", replicas=WHOLE_NODE)))
+
+    return submit
+
+
+def test_cycles_that_fail_after_creating_never_over_admit(world, cluster, monkeypatch):
+    """Every cycle raises in its record phase, after the creates: four rounds, still 16 GPUs asked of 16."""
+    monkeypatch.setattr(records, "usage_sample", lambda now: (_ for _ in ()).throw(DatabaseError("out of range")))
+    world(8)
+    for _ in range(4):
+        reconcile(cluster=cluster)
+        with pytest.raises(DatabaseError):
+            admission_cycle(cluster=cluster)
+    statuses = cluster.job_statuses()
+    assert len(statuses) == 2
+    assert broken_promises(cluster.nodes(), statuses) == []
+
+
+@pytest.mark.parametrize("fault", [
+    Fault("create_job", "after", Killed), Fault("create_job", "after", ClusterUnavailable),
+    Fault("create_job", "before", ClusterUnavailable), Fault("job_statuses", "before", ClusterUnavailable),
+    Fault("create_job", "after", Killed, nth=2),
+], ids=str)
+def test_a_fault_while_creating_is_finished_by_reconcile_with_no_duplicate(world, cluster, fault):
+    world(3)
+    faulty = FaultyCluster(cluster, faults=[fault])
+    try:
+        admission_cycle(cluster=faulty)
+    except (Killed, ClusterUnavailable):
+        pass
+    assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
+    for _ in range(2):
+        reconcile(cluster=cluster)
+        admission_cycle(cluster=cluster)
+    assert check(cluster, settled=True) == []
+    assert len(cluster.job_statuses()) == 2
+
+
+def test_a_flaky_api_server_never_leads_to_over_admission(world, cluster, fake):
+    """Every call may fail with a 503 (the adapter retries, then gives up): the promises hold throughout."""
+    world(6)
+    for round_ in range(6):
+        fake.fail(503, times=2)
+        for run in (reconcile, admission_cycle):
+            run(cluster=cluster)
+        assert broken_promises(cluster.nodes(), cluster.job_statuses()) == [], f"round {round_}"
+    assert check(cluster, settled=True) == []
