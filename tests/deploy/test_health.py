@@ -95,3 +95,28 @@ def _version_server() -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+@pytest.mark.django_db
+@override_settings(CYCLE_FAILURES_BEFORE_UNREADY=2)
+def test_readyz_fails_once_cycles_fail_in_a_row_and_staff_see_a_banner(client):
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from scheduling.models import Cycle
+
+    now = timezone.now()
+    Cycle.objects.create(started_at=now, duration=0.1, failed=True, error="boom")
+    assert client.get("/readyz").status_code == 200, "one failure is not a streak"
+    Cycle.objects.create(started_at=now, duration=0.1, failed=True, error="boom")
+    response = client.get("/readyz")
+    assert response.status_code == 503 and response.json()["failing"] == ["cycles"]
+    staff = get_user_model().objects.create_user("ops", password="pw", is_staff=True)
+    engineer = get_user_model().objects.create_user("eng", password="pw")
+    client.force_login(engineer)
+    assert b"admission loop is failing" not in client.get("/").content
+    client.force_login(staff)
+    assert b"admission loop is failing" in client.get("/").content
+    Cycle.objects.create(started_at=now, duration=0.1)
+    assert client.get("/readyz").status_code == 200
+    assert b"admission loop is failing" not in client.get("/").content

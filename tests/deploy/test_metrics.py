@@ -140,3 +140,20 @@ def test_it_requires_the_bearer_token_when_one_is_set(client):
     assert missing["WWW-Authenticate"].startswith("Bearer")
     assert scrape(client, Authorization="Bearer s3cret-token")
 
+
+
+def test_it_counts_failed_cycles_pruned_ones_included(client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scheduling.models import Cycle
+    from scheduling.records import CYCLE_RETENTION, prune_cycles
+
+    now = timezone.now()
+    Cycle.objects.create(started_at=now - CYCLE_RETENTION - timedelta(hours=1), duration=0.1, failed=True, error="x")
+    Cycle.objects.create(started_at=now, duration=0.1, failed=True, error="y")
+    Cycle.objects.create(started_at=now, duration=0.1)
+    assert scrape(client)[("gangway_cycle_failures_total", ())] == 2
+    prune_cycles(now)
+    assert scrape(client)[("gangway_cycle_failures_total", ())] == 2
