@@ -205,7 +205,7 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
             log.warning("cluster unreachable while applying admissions: %s", error)
             return str(error)
         except ClusterError as error:
-            _refused(item.job, str(error), now)
+            requeue_refused(item.job, str(error), now)
     return ""
 
 
@@ -217,8 +217,11 @@ def _creation_pending(jobs: list[Job]) -> None:
     )
 
 
-def _refused(job: Job, error: str, now: datetime) -> None:
-    """Requeue a job whose create the cluster refused, keeping its place, after a backoff."""
+def requeue_refused(job: Job, error: str, now: datetime) -> None:
+    """Requeue a job whose create the cluster refused, keeping its place, after a backoff.
+
+    Used by the apply phase and by reconcile when it creates a job again.
+    """
     wait = backoff(job.attempt)
     message = (f"The cluster refused to create it: {error}. Requeued with its place kept; "
                f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip

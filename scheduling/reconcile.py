@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from jobs.models import Job
 from jobs.transitions import StaleJob, transition
-from scheduling.cluster.base import Cluster, ClusterUnavailable, JobStatus, Phase
+from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
 from scheduling.locks import try_transaction_lock
-from scheduling.loop import backoff
+from scheduling.loop import backoff, requeue_refused
 from scheduling.snapshot import to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
@@ -78,6 +78,9 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             except ClusterUnavailable as error:
                 result.error = str(error)
                 break
+            except ClusterError as error:
+                # The cluster refused this one job: it must not stop every other correction.
+                _refused(job, str(error), now)
         terminal = set(Job.objects.filter(pk__in=set(statuses) - known).values_list("pk", flat=True))
         for job_id, status in statuses.items():
             if job_id not in known and job_id not in terminal:
@@ -94,6 +97,15 @@ def _trigger_admission() -> None:
     from scheduling.tasks import trigger_admission
 
     trigger_admission()
+
+
+def _refused(job: Job, error: str, now: datetime) -> None:
+    """A create refused: requeue the job with a backoff; any other refusal is logged for operators."""
+    job.refresh_from_db()
+    if job.state == Job.State.ADMITTED:
+        requeue_refused(job, error, now)
+    else:
+        log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:

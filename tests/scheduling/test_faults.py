@@ -238,3 +238,14 @@ def test_victims_read_the_numbers_of_this_cycle_and_no_other_teams_job(busy, clu
     assert event.code == "reclaimed" and "team vision" in event.message
     assert "#" not in event.message, "the preemptor is another team's job: named by its team only"
     assert "(12 in use, 8 nominal)" in event.message, event.message
+
+
+def test_a_refused_create_in_reconcile_requeues_that_job_and_corrects_the_others(submit, cluster, clock):
+    first, second = (submit(name=n, simulate={"duration": 600}) for n in ("first", "second"))
+    admission_cycle(cluster=cluster, now=clock())
+    SimJob.objects.all().delete()  # both lost: reconcile creates them again
+    faulty = FaultyCluster(cluster, faults=[Fault("create_job", "before", ClusterError)])
+    assert reconcile(cluster=faulty, now=clock()).created == 1
+    states = dict(Job.objects.values_list("name", "state"))
+    assert states == {"first": "queued", "second": "admitted"}
+    assert Job.objects.get(name="first").reason_code == "cluster_refused"
