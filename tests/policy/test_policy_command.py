@@ -24,7 +24,7 @@ def test_it_answers_designs_example(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
-        "wait": [], "reject": []}
+        "wait": [], "reject": [], "reservations": []}
 
 
 def test_it_reads_stdin_and_explains_on_stderr():

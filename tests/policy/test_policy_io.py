@@ -60,7 +60,7 @@ def test_it_rejects_a_snapshot_that_is_not_an_object():
 def test_it_answers_designs_example():
     got = plan_to_dict(plan(snapshot_from_dict(GOOD)))
     assert got == {"admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
-                   "wait": [], "reject": []}
+                   "wait": [], "reject": [], "reservations": []}
 
 
 def test_it_gives_byte_identical_output_for_the_same_snapshot():
