@@ -17,6 +17,10 @@ Simplifications, for speed (the estimate is a forecast, not a promise):
 - no preemption in the replay: a job that would start by preempting later
   gets the start that ends of running jobs give it;
 - no fair-borrowing reordering (R9) in the replay: R3 order only;
+- jobs behind a starving job that found no room, of the same team, tier,
+  shape and max_runtime, are not visited again in that cycle: they could not
+  start either, and the team hold one of them might place once the team's
+  usage grew in the cycle is left out;
 - the replay stops at `HORIZON` seconds after `now`; jobs not started by then,
   or blocked when no job is left to end, get no estimate (None).
 
@@ -200,6 +204,10 @@ class _Lines:
                 self.shape.append(shapes.setdefault(demand, len(shapes)))
             self.jobs[n].append(job)
             self.keys[n].append(r3_key(job, tiers))
+        self.shapes = list(shapes)  # shape number -> demand
+        # The shortest max_runtime in the queue: no job is spared by a hold
+        # starting sooner than this after a cycle.
+        self.shortest = min((job.max_runtime for job in queue if job.max_runtime), default=None)
         self.at = [0] * len(self.jobs)  # index of each line's head
         self.team_heads: dict[str, list[tuple[tuple, int]]] = {}
         for n, jobs in enumerate(self.jobs):
@@ -253,6 +261,12 @@ class _Lines:
         started = []
         reserved: list[Hold] = []
         no_room: set[int] = set()
+        fits: set[int] = set()  # shapes that fit as room is since the last start
+        latest = max((h.start for h in holds.holds), default=None) if holds else None
+
+        def full(holds: Holds | None) -> bool:
+            """Returns whether no starving job could reserve room now."""
+            return holds is not None and len(holds) >= settings.max_reservations
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
         moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
         # Per team visited this cycle: the next index into its sorted heads and
@@ -293,18 +307,24 @@ class _Lines:
             refusal = quota.refuse(team, demand.total, not self.tier[n].preemptible)
             placement = hold = None
             until = t + job.max_runtime if job.max_runtime else None
-            if refusal is None and holds and holds.spares(until):
+            if refusal is None and latest is not None and until is not None and until <= latest:
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
                     self._admit(state, job, n, placement, t, settings, holds, until)
+                    fits.clear()
                 restore()
             elif refusal is None and self.shape[n] not in no_room:
                 placement = place(state.room, demand)
                 if placement is None:
                     no_room.add(self.shape[n])
+                    if (full(holds) and not (latest is not None and self.shortest is not None
+                                             and t + self.shortest <= latest)
+                            and self._nothing_fits(state.room, no_room, fits)):
+                        break  # nothing can start, reserve or use reserved room now
                 else:
                     self._admit(state, job, n, placement, t, settings, holds, None)
+                    fits.clear()
             if placement is None and t - job.queued > starvation_after:
                 if refusal is not None:
                     if first:
@@ -320,6 +340,8 @@ class _Lines:
                     if hold is not None:
                         holds.add(hold)
                         reserved.append(hold)
+                        latest = max(h.start for h in holds.holds)
+                        fits.clear()
             if placement is not None or hold is not None:
                 if placement is not None:
                     started.append(job)
@@ -342,6 +364,18 @@ class _Lines:
         for team, refusal in sleepy:
             self._sleep(team, refusal, quota)
         return started, reserved
+
+    def _nothing_fits(self, room, no_room: set[int], fits: set[int]) -> bool:
+        """Returns whether no shape of the queue fits the room as it is,
+        testing the shapes not yet known (room only shrinks in a cycle)."""
+        for k, demand in enumerate(self.shapes):
+            if k in no_room or k in fits:
+                continue
+            if place(room, demand) is None:
+                no_room.add(k)
+            else:
+                fits.add(k)
+        return len(no_room) == len(self.shapes)
 
     def _admit(self, state: State, job: PendingJob, n: int, placement, t: int, settings,
                holds: Holds | None, until: int | None) -> None:

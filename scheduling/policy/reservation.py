@@ -242,6 +242,11 @@ def preempt_around(state: State, holds: Holds, team: str, tier, demand: Demand,
     victim of another team) may take reserved room; a preemption within the
     team (R5) may not, and is refused when it would.
 
+    The search runs first on all room, reserved room included: when even
+    that finds nothing, nothing would with less room. A preemption within
+    the team found there stands if it leaves every hold its room; else the
+    search runs again with holds in force.
+
     On a preemption the room is left lifted or spared as the search saw it;
     the caller admits the job, charges its room, then calls `holds.refresh`.
     """
@@ -249,26 +254,37 @@ def preempt_around(state: State, holds: Holds, team: str, tier, demand: Demand,
         return find_victims(state, team, tier, demand, settings, now)
     restore = holds.lifted()
     found = find_victims(state, team, tier, demand, settings, now)
-    if found is not None and any(v.team != team for v in found.victims):
-        for v in found.victims:
-            charge_holder(holds, v, -1)
+    if found is None:
+        restore()
+        return None
+    if _may_stand(holds, found, team, demand, until):
         return found
     _undo(state, found)
     restore()
     restore = holds.spared(until)
     found = find_victims(state, team, tier, demand, settings, now)
-    if found is None:
-        restore()
-        return None
-    for v in found.victims:
-        charge_holder(holds, v, -1)
-    if found.victims and _within_headroom(holds, usage_on_nodes(demand, found.placement), until):
+    if found is not None and _may_stand(holds, found, team, demand, until):
         return found
-    for v in found.victims:
-        charge_holder(holds, v, 1)
     _undo(state, found)
     restore()
     return None
+
+
+def _may_stand(holds: Holds, found: Preemption, team: str, demand: Demand,
+               until: int | None) -> bool:
+    """Returns whether a preemption may stand with holds in force, and if so
+    gives the holds back the headroom its victims free."""
+    if not found.victims:
+        return False  # it fits on reserved room alone: not a preemption
+    for v in found.victims:
+        charge_holder(holds, v, -1)
+    if any(v.team != team for v in found.victims):
+        return True
+    if _within_headroom(holds, usage_on_nodes(demand, found.placement), until):
+        return True
+    for v in found.victims:
+        charge_holder(holds, v, 1)
+    return False
 
 
 def _undo(state: State, found: Preemption | None) -> None:

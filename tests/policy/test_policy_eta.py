@@ -93,7 +93,9 @@ def snapshots(draw):
 
 def reference_starts(snapshot: Snapshot) -> dict[str, int | None]:
     """Returns the estimates by the replay as eta.py describes it: at every
-    moment a job ends, walk every job not yet started in R3 order."""
+    moment a job ends, walk every job not yet started in R3 order, except
+    those behind a starving job of the same team, tier, shape and
+    max_runtime that found no room (the replay's simplification)."""
     now, config = snapshot.now, snapshot.settings
     made = decide(snapshot)
     tiers = {t.name: t for t in snapshot.tiers}
@@ -148,9 +150,10 @@ def reference_starts(snapshot: Snapshot) -> dict[str, int | None]:
             holds.charge(usage_on_nodes(job.demand, placement), None, holds=earlier)
             holds.refresh()
             heapq.heappush(events, (t + runtime(job), 0, job.id))
-        held, stay = set(), []
+        held, parked, stay = set(), set(), []
         for k, job in enumerate(left):
-            if job.team in held:
+            line = (job.team, job.tier, demand_of(job.replicas), job.max_runtime)
+            if job.team in held or line in parked:
                 stay.append(job)
                 continue
             demand, tier = demand_of(job.replicas), tiers[job.tier]
@@ -175,16 +178,18 @@ def reference_starts(snapshot: Snapshot) -> dict[str, int | None]:
                 elif config.starvation_guard == "hold":
                     stay.extend(left[k:])
                     break
-                elif len(holds) < config.max_reservations:
-                    restore = holds.lifted()
-                    hold = earliest_hold(state, job.id, demand, runtime(job), holds)
-                    restore()
-                    if hold is not None:
-                        holds.add(hold)
-                        if job.id in estimates:
-                            estimates[job.id] = hold.start
-                        heapq.heappush(events, (hold.start, 1, job.id))
-                        continue
+                else:
+                    if len(holds) < config.max_reservations:
+                        restore = holds.lifted()
+                        hold = earliest_hold(state, job.id, demand, runtime(job), holds)
+                        restore()
+                        if hold is not None:
+                            holds.add(hold)
+                            if job.id in estimates:
+                                estimates[job.id] = hold.start
+                            heapq.heappush(events, (hold.start, 1, job.id))
+                            continue
+                    parked.add(line)
             stay.append(job)
         left = stay
     return estimates
