@@ -263,6 +263,8 @@ class _Lines:
         no_room: set[int] = set()
         fits: set[int] = set()  # shapes that fit as room is since the last start
         latest = max((h.start for h in holds.holds), default=None) if holds else None
+        # Could some job use reserved room, its max_runtime ending it in time?
+        spare = latest is not None and self.shortest is not None and t + self.shortest <= latest
 
         def full(holds: Holds | None) -> bool:
             """Returns whether no starving job could reserve room now."""
@@ -318,9 +320,7 @@ class _Lines:
                 placement = place(state.room, demand)
                 if placement is None:
                     no_room.add(self.shape[n])
-                    if (full(holds) and not (latest is not None and self.shortest is not None
-                                             and t + self.shortest <= latest)
-                            and self._nothing_fits(state.room, no_room, fits)):
+                    if full(holds) and not spare and self._nothing_fits(state.room, no_room, fits):
                         break  # nothing can start, reserve or use reserved room now
                 else:
                     self._admit(state, job, n, placement, t, settings, holds, None)
@@ -341,6 +341,7 @@ class _Lines:
                         holds.add(hold)
                         reserved.append(hold)
                         latest = max(h.start for h in holds.holds)
+                        spare = self.shortest is not None and t + self.shortest <= latest
                         fits.clear()
             if placement is not None or hold is not None:
                 if placement is not None:
@@ -351,6 +352,9 @@ class _Lines:
                     heapq.heappush(up, (keys[n][at[n]], n))
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
+            if (placement is None and full(holds) and not spare
+                    and self._stuck(heads, c, up, no_room)):
+                continue  # none of the team's jobs left could start, reserve or hold
             if up and (c == len(heads) or up[0] < heads[c]):
                 heapq.heappush(later, (up[0][0], team))
             elif c < len(heads):
@@ -364,6 +368,17 @@ class _Lines:
         for team, refusal in sleepy:
             self._sleep(team, refusal, quota)
         return started, reserved
+
+    def _stuck(self, heads, c: int, up, no_room: set[int]) -> bool:
+        """Returns whether every line of a team still to be visited in this
+        cycle (sorted heads from `c`, and those risen in the cycle) has a
+        shape that found no room: none of them can start, and with no
+        reservation to make, a team hold among them would hold nothing."""
+        shape = self.shape
+        for k in range(c, len(heads)):
+            if shape[heads[k][1]] not in no_room:
+                return False
+        return all(shape[n] in no_room for _, n in up)
 
     def _nothing_fits(self, room, no_room: set[int], fits: set[int]) -> bool:
         """Returns whether no shape of the queue fits the room as it is,
