@@ -262,6 +262,7 @@ class _Lines:
         reserved: list[Hold] = []
         no_room: set[int] = set()
         fits: set[int] = set()  # shapes that fit as room is since the last start
+        live: dict[str, int] = {}  # see _stuck
         latest = max((h.start for h in holds.holds), default=None) if holds else None
         # Could some job use reserved room, its max_runtime ending it in time?
         spare = latest is not None and self.shortest is not None and t + self.shortest <= latest
@@ -353,7 +354,7 @@ class _Lines:
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
             if (placement is None and full(holds) and not spare
-                    and self._stuck(heads, c, up, no_room)):
+                    and self._stuck(team, heads, c, up, no_room, live)):
                 continue  # none of the team's jobs left could start, reserve or hold
             if up and (c == len(heads) or up[0] < heads[c]):
                 heapq.heappush(later, (up[0][0], team))
@@ -369,15 +370,23 @@ class _Lines:
             self._sleep(team, refusal, quota)
         return started, reserved
 
-    def _stuck(self, heads, c: int, up, no_room: set[int]) -> bool:
+    def _stuck(self, team: str, heads, c: int, up, no_room: set[int],
+               live: dict[str, int]) -> bool:
         """Returns whether every line of a team still to be visited in this
         cycle (sorted heads from `c`, and those risen in the cycle) has a
         shape that found no room: none of them can start, and with no
-        reservation to make, a team hold among them would hold nothing."""
+        reservation to make, a team hold among them would hold nothing.
+
+        `live` keeps, per team, where the last scan found a shape with room:
+        shapes only ever join `no_room` in a cycle, so a scan resumes there."""
         shape = self.shape
-        for k in range(c, len(heads)):
+        k = max(c, live.get(team, 0))
+        while k < len(heads):
             if shape[heads[k][1]] not in no_room:
+                live[team] = k
                 return False
+            k += 1
+        live[team] = k
         return all(shape[n] in no_room for _, n in up)
 
     def _nothing_fits(self, room, no_room: set[int], fits: set[int]) -> bool:

@@ -170,16 +170,21 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     for i in out:
         free = room.free(i)
         room.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
-    events: list[tuple[int, str, object]] = []
+    # (end, job id or "" for a hold, number): sorted as plain tuples, never
+    # reaching the holder itself.
+    events: list[tuple[int, str, int]] = []
+    held: list = []
     for h in state.holders.values():
         if h.end is not None and not h.taken:
-            events.append((h.end, h.id, h))
+            events.append((h.end, h.id, len(held)))
+            held.append(h)
     for h in holds.holds:
         for i, v in h.on_nodes.items():
             if i not in out:
                 room.take(i, v)
-        events.append((h.end, "", h))
-    events.sort(key=lambda e: (e[0], e[1]))
+        events.append((h.end, "", len(held)))
+        held.append(h)
+    events.sort()
     need = demand.total
     total = room.total
     k = 0
@@ -187,7 +192,8 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         t = events[k][0]
         ending = []
         while k < len(events) and events[k][0] == t:
-            _, name, h = events[k]
+            _, name, number = events[k]
+            h = held[number]
             for i, v in h.on_nodes.items():
                 if i not in out:
                     room.give(i, v)
