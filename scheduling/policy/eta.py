@@ -266,10 +266,9 @@ class _Lines:
         latest = max((h.start for h in holds.holds), default=None) if holds else None
         # Could some job use reserved room, its max_runtime ending it in time?
         spare = latest is not None and self.shortest is not None and t + self.shortest <= latest
-
-        def full(holds: Holds | None) -> bool:
-            """Returns whether no starving job could reserve room now."""
-            return holds is not None and len(holds) >= settings.max_reservations
+        # Once no job could reserve room or use reserved room, a job without
+        # room changes nothing: the walk may pass it, or its team, by.
+        settled = holds is not None and len(holds) >= settings.max_reservations and not spare
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
         moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
         # Per team visited this cycle: the next index into its sorted heads and
@@ -321,7 +320,7 @@ class _Lines:
                 placement = place(state.room, demand)
                 if placement is None:
                     no_room.add(self.shape[n])
-                    if full(holds) and not spare and self._nothing_fits(state.room, no_room, fits):
+                    if settled and self._nothing_fits(state.room, no_room, fits):
                         break  # nothing can start, reserve or use reserved room now
                 else:
                     self._admit(state, job, n, placement, t, settings, holds, None)
@@ -343,6 +342,7 @@ class _Lines:
                         reserved.append(hold)
                         latest = max(h.start for h in holds.holds)
                         spare = self.shortest is not None and t + self.shortest <= latest
+                        settled = len(holds) >= settings.max_reservations and not spare
                         fits.clear()
             if placement is not None or hold is not None:
                 if placement is not None:
@@ -353,8 +353,7 @@ class _Lines:
                     heapq.heappush(up, (keys[n][at[n]], n))
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
-            if (placement is None and full(holds) and not spare
-                    and self._stuck(team, heads, c, up, no_room, live)):
+            if placement is None and settled and self._stuck(team, heads, c, up, no_room, live):
                 continue  # none of the team's jobs left could start, reserve or hold
             if up and (c == len(heads) or up[0] < heads[c]):
                 heapq.heappush(later, (up[0][0], team))
