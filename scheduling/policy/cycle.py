@@ -129,9 +129,10 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
     no_room: set[Demand] = set()  # shapes that found no room; room only shrinks
-    # (team, tier value, preemptible, shape) that found no victims. Candidates
-    # and room only shrink, so it stays true until a preemption frees quota
-    # or a team starts borrowing and so becomes reclaimable.
+    # (team, tier value, preemptible, shape, spared until) that found no
+    # victims. Candidates and room only shrink, so it stays true until a
+    # preemption frees quota or a team starts borrowing and so becomes
+    # reclaimable.
     cannot_preempt: set[tuple] = set()
     holds = Holds(state.room)
     reserve = settings.starvation_guard == "reserve"
@@ -181,7 +182,8 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                 _admit(state, job, tier, demand, placement, end, admitted, cannot_preempt)
         if fit is Fit.FIT:
             continue
-        shape = (job.team, tier.value, tier.preemptible, demand)
+        # A job that may use reserved room searches on more room than others.
+        shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None)
         preemption = None
         if shape not in cannot_preempt:
             preemption = preempt_around(state, holds, job.team, tier, demand, settings, now,

@@ -27,6 +27,7 @@ from .preemption import Preemption, find_victims
 from .room import Room
 from .state import Holder, State
 
+
 @dataclass(slots=True)
 class Hold:
     """Room reserved for job `id` from `start`, on `on_nodes` (node -> room).
@@ -112,8 +113,9 @@ class Holds:
         return until is not None and any(until <= h.start for h in self.holds)
 
     def spared(self, until: int | None) -> Callable[[], None]:
-        """Shows room the room a job ending by `until` may use; returns the
-        closure that keeps it out again."""
+        """Shows the room a job sure to end by `until` may use, reserved room
+        of the holds it ends before included; returns the closure that keeps
+        that room out again."""
         self._lift()
         self._impose(until)
 
@@ -126,23 +128,24 @@ class Holds:
     def lifted(self) -> Callable[[], None]:
         """Shows all reserved room (reclaim may take it, R6); returns the
         closure that keeps it out again."""
-        return self.spared(-1 << 62)
+        return self.spared(-1 << 62)  # a job ending before every start
 
     def charge(self, on_nodes: dict[int, Vector], until: int | None,
-               sign: int = 1, holds: list[Hold] | None = None) -> None:
+               holds: list[Hold] | None = None) -> None:
         """Notes that a job taking `on_nodes` and sure to end by `until` (None:
-        not sure) was placed (`sign` 1) or removed (-1) while room is lifted
-        or spared: holds it does not spare (of `holds`, all by default) lose
-        (or regain) that headroom."""
+        not sure) was placed: the holds it does not spare (of `holds`, all by
+        default) lose that headroom. A job placed on the room as it shows
+        leaves the room kept out as it was; one placed while room was lifted
+        or spared needs `refresh` (or the restore closure) after."""
         for h in self.holds if holds is None else holds:
             if until is not None and until <= h.start:
                 continue
             for i, v in on_nodes.items():
                 room = h.headroom.get(i)
                 if room is not None:
-                    room[0] -= sign * v[0]
-                    room[1] -= sign * v[1]
-                    room[2] -= sign * v[2]
+                    room[0] -= v[0]
+                    room[1] -= v[1]
+                    room[2] -= v[2]
 
     def in_the_way(self, on_nodes) -> list[Hold]:
         """Returns the holds whose reserved room a placement on lifted room
