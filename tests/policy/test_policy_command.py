@@ -64,8 +64,9 @@ def test_it_prints_the_reservations_the_next_snapshot_takes_back():
     printed = json.loads(done.stdout)
     assert printed["reservations"] == [{"id": "p1", "start": 9010, "placement": {"n1": 1}}]
     data["reservations"] = printed["reservations"]
-    again = _run("--input", "-", stdin=json.dumps(data))
+    again = _run("--input", "-", "--explain", stdin=json.dumps(data))
     assert json.loads(again.stdout)["reservations"] == printed["reservations"]
+    assert "p1   reserve   n1 x1 from 9010" in again.stderr
 
 
 def test_it_exits_2_with_one_line_for_input_that_is_not_json():
