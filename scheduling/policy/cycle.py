@@ -70,7 +70,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
         code, reason = waiting[job.id]
         waits.append(Wait(job.id, position, per_team[job.team], str(code), reason,
                           etas.get(job.id)))
-    reservations = tuple(Reservation(h.id, h.start, _names(state, h.placement))
+    reservations = tuple(Reservation(h.id, h.start, _names(state, h.placement),
+                                     replica_nodes(h.placement, state.room.names))
                          for h in holds)
     return Plan(tuple(made.admitted), tuple(waits), tuple(made.rejected), reservations)
 

@@ -132,6 +132,10 @@ class Reservation:
     id: str
     start: int
     placement: tuple[tuple[str, int], ...]
+    # The node of each replica, in the order the replica groups expand (as
+    # `Admission.nodes`): what each node holds where groups differ in size.
+    # Empty in a reservation read back from a snapshot.
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,13 @@ def _cases():
 CASES = list(_cases())
 
 
+def test_a_reservation_names_the_node_of_each_replica():
+    table = json.loads((SCENARIOS / "r04_reservations.json").read_text())
+    example = {**table["defaults"], **table["scenarios"][0]["snapshot"]}
+    (reservation,) = plan(snapshot_from_dict(example)).reservations
+    assert (reservation.id, reservation.nodes) == ("a-big", ("n1", "n2"))
+
+
 @pytest.mark.parametrize(("snapshot", "expect"), CASES)
 def test_scenario(snapshot, expect):
     got = plan_to_dict(plan(snapshot_from_dict(snapshot)))
