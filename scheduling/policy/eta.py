@@ -34,11 +34,15 @@ tier value, so its starving jobs (R4) are its oldest, a prefix. Hence:
 - a head that starts is replaced by the next job of its line;
 - a head refused while not starving: the whole line is refused and none of it
   starves, so the line is done for this cycle;
-- a head refused while starving holds its team (quota), reserves room and
-  gives way to the next job of its line, or holds the cluster ("hold"
-  guard), exactly as the walk would at that job.
+- a head refused while starving holds its team (quota); refused for room,
+  it reserves room and gives way to the next job of its line, or leaves its
+  line (see the simplification above), or holds the cluster ("hold" guard),
+  exactly as the walk would at that job.
 With reservations a line is also one `max_runtime`, since that decides
-whether a job may use reserved room.
+whether a job may use reserved room. Once a cycle has *settled* (no job could
+reserve room or use reserved room), a job without room changes nothing: the
+cycle ends when no shape of the queue fits, and passes by a team whose lines
+left all have shapes that found no room.
 Teams are merged by their first head, so a held team costs one step, and a
 team that would be held at once in every cycle sleeps out of the walk (see
 `_Lines`).
