@@ -1,12 +1,19 @@
 """Admission policy at scale: one `plan` on 1,000 nodes x 8 GPUs, 100 teams,
-4,000 running jobs and 1k / 10k / 50k pending jobs.
+4,000 running jobs and 1k / 10k / 50k pending jobs, among them a gang of
+8 x 8 GPUs that has waited 8 hours: it starves and reserves room (R4).
+
+Running jobs without a max_runtime carry a learned estimate half of the time
+(R14) and report checkpoints a third of the time (R8's victim order).
 
 Prints, per queue size: the time of one plan without and with estimated
 starts, the peak memory of the plan with estimates (tracemalloc, measured in a
-separate run so it does not slow the timings), what the plan decided, and the
+separate run so it does not slow the timings), what the plan decided, how
+many jobs hold a reservation and from when (seconds from now), and the
 growth of the time against n log n (1.0 = grows exactly as n log n).
+`--guard hold` runs the older whole-cluster hold instead of reservations.
 
     .venv/bin/python -m bench.policy_bench [--sizes 1000,10000,50000] [--seed 7]
+        [--guard reserve|hold]
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ SHAPES = (  # (count, gpu per replica, cpu millicores, memory bytes), weighted b
 )
 
 
-def build(pending_count: int, seed: int, queue_age: int = 1700) -> Snapshot:
+def build(pending_count: int, seed: int, queue_age: int = 1700,
+          guard: str = "reserve") -> Snapshot:
     """Returns a seeded snapshot: a busy cluster and a queue of `pending_count`
     jobs queued up to `queue_age` seconds ago (past `starvation_after`, 1800,
     the starvation guard holds most of the queue; below it, every job tries
@@ -68,14 +76,20 @@ def build(pending_count: int, seed: int, queue_age: int = 1700) -> Snapshot:
         free[i][0] -= gpu
         free[i][1] -= 4000 * gpu
         free[i][2] -= 16 * GIB * gpu
+        started = now - rng.randint(0, 20_000)
+        max_runtime = rng.choice((None, 3600, 7200, 14_400, 28_800))
         running.append(RunningJob(
-            f"run-{k:05d}", team, tier, now - rng.randint(0, 20_000),
+            f"run-{k:05d}", team, tier, started,
             (ReplicaGroup(1, gpu, 4000 * gpu, 16 * GIB * gpu),), (nodes[i].name,),
-            rng.choice((None, 3600, 7200, 14_400, 28_800)),
+            max_runtime,
+            estimate=rng.choice((None, 5400, 21_600)) if max_runtime is None else None,
+            checkpointed=rng.choice((None, None, now - rng.randint(0, now - started))),
         ))
         k += 1
-    pending = []
-    for k in range(pending_count):
+    # The starving gang: no node is free for it, so it reserves room.
+    pending = [PendingJob("big-starving", teams[0].name, "standard", now - 8 * 3600,
+                          (ReplicaGroup(8, 8, 32000, 128 * GIB),), 14_400)]
+    for k in range(pending_count - 1):
         count, gpu, cpu, memory = rng.choice(SHAPES)
         pending.append(PendingJob(
             f"job-{k:06d}", rng.choice(teams).name,
@@ -83,7 +97,8 @@ def build(pending_count: int, seed: int, queue_age: int = 1700) -> Snapshot:
             now - rng.randint(0, queue_age), (ReplicaGroup(count, gpu, cpu, memory),),
             rng.choice((1800, 3600, 7200, 14_400)),
         ))
-    return Snapshot(now, nodes, TIERS, teams, tuple(running), tuple(pending), Settings())
+    return Snapshot(now, nodes, TIERS, teams, tuple(running), tuple(pending),
+                    Settings(starvation_guard=guard))
 
 
 def timed(snapshot: Snapshot, with_eta: bool, repeat: int) -> tuple[float, object]:
@@ -102,16 +117,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queue-age", type=int, default=7200,
                         help="pending jobs queued up to this many seconds ago (default 7200)")
+    parser.add_argument("--guard", choices=("reserve", "hold"), default="reserve",
+                        help="R4's starvation guard (default reserve)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{NODES} nodes x {GPUS} GPUs, {TEAMS} teams, {RUNNING} running jobs, "
-          f"queued up to {args.queue_age} s ago, seed {args.seed}")
+          f"queued up to {args.queue_age} s ago, seed {args.seed}, guard {args.guard}")
     print(f"{'pending':>8} {'plan s':>8} {'+eta s':>8} {'peak MiB':>9} {'admit':>6} "
-          f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'vs nlogn':>9}",
-          flush=True)
+          f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'reserved':>9} "
+          f"{'from s':>7} {'vs nlogn':>9}", flush=True)
     base = None
     for n in sizes:
-        snapshot = build(n, args.seed, args.queue_age)
+        snapshot = build(n, args.seed, args.queue_age, args.guard)
         repeat = 3 if n <= 10_000 else 1
         plain, _ = timed(snapshot, False, repeat)
         with_eta, result = timed(snapshot, True, repeat)
@@ -124,9 +141,11 @@ def main() -> None:
         if base is None:
             base = (n, with_eta)
         growth = (with_eta / base[1]) / ((n * math.log(n)) / (base[0] * math.log(base[0])))
+        first = min((r.start for r in result.reservations), default=None)
+        start = "-" if first is None else str(first - snapshot.now)
         print(f"{n:>8} {plain:>8.3f} {with_eta:>8.3f} {peak:>9.1f} {len(result.admit):>6} "
               f"{victims:>8} {len(result.wait):>6} {known:>10} {len(result.reject):>7} "
-              f"{growth:>9.2f}", flush=True)
+              f"{len(result.reservations):>9} {start:>7} {growth:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,29 +5,36 @@
 2. Reject what can never fit (R10).
 3. Consider the rest in R3 order (R9 inside a tier value). For each job:
    a. held by the starvation guard (R4)? It waits and holds nothing itself;
-   b. fits (R2 quota, R1 gang, R11 placement)? Admit it; its usage counts for
-      every later job;
-   c. else find victims (R5-R8); with some, admit it with them;
-   d. else it waits; a job waiting longer than `starvation_after` holds its
-      pool: its team when quota refused it, otherwise the whole cluster.
+   b. fits (R2 quota, R1 gang, R11 placement) on the room left after
+      reservations (or on reserved room its `max_runtime` frees by the
+      reservation's start)? Admit it; its usage counts for every later job;
+   c. else find victims (R5-R8; reclaim may take reserved room); with some,
+      admit it with them;
+   d. else it waits; a job waiting longer than `starvation_after` is
+      starving: refused by quota, it holds its team; else it reserves room
+      (reservation.py) while fewer than `max_reservations` jobs do. With
+      `starvation_guard` "hold" it holds the whole cluster instead.
 4. Rank the waiting jobs (positions) in R3 order.
-5. Estimate starts by replaying forward (eta.py).
+5. Estimate starts by replaying forward (eta.py); a reserving job starts at
+   its reservation's start.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
 
 from .demand import Demand
 from .eta import estimate_starts
-from .model import Admission, PendingJob, Plan, Rejection, Snapshot, Wait
+from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
 from .order import admission_order, r3_sorted
-from .placement import place, replica_nodes
-from .preemption import find_victims
+from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
 from .reasons import Code, amount, amounts, duration, replicas_text
 from .rejection import reject_reason
+from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .room import Room
+from .runtime import expected_runtime
 from .state import State
 
 
@@ -41,13 +48,54 @@ class Fit(IntEnum):
 
 def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) -> Plan:
     """Returns the plan for `snapshot`: who is admitted (with placement and
-    victims), who waits (position, reason, estimated start), who is rejected.
+    victims), who waits (position, reason, estimated start), who is rejected,
+    and the room reserved for starving jobs.
 
     `with_waits=False` leaves the waiting jobs out of the plan (no positions,
     reasons or estimates), for callers that act only on admissions and
     rejections, such as the trace replay; the admissions are the same.
     Pure and deterministic: the same snapshot always gives the same plan.
     """
+    made = decide(snapshot, with_waits=with_waits)
+    state, holds, waiting = made.state, made.holds, made.waiting
+
+    # 4. Positions among waiting jobs, in R3 order.
+    ranked = [job for job in made.queue if job.id in waiting]
+    etas = (estimate_starts(snapshot, ranked, made.admitted, state, holds)
+            if with_eta else {})
+    waits = []
+    per_team: dict[str, int] = {}
+    for position, job in enumerate(ranked, start=1):
+        per_team[job.team] = per_team.get(job.team, 0) + 1
+        code, reason = waiting[job.id]
+        waits.append(Wait(job.id, position, per_team[job.team], str(code), reason,
+                          etas.get(job.id)))
+    reservations = tuple(Reservation(h.id, h.start, _names(state, h.placement),
+                                     replica_nodes(h.placement, state.room.names))
+                         for h in holds)
+    return Plan(tuple(made.admitted), tuple(waits), tuple(made.rejected), reservations)
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """Phases 1-3 of a cycle: what `plan` ranks and estimates from.
+
+    `queue` is every job not rejected, in R3 order; `waiting` maps a waiting
+    job to its code and sentence (empty without waits); `state` is the room
+    and quota once the admissions count; `holds` the reservations made.
+    """
+
+    admitted: list[Admission]
+    waiting: dict[str, tuple[Code, str]]
+    rejected: list[Rejection]
+    queue: list[PendingJob]
+    state: State
+    holds: list[Hold]
+
+
+def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
+    """Returns the admissions, rejections, waits and reservations of one
+    cycle, before positions and estimates (phases 1-3)."""
     tiers = {t.name: t for t in snapshot.tiers}
     teams = {t.name: t for t in snapshot.teams}
     now = snapshot.now
@@ -82,10 +130,15 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
     no_room: set[Demand] = set()  # shapes that found no room; room only shrinks
-    # (team, tier value, preemptible, shape) that found no victims. Candidates
-    # and room only shrink, so it stays true until a preemption frees quota
-    # or a team starts borrowing and so becomes reclaimable.
+    # (team, tier value, preemptible, shape, spared until) that found no
+    # victims. Candidates and room only shrink, so it stays true until a
+    # preemption frees quota or a team starts borrowing and so becomes
+    # reclaimable.
     cannot_preempt: set[tuple] = set()
+    holds = Holds(state.room)
+    reserve = settings.starvation_guard == "reserve"
+    previous = {r.id: r for r in snapshot.reservations}
+    kept_off: dict[Demand, tuple[Code, str] | None] = {}  # shape -> why reserved room stops it
 
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
@@ -106,55 +159,131 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
                 waiting[job.id] = (Code.HELD, reason)
             continue
         refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
+        # Sure to end by then (R4: only max_runtime counts, not an estimate).
+        until = now + job.max_runtime if job.max_runtime else None
+        spared = holds.spares(until)
+        end = now + expected_runtime(job.max_runtime, job.estimate, settings)
         fit, placement = Fit.NO_FIT, None
-        if refusal is None and demand not in no_room:
+        if refusal is None and spared:
+            restore = holds.spared(until)
+            placement = place(state.room, demand)
+            if placement is not None:
+                fit = Fit.FIT
+                holds.charge(usage_on_nodes(demand, placement), until)
+                _admit(state, job, tier, demand, placement, end, admitted, cannot_preempt)
+            restore()
+        elif refusal is None and demand not in no_room:
             placement = place(state.room, demand)
             if placement is None:
                 no_room.add(demand)
             else:
                 fit = Fit.FIT
+                if holds:
+                    holds.charge(usage_on_nodes(demand, placement), None)
+                _admit(state, job, tier, demand, placement, end, admitted, cannot_preempt)
         if fit is Fit.FIT:
-            above = state.quota.above_nominal(job.team, (0, 1, 2))
-            state.admit(job.id, job.team, tier, demand, placement, now)
-            if not above and state.quota.above_nominal(job.team, (0, 1, 2)):
-                # A team now borrowing offers reclaim candidates it did not before.
-                cannot_preempt.clear()
-            admitted.append(Admission(job.id, _names(state, placement),
-                                      nodes=replica_nodes(placement, state.room.names)))
             continue
-        shape = (job.team, tier.value, tier.preemptible, demand)
+        # A job that may use reserved room searches on more room than others.
+        shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None)
         preemption = None
         if shape not in cannot_preempt:
-            preemption = find_victims(state, job.team, tier, demand, settings, now)
+            preemption = preempt_around(state, holds, job.team, tier, demand, settings, now,
+                                        until)
             if preemption is None:
                 cannot_preempt.add(shape)
         if preemption is not None:
             cannot_preempt.clear()
             for victim in preemption.victims:
                 victim.taken = True
-            state.admit(job.id, job.team, tier, demand, preemption.placement, now)
+            state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
+            if holds:
+                holds.charge(usage_on_nodes(demand, preemption.placement), until)
             state.reserve(preemption.before)
+            holds.refresh()
             admitted.append(Admission(job.id, _names(state, preemption.placement),
                                       tuple(v.id for v in preemption.victims),
                                       replica_nodes(preemption.placement, state.room.names)))
             continue
         if with_waits:
-            waiting[job.id] = _why_waiting(job, demand, refusal, state)
-        if now - job.queued > settings.starvation_after:
-            held_by.setdefault(job.team if refusal is not None else None, job)
+            waiting[job.id] = _why_waiting(job, demand, refusal, state, holds, kept_off, now)
+        if now - job.queued <= settings.starvation_after:
+            continue
+        if refusal is not None:
+            held_by.setdefault(job.team, job)
+        elif not reserve:
+            held_by.setdefault(None, job)
+        elif len(holds) < settings.max_reservations:
+            hold = _reserve(state, holds, job, previous.get(job.id), settings)
+            if hold is not None:
+                holds.add(hold)
+                kept_off.clear()
+                if with_waits:
+                    waiting[job.id] = (Code.RESERVING, _reserving(hold, demand, state))
+            elif with_waits:
+                outside = outside_without_end(state)
+                if any(outside):
+                    waiting[job.id] = (Code.NO_RESERVATION, Code.NO_RESERVATION.say(
+                        need=amounts(demand.total), replicas=replicas_text(demand.groups),
+                        outside=amounts(outside)))
 
-    # 4. Positions among waiting jobs, in R3 order.
-    ranked = [job for job in queue if job.id in waiting]
-    etas = estimate_starts(snapshot, ranked, admitted, state) if with_eta else {}
-    waits = []
-    per_team: dict[str, int] = {}
-    for position, job in enumerate(ranked, start=1):
-        per_team[job.team] = per_team.get(job.team, 0) + 1
-        code, reason = waiting[job.id]
-        waits.append(Wait(job.id, position, per_team[job.team], str(code), reason,
-                          etas.get(job.id)))
     rejected.sort(key=lambda r: r.id)
-    return Plan(tuple(admitted), tuple(waits), tuple(rejected))
+    return Decisions(admitted, waiting, rejected, queue, state, holds.holds)
+
+
+def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,
+           admitted: list[Admission], cannot_preempt: set) -> None:
+    """Admits a job that fits without victims: its usage counts from now on."""
+    above = state.quota.above_nominal(job.team, (0, 1, 2))
+    state.admit(job.id, job.team, tier, demand, placement, state.now, end)
+    if not above and state.quota.above_nominal(job.team, (0, 1, 2)):
+        # A team now borrowing offers reclaim candidates it did not before.
+        cannot_preempt.clear()
+    admitted.append(Admission(job.id, _names(state, placement),
+                              nodes=replica_nodes(placement, state.room.names)))
+
+
+def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation | None,
+             settings) -> Hold | None:
+    """Returns the room a starving job reserves (R4), or None when it would
+    never fit. The reservation of the previous cycle keeps its nodes while
+    they give a start no later than the best one plus `reservation_slack`."""
+    runtime = expected_runtime(job.max_runtime, job.estimate, settings)
+    restore = holds.lifted()
+    best = earliest_hold(state, job.id, job.demand, runtime, holds)
+    if best is not None and previous is not None:
+        index = state.room.index
+        nodes = {index[name] for name, _ in previous.placement if name in index}
+        if nodes and set(best.on_nodes) != nodes:
+            kept = earliest_hold(state, job.id, job.demand, runtime, holds, nodes)
+            if kept is not None and kept.start <= best.start + settings.reservation_slack:
+                best = kept
+    restore()
+    return best
+
+
+def _reserving(hold: Hold, demand: Demand, state: State) -> str:
+    """Returns the sentence of a job holding a reservation."""
+    names = state.room.names
+    parts = []
+    for k, (i, v) in enumerate(sorted(hold.on_nodes.items())):
+        if demand.total[0]:
+            text = amount(0, v[0]) if k == 0 else str(v[0])
+        else:
+            text = amounts(v)
+        parts.append(f"{text} on {names[i]}")
+    when = ""
+    if hold.ending:
+        shown = list(hold.ending[:3])
+        if len(hold.ending) > 3:
+            shown.append(f"{len(hold.ending) - 3} more")
+        jobs = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+        noun, verb = ("job", "is") if len(hold.ending) == 1 else ("jobs", "are")
+        when = f", when {noun} {jobs} {verb} due to end"
+    return Code.RESERVING.say(room=_joined(parts), start=hold.start, when=when)
+
+
+def _joined(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _names(state: State, placement) -> tuple[tuple[str, int], ...]:
@@ -163,8 +292,13 @@ def _names(state: State, placement) -> tuple[tuple[str, int], ...]:
 
 
 def _why_waiting(job: PendingJob, demand: Demand, refusal: Refusal | None,
-                 state: State) -> tuple[Code, str]:
+                 state: State, holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
     """Returns the code and sentence for a job that neither fits nor preempts."""
+    if refusal is None and holds:
+        if demand not in kept_off:
+            kept_off[demand] = _kept_off(demand, state, holds, now)
+        if kept_off[demand] is not None:
+            return kept_off[demand]
     if refusal is not None:
         r = refusal.resource
         numbers = dict(need=amount(r, refusal.need), team=job.team,
@@ -185,6 +319,25 @@ def _why_waiting(job: PendingJob, demand: Demand, refusal: Refusal | None,
         return Code.NO_ROOM, Code.NO_ROOM.say(free=amount(short[0], free[short[0]]), **words)
     shown = tuple(free[r] if demand.total[r] else 0 for r in range(3))
     return Code.FRAGMENTED, Code.FRAGMENTED.say(free=amounts(shown), **words)
+
+
+def _kept_off(demand: Demand, state: State, holds: Holds, now: int) -> tuple[Code, str] | None:
+    """Returns why a job that would fit on reserved room waits, naming the
+    reservation and the max_runtime that would let it start now; None when
+    it would not fit even there."""
+    restore = holds.lifted()
+    placement = place(state.room, demand)
+    restore()
+    in_the_way = [] if placement is None else holds.in_the_way(
+        usage_on_nodes(demand, placement))
+    if not in_the_way:
+        return None
+    first = min(in_the_way, key=lambda h: h.start)
+    names = state.room.names
+    nodes = [names[i] for i, _ in placement if i in first.headroom]
+    return Code.RESERVED_ROOM, Code.RESERVED_ROOM.say(
+        what="GPUs" if demand.total[0] else "room", job=first.id, nodes=_joined(nodes),
+        start=first.start, most=first.start - now)
 
 
 def _bare(r: int, value: int) -> str:

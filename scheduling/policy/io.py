@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .model import (
-    RESOURCES, Node, PendingJob, Plan, ReplicaGroup, RunningJob, Settings, Snapshot, Team,
-    Tier,
+    GUARDS, RESOURCES, Node, PendingJob, Plan, ReplicaGroup, Reservation, RunningJob, Settings,
+    Snapshot, Team, Tier,
 )
 
 
@@ -94,7 +94,8 @@ def _unique(items: list, path: str, what: str) -> None:
 
 def snapshot_from_dict(data: Any) -> Snapshot:
     """Returns the snapshot in `data` (parsed JSON), or raises SnapshotError."""
-    data = _obj(data, "", {"now", "nodes", "tiers", "teams", "running", "pending", "settings"},
+    data = _obj(data, "", {"now", "nodes", "tiers", "teams", "running", "pending", "settings",
+                           "reservations"},
                 {"now", "nodes", "tiers", "teams"})
     now = _time(data["now"], "now")
     nodes = []
@@ -152,7 +153,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
     for k, item in enumerate(_list(data.get("running", []), "running")):
         where = f"running[{k}]"
         item = _obj(item, where, {"id", "team", "tier", "started", "replicas", "nodes",
-                                  "max_runtime", "queued"},
+                                  "max_runtime", "queued", "estimate", "checkpointed"},
                     {"id", "team", "started", "replicas", "nodes"})
         team, tier = team_and_tier(item, where, outside_ok=True)
         replicas = _replicas(item["replicas"], f"{where}.replicas")
@@ -167,34 +168,76 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             _str(item["id"], f"{where}.id"), team, tier, _time(item["started"], f"{where}.started"),
             replicas, placed, _optional_runtime(item, where),
             None if item.get("queued") is None else _time(item["queued"], f"{where}.queued"),
+            _optional_runtime(item, where, "estimate"),
+            None if item.get("checkpointed") is None
+            else _time(item["checkpointed"], f"{where}.checkpointed"),
         ))
     pending = []
     for k, item in enumerate(_list(data.get("pending", []), "pending")):
         where = f"pending[{k}]"
         item = _obj(item, where, {"id", "team", "tier", "queued", "replicas", "max_runtime",
-                                  "name", "owner"},
+                                  "estimate", "name", "owner"},
                     {"id", "team", "tier", "queued", "replicas"})
         team, tier = team_and_tier(item, where, outside_ok=False)
         pending.append(PendingJob(
             _str(item["id"], f"{where}.id"), team, tier, _time(item["queued"], f"{where}.queued"),
             _replicas(item["replicas"], f"{where}.replicas"), _optional_runtime(item, where),
+            _optional_runtime(item, where, "estimate"),
         ))
     _unique([j.id for j in running] + [j.id for j in pending], "running+pending", "id")
-    settings = _obj(data.get("settings", {}), "settings",
-                    {"starvation_after", "min_runtime_before_preemption", "default_runtime"})
-    defaults = Settings()
     return Snapshot(
         now, tuple(nodes), tuple(tiers), tuple(teams), tuple(running), tuple(pending),
-        Settings(**{
-            name: _int(settings.get(name, getattr(defaults, name)), f"settings.{name}")
-            for name in ("starvation_after", "min_runtime_before_preemption", "default_runtime")
-        }),
+        _settings(data.get("settings", {})),
+        _reservations(data.get("reservations", []), {n.name: i for i, n in enumerate(nodes)},
+                      {j.id for j in pending}),
     )
 
 
-def _optional_runtime(item: dict, where: str) -> int | None:
-    value = item.get("max_runtime")
-    return None if value is None else _int(value, f"{where}.max_runtime", minimum=1)
+_TIMES = ("starvation_after", "min_runtime_before_preemption", "default_runtime",
+          "max_reservations", "reservation_slack")
+
+
+def _settings(data: Any) -> Settings:
+    data = _obj(data, "settings", {*_TIMES, "starvation_guard"})
+    defaults = Settings()
+    guard = data.get("starvation_guard", defaults.starvation_guard)
+    if guard not in GUARDS:
+        raise SnapshotError("settings.starvation_guard",
+                            f"must be one of {', '.join(GUARDS)}, got {_shown(guard)}")
+    return Settings(
+        **{name: _int(data.get(name, getattr(defaults, name)), f"settings.{name}")
+           for name in _TIMES},
+        starvation_guard=guard,
+    )
+
+
+def _reservations(data: Any, nodes: dict[str, int], pending: set[str]) -> tuple[Reservation, ...]:
+    """Returns the previous plan's reservations. One naming a job no longer
+    pending (it started, or was cancelled) is dropped: nothing holds it."""
+    kept = []
+    for k, item in enumerate(_list(data, "reservations")):
+        where = f"reservations[{k}]"
+        item = _obj(item, where, {"id", "start", "placement"}, {"id", "start", "placement"})
+        job = _str(item["id"], f"{where}.id")
+        start = _time(item["start"], f"{where}.start")
+        placement = item["placement"]
+        if not isinstance(placement, dict) or not placement:
+            raise SnapshotError(f"{where}.placement",
+                                "must be an object mapping nodes to replicas")
+        for name, count in placement.items():
+            _int(count, f"{where}.placement.{name}", minimum=1)
+        # A node gone from the snapshot (drained) no longer keeps the job's room.
+        counts = tuple((name, placement[name]) for name in sorted(
+            (name for name in placement if name in nodes), key=nodes.__getitem__))
+        if job in pending and counts:
+            kept.append(Reservation(job, start, counts))
+    _unique([r.id for r in kept], "reservations", "id")
+    return tuple(kept)
+
+
+def _optional_runtime(item: dict, where: str, name: str = "max_runtime") -> int | None:
+    value = item.get(name)
+    return None if value is None else _int(value, f"{where}.{name}", minimum=1)
 
 
 def plan_to_dict(plan: Plan) -> dict:
@@ -213,5 +256,9 @@ def plan_to_dict(plan: Plan) -> dict:
         "reject": [
             {"id": r.id, "code": r.code, "reason": r.reason}
             for r in sorted(plan.reject, key=lambda r: r.id)
+        ],
+        "reservations": [
+            {"id": r.id, "start": r.start, "placement": dict(r.placement)}
+            for r in sorted(plan.reservations, key=lambda r: r.id)
         ],
     }

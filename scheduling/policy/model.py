@@ -78,6 +78,10 @@ class RunningJob:
     max_runtime: int | None = None
     # When it first queued; a victim requeues with it (R3). None: `started`.
     queued: int | None = None
+    # R14: the learned runtime the loop puts in the snapshot; None: unknown.
+    estimate: int | None = None
+    # R8: when it last reported a checkpoint; None: it never did.
+    checkpointed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +92,8 @@ class PendingJob:
     queued: int
     replicas: tuple[ReplicaGroup, ...]
     max_runtime: int | None = None
+    # R14: the learned runtime the loop puts in the snapshot; None: unknown.
+    estimate: int | None = None
     # What the policy computes with, derived once per job, not per cycle.
     demand: Demand = field(init=False, repr=False, compare=False)
 
@@ -95,11 +101,41 @@ class PendingJob:
         object.__setattr__(self, "demand", demand_of(self.replicas))
 
 
+# R4's two guards against starvation: reservations with backfill (DESIGN's
+# rule), or the older whole-cluster hold kept for comparison in the replay.
+GUARDS: tuple[str, ...] = ("reserve", "hold")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Policy settings, times in seconds.
+
+    `starvation_guard` "reserve" is R4 as DESIGN writes it; "hold" is the
+    older guard, where a job starved for room holds the whole cluster and
+    nothing reserves room (the replay's `gangway-hold`).
+    """
+
     starvation_after: int = 1800
     min_runtime_before_preemption: int = 600
     default_runtime: int = 86400
+    max_reservations: int = 1
+    reservation_slack: int = 600
+    starvation_guard: str = "reserve"
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Room held for a starving job (R4): from `start`, `placement` maps
+    node -> replicas, in snapshot node order. The plan lists them; the next
+    snapshot carries them back so a reservation keeps its nodes."""
+
+    id: str
+    start: int
+    placement: tuple[tuple[str, int], ...]
+    # The node of each replica, in the order the replica groups expand (as
+    # `Admission.nodes`): what each node holds where groups differ in size.
+    # Empty in a reservation read back from a snapshot.
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +147,8 @@ class Snapshot:
     running: tuple[RunningJob, ...] = ()
     pending: tuple[PendingJob, ...] = ()
     settings: Settings = Settings()
+    # The reservations of the previous plan (R4).
+    reservations: tuple[Reservation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,3 +193,5 @@ class Plan:
     admit: tuple[Admission, ...] = ()
     wait: tuple[Wait, ...] = ()
     reject: tuple[Rejection, ...] = ()
+    # R4: room held for starving jobs, in the shape the next snapshot takes back.
+    reservations: tuple[Reservation, ...] = ()

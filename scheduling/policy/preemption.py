@@ -10,7 +10,8 @@ Victim order, as R8 writes it:
 2. Jobs of the preemptor's own team at a strictly lower tier (R5), started at
    least `min_runtime_before_preemption` ago.
 
-Within each group: lower tier first, then most recently started, then id. Never
+Within each group: lower tier first, then least unsaved work (the most recent
+reported checkpoint, or start when none was reported), then id. Never
 victims: outside usage (R12), non-preemptible tiers, jobs admitted earlier in
 this cycle, jobs another preemptor already took. A team within its nominal is
 never preempted by another team (R7): its jobs are simply not in group 1.

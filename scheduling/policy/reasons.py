@@ -22,6 +22,9 @@ class Code(StrEnum):
     NO_ROOM = "no_room"  # R1: not enough free in the whole cluster
     FRAGMENTED = "fragmented"  # R1: enough free in total, no set of nodes holds the gang
     HELD = "held"  # R4: the starvation guard holds this job's pool
+    RESERVING = "reserving"  # R4: starving, it holds a reservation of room
+    RESERVED_ROOM = "reserved_room"  # R4: it would fit only on room reserved for another job
+    NO_RESERVATION = "no_reservation"  # R4: starving, but outside usage with no end blocks it
     # Rejected (R10)
     PER_REPLICA_MAX = "per_replica_max"
     REPLICA_TOO_LARGE = "replica_too_large"
@@ -60,6 +63,15 @@ TEMPLATES: dict[Code, str] = {
         "no set of nodes has room for every replica at once."
     ),
     Code.HELD: "Held for job {job}, which has waited {waited}.",
+    Code.RESERVING: "Reserved {room} from t={start}{when}.",
+    Code.RESERVED_ROOM: (
+        "Would use {what} reserved for job {job} on {nodes} from t={start}; a max_runtime "
+        "of at most {most} s lets it start now."
+    ),
+    Code.NO_RESERVATION: (
+        "Waiting for room: needs {need} in {replicas}; no room can be reserved for it, as "
+        "pods Gangway did not create hold {outside} with no expected end."
+    ),
     Code.PER_REPLICA_MAX: (
         "A replica asks for {asked}; team {team} allows at most {limit} per replica "
         "(per_replica_max)."
@@ -83,7 +95,7 @@ TEMPLATES: dict[Code, str] = {
 
 WAIT_CODES = frozenset(
     {Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW, Code.NOMINAL_ONLY, Code.NO_ROOM,
-     Code.FRAGMENTED, Code.HELD}
+     Code.FRAGMENTED, Code.HELD, Code.RESERVING, Code.RESERVED_ROOM, Code.NO_RESERVATION}
 )
 
 

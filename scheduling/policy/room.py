@@ -36,6 +36,16 @@ class Room:
         self.sorted: list[list[int] | None] = [None] * (top + 1)
         self.total = [sum(self.gpu), sum(self.cpu), sum(self.memory)]
 
+    def copy(self) -> Room:
+        """Returns an independent copy (same node indices)."""
+        other = Room.__new__(Room)
+        other.names, other.index = self.names, self.index
+        other.gpu, other.cpu, other.memory = list(self.gpu), list(self.cpu), list(self.memory)
+        other.members = [set(m) for m in self.members]
+        other.sorted = list(self.sorted)
+        other.total = list(self.total)
+        return other
+
     def _move(self, i: int, old: int, new: int) -> None:
         old, new = max(old, 0), max(new, 0)
         if old != new:

@@ -14,6 +14,7 @@ from .model import RunningJob, Snapshot, Tier
 from .placement import Placement, usage_on_nodes
 from .quota import Quota
 from .room import Room
+from .runtime import expected_end
 
 
 @dataclass(slots=True)
@@ -21,7 +22,8 @@ class Holder:
     """A job holding room: running at the snapshot, or admitted this cycle.
 
     `fresh` marks jobs admitted in this cycle (never victims); `taken` marks
-    jobs already chosen as victims by an earlier preemptor.
+    jobs already chosen as victims by an earlier preemptor; `end` is when it
+    is expected to end (R14), None when nothing says it will.
     """
 
     id: str
@@ -32,15 +34,19 @@ class Holder:
     on_nodes: dict[int, Vector]
     fresh: bool = False
     taken: bool = False
-    # The R8 order within a group: lower tier, most recently started, id.
+    # The R8 order within a group: lower tier, least unsaved work (the most
+    # recent checkpoint, else start), id.
     key: tuple[int, int, str] = ()
+    end: int | None = None
 
     @classmethod
     def of(cls, id: str, team: str | None, tier: Tier | None, started: int, usage: Vector,
-           on_nodes: dict[int, Vector], fresh: bool = False) -> Holder:
-        """Returns a holder with its victim order key."""
-        key = (tier.value if tier else 0, -started, id)
-        return cls(id, team, tier, started, usage, on_nodes, fresh, False, key)
+           on_nodes: dict[int, Vector], fresh: bool = False, *, end: int | None = None,
+           saved: int | None = None) -> Holder:
+        """Returns a holder with its victim order key; `saved` is its last
+        reported checkpoint, if any."""
+        key = (tier.value if tier else 0, -(started if saved is None else saved), id)
+        return cls(id, team, tier, started, usage, on_nodes, fresh, False, key, end)
 
     @property
     def steady(self) -> bool:
@@ -60,6 +66,8 @@ class State:
     """
 
     def __init__(self, snapshot: Snapshot) -> None:
+        self.now = snapshot.now
+        self.settings = snapshot.settings
         self.room = Room(snapshot.nodes)
         capacity = (sum(n.gpu for n in snapshot.nodes), sum(n.cpu for n in snapshot.nodes),
                     sum(n.memory for n in snapshot.nodes))
@@ -132,6 +140,7 @@ class State:
 
     def _build(self, running) -> list[Holder]:
         index, tiers = self.room.index, self._tiers
+        now, settings = self.now, self.settings
         holders = []
         for job in running:
             replicas = job.replicas
@@ -152,7 +161,9 @@ class State:
                         on_nodes[i] = v
                 usage = (total[0], total[1], total[2])
             holders.append(Holder.of(job.id, job.team, tiers.get(job.tier) if job.tier else None,
-                                     job.started, usage, on_nodes))
+                                     job.started, usage, on_nodes,
+                                     end=expected_end(job, now, settings),
+                                     saved=job.checkpointed))
         holders.sort(key=lambda h: h.key)
         return holders
 
@@ -181,13 +192,22 @@ class State:
             self.room.give(i, v)
         self.quota.credit(holder.team, holder.usage, holder.steady)
 
+    def restore(self, holder: Holder) -> None:
+        """Charges a holder's usage to room and quota again (undoes `remove`
+        or `release` whose closure is gone)."""
+        for i, v in holder.on_nodes.items():
+            self.room.take(i, v)
+        self.quota.charge(holder.team, holder.usage, holder.steady)
+
     def admit(self, job_id: str, team: str, tier: Tier, demand: Demand,
-              placement: Placement, started: int) -> Holder:
-        """Adds an admitted job's usage to room and quota; returns its holder."""
+              placement: Placement, started: int, end: int | None = None) -> Holder:
+        """Adds an admitted job's usage to room and quota; returns its holder,
+        expected to end at `end`."""
         on_nodes = usage_on_nodes(demand, placement)
         for i, v in on_nodes.items():
             self.room.take(i, v)
-        holder = Holder.of(job_id, team, tier, started, demand.total, on_nodes, fresh=True)
+        holder = Holder.of(job_id, team, tier, started, demand.total, on_nodes, fresh=True,
+                           end=end)
         self.quota.charge(team, demand.total, holder.steady)
         self._keep(holder)
         return holder
@@ -195,7 +215,7 @@ class State:
     def hold(self, holder: Holder) -> None:
         """Adds a copy of a holder from another state (same node indices)."""
         copy = Holder.of(holder.id, holder.team, holder.tier, holder.started, holder.usage,
-                         dict(holder.on_nodes))
+                         dict(holder.on_nodes), end=holder.end)
         for i, v in copy.on_nodes.items():
             self.room.take(i, v)
         self.quota.charge(copy.team, copy.usage, copy.steady)

@@ -24,7 +24,7 @@ def test_it_answers_designs_example(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
-        "wait": [], "reject": []}
+        "wait": [], "reject": [], "reservations": []}
 
 
 def test_it_reads_stdin_and_explains_on_stderr():
@@ -41,6 +41,32 @@ def test_it_exits_2_with_one_line_for_a_malformed_snapshot():
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip() == "pending[0].replicas[0].gpu: must be a non-negative integer, got -1"
+
+
+def test_it_exits_2_with_one_line_for_a_bad_reservation():
+    bad = json.loads(json.dumps(GOOD))
+    bad["reservations"] = [{"id": "p1", "start": "soon", "placement": {"n1": 2}}]
+    done = _run("--input", "-", stdin=json.dumps(bad))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "reservations[0].start: must be an integer number of seconds, got 'soon'")
+
+
+def test_it_prints_the_reservations_the_next_snapshot_takes_back():
+    data = json.loads(json.dumps(GOOD))
+    data["now"] = 5000
+    data["running"][0].update(max_runtime=9000)
+    # 4 GPUs are free, but not the CPU: it reserves n1 from when r1 ends.
+    data["pending"][0].update(tier="standard", queued=100,
+                              replicas=[{"count": 1, "gpu": 4, "cpu": 60000}])
+    done = _run("--input", "-", stdin=json.dumps(data))
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["reservations"] == [{"id": "p1", "start": 9010, "placement": {"n1": 1}}]
+    data["reservations"] = printed["reservations"]
+    again = _run("--input", "-", "--explain", stdin=json.dumps(data))
+    assert json.loads(again.stdout)["reservations"] == printed["reservations"]
+    assert "p1   reserve   n1 x1 from 9010" in again.stderr
 
 
 def test_it_exits_2_with_one_line_for_input_that_is_not_json():

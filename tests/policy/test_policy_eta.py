@@ -3,8 +3,9 @@ snapshots (hypothesis).
 
 The policy's replay merges per-team lines of jobs and lets held teams sleep;
 the reference below walks every waiting job in R3 order at every replayed
-moment, as eta.py's docstring describes the replay. The two must agree on
-every estimate.
+moment, as eta.py's docstring describes the replay, from the same decisions
+(admissions and reservations) of the cycle. The two must agree on every
+estimate.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from tests.policy.random_snapshots import place_randomly
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
 )
+from scheduling.policy.cycle import decide
 from scheduling.policy.demand import demand_of
 from scheduling.policy.eta import HORIZON
-from scheduling.policy.placement import place
+from scheduling.policy.placement import place, usage_on_nodes
+from scheduling.policy.reservation import Hold, Holds, earliest_hold
+from scheduling.policy.runtime import expected_runtime
 from scheduling.policy.state import State
 
 TIERS = (Tier("production", 1000, False), Tier("standard", 100), Tier("experiment", 10))
@@ -68,72 +72,125 @@ def snapshots(draw):
         running.append(RunningJob(f"r{k}", team, tier, started,
                                   (ReplicaGroup(count, gpu, cpu),), tuple(placed),
                                   rng.choice((None, 600, 3000, 8000)),
-                                  rng.choice((None, started - 100))))
+                                  rng.choice((None, started - 100)),
+                                  rng.choice((None, None, 2000, 7000)),
+                                  rng.choice((None, started + 50))))
     pending = []
     for k in range(rng.randint(1, 25)):
         count, gpu, cpu = rng.choice(shapes)
         pending.append(PendingJob(
             f"p{k:02d}", rng.choice(teams).name, rng.choice([t.name for t in TIERS]),
             rng.choice((rng.randint(0, now), now - 100, now - 2000)),
-            (ReplicaGroup(count, gpu, cpu),), rng.choice((None, 300, 1000, 5000))))
+            (ReplicaGroup(count, gpu, cpu),), rng.choice((None, 300, 1000, 5000)),
+            rng.choice((None, None, 1500, 4000))))
     return Snapshot(now, nodes, TIERS, tuple(teams), tuple(running), tuple(pending),
                     Settings(starvation_after=rng.choice((600, 1800, 100000)),
                              min_runtime_before_preemption=rng.choice((0, 600)),
-                             default_runtime=rng.choice((3600, 86400))))
+                             default_runtime=rng.choice((3600, 86400)),
+                             max_reservations=rng.choice((0, 1, 1, 2)),
+                             starvation_guard=rng.choice(("reserve", "reserve", "hold"))))
 
 
-def reference_starts(snapshot: Snapshot, result) -> dict[str, int | None]:
+def reference_starts(snapshot: Snapshot) -> dict[str, int | None]:
     """Returns the estimates by the replay as eta.py describes it: at every
-    moment a job ends, walk every job not yet started in R3 order."""
+    moment a job ends, walk every job not yet started in R3 order, except
+    those behind a starving job of the same team, tier, shape and
+    max_runtime that found no room (the replay's simplification)."""
     now, config = snapshot.now, snapshot.settings
+    made = decide(snapshot)
     tiers = {t.name: t for t in snapshot.tiers}
     pending = {p.id: p for p in snapshot.pending}
-    victims = {v for a in result.admit for v in a.victims}
-    holding = [j for j in snapshot.running if j.id not in victims]
-    for a in result.admit:
-        job = pending[a.id]
-        holding.append(RunningJob(job.id, job.team, job.tier, now, job.replicas, a.nodes,
-                                  job.max_runtime))
-    waiting = [pending[w.id] for w in result.wait]
-    queue = waiting + [
-        PendingJob(j.id, j.team, j.tier, j.queued if j.queued is not None else j.started,
-                   j.replicas, j.max_runtime)
-        for j in snapshot.running if j.id in victims]
-    queue.sort(key=lambda j: (-tiers[j.tier].value, j.queued, j.id))
+    victims = {v for a in made.admitted for v in a.victims}
     state = State(Snapshot(now, snapshot.nodes, snapshot.tiers, snapshot.teams,
-                           tuple(holding)))
-    events = []
-    for j in holding:
-        start = now if j.id in pending else j.started
-        end = start + (j.max_runtime or config.default_runtime)
-        events.append((max(end, now + 1), j.id))
+                           tuple(j for j in snapshot.running if j.id not in victims),
+                           settings=config))
+    for a in made.admitted:
+        state.hold(made.state.holders[a.id])
+    holds = Holds(state.room)
+    events = [(h.end, 0, h.id) for h in state.holders.values() if h.end is not None]
+    for h in made.holds:
+        holds.add(Hold(h.id, h.start, h.placement, h.on_nodes,
+                       {i: list(v) for i, v in h.headroom.items()}, h.ending, h.end))
+        events.append((h.start, 1, h.id))
     heapq.heapify(events)
+    waiting = [pending[job.id] for job in made.queue if job.id in made.waiting]
+    requeued = [
+        PendingJob(j.id, j.team, j.tier, j.queued if j.queued is not None else j.started,
+                   j.replicas, j.max_runtime, j.estimate)
+        for j in snapshot.running if j.id in victims]
+    pending.update((j.id, j) for j in requeued)
+    reserving = {h.id for h in made.holds}
+    left = [j for j in waiting + requeued if j.id not in reserving]
+    left.sort(key=lambda j: (-tiers[j.tier].value, j.queued, j.id))
     estimates = {j.id: None for j in waiting}
-    left = list(queue)
+    for h in made.holds:
+        estimates[h.id] = h.start
+
+    def runtime(job):
+        return expected_runtime(job.max_runtime, job.estimate, config)
+
     while left and events and events[0][0] <= now + HORIZON:
         t = events[0][0]
         while events and events[0][0] == t:
-            state.remove(state.holders.pop(heapq.heappop(events)[1]))
-        held, stay = set(), []
+            _, kind, job_id = heapq.heappop(events)
+            if kind == 0:
+                state.release(state.holders.pop(job_id))
+                holds.refresh()
+                continue
+            at = next(k for k, h in enumerate(holds.holds) if h.id == job_id)
+            hold, earlier = holds.holds[at], holds.holds[:at]
+            holds.drop(hold)
+            job = pending[job_id]
+            placement = hold.placement
+            if any(state.room.free(i)[r] < v[r] for i, v in hold.on_nodes.items()
+                   for r in range(3)):
+                placement = place(state.room, job.demand) or placement
+            state.admit(job.id, job.team, tiers[job.tier], job.demand, placement, t,
+                        t + runtime(job))
+            holds.charge(usage_on_nodes(job.demand, placement), None, holds=earlier)
+            holds.refresh()
+            heapq.heappush(events, (t + runtime(job), 0, job.id))
+        held, parked, stay = set(), set(), []
         for k, job in enumerate(left):
-            if job.team in held:
+            line = (job.team, job.tier, demand_of(job.replicas), job.max_runtime)
+            if job.team in held or line in parked:
                 stay.append(job)
                 continue
             demand, tier = demand_of(job.replicas), tiers[job.tier]
             refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
-            placement = place(state.room, demand) if refusal is None else None
+            until = t + job.max_runtime if job.max_runtime else None
+            placement = None
+            if refusal is None:
+                restore = holds.spared(until)
+                placement = place(state.room, demand)
+                if placement is not None:
+                    state.admit(job.id, job.team, tier, demand, placement, t, t + runtime(job))
+                    holds.charge(usage_on_nodes(demand, placement), until)
+                restore()
             if placement is not None:
-                state.admit(job.id, job.team, tier, demand, placement, t)
                 if job.id in estimates:
                     estimates[job.id] = t
-                heapq.heappush(events, (t + (job.max_runtime or config.default_runtime), job.id))
+                heapq.heappush(events, (t + runtime(job), 0, job.id))
                 continue
-            stay.append(job)
             if t - job.queued > config.starvation_after:
-                if refusal is None:
-                    stay.extend(left[k + 1:])
+                if refusal is not None:
+                    held.add(job.team)
+                elif config.starvation_guard == "hold":
+                    stay.extend(left[k:])
                     break
-                held.add(job.team)
+                else:
+                    if len(holds) < config.max_reservations:
+                        restore = holds.lifted()
+                        hold = earliest_hold(state, job.id, demand, runtime(job), holds)
+                        restore()
+                        if hold is not None:
+                            holds.add(hold)
+                            if job.id in estimates:
+                                estimates[job.id] = hold.start
+                            heapq.heappush(events, (hold.start, 1, job.id))
+                            continue
+                    parked.add(line)
+            stay.append(job)
         left = stay
     return estimates
 
@@ -142,4 +199,4 @@ def reference_starts(snapshot: Snapshot, result) -> dict[str, int | None]:
 @given(snapshots())
 def test_estimates_match_the_straightforward_replay(snapshot):
     result = plan(snapshot)
-    assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot, result)
+    assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)

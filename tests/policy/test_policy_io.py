@@ -45,11 +45,53 @@ def _with(change):
      "running+pending[2].id: duplicates 'p1'"),
     (lambda d: d["running"][0].update(team=None),
      "running[0].tier: must be null for outside usage (team null)"),
+    (lambda d: d["running"][0].update(estimate=0),
+     "running[0].estimate: must be an integer >= 1, got 0"),
+    (lambda d: d["pending"][0].update(estimate="1h"),
+     "pending[0].estimate: must be an integer >= 1, got '1h'"),
+    (lambda d: d["running"][0].update(checkpointed=1.5),
+     "running[0].checkpointed: must be an integer number of seconds, got 1.5"),
+    (lambda d: d["pending"][0].update(checkpointed=900),
+     "pending[0].checkpointed: is not a known field"),
+    (lambda d: d.update(settings={"starvation_guard": "wait"}),
+     "settings.starvation_guard: must be one of reserve, hold, got 'wait'"),
+    (lambda d: d.update(settings={"max_reservations": -1}),
+     "settings.max_reservations: must be a non-negative integer, got -1"),
+    (lambda d: d.update(settings={"reservation_slack": "10m"}),
+     "settings.reservation_slack: must be a non-negative integer, got '10m'"),
+    (lambda d: d.update(reservations={"p1": 4000}),
+     "reservations: must be a list, got dict"),
+    (lambda d: d.update(reservations=[{"id": "p1", "placement": {"n1": 2}}]),
+     "reservations[0].start: is required"),
+    (lambda d: d.update(reservations=[{"id": "p1", "start": 4000, "placement": {"n1": 0}}]),
+     "reservations[0].placement.n1: must be an integer >= 1, got 0"),
+    (lambda d: d.update(reservations=[{"id": "p1", "start": 4000, "placement": ["n1"]}]),
+     "reservations[0].placement: must be an object mapping nodes to replicas"),
+    (lambda d: d.update(reservations=[{"id": "p1", "start": 4000, "placement": {"n1": 2},
+                                       "eta": 4000}]),
+     "reservations[0].eta: is not a known field"),
 ])
 def test_it_names_the_field_and_the_problem(change, message):
     with pytest.raises(SnapshotError) as caught:
         snapshot_from_dict(_with(change))
     assert str(caught.value) == message
+
+
+def test_it_reads_the_fields_of_reservations_and_expected_runtimes():
+    data = _with(lambda d: d.update(
+        settings={"max_reservations": 2, "reservation_slack": 300, "starvation_guard": "hold"},
+        reservations=[{"id": "p1", "start": 4000, "placement": {"n1": 2, "drained": 1}},
+                      {"id": "gone", "start": 4000, "placement": {"n1": 1}}]))
+    data["running"][0].update(estimate=3600, checkpointed=900)
+    data["pending"][0].update(estimate=1200)
+    snapshot = snapshot_from_dict(data)
+    assert (snapshot.settings.max_reservations, snapshot.settings.reservation_slack,
+            snapshot.settings.starvation_guard) == (2, 300, "hold")
+    assert (snapshot.running[0].estimate, snapshot.running[0].checkpointed) == (3600, 900)
+    assert snapshot.pending[0].estimate == 1200
+    # A node gone from the snapshot and a job no longer pending drop out.
+    assert [(r.id, r.start, r.placement) for r in snapshot.reservations] == [
+        ("p1", 4000, (("n1", 2),))]
 
 
 def test_it_rejects_a_snapshot_that_is_not_an_object():
@@ -60,7 +102,7 @@ def test_it_rejects_a_snapshot_that_is_not_an_object():
 def test_it_answers_designs_example():
     got = plan_to_dict(plan(snapshot_from_dict(GOOD)))
     assert got == {"admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
-                   "wait": [], "reject": []}
+                   "wait": [], "reject": [], "reservations": []}
 
 
 def test_it_gives_byte_identical_output_for_the_same_snapshot():

@@ -55,16 +55,23 @@ def snapshots(draw):
             team, tier = None, None
         else:
             team, tier = rng.choice(teams).name, rng.choice(("standard", "experiment", "production"))
-        running.append(RunningJob(f"r{k}", team, tier, rng.randint(0, now),
-                                  (ReplicaGroup(count, gpu, cpu),), tuple(placed)))
+        started = rng.randint(0, now)
+        running.append(RunningJob(f"r{k}", team, tier, started,
+                                  (ReplicaGroup(count, gpu, cpu),), tuple(placed),
+                                  rng.choice((None, 1000, 8000)), None,
+                                  rng.choice((None, 3000)),
+                                  rng.choice((None, None, started + rng.randint(0, now - started)))))
     pending = tuple(
         PendingJob(f"p{k}", rng.choice(teams).name, rng.choice([t.name for t in TIERS]),
                    rng.randint(0, now), (ReplicaGroup(rng.randint(1, 3), rng.randint(0, 8),
-                                                      rng.choice((0, 1000, 4000))),))
+                                                      rng.choice((0, 1000, 4000))),),
+                   rng.choice((None, 500, 4000)), rng.choice((None, 2000)))
         for k in range(rng.randint(1, 7))
     )
     return Snapshot(now, nodes, TIERS, tuple(teams), tuple(running), pending,
-                    Settings(starvation_after=rng.choice((600, 1800, 100000))))
+                    Settings(starvation_after=rng.choice((600, 1800, 100000)),
+                             max_reservations=rng.choice((0, 1, 2)),
+                             starvation_guard=rng.choice(("reserve", "reserve", "hold"))))
 
 
 def _usage(job) -> tuple[int, int]:
@@ -284,6 +291,11 @@ def test_the_plan_is_deterministic(snapshot, rng):
     again = plan(Snapshot(snapshot.now, snapshot.nodes, snapshot.tiers, snapshot.teams,
                           snapshot.running, tuple(shuffled), snapshot.settings))
     assert first == again
+    # Taking back its own reservations, the next identical cycle keeps them.
+    carried = plan(Snapshot(snapshot.now, snapshot.nodes, snapshot.tiers, snapshot.teams,
+                            snapshot.running, snapshot.pending, snapshot.settings,
+                            first.reservations))
+    assert carried == first
 
 
 @PROFILE

@@ -68,6 +68,9 @@ def explain(result) -> str:
         rows.append((w.id, f"wait #{w.position}", f"{w.reason} ({eta})"))
     for r in result.reject:
         rows.append((r.id, "reject", r.reason))
+    for r in result.reservations:
+        where = ", ".join(f"{node} x{n}" for node, n in r.placement)
+        rows.append((r.id, "reserve", f"{where} from {r.start}"))
     width = [max(len(row[k]) for row in rows) for k in range(2)]
     lines = [f"{job:<{width[0]}}  {what:<{width[1]}}  {why}" for job, what, why in rows]
     preempted = sum(len(a.victims) for a in result.admit)

@@ -1,7 +1,10 @@
 """`gangway` and `kueue-like`: the real admission policy, `plan`, on the
 replayed cluster.
 
-`gangway` is `plan` with default settings. `kueue-like` is `plan` configured
+`gangway` is `plan` with default settings but the whole-cluster starvation
+guard (`starvation_guard="hold"`): the replay's planner folds running jobs
+it cannot preempt, so it does not yet carry the expected ends reservations
+(R4) are computed from. `kueue-like` is `plan` configured
 as Kueue's defaults with reclaim turned on: no starvation guard (best-effort
 FIFO backfill), no thrash guard, and every tier preemptible (a Kueue priority
 class orders work but never protects it); victims in Kueue's order (other
@@ -342,7 +345,8 @@ class _Listing:
 
 
 def gangway(world: World) -> Planner:
-    return Planner("gangway", world, Settings(), {t.name: t for t in world.tiers})
+    return Planner("gangway", world, Settings(starvation_guard="hold"),
+                   {t.name: t for t in world.tiers})
 
 
 def kueue_like(world: World) -> Planner:

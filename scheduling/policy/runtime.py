@@ -1,0 +1,28 @@
+"""R14: how long a job is expected to run, and so when it is expected to end.
+
+Expected runtimes drive estimated starts (eta.py) and reservations (R4),
+never stop a job: only `max_runtime` does.
+"""
+
+from __future__ import annotations
+
+from .model import Settings
+
+
+def expected_runtime(max_runtime: int | None, estimate: int | None, settings: Settings) -> int:
+    """Returns the job's `max_runtime`, else its learned `estimate`, else
+    `default_runtime`."""
+    return max_runtime or estimate or settings.default_runtime
+
+
+def expected_end(job, now: int, settings: Settings) -> int | None:
+    """Returns when a running job is expected to end: its start plus its
+    expected runtime, or `reservation_slack` from now once that is past.
+
+    Returns None for outside usage (R12) that names neither a `max_runtime`
+    nor an `estimate`: nothing says it will ever end.
+    """
+    if job.team is None and not job.max_runtime and not job.estimate:
+        return None
+    end = job.started + expected_runtime(job.max_runtime, job.estimate, settings)
+    return end if end > now else now + settings.reservation_slack
