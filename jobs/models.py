@@ -75,6 +75,10 @@ class Job(models.Model):
     position = models.PositiveIntegerField(null=True, blank=True)
     team_position = models.PositiveIntegerField(null=True, blank=True)
     eta = models.DateTimeField(null=True, blank=True, help_text="Estimated start.")
+    # R4: room reserved for it while it starves: {"start": ISO time, "placement": {node: replicas}}.
+    reservation = models.JSONField(null=True, blank=True)
+    # R8: when its training last reported a saved checkpoint (fewest unsaved work is preempted first).
+    checkpointed_at = models.DateTimeField(null=True, blank=True)
 
     # Simulated cluster only: how long it runs and whether it fails.
     sim_duration = models.PositiveIntegerField(null=True, blank=True)

@@ -79,7 +79,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13).", unit="s"),
     Setting("CYCLE_FAILURES_BEFORE_UNREADY", 3, "`/readyz` fails, and staff see a banner, once this many admission "
             "cycles in a row have failed."),
-    Setting("STARVATION_AFTER", 1800, "A blocked job older than this holds its pool (R4).", unit="s"),
+    Setting("STARVATION_AFTER", 1800, "A job waiting longer than this starves: it holds its team, or reserves room (R4).", unit="s"),
+    Setting("MAX_RESERVATIONS", 1, "How many starving jobs may reserve room at once (R4); 0 reserves none."),
+    Setting("RESERVATION_SLACK", 600, "A reservation keeps its nodes while they give a start within this of the "
+            "best (R4); a running job past its expected end is expected to end this long from now (R14).", unit="s"),
     Setting("MIN_RUNTIME_BEFORE_PREEMPTION", 600, "Thrash guard for priority preemption within a team (R5).", unit="s"),
     Setting("DEFAULT_RUNTIME", 86400, "Runtime assumed for estimates when a job sets no `max_runtime`.", unit="s"),
     # -- Simulated cluster and demo ------------------------------------------------

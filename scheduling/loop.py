@@ -154,12 +154,12 @@ def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> lis
         try:
             transition(job, Job.State.REJECTED, message=rejection.reason, code=rejection.code,
                        finished_at=now, reason=rejection.reason, reason_code=rejection.code,
-                       position=None, team_position=None, eta=None)  # fmt: skip
+                       position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
         except StaleJob:
             continue
         _log_decision("rejected", job, rejection.code, rejection.reason)
         result.rejected += 1
-    result.waiting = _record_waits(world, plan)
+    result.waiting = _record_waits(world, plan, now)
     return decided
 
 
@@ -183,7 +183,7 @@ def _admit(job: Job, admission: Admission, now: datetime) -> None:
     if admission.victims:
         message += f" Starts once {len(admission.victims)} preempted job(s) have stopped."
     transition(job, Job.State.ADMITTED, message=message, code="admitted", admitted_at=now, placement=list(nodes),
-               reason="", reason_code="", position=None, team_position=None, eta=None)  # fmt: skip
+               reason="", reason_code="", position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
     _log_decision("admitted", job, "admitted", message)
 
 
@@ -243,19 +243,32 @@ def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
     return tuple(node for node, count in placement for _ in range(count))
 
 
-def _record_waits(world: World, plan: Plan) -> int:
-    """Store every waiting job's reason, positions and ETA; an event when its reason changes."""
+def _record_waits(world: World, plan: Plan, now: datetime) -> int:
+    """Store every waiting job's reason (as its owner reads it), positions, ETA and
+    reservation (R4); an event when its reason changes. Returns how many wait."""
+    teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
+    reserved = {held.id: held for held in plan.reservations}
     changed = []
     for wait in plan.wait:
         job = world.jobs[wait.id]
+        reason = records.readable_reason(wait.reason, team=job.team.slug, teams_of=teams_of, now=now)
         if wait.code != job.reason_code and job.state == Job.State.QUEUED:
-            note(job, JobEvent.Kind.WAITING, wait.reason, code=wait.code)
-        job.reason, job.reason_code = wait.reason, wait.code
+            note(job, JobEvent.Kind.WAITING, reason, code=wait.code)
+        job.reason, job.reason_code = reason, wait.code
         job.position, job.team_position = wait.position, wait.team_position
-        job.eta = datetime.fromtimestamp(wait.eta, tz=dt_timezone.utc) if wait.eta is not None else None
+        job.eta = _moment(wait.eta) if wait.eta is not None else None
+        held = reserved.get(wait.id)
+        job.reservation = None if held is None else {
+            "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
+        }  # fmt: skip
         changed.append(job)
-    Job.objects.bulk_update(changed, ["reason", "reason_code", "position", "team_position", "eta"], batch_size=500)
+    Job.objects.bulk_update(changed, ["reason", "reason_code", "position", "team_position", "eta", "reservation"],
+                            batch_size=500)  # fmt: skip
     return len(changed)
+
+
+def _moment(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
 
 
 def backoff(attempt: int) -> timedelta:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+import re
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
 
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
@@ -150,6 +152,51 @@ def usage_sample(now: datetime) -> None:
         for team in set(nominal) | set(used) | set(waiting)
     )  # fmt: skip
     UsageSample.objects.filter(at__lt=now - timedelta(days=7)).delete()
+
+
+_MOMENT = re.compile(r"\bt=(\d+)")
+_AT_MOST = re.compile(r"at most (\d+) s\b")
+_JOBS = re.compile(r"\b(jobs?) (\d+(?:, \d+)*(?: and \d+(?! more))?)")
+
+
+def readable_reason(reason: str, *, team: str, teams_of: dict[str, str], now: datetime) -> str:
+    """A policy sentence as the waiting job's owner reads it.
+
+    The policy speaks in snapshot seconds and job ids (`manage.py plan` prints
+    them as they are). For people: a moment becomes a clock time in the
+    portal's time zone, a number of seconds a duration, and a job id "#12"
+    when the job is of the reader's team, "a job of team research" otherwise
+    (another team's job names are not theirs to read).
+    """
+
+    def moment(match: re.Match) -> str:
+        at = timezone.localtime(datetime.fromtimestamp(int(match.group(1)), tz=dt_timezone.utc))
+        today = timezone.localtime(now).date()
+        return f"about {at:%H:%M}" if at.date() == today else f"about {at:%a %H:%M}"
+
+    def named(job_id: str) -> str:
+        owner = teams_of.get(job_id)
+        return f"#{job_id}" if owner in (None, team) else f"a job of team {owner}"
+
+    def jobs(match: re.Match) -> str:
+        ids = re.findall(r"\d+", match.group(2))
+        names = [named(job_id) for job_id in ids]
+        if all(name.startswith("#") for name in names):
+            return f"{match.group(1)} " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    reason = _MOMENT.sub(moment, reason)
+    reason = _AT_MOST.sub(lambda m: f"at most {spoken_duration(int(m.group(1)))}", reason)
+    return _JOBS.sub(jobs, reason)
+
+
+def spoken_duration(seconds: int) -> str:
+    """Returns "40 min", "1 h 40 min", "3 h"."""
+    minutes = max(1, round(seconds / 60))
+    hours, minutes = divmod(minutes, 60)
+    if not hours:
+        return f"{minutes} min"
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
 class GpuTally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from statistics import median
 from typing import NamedTuple
 
 from django.conf import settings
@@ -144,7 +145,42 @@ def policy_settings() -> policy.Settings:
         starvation_after=settings.STARVATION_AFTER,
         min_runtime_before_preemption=settings.MIN_RUNTIME_BEFORE_PREEMPTION,
         default_runtime=settings.DEFAULT_RUNTIME,
+        max_reservations=settings.MAX_RESERVATIONS,
+        reservation_slack=settings.RESERVATION_SLACK,
     )
+
+
+# R14: how many of a kind's latest successes make an estimate, and how far back the loop reads.
+ESTIMATE_FROM, ESTIMATE_AT_LEAST, ESTIMATE_READS = 5, 2, 5000
+
+
+def learned_runtimes() -> dict[tuple[int, str, int], int]:
+    """Returns R14's estimates by (team id, kind, GPUs): the median runtime of the latest 5
+    succeeded jobs of that team, kind and GPU count, where there are at least 2, capped at
+    DEFAULT_RUNTIME. Reads the latest ESTIMATE_READS successes in one query."""
+    runs: dict[tuple[int, str, int], list[float]] = {}
+    rows = (Job.objects.filter(state=Job.State.SUCCEEDED, started_at__isnull=False, finished_at__isnull=False)
+            .order_by("-finished_at").values_list("team_id", "kind", "gpu_total", "started_at", "finished_at"))
+    for team, kind, gpus, started, finished in rows[:ESTIMATE_READS]:
+        seen = runs.setdefault((team, kind, gpus), [])
+        if len(seen) < ESTIMATE_FROM:
+            seen.append((finished - started).total_seconds())
+    return {key: min(settings.DEFAULT_RUNTIME, int(median(seconds)))
+            for key, seconds in runs.items() if len(seconds) >= ESTIMATE_AT_LEAST}  # fmt: skip
+
+
+def _estimate(job: Job, learned: dict[tuple[int, str, int], int]) -> int | None:
+    return None if job.max_runtime else learned.get((job.team_id, job.kind, job.gpu_total))
+
+
+def _reservation(job: Job, node_order: dict[str, int]) -> policy.Reservation | None:
+    """The room the last cycle reserved for the job (R4), on the nodes the cluster still has."""
+    held = job.reservation or {}
+    placement = tuple(sorted(((node, count) for node, count in (held.get("placement") or {}).items()
+                              if node in node_order), key=lambda item: node_order[item[0]]))  # fmt: skip
+    if not placement or "start" not in held:
+        return None
+    return policy.Reservation(id=str(job.pk), start=epoch(datetime.fromisoformat(held["start"])), placement=placement)
 
 
 def build_world(
@@ -185,6 +221,7 @@ def build_world(
         if pod.node in node_names
     ]
     replicas_of = {job.pk: policy_replicas(job.replicas, defaults.get(job.team_id, {})) for job in active}
+    learned = learned_runtimes()
     placements = _charged_placements(nodes, running, active, replicas_of)
     for job in active:
         if not placements[job.pk]:
@@ -195,9 +232,13 @@ def build_world(
                 id=str(job.pk), team=job.team.slug, tier=job.tier.name,
                 started=epoch(job.started_at or job.admitted_at or now), replicas=replicas_of[job.pk],
                 nodes=placements[job.pk], max_runtime=job.max_runtime, queued=epoch(job.queued_at),
+                estimate=_estimate(job, learned),
+                checkpointed=epoch(job.checkpointed_at) if job.checkpointed_at else None,
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
+    reservations: list[policy.Reservation] = []
+    node_order = {node.name: index for index, node in enumerate(nodes)}
     queued = Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier").order_by("id")
     for job in queued:
         if job.not_before and job.not_before > now:
@@ -207,8 +248,11 @@ def build_world(
             policy.PendingJob(
                 id=str(job.pk), team=job.team.slug, tier=job.tier.name, queued=epoch(job.queued_at),
                 replicas=policy_replicas(job.replicas, defaults.get(job.team_id, {})), max_runtime=job.max_runtime,
+                estimate=_estimate(job, learned),
             )  # fmt: skip
         )
+        if job.reservation and (held := _reservation(job, node_order)) is not None:
+            reservations.append(held)
     pending.extend(extra_pending)
     world.snapshot = policy.Snapshot(
         now=epoch(now),
@@ -218,6 +262,7 @@ def build_world(
         running=tuple(running),
         pending=tuple(pending),
         settings=policy_settings(),
+        reservations=tuple(reservations),
     )
     return world
 

@@ -1,0 +1,78 @@
+"""The loop keeps R4's reservations, R14's learned runtimes and R8's checkpoints in the database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.test import override_settings
+
+from jobs.models import Job
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+from scheduling.snapshot import build_world, learned_runtimes
+
+HALF = [{"role": "Worker", "count": 1, "gpu": 4}]
+BIG = [{"role": "Chief", "count": 1, "gpu": 8}, {"role": "Worker", "count": 1, "gpu": 4}]
+
+
+def beat(cluster, clock):
+    reconcile(cluster=cluster, now=clock())
+    return admission_cycle(cluster=cluster, now=clock())
+
+
+@override_settings(STARVATION_AFTER=60)
+def test_a_starving_gang_reserves_room_and_keeps_it_and_a_short_job_backfills(submit, cluster, clock, vision,
+                                                                              outsider, maps):
+    maps.quotas.filter(resource="gpu").update(nominal=12, borrowing_limit=4)
+    mine = submit(name="mine", replicas=HALF, max_runtime=600, simulate={"duration": 600})
+    theirs = submit(team=vision, user=outsider, name="theirs", replicas=HALF, max_runtime=1200,
+                    simulate={"duration": 1200})
+    beat(cluster, clock)
+    big = submit(name="big", replicas=BIG)
+    clock.tick(61)
+    beat(cluster, clock)
+    big.refresh_from_db()
+    assert big.reason_code == "reserving", big.reason
+    assert big.reservation["placement"] == {"node-01": 1, "node-02": 1}
+    assert "t=" not in big.reason and "from about" in big.reason
+    assert big.eta == clock() + timedelta(seconds=600), "its start is when mine ends (seen running just now)"
+    assert f"#{mine.pk} is due to end" in big.reason, big.reason
+    assert f"#{theirs.pk}" not in big.reason, "another team's job is named by its team only"
+
+    late = submit(name="late", replicas=HALF)  # no max_runtime: it would sit on reserved room
+    short = submit(name="short", replicas=[{"role": "Worker", "count": 1, "gpu": 2}], max_runtime=120,
+                   simulate={"duration": 100})
+    beat(cluster, clock)
+    late.refresh_from_db()
+    assert late.state == "queued" and late.reason_code == "reserved_room", late.reason
+    assert "max_runtime of at most" in late.reason and " s lets" not in late.reason
+    assert Job.objects.get(pk=short.pk).state == "admitted", "it ends before the reservation starts"
+    big.refresh_from_db()
+    world = build_world(now=clock(), nodes=cluster.nodes(), outside=[])
+    assert [held.id for held in world.snapshot.reservations] == [str(big.pk)], "the next snapshot carries it"
+
+
+def test_learned_runtimes_are_the_median_of_the_latest_successes(submit, clock):
+    def ran(seconds):
+        job = submit(name="r", replicas=HALF)
+        Job.objects.filter(pk=job.pk).update(state="succeeded", started_at=clock(),
+                                             finished_at=clock() + timedelta(seconds=seconds))
+        clock.tick(seconds)
+
+    ran(100)
+    assert learned_runtimes() == {}, "one success is not enough"
+    for seconds in (300, 200, 10_000, 400, 500):
+        ran(seconds)
+    team, kind = Job.objects.values_list("team_id", "kind").first()
+    assert learned_runtimes() == {(team, kind, 4): 400}, "the median of the latest 5: 300, 200, 10000, 400, 500"
+    with override_settings(DEFAULT_RUNTIME=350):
+        assert learned_runtimes() == {(team, kind, 4): 350}, "capped at the default runtime"
+
+
+def test_running_jobs_carry_their_last_checkpoint_into_the_snapshot(submit, cluster, clock):
+    job = submit(simulate={"duration": 600})
+    beat(cluster, clock)
+    Job.objects.filter(pk=job.pk).update(checkpointed_at=clock())
+    world = build_world(now=clock(), nodes=cluster.nodes(), outside=[])
+    (running,) = world.snapshot.running
+    assert running.checkpointed == int(clock().timestamp())
