@@ -10,7 +10,7 @@ policy (R10).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from decimal import InvalidOperation
 
 from kubernetes.utils.quantity import parse_quantity
@@ -23,8 +23,19 @@ ROLES = {
     "PyTorchJob": ("Master", "Worker"),
 }
 SINGLETON_ROLES = {"Chief", "Master", "Evaluator"}
-FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate"}
+FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate",
+          "volumes", "shm"}
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
+VOLUME_SOURCES = ("claim", "config_map")  # a PersistentVolumeClaim or a ConfigMap of the team's namespace
+VOLUME_FIELDS = {*VOLUME_SOURCES, "path", "read_only"}
+MAX_VOLUMES = 16
+MAX_PATH = 255
+# Mount paths Gangway fills itself: the memory-backed /dev/shm (the spec's `shm`) and the team's
+# checkpoint claim (`scheduling.cluster.manifests.CHECKPOINT_DIR`).
+RESERVED_PATHS = {
+    "/dev/shm": "it is the memory-backed /dev/shm; ask for its size with shm",
+    "/checkpoint": "the team's checkpoint claim is mounted there",
+}
 
 NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
 MAX_REPLICAS = 1000
@@ -40,6 +51,8 @@ IMAGE_RE = re.compile(
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A Kubernetes object name (DNS-1123 subdomain): what PersistentVolumeClaims and ConfigMaps are called.
+OBJECT_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,22 @@ class ReplicaGroup:
     gpu: int
     cpu: int  # millicores; 0 = the team's default
     memory: int  # bytes; 0 = the team's default
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A claim or config map of the team's namespace, mounted at `path` in every replica."""
+
+    source: str  # one of VOLUME_SOURCES
+    name: str
+    path: str
+    read_only: bool  # always True for a config map (Kubernetes mounts them read-only)
+
+    def as_data(self) -> dict:
+        """The volume in the spec's JSON shape."""
+        if self.source == "config_map":
+            return {"config_map": self.name, "path": self.path}
+        return {"claim": self.name, "path": self.path, "read_only": self.read_only}
 
 
 @dataclass(frozen=True)
@@ -65,6 +94,8 @@ class JobSpec:
     replicas: tuple[ReplicaGroup, ...]
     sim_duration: int | None = None
     sim_fail: bool = False
+    volumes: tuple[Volume, ...] = ()
+    shm: int = 0  # bytes of a memory-backed /dev/shm in every replica; 0 = the runtime's default
 
     @property
     def gpu_total(self) -> int:
@@ -127,11 +158,14 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
         max_runtime = None
     replicas = _replicas(errors, kind, data.get("replicas"))
     sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
+    volumes = _volumes(errors, data.get("volumes", []))
+    shm = _quantity(errors, "shm", data.get("shm"), scale=1, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
     if errors:
         raise SpecError(dict(errors))
     return JobSpec(
         team=team_value, name=name, kind=kind, image=image, command=command, args=args, env=env, tier=tier,
         max_runtime=max_runtime, replicas=replicas, sim_duration=sim_duration, sim_fail=sim_fail,
+        volumes=volumes, shm=shm,
     )  # fmt: skip
 
 
@@ -233,6 +267,74 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
     return tuple(groups)
 
 
+def _volumes(errors: _Errors, value: object) -> tuple[Volume, ...]:
+    if not isinstance(value, list) or len(value) > MAX_VOLUMES:
+        errors.add("volumes", f"Must be a list of at most {MAX_VOLUMES} volumes, e.g. "
+                              "[{\"claim\": \"datasets\", \"path\": \"/data\", \"read_only\": true}].")  # fmt: skip
+        return ()
+    volumes, paths = [], set()
+    for index, item in enumerate(value):
+        path = f"volumes[{index}]"
+        if not isinstance(item, dict):
+            errors.add(path, "Must be a mapping: {\"claim\": name, \"path\": ...} or {\"config_map\": name, \"path\": ...}.")
+            continue
+        for unknown in sorted(set(item) - VOLUME_FIELDS, key=str):
+            errors.add(f"{path}.{unknown}", f"Unknown field; the fields are {', '.join(sorted(VOLUME_FIELDS))}.")
+        sources = [source for source in VOLUME_SOURCES if source in item]
+        if len(sources) != 1:
+            errors.add(path, "Name exactly one of claim (a PersistentVolumeClaim) or config_map (a ConfigMap) "
+                             "of the team's namespace.")  # fmt: skip
+            continue
+        source = sources[0]
+        name = item[source]
+        if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME_RE.match(name):
+            errors.add(f"{path}.{source}", f"Must be a Kubernetes object name (lowercase letters, digits, '-' "
+                                           f"and '.'), got {str(name)[:80]!r}.")  # fmt: skip
+        mount = _mount_path(errors, f"{path}.path", item.get("path"))
+        if mount and mount in paths:
+            errors.add(f"{path}.path", f"Two volumes are mounted at {mount}; give each its own path.")
+        paths.add(mount)
+        read_only = item.get("read_only", source == "config_map")
+        if not isinstance(read_only, bool):
+            errors.add(f"{path}.read_only", f"Must be true or false, got {read_only!r}.")
+        elif source == "config_map" and not read_only:
+            errors.add(f"{path}.read_only", "A config map is always mounted read-only.")
+        volumes.append(Volume(source=source, name=str(name), path=mount, read_only=read_only is True))
+    return tuple(volumes)
+
+
+def _mount_path(errors: _Errors, path: str, value: object) -> str:
+    """`value` as an absolute, normalised mount path, or "" with an error."""
+    if not isinstance(value, str) or not value:
+        errors.add(path, "Required: an absolute path inside the container, e.g. /data.")
+        return ""
+    parts = value.split("/")
+    if (
+        not value.startswith("/") or value == "/" or len(value) > MAX_PATH or value.endswith("/")
+        or any(part in ("", ".", "..") for part in parts[1:]) or not value.isprintable() or ":" in value
+    ):  # fmt: skip
+        errors.add(path, f"Must be an absolute path of at most {MAX_PATH} characters, without '.', '..', '//', "
+                         f"':' or a trailing '/', other than /, got {value[:80]!r}.")  # fmt: skip
+        return ""
+    for reserved, why in RESERVED_PATHS.items():
+        if value == reserved or value.startswith(reserved + "/"):
+            errors.add(path, f"{reserved} cannot be mounted over: {why}.")
+            return ""
+    return value
+
+
+def counted_replicas(spec: JobSpec, default_memory: int) -> tuple[ReplicaGroup, ...]:
+    """The replica groups as quota and placement count them: /dev/shm added to each replica's memory.
+
+    A memory-backed volume is charged to the pod's memory, so a replica asking for 4Gi with a
+    16Gi shm gets a 20Gi limit. A replica that names no memory gets `default_memory` (its team's
+    default) first. Returns the groups unchanged when the spec asks for no shm.
+    """
+    if not spec.shm:
+        return spec.replicas
+    return tuple(replace(group, memory=(group.memory or default_memory) + spec.shm) for group in spec.replicas)
+
+
 def _simulate(errors: _Errors, value: object) -> tuple[int | None, bool]:
     if value is None:
         return None, False
@@ -274,6 +376,11 @@ def spec_to_data(spec: JobSpec) -> dict:
             for g in spec.replicas
         ],
     }  # fmt: skip
+    # Left out when absent, so a spec written before volumes existed keeps its digest (idempotency keys).
+    if spec.volumes:
+        data["volumes"] = [volume.as_data() for volume in spec.volumes]
+    if spec.shm:
+        data["shm"] = format_memory(spec.shm)
     if spec.sim_duration is not None or spec.sim_fail:
         data["simulate"] = {"duration": spec.sim_duration, "fail": spec.sim_fail}
     return data
