@@ -53,6 +53,26 @@ class ReplicaSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeMount:
+    """A PersistentVolumeClaim or ConfigMap of the job's namespace, mounted in every replica."""
+
+    source: str  # "claim" | "config_map"
+    name: str
+    path: str
+    read_only: bool = False
+
+
+def volume_mounts(volumes: list[dict]) -> tuple[VolumeMount, ...]:
+    """Returns a job's stored volumes (the spec's shape: {claim | config_map, path, read_only}) as mounts."""
+    mounts = []
+    for volume in volumes:
+        source = "claim" if "claim" in volume else "config_map"
+        mounts.append(VolumeMount(source=source, name=volume[source], path=volume["path"],
+                                  read_only=bool(volume.get("read_only", source == "config_map"))))  # fmt: skip
+    return tuple(mounts)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterJob:
     """Everything an adapter needs to create one Gangway job in the cluster."""
 
@@ -74,6 +94,8 @@ class ClusterJob:
     sim_duration: int | None = None  # simulated adapter only: how long it runs
     sim_fail: bool = False  # simulated adapter only: end in failure
     placement: tuple[str, ...] = ()  # the node the policy chose for each replica (a hint)
+    volumes: tuple[VolumeMount, ...] = ()
+    shm: int = 0  # bytes of a memory-backed /dev/shm; already part of each replica's memory
 
 
 class Phase(enum.StrEnum):
@@ -122,6 +144,17 @@ class Tenants:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """A PersistentVolumeClaim of a team's namespace, as `doctor` lists it."""
+
+    namespace: str
+    name: str
+    capacity: int = 0  # bytes; 0 while unbound
+    access_modes: tuple[str, ...] = ()
+    phase: str = ""  # Pending | Bound | Lost
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem `doctor` found, with what to do about it."""
 
@@ -139,7 +172,10 @@ class Cluster(Protocol):
         """Running pods Gangway did not create."""
 
     def create_job(self, job: ClusterJob) -> None:
-        """Create the job, or resume it if it exists suspended. Idempotent."""
+        """Create the job, or resume it if it exists suspended. Idempotent.
+
+        Raises ClusterError, creating nothing, when a claim the job mounts is not in its namespace.
+        """
 
     def suspend_job(self, job: ClusterJob) -> None:
         """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
@@ -155,6 +191,22 @@ class Cluster(Protocol):
 
     def doctor(self, tenants: Tenants) -> list[Finding]:
         """What is wrong with the cluster for Gangway; empty when all is well."""
+
+    def claims(self, namespace: str) -> list[ClaimInfo]:
+        """The PersistentVolumeClaims of a namespace, by name; empty when it has none or does not exist."""
+
+
+def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:
+    """The error for claims `job` mounts that its namespace lacks (`present` names those it has), or None."""
+    missing = sorted({v.name for v in job.volumes if v.source == "claim"} - present)
+    if not missing:
+        return None
+    names = ", ".join(missing)
+    has = ", ".join(sorted(present)) or "none"
+    return ClusterError(
+        f"Job {job.name} mounts PersistentVolumeClaim {names}, which namespace {job.namespace} does not have "
+        f"(its claims: {has}); create the claim there or remove the volume from the job."
+    )
 
 
 def cluster_name(job_id: int, name: str) -> str:

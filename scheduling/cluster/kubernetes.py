@@ -17,6 +17,7 @@ from kubernetes.client import ApiClient
 
 from scheduling.cluster import kubernetes_tenants, manifests
 from scheduling.cluster.base import (
+    ClaimInfo,
     ClusterJob,
     ClusterUnavailable,
     Finding,
@@ -25,6 +26,7 @@ from scheduling.cluster.base import (
     OutsidePod,
     Phase,
     Tenants,
+    missing_claims_error,
 )
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, amount
 from scheduling.cluster.manifests import JOB_ID_LABEL, TRAINING_GROUP, TRAINING_KINDS, TRAINING_VERSION
@@ -121,6 +123,10 @@ class KubernetesCluster:
         Returns nothing. The name is deterministic, so a retried create finds
         the job it made before.
         """
+        if any(volume.source == "claim" for volume in job.volumes):
+            error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
+            if error is not None:
+                raise error
         desired = manifests.training_job(job)
         training = TRAINING_KINDS[job.kind]
         args = (TRAINING_GROUP, TRAINING_VERSION, job.namespace, training.plural)
@@ -210,6 +216,23 @@ class KubernetesCluster:
         return sorted(result, key=lambda status: status.job_id)
 
     # -- tenants and health --------------------------------------------------
+
+    def claims(self, namespace: str) -> list[ClaimInfo]:
+        """Returns the PersistentVolumeClaims of a namespace by name; empty when there are none."""
+        items = self.api.call(
+            "list", "PersistentVolumeClaim", namespace,
+            self.api.core.list_namespaced_persistent_volume_claim, namespace,
+        )["items"]
+        result = []
+        for claim in items:
+            status = claim.get("status") or {}
+            result.append(ClaimInfo(
+                namespace=namespace, name=claim["metadata"]["name"],
+                capacity=amount("memory", (status.get("capacity") or {}).get("storage")),
+                access_modes=tuple(status.get("accessModes") or (claim.get("spec") or {}).get("accessModes") or ()),
+                phase=status.get("phase", ""),
+            ))
+        return sorted(result, key=lambda claim: claim.name)
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         """Returns one line per object created or changed; empty when the cluster already matched."""

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduling.cluster.base import (
+    ClaimInfo,
     ClusterJob,
     Finding,
     JobStatus,
@@ -27,8 +28,9 @@ from scheduling.cluster.base import (
     OutsidePod,
     Phase,
     Tenants,
+    missing_claims_error,
 )
-from scheduling.models import SimJob, SimNode
+from scheduling.models import SimClaim, SimJob, SimNode
 
 
 class SimulatedCluster:
@@ -58,6 +60,10 @@ class SimulatedCluster:
         """Create the job, or resume it when it exists suspended; a second create changes nothing."""
         from scheduling.cluster.manifests import training_job
 
+        if any(volume.source == "claim" for volume in job.volumes):
+            error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
+            if error is not None:
+                raise error
         with transaction.atomic():
             existing = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
             if existing is None:
@@ -87,6 +93,13 @@ class SimulatedCluster:
     def delete_job(self, namespace: str, name: str) -> None:
         SimJob.objects.filter(namespace=namespace, name=name).delete()
         self.advance()
+
+    def claims(self, namespace: str) -> list[ClaimInfo]:
+        return [
+            ClaimInfo(namespace=namespace, name=claim.name, capacity=claim.capacity,
+                      access_modes=(claim.access_mode,), phase="Bound")  # fmt: skip
+            for claim in SimClaim.objects.filter(namespace=namespace).order_by("name")
+        ]
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return []  # the simulated cluster has no namespaces, quotas or queues to keep in line

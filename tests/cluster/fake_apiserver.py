@@ -33,6 +33,7 @@ KINDS = {
     "Node": ("api/v1", "nodes"),
     "Namespace": ("api/v1", "namespaces"),
     "Pod": ("api/v1", "pods"),
+    "PersistentVolumeClaim": ("api/v1", "persistentvolumeclaims"),
     "ResourceQuota": ("api/v1", "resourcequotas"),
     "LimitRange": ("api/v1", "limitranges"),
     "PriorityClass": ("apis/scheduling.k8s.io/v1", "priorityclasses"),

@@ -420,3 +420,46 @@ def test_without_any_configuration_the_cluster_is_unavailable(tmp_path, monkeypa
 
     with pytest.raises(ClusterUnavailable, match="KUBECONFIG"):
         KubernetesCluster.from_environment()
+
+
+# -- claims --------------------------------------------------------------------------------------------------
+
+def _claim(name, namespace="maps", storage="500Gi", phase="Bound"):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"accessModes": ["ReadOnlyMany"]},
+            "status": {"phase": phase, "capacity": {"storage": storage}, "accessModes": ["ReadOnlyMany"]}}  # fmt: skip
+
+
+def _with_claim(name="datasets"):
+    from scheduling.cluster.base import VolumeMount
+
+    return dataclasses.replace(JOB, volumes=(VolumeMount(source="claim", name=name, path="/data", read_only=True),))
+
+
+def test_it_creates_a_job_whose_claims_exist(fake, cluster):
+    fake.add(_namespace("maps"))
+    fake.add(_claim("datasets"))
+    cluster.create_job(_with_claim())
+    created = fake.get("TFJob", "resnet-g12", "maps")
+    volumes = created["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+    assert volumes == [{"name": "claim-0", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}}]
+
+
+def test_it_refuses_a_job_whose_claim_is_missing_and_creates_nothing(fake, cluster):
+    fake.add(_namespace("maps"))
+    fake.add(_claim("checkpoints"))
+    fake.add(_claim("datasets", namespace="vision"))  # another team's claim does not count
+    with pytest.raises(ClusterError, match="mounts PersistentVolumeClaim datasets, which namespace maps does not "
+                                           r"have \(its claims: checkpoints\)"):  # fmt: skip
+        cluster.create_job(_with_claim())
+    assert fake.list("TFJob") == []
+
+
+def test_it_lists_a_namespaces_claims(fake, cluster):
+    fake.add(_claim("datasets"))
+    fake.add(_claim("scratch", storage="1Ti", phase="Pending"))
+    fake.add(_claim("other", namespace="vision"))
+    claims = cluster.claims("maps")
+    assert [(c.name, c.capacity, c.access_modes, c.phase) for c in claims] == [
+        ("datasets", 500 * GiB, ("ReadOnlyMany",), "Bound"), ("scratch", 1024 * GiB, ("ReadOnlyMany",), "Pending"),
+    ]  # fmt: skip

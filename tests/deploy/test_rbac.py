@@ -11,7 +11,7 @@ import re
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, Tenants, TenantTier
+from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, Tenants, TenantTier, VolumeMount
 from scheduling.cluster.kubernetes import KubernetesCluster
 from tests.cluster.fake_apiserver import FakeApiServer
 from tests.deploy.manifests import by_kind, source_objects
@@ -51,6 +51,7 @@ def job(kind: str, job_id: int) -> ClusterJob:
         command=("python", "train.py"), args=(), env=(),
         replicas=(ReplicaSpec(role="Worker", count=2, gpu=1, cpu=1000, memory=GiB),),
         tier="standard", grace_period=30, max_runtime=600,
+        volumes=(VolumeMount(source="claim", name="datasets", path="/data", read_only=True),),
     )  # fmt: skip
 
 
@@ -78,7 +79,9 @@ def used() -> set[tuple[str, str, str]]:
             fake.add(obj)
         cluster.sync_tenants(tenants(nominal=6, value=100, weight=2))
         cluster.sync_tenants(tenants(nominal=6, value=200, weight=2))
-        # Jobs of both kinds: created, read back, suspended, resumed, deleted.
+        fake.add({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                  "metadata": {"name": "datasets", "namespace": "maps"}, "spec": {}})  # fmt: skip
+        # Jobs of both kinds, mounting a claim: created, read back, suspended, resumed, deleted.
         for kind, job_id in (("TFJob", 1), ("PyTorchJob", 2)):
             cluster.create_job(job(kind, job_id))
             cluster.suspend_job(job(kind, job_id))
@@ -87,6 +90,7 @@ def used() -> set[tuple[str, str, str]]:
         cluster.nodes()
         cluster.outside_usage()
         cluster.doctor(tenants(nominal=6, value=200, weight=2))
+        cluster.claims("maps")
         cluster.delete_job("maps", "train-g1")
         return {rbac_check(method, path) for method, path in fake.log}
     finally:

@@ -74,3 +74,21 @@ def test_it_follows_the_placement_hint(cluster):
     hinted = ClusterJob(**{f: getattr(hinted, f) for f in hinted.__slots__ if f != "placement"}, placement=("node-02",))
     cluster.create_job(hinted)
     assert {s.job_id: s.nodes for s in cluster.job_statuses()}[2] == ("node-02",)
+
+
+def test_a_job_mounting_a_missing_claim_is_refused_and_creates_nothing(cluster):
+    import dataclasses
+
+    import pytest
+
+    from scheduling.cluster.base import ClusterError, VolumeMount
+    from scheduling.models import SimClaim
+
+    SimClaim.objects.create(namespace="vision", name="datasets")
+    job = dataclasses.replace(a_job(1), volumes=(VolumeMount("claim", "datasets", "/data", True),))
+    with pytest.raises(ClusterError, match="which namespace maps does not have"):
+        cluster.create_job(job)
+    assert SimJob.objects.count() == 0
+    SimClaim.objects.create(namespace="maps", name="datasets")
+    cluster.create_job(job)
+    assert phase(cluster, 1) is Phase.RUNNING

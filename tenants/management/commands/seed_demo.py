@@ -17,7 +17,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent
 from jobs.services import job_submit
 from jobs.spec import parse_spec
-from scheduling.models import SimNode
+from scheduling.models import SimClaim, SimNode
 from tenants.models import Membership, PriorityTier, Quota, Team
 
 TIERS = [
@@ -50,7 +50,7 @@ JOBS = [
 
 
 class Command(BaseCommand):
-    help = "Create the demo world (simulated nodes, teams, tiers, users admin/lead/engineer, jobs); safe to rerun."
+    help = "Create the demo world (simulated nodes, teams with a datasets claim, tiers, users admin/lead/engineer, jobs); safe to rerun."
 
     def add_arguments(self, parser):
         parser.add_argument("--nodes", type=int, default=4, help="Simulated nodes (default 4).")
@@ -67,6 +67,7 @@ class Command(BaseCommand):
             created += new_tiers
             teams, new_teams = self.seed_teams(nodes * gpus_per_node, tiers)
             created += new_teams
+            created += self.seed_claims(teams)
             created += self.seed_users(password, teams)
             created += self.seed_jobs(teams)
         self.stdout.write(f"Demo world ready ({created} rows created). Log in as admin, lead or engineer "
@@ -108,6 +109,13 @@ class Command(BaseCommand):
                                      default_per_replica=8 * 1024**3)  # fmt: skip
             teams[slug] = team
         return teams, made
+
+    def seed_claims(self, teams: dict[str, Team]) -> int:
+        """A `datasets` claim in every team's namespace of the simulated cluster, for jobs to mount."""
+        made = 0
+        for slug in teams:
+            made += SimClaim.objects.get_or_create(namespace=slug, name="datasets", defaults={"capacity": 2 * 1024**4})[1]
+        return made
 
     def seed_users(self, password: str, teams: dict[str, Team]) -> int:
         User = get_user_model()
