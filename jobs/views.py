@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from jobs import forms as job_forms
 from jobs.models import Job
 from jobs.selectors import get_job_for_user, jobs_for
-from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
+from jobs.services import IdempotencyConflict, NeverFits, can_cancel, counted_spec, job_cancel, job_submit
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from tenants.selectors import teams_for, tier_for
@@ -123,7 +123,11 @@ def preview(request):
         result = Preview("incomplete", missing)
     else:
         tier, problem = tier_for(form.selected_team, spec.tier)
-        result = Preview("never", problem) if problem else fit_preview(team=form.selected_team, spec=spec, tier=tier)
+        try:
+            counted = counted_spec(spec, form.selected_team)
+        except SpecError as error:
+            problem = problem or next(iter(error.errors.values()))[0]
+        result = Preview("never", problem) if problem else fit_preview(team=form.selected_team, spec=counted, tier=tier)
     return render(request, "jobs/submit.html#preview", {"preview": result, "spec": spec})
 
 
