@@ -10,7 +10,26 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
+
+LOG_TAIL = 100  # lines of each replica's log a page or the API shows unless asked for more
+LOG_TAIL_MAX = 5000
+LOG_LIMIT_BYTES = 8 * 1024**2  # the most of one replica's log ever read in one call (a download)
+
+# Why a replica's container stopped or cannot start, as Kubernetes names it, with what it means for a person.
+FAILURE_REASONS = {
+    "OOMKilled": "it used more memory than its limit and was killed",
+    "Error": "its process exited with an error",
+    "ImagePullBackOff": "its image could not be pulled (a wrong name or tag, or no access to the registry)",
+    "ErrImagePull": "its image could not be pulled (a wrong name or tag, or no access to the registry)",
+    "InvalidImageName": "its image name is not valid",
+    "CrashLoopBackOff": "it crashed again each time it was restarted",
+    "Evicted": "its node ran short of memory or disk and evicted it",
+    "ContainerCannotRun": "its command could not be started",
+    "CreateContainerConfigError": "its container could not be configured (a missing config map or claim?)",
+    "DeadlineExceeded": "the job ran past its max runtime",
+}
 
 
 class ClusterUnavailable(Exception):
@@ -121,6 +140,41 @@ class JobStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaLog:
+    """One replica of a job: its recent log lines and, once it stopped, how (exit code and reason)."""
+
+    replica: str  # "worker-0": the replica type and index, lowercase, as the Training Operator names pods
+    pod: str
+    phase: str  # the pod's phase: Pending, Running, Succeeded, Failed
+    lines: tuple[str, ...] = ()
+    exit_code: int | None = None
+    reason: str = ""  # a FAILURE_REASONS key, "Completed", or "" while it runs
+    message: str = ""
+    finished_at: datetime | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.exit_code) or self.reason in FAILURE_REASONS
+
+    @property
+    def explanation(self) -> str:
+        """What the reason means, in words ("" when it has none)."""
+        return FAILURE_REASONS.get(self.reason, "")
+
+
+def failing_replica(replicas: list[ReplicaLog]) -> ReplicaLog | None:
+    """The replica that failed first (the earliest to stop among the failed), or None when none failed.
+
+    When one replica fails, the others are often stopped after it with an error of their own;
+    the first to stop is the one a person wants to read.
+    """
+    failed = [replica for replica in replicas if replica.failed]
+    if not failed:
+        return None
+    return min(failed, key=lambda replica: (replica.finished_at is None, replica.finished_at or datetime.min))
+
+
+@dataclass(frozen=True, slots=True)
 class TenantTeam:
     slug: str
     nominal: dict[str, int]
@@ -194,6 +248,13 @@ class Cluster(Protocol):
 
     def claims(self, namespace: str) -> list[ClaimInfo]:
         """The PersistentVolumeClaims of a namespace, by name; empty when it has none or does not exist."""
+
+    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+        """Each replica of the job (only `replica` when named), in replica order, with its last `tail` log lines.
+
+        `tail=None` reads the whole log, up to LOG_LIMIT_BYTES. Empty when the job has no pods
+        (not created yet, or gone); a replica whose container has not started has no lines.
+        """
 
 
 def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:

@@ -18,7 +18,8 @@ from tests.deploy.manifests import by_kind, source_objects
 
 GiB = 2**30
 PATH = re.compile(
-    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+(?=/[^/]+))?/(?P<resource>[^/]+)(?:/(?P<name>[^/]+))?$"
+    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+(?=/[^/]+))?/(?P<resource>[^/]+)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>log|status))?$"
 )
 VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -28,6 +29,8 @@ def rbac_check(method: str, path: str) -> tuple[str, str, str]:
     match = PATH.match(path)
     assert match, f"unexpected path {path}"
     group, resource, name = match.group("group") or "", match.group("resource"), match.group("name")
+    if match.group("sub"):
+        resource = f"{resource}/{match.group('sub')}"  # a subresource is granted on its own ("pods/log")
     verb = ("get" if name else "list") if method == "GET" else VERB[method]
     if verb == "delete" and not name:
         verb = "deletecollection"
@@ -91,6 +94,10 @@ def used() -> set[tuple[str, str, str]]:
         cluster.outside_usage()
         cluster.doctor(tenants(nominal=6, value=200, weight=2))
         cluster.claims("maps")
+        fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-g1-worker-0", "namespace": "maps",
+                  "labels": {"gangway.io/job-id": "1"}}, "spec": {"containers": [{"name": "tensorflow"}]},
+                  "status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})  # fmt: skip
+        cluster.logs("maps", 1)
         cluster.delete_job("maps", "train-g1")
         return {rbac_check(method, path) for method, path in fake.log}
     finally:
