@@ -19,7 +19,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from scheduling.cluster import simulated_logs
 from scheduling.cluster.base import (
+    LOG_TAIL,
     ClaimInfo,
     ClusterJob,
     Finding,
@@ -27,6 +29,7 @@ from scheduling.cluster.base import (
     NodeInfo,
     OutsidePod,
     Phase,
+    ReplicaLog,
     Tenants,
     missing_claims_error,
 )
@@ -101,6 +104,13 @@ class SimulatedCluster:
             for claim in SimClaim.objects.filter(namespace=namespace).order_by("name")
         ]
 
+    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+        self.advance()
+        job = SimJob.objects.filter(namespace=namespace, job_id=job_id).first()
+        if job is None:
+            return []
+        return simulated_logs.replica_logs(job, self.clock(), self.seed, replica=replica, tail=tail)
+
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return []  # the simulated cluster has no namespaces, quotas or queues to keep in line
 
@@ -128,7 +138,7 @@ class SimulatedCluster:
                 if job.started_at and job.progress + (now - job.started_at).total_seconds() >= job.duration:
                     done = job.started_at + timedelta(seconds=job.duration - job.progress)
                     job.finished_at, job.succeeded = min(done, now), not job.fail
-                    job.message = "The training process exited with code 1." if job.fail else "Completed."
+                    job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                     job.nodes = []
                     job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
             free = {node.name: [node.gpu, node.cpu, node.memory] for node in SimNode.objects.filter(schedulable=True)}
