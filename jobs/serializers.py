@@ -173,3 +173,24 @@ class JobFilterSerializer(serializers.Serializer):
         if "state" in data:
             data.setlist("state", [s for value in data.getlist("state") for s in value.split(",") if s])
         return super().to_internal_value(data)
+
+
+class ReplicaLogSerializer(serializers.Serializer):
+    """One replica's recent log lines and how it stopped (`scheduling.cluster.base.ReplicaLog`)."""
+
+    replica = serializers.CharField(help_text="Replica type and index, e.g. worker-0.")
+    pod = serializers.CharField()
+    phase = serializers.CharField(help_text="Pending, Running, Succeeded or Failed.")
+    exit_code = serializers.IntegerField(allow_null=True, help_text="Null while it runs.")
+    reason = serializers.CharField(help_text="OOMKilled, Error, ImagePullBackOff, Evicted, Completed... or empty.")
+    explanation = serializers.CharField(help_text="What the reason means, in words; empty when it has none.")
+    message = serializers.CharField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    lines = serializers.ListField(child=serializers.CharField(), help_text="The last lines, oldest first.")
+
+
+class JobLogsSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    state = serializers.CharField()
+    failure = ReplicaLogSerializer(allow_null=True, help_text="The replica that failed first; null when none failed.")
+    replicas = ReplicaLogSerializer(many=True)
