@@ -43,7 +43,7 @@ def test_a_failed_job_page_says_why_it_failed_not_who_submitted_it(login, owner,
     box = body.split('class="card ended bad"')[1].split("</section>")[0]
     assert "Failed: Replica worker-0 exited with code 1 (Error)" in box and "Submitted by" not in box
     assert "1 GPU over 1 replica " in body and "0 GPUs" not in body
-    assert "ran on 1 replica" in body and "not placed yet" not in body
+    assert "1 replica placed; it has ended" in body and "not placed yet" not in body
     assert 'hx-get="/jobs/%d/logs/"' % failed_job.pk in body
 
 
