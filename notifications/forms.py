@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from django import forms
 from django.conf import settings
 
-from notifications.models import MOMENTS, TeamWebhook
+from notifications.models import MOMENTS, Subscription, TeamWebhook
 
 FLAGS = [flag for flag, _ in MOMENTS.values()]
 
@@ -26,9 +26,10 @@ class SubscriptionsForm(forms.Form):
         current = {sub.team_id: sub for sub in subscriptions}
         for team in self.scopes:
             existing = current.get(team.pk if team else None)
-            for flag, words in MOMENTS.values():
+            for flag in FLAGS:
                 self.fields[f"{scope_key(team)}-{flag}"] = forms.BooleanField(
-                    required=False, label=words, initial=bool(existing and getattr(existing, flag)),
+                    required=False, label=Subscription._meta.get_field(flag).verbose_name.lower(),
+                    initial=bool(existing and getattr(existing, flag)),
                 )  # fmt: skip
 
     def rows(self) -> list[tuple[object, list]]:

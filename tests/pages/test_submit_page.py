@@ -231,3 +231,12 @@ def test_the_job_page_shows_volumes_and_shm(login, owner):
     assert "claim <code>datasets</code> at <code>/data</code>, read-only" in body
     assert "8 GiB at <code>/dev/shm</code>" in body
     assert "claimName: datasets" in body and "medium: Memory" in body  # the manifest
+
+
+def test_importing_a_manifest_fills_volumes_and_shm_and_lists_a_host_path(login, owner, htmx):
+    from tests.jobs.test_yaml_import import PYTORCHJOB_WITH_VOLUMES
+
+    body = login(owner).post("/jobs/new/import/", {"yaml": PYTORCHJOB_WITH_VOLUMES, "team": "maps"}, **htmx).content.decode()
+    assert "claim datasets /data ro\nconfigmap train-config /etc/train</textarea>" in body
+    assert 'name="shm" value="8Gi"' in body and 'name="replicas-0-memory" value="16Gi"' in body
+    assert "template.spec.volumes[3] (hostPath" in body
