@@ -32,18 +32,22 @@ def deliveries_for(event: JobEvent) -> list[Delivery]:
     """The deliveries an event calls for, made once: a second call returns the same rows.
 
     E-mail: each member (or staff) subscribed to the job's team for this moment, and the job's
-    owner when subscribed to their own jobs, once each, when they have an address. Webhook: the
+    owner when subscribed to their own jobs and still in its team, once each, when they have an
+    address. Webhook: the
     team's, when it asks for this moment. Returns [] for an event nobody can ask about.
     """
     if event.kind not in MOMENTS:
         return []
     job = event.job
     flag = MOMENTS[event.kind][0]
-    members = Membership.objects.filter(team=job.team_id).values("user")
-    subscriptions = Subscription.objects.filter(**{flag: True}).filter(
-        Q(team=job.team_id, user__in=members) | Q(team=job.team_id, user__is_staff=True)
-        | Q(team__isnull=True, user=job.owner_id)
-    ).select_related("user")  # fmt: skip
+    # Only people who may still see the job: members of its team, and staff.
+    may_see = Q(user__in=Membership.objects.filter(team=job.team_id).values("user")) | Q(user__is_staff=True)
+    subscriptions = (
+        Subscription.objects.filter(**{flag: True})
+        .filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id))
+        .filter(may_see)
+        .select_related("user")
+    )
     wanted = {}
     for subscription in subscriptions:
         if subscription.user.email and subscription.user.is_active:

@@ -147,3 +147,24 @@ def test_events_nobody_can_ask_about_enqueue_nothing(submit, monkeypatch, django
     monkeypatch.setattr(tasks.notify, "apply_async", lambda *args, **kwargs: sent.append(args))
     run(submit(), (Job.State.ADMITTED, "Admitted."), (Job.State.CANCELLING, "Cancel."), capture=django_capture_on_commit_callbacks)
     assert sent == []
+
+
+def test_an_owner_who_left_the_team_hears_nothing_more_of_its_jobs(submit, mailed_owner, smtp,
+                                                                   django_capture_on_commit_callbacks):  # fmt: skip
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    job = submit()
+    mailed_owner.memberships.all().delete()
+    fail(job, django_capture_on_commit_callbacks)
+    assert smtp.messages == []
+
+
+def test_staff_subscribed_to_a_team_hear_of_it_and_each_person_once(submit, mailed_owner, staff, smtp,
+                                                                    django_capture_on_commit_callbacks):  # fmt: skip
+    staff.email = "ops@example.com"
+    staff.save()
+    job = submit()
+    Subscription.objects.create(user=staff, team=job.team, on_fail=True)
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    Subscription.objects.create(user=mailed_owner, team=job.team, on_fail=True)
+    fail(job, django_capture_on_commit_callbacks)
+    assert sorted(recipients[0] for recipients, _ in smtp.messages) == ["ops@example.com", "owner@example.com"]
