@@ -15,6 +15,7 @@ from decimal import InvalidOperation
 
 from kubernetes.utils.quantity import parse_quantity
 
+from jobs.volumes import Volume, parse_volumes
 from tenants.models import DNS_LABEL
 
 KINDS = ("TFJob", "PyTorchJob")
@@ -26,16 +27,6 @@ SINGLETON_ROLES = {"Chief", "Master", "Evaluator"}
 FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate",
           "volumes", "shm"}
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
-VOLUME_SOURCES = ("claim", "config_map")  # a PersistentVolumeClaim or a ConfigMap of the team's namespace
-VOLUME_FIELDS = {*VOLUME_SOURCES, "path", "read_only"}
-MAX_VOLUMES = 16
-MAX_PATH = 255
-# Mount paths Gangway fills itself: the memory-backed /dev/shm (the spec's `shm`) and the team's
-# checkpoint claim (`scheduling.cluster.manifests.CHECKPOINT_DIR`).
-RESERVED_PATHS = {
-    "/dev/shm": "it is the memory-backed /dev/shm; ask for its size with shm",
-    "/checkpoint": "the team's checkpoint claim is mounted there",
-}
 
 NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
 MAX_REPLICAS = 1000
@@ -51,8 +42,6 @@ IMAGE_RE = re.compile(
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
 )
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# A Kubernetes object name (DNS-1123 subdomain): what PersistentVolumeClaims and ConfigMaps are called.
-OBJECT_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True)
@@ -62,22 +51,6 @@ class ReplicaGroup:
     gpu: int
     cpu: int  # millicores; 0 = the team's default
     memory: int  # bytes; 0 = the team's default
-
-
-@dataclass(frozen=True)
-class Volume:
-    """A claim or config map of the team's namespace, mounted at `path` in every replica."""
-
-    source: str  # one of VOLUME_SOURCES
-    name: str
-    path: str
-    read_only: bool  # always True for a config map (Kubernetes mounts them read-only)
-
-    def as_data(self) -> dict:
-        """The volume in the spec's JSON shape."""
-        if self.source == "config_map":
-            return {"config_map": self.name, "path": self.path}
-        return {"claim": self.name, "path": self.path, "read_only": self.read_only}
 
 
 @dataclass(frozen=True)
@@ -158,7 +131,7 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
         max_runtime = None
     replicas = _replicas(errors, kind, data.get("replicas"))
     sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
-    volumes = _volumes(errors, data.get("volumes", []))
+    volumes = parse_volumes(errors, data.get("volumes", []))
     shm = _quantity(errors, "shm", data.get("shm"), scale=1, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
     if errors:
         raise SpecError(dict(errors))
@@ -265,62 +238,6 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
     if total > MAX_REPLICAS:
         errors.add("replicas", f"At most {MAX_REPLICAS} replicas in all, got {total}.")
     return tuple(groups)
-
-
-def _volumes(errors: _Errors, value: object) -> tuple[Volume, ...]:
-    if not isinstance(value, list) or len(value) > MAX_VOLUMES:
-        errors.add("volumes", f"Must be a list of at most {MAX_VOLUMES} volumes, e.g. "
-                              "[{\"claim\": \"datasets\", \"path\": \"/data\", \"read_only\": true}].")  # fmt: skip
-        return ()
-    volumes, paths = [], set()
-    for index, item in enumerate(value):
-        path = f"volumes[{index}]"
-        if not isinstance(item, dict):
-            errors.add(path, "Must be a mapping: {\"claim\": name, \"path\": ...} or {\"config_map\": name, \"path\": ...}.")
-            continue
-        for unknown in sorted(set(item) - VOLUME_FIELDS, key=str):
-            errors.add(f"{path}.{unknown}", f"Unknown field; the fields are {', '.join(sorted(VOLUME_FIELDS))}.")
-        sources = [source for source in VOLUME_SOURCES if source in item]
-        if len(sources) != 1:
-            errors.add(path, "Name exactly one of claim (a PersistentVolumeClaim) or config_map (a ConfigMap) "
-                             "of the team's namespace.")  # fmt: skip
-            continue
-        source = sources[0]
-        name = item[source]
-        if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME_RE.match(name):
-            errors.add(f"{path}.{source}", f"Must be a Kubernetes object name (lowercase letters, digits, '-' "
-                                           f"and '.'), got {str(name)[:80]!r}.")  # fmt: skip
-        mount = _mount_path(errors, f"{path}.path", item.get("path"))
-        if mount and mount in paths:
-            errors.add(f"{path}.path", f"Two volumes are mounted at {mount}; give each its own path.")
-        paths.add(mount)
-        read_only = item.get("read_only", source == "config_map")
-        if not isinstance(read_only, bool):
-            errors.add(f"{path}.read_only", f"Must be true or false, got {read_only!r}.")
-        elif source == "config_map" and not read_only:
-            errors.add(f"{path}.read_only", "A config map is always mounted read-only.")
-        volumes.append(Volume(source=source, name=str(name), path=mount, read_only=read_only is True))
-    return tuple(volumes)
-
-
-def _mount_path(errors: _Errors, path: str, value: object) -> str:
-    """`value` as an absolute, normalised mount path, or "" with an error."""
-    if not isinstance(value, str) or not value:
-        errors.add(path, "Required: an absolute path inside the container, e.g. /data.")
-        return ""
-    parts = value.split("/")
-    if (
-        not value.startswith("/") or value == "/" or len(value) > MAX_PATH or value.endswith("/")
-        or any(part in ("", ".", "..") for part in parts[1:]) or not value.isprintable() or ":" in value
-    ):  # fmt: skip
-        errors.add(path, f"Must be an absolute path of at most {MAX_PATH} characters, without '.', '..', '//', "
-                         f"':' or a trailing '/', other than /, got {value[:80]!r}.")  # fmt: skip
-        return ""
-    for reserved, why in RESERVED_PATHS.items():
-        if value == reserved or value.startswith(reserved + "/"):
-            errors.add(path, f"{reserved} cannot be mounted over: {why}.")
-            return ""
-    return value
 
 
 def counted_replicas(spec: JobSpec, default_memory: int) -> tuple[ReplicaGroup, ...]:

@@ -147,3 +147,7 @@ def test_it_refuses_bad_volumes(volumes, field, fragment):
 @pytest.mark.parametrize("shm", ["lots", "-1Gi", "17Ti", "0.5"])
 def test_it_refuses_a_bad_shm(shm):
     assert "shm" in errors_of(spec_data(shm=shm))
+
+
+def test_a_claim_name_with_a_trailing_newline_is_refused():
+    assert "volumes[0].claim" in errors_of(spec_data(volumes=[{"claim": "datasets\n", "path": "/data"}]))
