@@ -240,3 +240,17 @@ def test_importing_a_manifest_fills_volumes_and_shm_and_lists_a_host_path(login,
     assert "claim datasets /data ro\nconfigmap train-config /etc/train</textarea>" in body
     assert 'name="shm" value="8Gi"' in body and 'name="replicas-0-memory" value="16Gi"' in body
     assert "template.spec.volumes[3] (hostPath" in body
+
+
+def test_the_preview_counts_shm_in_each_replicas_memory(login, owner, cycle):
+    cycle()  # nodes of 512 GiB
+    fits = login(owner).post("/jobs/new/preview/", form_data(shm="500Gi", **{"replicas-0-memory": "8Gi"}))
+    assert "Starts now" in fits.content.decode()
+    too_big = login(owner).post("/jobs/new/preview/", form_data(shm="510Gi", **{"replicas-0-memory": "8Gi"}))
+    assert "Can never run" in too_big.content.decode()
+
+
+def test_the_preview_asks_for_memory_when_shm_has_nothing_to_add_to(login, owner, cycle):
+    cycle()
+    body = login(owner).post("/jobs/new/preview/", form_data(shm="8Gi")).content.decode()
+    assert "Give a memory request: the 8Gi /dev/shm is counted in it" in body
