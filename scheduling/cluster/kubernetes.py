@@ -30,6 +30,7 @@ from scheduling.cluster.base import (
     Phase,
     ReplicaLog,
     Tenants,
+    failing_replica,
     missing_claims_error,
 )
 from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount
@@ -198,12 +199,13 @@ class KubernetesCluster:
             "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
         )["items"]
         running: dict[tuple[str, str], list[str]] = defaultdict(list)
+        owned: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for pod in pods:
+            meta = pod["metadata"]
+            key = (meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])
+            owned[key].append(pod)
             if (pod.get("status") or {}).get("phase") == "Running":
-                meta = pod["metadata"]
-                running[(meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])].append(
-                    (pod.get("spec") or {}).get("nodeName", "")
-                )
+                running[key].append((pod.get("spec") or {}).get("nodeName", ""))
         result = []
         for training in TRAINING_KINDS.values():
             jobs = self.api.call(
@@ -216,6 +218,8 @@ class KubernetesCluster:
                 if not label.isdigit():
                     continue
                 phase, message = job_phase(obj)
+                if phase is Phase.FAILED:
+                    message = failure_sentence(owned.get((meta["namespace"], label), []), message)
                 nodes = sorted(running.get((meta["namespace"], label), ()))
                 result.append(JobStatus(
                     job_id=int(label), name=meta["name"], namespace=meta["namespace"],
@@ -304,6 +308,22 @@ def job_phase(obj: dict) -> tuple[Phase, str]:
     if suspended and phase not in (Phase.FAILED, Phase.SUCCEEDED):
         return Phase.SUSPENDED, conditions.get(Phase.SUSPENDED) or "Suspended by Gangway."
     return phase, conditions.get(phase, "")
+
+
+def failure_sentence(pods: list[dict], message: str) -> str:
+    """The failed job's message led by its failing replica, read from its pods' states.
+
+    "Replica worker-1 exited with code 137 (OOMKilled: it used more memory than its limit and
+    was killed). TFJob maps/resnet-g12 has failed..."; the operator's message alone when no
+    replica says why.
+    """
+    failure = failing_replica([replica_log(pod, ()) for pod in pods])
+    if failure is None:
+        return message
+    how = f"exited with code {failure.exit_code}" if failure.exit_code is not None else "failed"
+    why = f"{failure.reason}: {failure.explanation}" if failure.explanation else failure.reason
+    head = f"Replica {failure.replica} {how}" + (f" ({why})" if why else "") + "."
+    return f"{head} {message}".strip()
 
 
 def replica_name(pod: dict) -> str:

@@ -539,3 +539,24 @@ def test_a_log_read_that_keeps_failing_makes_the_cluster_unavailable(fake, clust
     fake.fail(503, path="/log$", times=50)
     with pytest.raises(ClusterUnavailable, match="read log of Pod maps/resnet-g12-worker-0"):
         cluster.logs("maps", 12)
+
+
+def test_a_failed_jobs_message_names_its_failing_replica(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    job = _tfjob(fake)
+    job["status"] = {"conditions": [{"type": "Failed", "status": "True",
+                                     "message": "TFJob maps/resnet-g12 has failed because 1 Worker replica(s) failed."}]}  # fmt: skip
+    fake.add(job)
+    fake.add(_replica_pod(0, {"terminated": {"exitCode": 143, "reason": "Error", "finishedAt": "2026-12-03T10:00:09Z"}},
+                          phase="Failed"))  # fmt: skip
+    fake.add(_replica_pod(1, {"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-12-03T10:00:01Z"}},
+                          phase="Failed"))  # fmt: skip
+
+    [status] = cluster.job_statuses()
+
+    assert status.phase is Phase.FAILED
+    assert status.message == (
+        "Replica worker-1 exited with code 137 (OOMKilled: it used more memory than its limit and was killed). "
+        "TFJob maps/resnet-g12 has failed because 1 Worker replica(s) failed."
+    )
