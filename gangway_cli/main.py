@@ -1,4 +1,4 @@
-"""The `gangway` command: submit a job (and wait for it), show its status, cancel it, show the queue.
+"""The `gangway` command: submit a job (and wait for it), show its status and logs, cancel it, show the queue.
 
 Exit codes: 0 success, 1 the job failed, was cancelled or rejected (or the
 server refused for another reason), 2 a usage or validation error, 3 timeout.
@@ -16,6 +16,7 @@ import uuid
 
 from gangway_cli.client import ApiError, Client
 from gangway_cli.follow import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Follower, describe
+from gangway_cli.logs import LogPrinter
 
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -48,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", parents=[common], help="Show a job.")
     status.add_argument("id", type=int)
     status.add_argument("--json", action="store_true", help="Print the job as JSON.")
+
+    logs = commands.add_parser("logs", parents=[common], help="Print a job's replica logs (the last lines of each).")
+    logs.add_argument("id", type=int)
+    logs.add_argument("-f", "--follow", action="store_true",
+                      help="Keep printing new lines until the job ends; exit 1 if it fails.")  # fmt: skip
+    logs.add_argument("--replica", help="Only this replica, e.g. worker-0.")
+    logs.add_argument("--tail", type=int, default=100, help="Lines of each replica to start from (default 100).")
+    logs.add_argument("--interval", type=parse_duration, default=3.0, help="With --follow: seconds between reads.")
 
     cancel = commands.add_parser("cancel", parents=[common], help="Cancel a job.")
     cancel.add_argument("id", type=int)
@@ -97,6 +106,13 @@ def cmd_status(client: Client, args) -> int:
     return EXIT_OK
 
 
+def cmd_logs(client: Client, args) -> int:
+    if not 1 <= args.tail <= 5000:
+        return fail("--tail must be from 1 to 5000 lines.", EXIT_USAGE)
+    printer = LogPrinter(client, args.id, replica=args.replica, tail=args.tail)
+    return printer.run(follow=args.follow, interval=args.interval)
+
+
 def cmd_cancel(client: Client, args) -> int:
     job = client.request("POST", f"api/v1/jobs/{args.id}/cancel/").body
     print(f"Job {job['name']} (#{job['id']}): {job['state']}.")
@@ -118,7 +134,7 @@ def cmd_queue(client: Client, args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"submit": cmd_submit, "status": cmd_status, "cancel": cmd_cancel, "queue": cmd_queue}
+COMMANDS = {"submit": cmd_submit, "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "queue": cmd_queue}
 
 
 def fail(message: str, code: int) -> int:

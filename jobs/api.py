@@ -23,9 +23,18 @@ from jobs import schema_examples as examples
 from jobs.models import Job
 from jobs.parsers import YAML_PARSERS, spec_data_from_document
 from jobs.selectors import in_queue_order, jobs_for, jobs_of_team
-from jobs.serializers import JobEventSerializer, JobFilterSerializer, JobSerializer, JobSpecSerializer, SubmittedJobSerializer
+from jobs.serializers import (
+    JobEventSerializer,
+    JobFilterSerializer,
+    JobLogsSerializer,
+    JobSerializer,
+    JobSpecSerializer,
+    SubmittedJobSerializer,
+)
 from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
 from jobs.spec import SpecError, parse_spec
+from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX
+from scheduling.logs import job_logs
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
 from tenants.selectors import teams_for, tier_for
@@ -218,6 +227,36 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         job = self.get_object()
         page = self.paginate_queryset(job.events.select_related("actor").order_by("at", "id"))
         return self.get_paginated_response(JobEventSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="A job's logs: each replica's recent lines, and the replica that failed",
+        description="Read from the cluster when asked. A job that never ran has no replicas. Another team's job "
+        "answers 404, as it does everywhere.",
+        tags=["jobs"],
+        parameters=[
+            OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False,
+                             description="Only this replica, e.g. worker-0."),
+            OpenApiParameter("tail", int, OpenApiParameter.QUERY, required=False,
+                             description=f"Lines of each replica, 1 to {LOG_TAIL_MAX} (default {LOG_TAIL})."),
+        ],
+        responses={200: JobLogsSerializer, 400: OpenApiResponse(examples.ERROR), 401: OpenApiResponse(examples.ERROR),
+                   404: OpenApiResponse(examples.ERROR),
+                   503: OpenApiResponse(examples.ERROR, description="The cluster could not be read.")},
+    )  # fmt: skip
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def logs(self, request, pk=None):
+        job = self.get_object()
+        replica = request.query_params.get("replica", "")
+        tail = request.query_params.get("tail", str(LOG_TAIL))
+        if not (tail.isascii() and tail.isdigit() and 1 <= int(tail) <= LOG_TAIL_MAX):
+            raise exceptions.ValidationError({"tail": [f"Lines per replica, a whole number from 1 to {LOG_TAIL_MAX}."]})
+        found = job_logs(job, replica=replica, tail=int(tail))
+        if found.unavailable:
+            return Response({"detail": found.unavailable}, status.HTTP_503_SERVICE_UNAVAILABLE)
+        if replica and not found.replicas:
+            raise exceptions.NotFound(f"Job {job.pk} has no replica {replica[:80]!r} with logs.")
+        body = {"job": job.pk, "state": job.state, "failure": found.failure, "replicas": found.replicas}
+        return Response(JobLogsSerializer(body).data)
 
 
 @extend_schema(summary="The queue: waiting jobs you can see, in order", tags=["jobs"])

@@ -39,6 +39,14 @@ class JobForm(forms.Form):
     )
     env = forms.CharField(required=False, label="Environment", help_text="One NAME=value per line.",
                           widget=forms.Textarea(attrs={"rows": 3, "placeholder": "DATASET=imagenet"}))
+    volumes = forms.CharField(
+        required=False, label="Volumes",
+        help_text="One per line: claim NAME PATH [ro], or configmap NAME PATH; the team's own claims and config maps.",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "claim datasets /data ro\nconfigmap train-config /etc/train"}),
+    )  # fmt: skip
+    shm = forms.CharField(required=False, label="Shared memory (/dev/shm)",
+                          help_text="Memory-backed, added to each replica's memory, e.g. 16Gi.",
+                          widget=forms.TextInput(attrs={"placeholder": "default", "autocomplete": "off"}))  # fmt: skip
 
     def __init__(self, *args, teams: list[Team], **kwargs):
         super().__init__(*args, **kwargs)
@@ -70,6 +78,23 @@ class JobForm(forms.Form):
             env[name.strip()] = value.strip()
         return env
 
+    def clean_volumes(self):
+        """The lines as the spec's volumes; what each holds is checked by `parse_spec`."""
+        volumes = []
+        for number, line in enumerate(self.cleaned_data["volumes"].splitlines(), start=1):
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "claim" and len(words) in (3, 4) and words[3:] in ([], ["ro"], ["rw"]):
+                volumes.append({"claim": words[1], "path": words[2], "read_only": words[3:] == ["ro"]})
+            elif words[0] == "configmap" and len(words) == 3:
+                volumes.append({"config_map": words[1], "path": words[2]})
+            else:
+                raise forms.ValidationError(
+                    f"Line {number}: write claim NAME PATH (add ro for read-only) or configmap NAME PATH."
+                )
+        return volumes
+
 
 def _words(text: str) -> list[str]:
     try:
@@ -99,6 +124,10 @@ def spec_data(form: JobForm, formset) -> dict:
     form.is_valid(), formset.is_valid()
     cleaned = getattr(form, "cleaned_data", {})
     data = {key: cleaned[key] for key in ("team", "kind", "name", "image", "command", "args", "env", "tier") if key in cleaned}
+    if cleaned.get("volumes"):
+        data["volumes"] = cleaned["volumes"]
+    if cleaned.get("shm"):
+        data["shm"] = cleaned["shm"].strip()
     minutes = cleaned.get("max_runtime")
     data["max_runtime"] = minutes * 60 if minutes else None
     data["replicas"] = [
@@ -143,6 +172,8 @@ def add_spec_errors(form: JobForm, formset, errors: dict[str, list[str]], *, ski
                     formset.forms[int(index)].add_error(sub, message)
                 else:
                     form.replica_errors.append(message if index is None else f"Group {int(index) + 1}: {message}")
+            elif field == "volumes" and index is not None:
+                form.add_error(field, f"Line {int(index) + 1}: {message}")
             elif field in form.fields:
                 prefix = f"{sub}: " if sub else (f"Word {int(index) + 1}: " if index is not None else "")
                 form.add_error(field, prefix + message)
@@ -178,6 +209,9 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
         "tier": data.get("tier") or "",
         "max_runtime": math.ceil(seconds / 60) if isinstance(seconds, int) and seconds > 0 else None,
         "env": "\n".join(f"{k}={v}" for k, v in (data.get("env") or {}).items()) if isinstance(data.get("env"), dict) else "",
+        "volumes": "\n".join(_volume_line(v) for v in data.get("volumes") or [] if isinstance(v, dict))
+        if isinstance(data.get("volumes"), list) else "",
+        "shm": str(data.get("shm") or ""),
     }
     rows = []
     for group in data.get("replicas") or []:
@@ -188,13 +222,27 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
 
 
 def initial_from_job(job: Job) -> tuple[dict, list[dict]]:
-    """A resubmission's initial values: the job's spec, with the same team and tier."""
+    """A resubmission's initial values: the job's spec, with the same team and tier.
+
+    A replica's stored memory includes the /dev/shm; the form asks for the rest, as the submitter did.
+    """
+    replicas = [
+        {**group, "memory": group["memory"] - job.shm} if job.shm and group.get("memory", 0) > job.shm else group
+        for group in job.replicas
+    ]
     data = {
         "team": job.team.slug, "kind": job.kind, "name": job.name, "image": job.image, "command": job.command,
         "args": job.args, "env": job.env, "tier": job.tier.name, "max_runtime": job.max_runtime,
-        "replicas": job.replicas,
+        "replicas": replicas, "volumes": job.volumes, "shm": format_memory(job.shm) if job.shm else "",
     }  # fmt: skip
     return initial_from_data(data)
+
+
+def _volume_line(volume: dict) -> str:
+    """A volume as the form writes it: "claim datasets /data ro" or "configmap train-config /etc/train"."""
+    if "config_map" in volume:
+        return f"configmap {volume['config_map']} {volume.get('path', '')}"
+    return f"claim {volume.get('claim', '')} {volume.get('path', '')}" + (" ro" if volume.get("read_only") else "")
 
 
 def _join(words) -> str:
@@ -226,6 +274,7 @@ def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
         "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or Job.Kind.TFJOB,
         "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
         "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
+        "shm": (cleaned.get("shm") or "").strip() or None,
     }  # fmt: skip
     try:
         return parse_spec(data, team=form.selected_team.slug), ""

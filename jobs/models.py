@@ -46,11 +46,18 @@ class Job(models.Model):
     args = models.JSONField(default=list, blank=True)
     env = models.JSONField(default=dict, blank=True)
     replicas = models.JSONField(
-        help_text="Replica groups: [{role, count, gpu, cpu (millicores), memory (bytes)}]."
+        help_text="Replica groups: [{role, count, gpu, cpu (millicores), memory (bytes, /dev/shm included)}]."
     )
     gpu_total = models.PositiveIntegerField(default=0, help_text="GPUs over all replicas.")
     tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="jobs")
     max_runtime = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds; activeDeadlineSeconds.")
+    volumes = models.JSONField(
+        default=list, blank=True,
+        help_text="Claims and config maps of the team's namespace: [{claim | config_map, path, read_only}].",
+    )  # fmt: skip
+    shm = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes of a memory-backed /dev/shm per replica, included in each replica's memory."
+    )
     idempotency_key = models.CharField(max_length=200, blank=True)
     spec_digest = models.CharField(max_length=64, blank=True, help_text="Hash of the submitted spec.")
 

@@ -18,7 +18,7 @@ class ReplicaGroupSerializer(serializers.Serializer):
     count = serializers.IntegerField()
     gpu = serializers.IntegerField()
     cpu = serializers.CharField(help_text="Kubernetes quantity; empty = the team's default.")
-    memory = serializers.CharField(help_text="Kubernetes quantity; empty = the team's default.")
+    memory = serializers.CharField(help_text="Kubernetes quantity, /dev/shm included; empty = the team's default.")
 
     def to_representation(self, group):
         return {
@@ -26,6 +26,16 @@ class ReplicaGroupSerializer(serializers.Serializer):
             "cpu": format_cpu(group["cpu"]) if group.get("cpu") else "",
             "memory": format_memory(group["memory"]) if group.get("memory") else "",
         }  # fmt: skip
+
+
+class VolumeSerializer(serializers.Serializer):
+    claim = serializers.CharField(required=False, help_text="A PersistentVolumeClaim of the team's namespace.")
+    config_map = serializers.CharField(required=False, help_text="A ConfigMap of the team's namespace (read-only).")
+    path = serializers.CharField(help_text="Absolute mount path in every replica, e.g. /data.")
+    read_only = serializers.BooleanField(required=False, default=False, help_text="Claims only; config maps are read-only.")
+
+    def to_representation(self, volume):
+        return dict(volume)  # stored in the spec's shape already
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -47,13 +57,15 @@ class JobSerializer(serializers.ModelSerializer):
     team_position = serializers.IntegerField(read_only=True, allow_null=True, help_text="Rank within its team.")
     eta = serializers.DateTimeField(read_only=True, allow_null=True, help_text="Estimated start; null when unknown.")
     reason = serializers.CharField(read_only=True, help_text="Why it waits, or what happened last, in one sentence.")
+    volumes = VolumeSerializer(many=True, read_only=True)
+    shm = serializers.SerializerMethodField(help_text="Size of the memory-backed /dev/shm; empty for the default.")
 
     class Meta:
         model = Job
         fields = [
             "id", "url", "web_url", "team", "name", "kind", "state", "reason", "reason_code", "position",
             "team_position", "eta", "tier", "owner", "submitted_via", "image", "command", "args", "env",
-            "replicas", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
+            "replicas", "volumes", "shm", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
             "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at",
         ]  # fmt: skip
         read_only_fields = fields
@@ -74,6 +86,9 @@ class JobSerializer(serializers.ModelSerializer):
             template = super().get_fields()
             type(self)._field_template = template
         return {name: copy.copy(field) for name, field in template.items()}
+
+    def get_shm(self, job: Job) -> str:
+        return format_memory(job.shm) if job.shm else ""
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_url(self, job: Job) -> str:
@@ -138,6 +153,9 @@ class JobSpecSerializer(serializers.Serializer):
     tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
     max_runtime = serializers.IntegerField(min_value=1, max_value=30 * 86400, required=False, allow_null=True)
     replicas = ReplicaInputSerializer(many=True)
+    volumes = VolumeSerializer(many=True, required=False)
+    shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
+                                "added to each replica's memory.")  # fmt: skip
     simulate = SimulateSerializer(required=False)
 
 
@@ -155,3 +173,24 @@ class JobFilterSerializer(serializers.Serializer):
         if "state" in data:
             data.setlist("state", [s for value in data.getlist("state") for s in value.split(",") if s])
         return super().to_internal_value(data)
+
+
+class ReplicaLogSerializer(serializers.Serializer):
+    """One replica's recent log lines and how it stopped (`scheduling.cluster.base.ReplicaLog`)."""
+
+    replica = serializers.CharField(help_text="Replica type and index, e.g. worker-0.")
+    pod = serializers.CharField()
+    phase = serializers.CharField(help_text="Pending, Running, Succeeded or Failed.")
+    exit_code = serializers.IntegerField(allow_null=True, help_text="Null while it runs.")
+    reason = serializers.CharField(help_text="OOMKilled, Error, ImagePullBackOff, Evicted, Completed... or empty.")
+    explanation = serializers.CharField(help_text="What the reason means, in words; empty when it has none.")
+    message = serializers.CharField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    lines = serializers.ListField(child=serializers.CharField(), help_text="The last lines, oldest first.")
+
+
+class JobLogsSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    state = serializers.CharField()
+    failure = ReplicaLogSerializer(allow_null=True, help_text="The replica that failed first; null when none failed.")
+    replicas = ReplicaLogSerializer(many=True)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
-from jobs.spec import JobSpec, SpecError, spec_to_data
+from jobs.spec import JobSpec, SpecError, counted_replicas, format_memory, spec_to_data
 from jobs.transitions import transition
-from tenants.models import Membership, Team
+from tenants.models import Membership, Quota, Team
 from tenants.selectors import tier_for
 
 
@@ -50,6 +51,31 @@ def check_spec_for_team(spec: JobSpec, team: Team):
     return tier
 
 
+def counted_spec(spec: JobSpec, team: Team) -> JobSpec:
+    """The spec as quota and placement count it: /dev/shm added to each replica's memory.
+
+    Raises SpecError when a replica names no memory, asks for shm, and its team has no
+    memory default to start from. Reads the team's default only when the spec asks for shm.
+    """
+    if not spec.shm:
+        return spec
+    default = (
+        Quota.objects.filter(team=team, resource="memory").values_list("default_per_replica", flat=True).first() or 0
+    )
+    if not default:
+        missing = {
+            f"replicas[{index}].memory": [
+                f"Give a memory request: the {format_memory(spec.shm)} /dev/shm is counted in it, and team "
+                f"{team.slug} has no default memory per replica."
+            ]
+            for index, group in enumerate(spec.replicas)
+            if not group.memory
+        }
+        if missing:
+            raise SpecError(missing)
+    return replace(spec, replicas=counted_replicas(spec, default))
+
+
 def job_submit(
     *, team: Team, spec: JobSpec, owner=None, via: str = "form", idempotency_key: str = ""
 ) -> tuple[Job, bool]:
@@ -63,12 +89,13 @@ def job_submit(
     from scheduling.preview import rejection_for  # the policy decides R10
 
     tier = check_spec_for_team(spec, team)
+    counted = counted_spec(spec, team)
     digest = spec_digest(spec)
     if idempotency_key:
         existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
         if existing is not None:
             return _same_or_conflict(existing, digest), False
-    rejection = rejection_for(team=team, spec=spec, tier=tier)
+    rejection = rejection_for(team=team, spec=counted, tier=tier)
     if rejection is not None:
         raise NeverFits(rejection.reason, rejection.code)
     now = timezone.now()
@@ -77,15 +104,16 @@ def job_submit(
             job = Job.objects.create(
                 team=team, owner=owner, submitted_via=via[:100], name=spec.name, kind=spec.kind,
                 image=spec.image, command=list(spec.command), args=list(spec.args), env=dict(spec.env),
-                replicas=spec.replicas_as_data(), gpu_total=spec.gpu_total, tier=tier,
+                replicas=counted.replicas_as_data(), gpu_total=spec.gpu_total, tier=tier,
+                volumes=[volume.as_data() for volume in spec.volumes], shm=spec.shm,
                 max_runtime=spec.max_runtime, idempotency_key=idempotency_key, spec_digest=digest,
                 queued_at=now, sim_duration=spec.sim_duration, sim_fail=spec.sim_fail,
                 reason="Waiting for the next admission cycle.", reason_code="new",
             )  # fmt: skip
             JobEvent.objects.create(
                 job=job, kind=JobEvent.Kind.SUBMITTED, to_state=job.state, actor=owner,
-                message=f"Submitted by {owner or via}: {spec.gpu_total} GPUs over {sum(g.count for g in spec.replicas)} "
-                f"replicas, tier {tier.name}.",
+                message=f"Submitted by {owner or via}: {_count(spec.gpu_total, 'GPU')} over "
+                f"{_count(sum(g.count for g in spec.replicas), 'replica')}, tier {tier.name}.",
             )  # fmt: skip
             transaction.on_commit(_trigger_admission)
     except IntegrityError:
@@ -95,6 +123,10 @@ def job_submit(
             raise
         return _same_or_conflict(existing, digest), False
     return job, True
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}" if number == 1 else f"{number} {word}s"
 
 
 def _same_or_conflict(job: Job, digest: str) -> Job:

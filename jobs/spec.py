@@ -10,11 +10,12 @@ policy (R10).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from decimal import InvalidOperation
 
 from kubernetes.utils.quantity import parse_quantity
 
+from jobs.volumes import Volume, parse_volumes
 from tenants.models import DNS_LABEL
 
 KINDS = ("TFJob", "PyTorchJob")
@@ -23,7 +24,8 @@ ROLES = {
     "PyTorchJob": ("Master", "Worker"),
 }
 SINGLETON_ROLES = {"Chief", "Master", "Evaluator"}
-FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate"}
+FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate",
+          "volumes", "shm"}
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
 
 NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
@@ -65,6 +67,8 @@ class JobSpec:
     replicas: tuple[ReplicaGroup, ...]
     sim_duration: int | None = None
     sim_fail: bool = False
+    volumes: tuple[Volume, ...] = ()
+    shm: int = 0  # bytes of a memory-backed /dev/shm in every replica; 0 = the runtime's default
 
     @property
     def gpu_total(self) -> int:
@@ -127,11 +131,14 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
         max_runtime = None
     replicas = _replicas(errors, kind, data.get("replicas"))
     sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
+    volumes = parse_volumes(errors, data.get("volumes", []))
+    shm = _quantity(errors, "shm", data.get("shm"), scale=1, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
     if errors:
         raise SpecError(dict(errors))
     return JobSpec(
         team=team_value, name=name, kind=kind, image=image, command=command, args=args, env=env, tier=tier,
         max_runtime=max_runtime, replicas=replicas, sim_duration=sim_duration, sim_fail=sim_fail,
+        volumes=volumes, shm=shm,
     )  # fmt: skip
 
 
@@ -233,6 +240,18 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
     return tuple(groups)
 
 
+def counted_replicas(spec: JobSpec, default_memory: int) -> tuple[ReplicaGroup, ...]:
+    """The replica groups as quota and placement count them: /dev/shm added to each replica's memory.
+
+    A memory-backed volume is charged to the pod's memory, so a replica asking for 4Gi with a
+    16Gi shm gets a 20Gi limit. A replica that names no memory gets `default_memory` (its team's
+    default) first. Returns the groups unchanged when the spec asks for no shm.
+    """
+    if not spec.shm:
+        return spec.replicas
+    return tuple(replace(group, memory=(group.memory or default_memory) + spec.shm) for group in spec.replicas)
+
+
 def _simulate(errors: _Errors, value: object) -> tuple[int | None, bool]:
     if value is None:
         return None, False
@@ -274,6 +293,11 @@ def spec_to_data(spec: JobSpec) -> dict:
             for g in spec.replicas
         ],
     }  # fmt: skip
+    # Left out when absent, so a spec written before volumes existed keeps its digest (idempotency keys).
+    if spec.volumes:
+        data["volumes"] = [volume.as_data() for volume in spec.volumes]
+    if spec.shm:
+        data["shm"] = format_memory(spec.shm)
     if spec.sim_duration is not None or spec.sim_fail:
         data["simulate"] = {"duration": spec.sim_duration, "fail": spec.sim_fail}
     return data

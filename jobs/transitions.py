@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models.expressions import Combinable
+from django.dispatch import Signal
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
 
 State = Job.State
+
+# Sent with `job` and `event` inside the transaction that moved the job; receivers that act
+# outside the database (notifications) defer their work to its commit. Apps above jobs listen
+# here, so jobs imports none of them.
+job_moved = Signal()
 
 ALLOWED: dict[str, frozenset[str]] = {
     State.QUEUED: frozenset({State.ADMITTED, State.CANCELLING, State.REJECTED}),
@@ -85,7 +91,7 @@ def transition(
         claimed = Job.objects.filter(pk=job.pk, state=old).update(state=to, updated_at=now, **fields)
         if claimed != 1:
             raise StaleJob(job, to)
-        JobEvent.objects.create(
+        event = JobEvent.objects.create(
             job=job,
             kind=event_kind or EVENT_FOR_STATE[to],
             from_state=old,
@@ -94,6 +100,7 @@ def transition(
             code=code,
             actor=actor,
         )
+        job_moved.send(sender=Job, job=job, event=event)
     job.state = to
     job.updated_at = now
     computed = [name for name, value in fields.items() if isinstance(value, Combinable)]

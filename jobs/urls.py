@@ -10,4 +10,6 @@ urlpatterns = [
     path("new/import/", views.import_yaml, name="import"),
     path("<int:job_id>/", views.detail, name="detail"),
     path("<int:job_id>/cancel/", views.cancel, name="cancel"),
+    path("<int:job_id>/logs/", views.logs, name="logs"),
+    path("<int:job_id>/logs/<slug:replica>.log", views.log_download, name="log-download"),
 ]

@@ -7,17 +7,19 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from jobs import forms as job_forms
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
-from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
+from jobs.services import IdempotencyConflict, NeverFits, can_cancel, counted_spec, job_cancel, job_submit
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
+from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
@@ -123,7 +125,11 @@ def preview(request):
         result = Preview("incomplete", missing)
     else:
         tier, problem = tier_for(form.selected_team, spec.tier)
-        result = Preview("never", problem) if problem else fit_preview(team=form.selected_team, spec=spec, tier=tier)
+        try:
+            counted = counted_spec(spec, form.selected_team)
+        except SpecError as error:
+            problem = problem or next(iter(error.errors.values()))[0]
+        result = Preview("never", problem) if problem else fit_preview(team=form.selected_team, spec=counted, tier=tier)
     return render(request, "jobs/submit.html#preview", {"preview": result, "spec": spec})
 
 
@@ -159,10 +165,13 @@ def import_yaml(request):
 def detail(request, job_id: int):
     """The job page; the polled `live` fragment answers 286 once the job has ended, which stops polling."""
     job = _get_job(request, job_id)
+    events = list(job.events.select_related("actor"))
     context = {
         "job": job,
-        "events": list(job.events.select_related("actor")),
+        "events": events,
+        "ending": _ending(job, events),
         "replicas": _replica_rows(job),
+        "has_run": has_run(job),
         "can_cancel": not job.is_terminal and job.state != Job.State.CANCELLING and can_cancel(request.user, job),
     }
     if request.htmx:
@@ -172,6 +181,41 @@ def detail(request, job_id: int):
         return response
     context["manifest"] = _manifest(job)
     return render(request, "jobs/detail.html", context)
+
+
+def _ending(job: Job, events: list[JobEvent]) -> str:
+    """Why a failed or rejected job ended: its reason, else the message of the event that ended it."""
+    if job.reason:
+        return job.reason
+    ended = next((e for e in reversed(events) if e.kind in (JobEvent.Kind.FAILED, JobEvent.Kind.REJECTED)), None)
+    return ended.message if ended else ""
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def logs(request, job_id: int):
+    """The job page's `logs` fragment: each replica's recent lines and the failing replica; 286 once the job has ended."""
+    job = _get_job(request, job_id)
+    context = {"job": job, "logs": job_logs(job, tail=PAGE_TAIL), "tail": PAGE_TAIL, "has_run": True}
+    response = render(request, "jobs/detail.html#logs", context)
+    if request.htmx and job.is_terminal:
+        return HttpResponseStopPolling(response.content)
+    return response
+
+
+@login_required
+def log_download(request, job_id: int, replica: str):
+    """One replica's whole log (bounded) as a text file; 404 for a replica the job does not have."""
+    job = _get_job(request, job_id)
+    found = job_logs(job, replica=replica, tail=None)
+    if found.unavailable:
+        return HttpResponse(found.unavailable + "\n", status=503, content_type="text/plain; charset=utf-8")
+    log = found.replica(replica)
+    if log is None:
+        raise Http404("No such replica.")
+    response = HttpResponse("".join(line + "\n" for line in log.lines), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{job.name}-{job.pk}-{log.replica}.log"'
+    return response
 
 
 def _replica_rows(job: Job) -> list[dict]:

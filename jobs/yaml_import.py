@@ -11,12 +11,16 @@ from decimal import Decimal
 
 import yaml
 
-from jobs.spec import SpecError
+from kubernetes.utils.quantity import parse_quantity
+
+from jobs.spec import SpecError, format_memory
 
 MAX_YAML_BYTES = 256 * 1024
 REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
+SHM_PATH = "/dev/shm"
+CHECKPOINT_PATH = "/checkpoint"  # where Gangway mounts the team's checkpoint claim: managed, not imported
 
 
 class _NoAliasLoader(yaml.SafeLoader):
@@ -72,7 +76,7 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
         replica = _mapping(replica, path)
         _unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
         pod = _mapping(_mapping(replica.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
-        _unsupported(unsupported, f"{path}.template.spec", pod, {"containers"} | MANAGED)
+        _unsupported(unsupported, f"{path}.template.spec", pod, {"containers", "volumes"} | MANAGED)
         tier = tier or pod.get("priorityClassName")
         containers = pod.get("containers") or []
         if not isinstance(containers, list) or not containers:
@@ -81,7 +85,7 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
             unsupported.append(f"{path}.template.spec.containers[1:] (only the first container is used)")
         container = _mapping(containers[0], f"{path}.template.spec.containers[0]")
         _unsupported(unsupported, f"{path}.template.spec.containers[0]", container,
-                     {"name", "image", "command", "args", "env", "resources"})  # fmt: skip
+                     {"name", "image", "command", "args", "env", "resources", "volumeMounts"})  # fmt: skip
         for key in ("image", "command", "args"):
             if key in container and key not in data:
                 data[key] = container[key]
@@ -96,7 +100,15 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
                 unsupported.append(f"{path}.template.spec.containers[0].env[{index}] (only literal values)")
         if env:
             data.setdefault("env", {}).update(env)
-        data["replicas"].append({"role": role, "count": replica.get("replicas", 1), **_resources(container, path, unsupported)})
+        volumes, shm = _volumes(pod, container, path, unsupported)
+        for volume in volumes:
+            if volume not in data.setdefault("volumes", []):
+                data["volumes"].append(volume)
+        resources = _resources(container, path, unsupported)
+        if shm:
+            data["shm"] = shm
+            resources = _without_shm(resources, shm)
+        data["replicas"].append({"role": role, "count": replica.get("replicas", 1), **resources})
     if tier:
         data["tier"] = tier
     return data, unsupported
@@ -117,6 +129,78 @@ def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
         else:
             unsupported.append(f"{path}.template.spec.containers[0].resources.{key}")
     return out
+
+
+def _volumes(pod: dict, container: dict, path: str, unsupported: list[str]) -> tuple[list[dict], str | None]:
+    """(volumes in the spec's shape, shm size or None) from a pod's volumes and its container's mounts.
+
+    Claims and config maps of the namespace map onto `volumes`; a memory-backed
+    emptyDir at /dev/shm onto `shm`. Anything else (hostPath, secrets, other
+    emptyDirs, subPath...) is listed in `unsupported`.
+    """
+    where = f"{path}.template.spec"
+    pod_volumes = pod.get("volumes") or []
+    mounts = container.get("volumeMounts") or []
+    if not isinstance(pod_volumes, list) or not isinstance(mounts, list):
+        raise SpecError({f"{where}.volumes": ["Volumes and volumeMounts must be lists."]})
+    by_name = {}
+    for index, volume in enumerate(pod_volumes):
+        volume = _mapping(volume, f"{where}.volumes[{index}]")
+        by_name[volume.get("name")] = (index, volume)
+    used, result, shm = set(), [], None
+    for index, mount in enumerate(mounts):
+        mount_path = f"{where}.containers[0].volumeMounts[{index}]"
+        mount = _mapping(mount, mount_path)
+        _unsupported(unsupported, mount_path, mount, {"name", "mountPath", "readOnly"})
+        found = by_name.get(mount.get("name"))
+        if found is None:
+            unsupported.append(f"{mount_path} (no pod volume named {mount.get('name')!r})")
+            continue
+        volume_index, volume = found
+        used.add(volume_index)
+        target, read_only = mount.get("mountPath"), bool(mount.get("readOnly", False))
+        volume_path = f"{where}.volumes[{volume_index}]"
+        if target == CHECKPOINT_PATH and "persistentVolumeClaim" in volume:
+            continue  # Gangway mounts the team's checkpoint claim there itself
+        if "persistentVolumeClaim" in volume and set(volume) == {"name", "persistentVolumeClaim"}:
+            claim = _mapping(volume["persistentVolumeClaim"], f"{volume_path}.persistentVolumeClaim")
+            _unsupported(unsupported, f"{volume_path}.persistentVolumeClaim", claim, {"claimName", "readOnly"})
+            read_only = read_only or bool(claim.get("readOnly", False))
+            result.append({"claim": claim.get("claimName"), "path": target, "read_only": read_only})
+        elif "configMap" in volume and set(volume) == {"name", "configMap"}:
+            config = _mapping(volume["configMap"], f"{volume_path}.configMap")
+            _unsupported(unsupported, f"{volume_path}.configMap", config, {"name"})
+            result.append({"config_map": config.get("name"), "path": target})
+        elif "emptyDir" in volume and set(volume) == {"name", "emptyDir"} and target == SHM_PATH:
+            empty = _mapping(volume["emptyDir"], f"{volume_path}.emptyDir")
+            if empty.get("medium") == "Memory" and empty.get("sizeLimit") and set(empty) == {"medium", "sizeLimit"}:
+                shm = str(empty["sizeLimit"])
+            else:
+                unsupported.append(f"{volume_path} (only a memory-backed emptyDir with a sizeLimit, at /dev/shm)")
+        else:
+            kinds = ", ".join(sorted(set(volume) - {"name"})) or "no source"
+            unsupported.append(f"{volume_path} ({kinds}: only persistentVolumeClaim, configMap, and a "
+                               f"memory-backed emptyDir at /dev/shm)")  # fmt: skip
+    for index in sorted(set(range(len(pod_volumes))) - used):
+        unsupported.append(f"{where}.volumes[{index}] (not mounted)")
+    return result, shm
+
+
+def _without_shm(resources: dict, shm: str) -> dict:
+    """`resources` with the shm taken out of the memory limit, which in a pod covers both.
+
+    Gangway adds the shm back to each replica's memory, so a manifest keeps its size; a
+    limit no larger than the shm (or one that does not parse) is left as it is.
+    """
+    if "memory" not in resources:
+        return resources
+    try:
+        memory, size = parse_quantity(resources["memory"]), parse_quantity(shm)
+    except ValueError:
+        return resources
+    if memory <= size or memory != memory.to_integral_value():
+        return resources
+    return {**resources, "memory": format_memory(int(memory - size))}
 
 
 def _mapping(value: object, path: str) -> dict:

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "tenants",
     "jobs",
     "scheduling",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -114,6 +115,22 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env.text("STATIC_ROOT", str(VAR_DIR / "static")))
+
+# --- Notifications: e-mail through Django's mail settings, Slack-compatible webhooks ---
+EMAIL_BACKEND = env.text(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = env.text("EMAIL_HOST", "localhost")
+EMAIL_PORT = env.integer("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env.text("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env.text("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env.flag("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "gangway@localhost")
+PUBLIC_URL = env.text("PUBLIC_URL", "").rstrip("/")
+# Webhooks go to https URLs only, unless this is on (the demo, and tests with a local receiver).
+WEBHOOK_ALLOW_HTTP = env.flag("WEBHOOK_ALLOW_HTTP", DEBUG)
 
 # --- Celery -----------------------------------------------------------------
 # The default broker is kombu's file-system transport: no server to run, shared

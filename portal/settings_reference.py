@@ -111,6 +111,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OIDC_GROUPS_CLAIM", "groups", "The claim that lists the user's groups."),
     Setting("OIDC_GROUP_MAP", "", "Groups to teams and roles, applied at each login: "
             "`ml-maps=maps:member,ml-maps-leads=maps:lead,platform=staff`."),
+    # -- Notifications ---------------------------------------------------------------
+    Setting("EMAIL_BACKEND", COMPUTED, "Django's mail backend for notifications.",
+            shown="the console in debug, else SMTP"),
+    Setting("EMAIL_HOST", "localhost", "SMTP server notifications are sent through."),
+    Setting("EMAIL_PORT", 25, "Its port."),
+    Setting("EMAIL_HOST_USER", "", "User name at the SMTP server."),
+    Setting("EMAIL_HOST_PASSWORD", "", "Password at the SMTP server.", secret=True),
+    Setting("EMAIL_USE_TLS", False, "STARTTLS to the SMTP server."),
+    Setting("DEFAULT_FROM_EMAIL", "gangway@localhost", "Sender of notification e-mails."),
+    Setting("PUBLIC_URL", "", "The portal's address (`https://gangway.example.com`), for links in notifications.",
+            shown="none (no links)"),
+    Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),
     # -- Login and browser security -------------------------------------------------
     Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),
     Setting("AXES_COOLOFF_MINUTES", 15, "How long a lockout lasts; staff can clear it in the admin.", unit="min"),

@@ -11,6 +11,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("teams/", include("tenants.urls")),
     path("tokens/", include("tenants.token_urls")),
+    path("notifications/", include("notifications.urls")),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),

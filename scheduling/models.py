@@ -109,6 +109,22 @@ class SimNode(models.Model):
         return self.name
 
 
+class SimClaim(models.Model):
+    """A PersistentVolumeClaim of the simulated cluster, in a team's namespace."""
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    capacity = models.BigIntegerField(default=1024**4, help_text="Bytes.")
+    access_mode = models.CharField(max_length=20, default="ReadWriteMany")
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="sim_claim_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
 class SimJob(models.Model):
     """A job as the simulated cluster holds it: created, suspended, running or ended."""
 

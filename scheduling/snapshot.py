@@ -18,7 +18,9 @@ from django.db.models import Prefetch
 from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
-from scheduling.cluster.base import ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name
+from scheduling.cluster.base import (
+    ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
+)
 from tenants.models import PriorityTier, Quota, Team
 
 
@@ -339,4 +341,5 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         sim_duration=job.sim_duration,
         sim_fail=job.sim_fail,
         placement=placement or tuple(job.placement),
+        volumes=volume_mounts(job.volumes), shm=job.shm,
     )

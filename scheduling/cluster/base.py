@@ -10,7 +10,26 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
+
+LOG_TAIL = 100  # lines of each replica's log a page or the API shows unless asked for more
+LOG_TAIL_MAX = 5000
+LOG_LIMIT_BYTES = 8 * 1024**2  # the most of one replica's log ever read in one call (a download)
+
+# Why a replica's container stopped or cannot start, as Kubernetes names it, with what it means for a person.
+FAILURE_REASONS = {
+    "OOMKilled": "it used more memory than its limit and was killed",
+    "Error": "its process exited with an error",
+    "ImagePullBackOff": "its image could not be pulled (a wrong name or tag, or no access to the registry)",
+    "ErrImagePull": "its image could not be pulled (a wrong name or tag, or no access to the registry)",
+    "InvalidImageName": "its image name is not valid",
+    "CrashLoopBackOff": "it crashed again each time it was restarted",
+    "Evicted": "its node ran short of memory or disk and evicted it",
+    "ContainerCannotRun": "its command could not be started",
+    "CreateContainerConfigError": "its container could not be configured (a missing config map or claim?)",
+    "DeadlineExceeded": "the job ran past its max runtime",
+}
 
 
 class ClusterUnavailable(Exception):
@@ -53,6 +72,26 @@ class ReplicaSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeMount:
+    """A PersistentVolumeClaim or ConfigMap of the job's namespace, mounted in every replica."""
+
+    source: str  # "claim" | "config_map"
+    name: str
+    path: str
+    read_only: bool = False
+
+
+def volume_mounts(volumes: list[dict]) -> tuple[VolumeMount, ...]:
+    """Returns a job's stored volumes (the spec's shape: {claim | config_map, path, read_only}) as mounts."""
+    mounts = []
+    for volume in volumes:
+        source = "claim" if "claim" in volume else "config_map"
+        mounts.append(VolumeMount(source=source, name=volume[source], path=volume["path"],
+                                  read_only=bool(volume.get("read_only", source == "config_map"))))  # fmt: skip
+    return tuple(mounts)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterJob:
     """Everything an adapter needs to create one Gangway job in the cluster."""
 
@@ -74,6 +113,8 @@ class ClusterJob:
     sim_duration: int | None = None  # simulated adapter only: how long it runs
     sim_fail: bool = False  # simulated adapter only: end in failure
     placement: tuple[str, ...] = ()  # the node the policy chose for each replica (a hint)
+    volumes: tuple[VolumeMount, ...] = ()
+    shm: int = 0  # bytes of a memory-backed /dev/shm; already part of each replica's memory
 
 
 class Phase(enum.StrEnum):
@@ -102,6 +143,41 @@ class JobStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaLog:
+    """One replica of a job: its recent log lines and, once it stopped, how (exit code and reason)."""
+
+    replica: str  # "worker-0": the replica type and index, lowercase, as the Training Operator names pods
+    pod: str
+    phase: str  # the pod's phase: Pending, Running, Succeeded, Failed
+    lines: tuple[str, ...] = ()
+    exit_code: int | None = None
+    reason: str = ""  # a FAILURE_REASONS key, "Completed", or "" while it runs
+    message: str = ""
+    finished_at: datetime | None = None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.exit_code) or self.reason in FAILURE_REASONS
+
+    @property
+    def explanation(self) -> str:
+        """What the reason means, in words ("" when it has none)."""
+        return FAILURE_REASONS.get(self.reason, "")
+
+
+def failing_replica(replicas: list[ReplicaLog]) -> ReplicaLog | None:
+    """The replica that failed first (the earliest to stop among the failed), or None when none failed.
+
+    When one replica fails, the others are often stopped after it with an error of their own;
+    the first to stop is the one a person wants to read.
+    """
+    failed = [replica for replica in replicas if replica.failed]
+    if not failed:
+        return None
+    return min(failed, key=lambda replica: (replica.finished_at is None, replica.finished_at or datetime.min))
+
+
+@dataclass(frozen=True, slots=True)
 class TenantTeam:
     slug: str
     nominal: dict[str, int]
@@ -125,6 +201,17 @@ class Tenants:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """A PersistentVolumeClaim of a team's namespace, as `doctor` lists it."""
+
+    namespace: str
+    name: str
+    capacity: int = 0  # bytes; 0 while unbound
+    access_modes: tuple[str, ...] = ()
+    phase: str = ""  # Pending | Bound | Lost
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem `doctor` found, with what to do about it."""
 
@@ -142,7 +229,10 @@ class Cluster(Protocol):
         """Running pods Gangway did not create."""
 
     def create_job(self, job: ClusterJob) -> None:
-        """Create the job, or resume it if it exists suspended. Idempotent."""
+        """Create the job, or resume it if it exists suspended. Idempotent.
+
+        Raises ClusterError, creating nothing, when a claim the job mounts is not in its namespace.
+        """
 
     def suspend_job(self, job: ClusterJob) -> None:
         """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
@@ -158,6 +248,29 @@ class Cluster(Protocol):
 
     def doctor(self, tenants: Tenants) -> list[Finding]:
         """What is wrong with the cluster for Gangway; empty when all is well."""
+
+    def claims(self, namespace: str) -> list[ClaimInfo]:
+        """The PersistentVolumeClaims of a namespace, by name; empty when it has none or does not exist."""
+
+    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+        """Each replica of the job (only `replica` when named), in replica order, with its last `tail` log lines.
+
+        `tail=None` reads the whole log, up to LOG_LIMIT_BYTES. Empty when the job has no pods
+        (not created yet, or gone); a replica whose container has not started has no lines.
+        """
+
+
+def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:
+    """The error for claims `job` mounts that its namespace lacks (`present` names those it has), or None."""
+    missing = sorted({v.name for v in job.volumes if v.source == "claim"} - present)
+    if not missing:
+        return None
+    names = ", ".join(missing)
+    has = ", ".join(sorted(present)) or "none"
+    return ClusterError(
+        f"Job {job.name} mounts PersistentVolumeClaim {names}, which namespace {job.namespace} does not have "
+        f"(its claims: {has}); create the claim there or remove the volume from the job."
+    )
 
 
 def cluster_name(job_id: int, name: str) -> str:

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from datetime import datetime
 
 from kubernetes import config
 from kubernetes.client import ApiClient
 
 from scheduling.cluster import kubernetes_tenants, manifests
 from scheduling.cluster.base import (
+    LOG_LIMIT_BYTES,
+    LOG_TAIL,
+    ClaimInfo,
     ClusterJob,
     ClusterUnavailable,
     Finding,
@@ -24,9 +28,12 @@ from scheduling.cluster.base import (
     NodeInfo,
     OutsidePod,
     Phase,
+    ReplicaLog,
     Tenants,
+    failing_replica,
+    missing_claims_error,
 )
-from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, amount
+from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount
 from scheduling.cluster.manifests import JOB_ID_LABEL, TRAINING_GROUP, TRAINING_KINDS, TRAINING_VERSION
 
 # Taints that keep pods off a node, unless the pod tolerates them.
@@ -35,6 +42,10 @@ BLOCKING_TAINTS = {"NoSchedule", "NoExecute"}
 # The job's phase is its most decisive true condition, in this order. A job
 # that finished after a restart keeps an old Restarting condition, so the
 # terminal ones are read first.
+# Labels the Training Operator puts on every replica pod.
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+
 PHASE_ORDER = (Phase.FAILED, Phase.SUCCEEDED, Phase.SUSPENDED, Phase.RESTARTING, Phase.RUNNING, Phase.CREATED)
 
 
@@ -114,6 +125,10 @@ class KubernetesCluster:
         Returns nothing. The name is deterministic, so a retried create finds
         the job it made before.
         """
+        if any(volume.source == "claim" for volume in job.volumes):
+            error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
+            if error is not None:
+                raise error
         desired = manifests.training_job(job)
         training = TRAINING_KINDS[job.kind]
         args = (TRAINING_GROUP, TRAINING_VERSION, job.namespace, training.plural)
@@ -178,9 +193,11 @@ class KubernetesCluster:
         )["items"]
         running: dict[tuple[str, str], list[str]] = defaultdict(list)
         bound: dict[tuple[str, str], list[OutsidePod]] = defaultdict(list)
+        owned: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for pod in pods:
             meta = pod["metadata"]
             key = (meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])
+            owned[key].append(pod)
             phase, node = (pod.get("status") or {}).get("phase"), (pod.get("spec") or {}).get("nodeName", "")
             if phase == "Running":
                 running[key].append(node)
@@ -198,6 +215,8 @@ class KubernetesCluster:
                 if not label.isdigit():
                     continue
                 phase, message = job_phase(obj)
+                if phase is Phase.FAILED:
+                    message = failure_sentence(owned.get((meta["namespace"], label), []), message)
                 nodes = sorted(running.get((meta["namespace"], label), ()))
                 result.append(JobStatus(
                     job_id=int(label), name=meta["name"], namespace=meta["namespace"],
@@ -206,7 +225,51 @@ class KubernetesCluster:
                 ))
         return sorted(result, key=lambda status: status.job_id)
 
+    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+        """Returns each replica pod of the job with its last `tail` log lines and how it stopped.
+
+        Pods are found by the `gangway.io/job-id` label; each log is read with a bounded tail
+        and at most LOG_LIMIT_BYTES. A container that has not started yet (the server answers
+        400) or a pod deleted meanwhile (404) has no lines.
+        """
+        pods = self.api.call(
+            "list", "Pod", namespace, self.api.core.list_namespaced_pod, namespace,
+            label_selector=f"{JOB_ID_LABEL}={job_id}",
+        )["items"]
+        result = []
+        for pod in sorted(pods, key=replica_order):
+            name = replica_name(pod)
+            if replica and name != replica:
+                continue
+            options = {"limit_bytes": LOG_LIMIT_BYTES}
+            if tail is not None:
+                options["tail_lines"] = tail
+            text = self.api.call(
+                "read log of", "Pod", f"{namespace}/{pod['metadata']['name']}",
+                self.api.core.read_namespaced_pod_log, pod["metadata"]["name"], namespace,
+                tolerate=(BAD_REQUEST, NOT_FOUND), text=True, **options,
+            )
+            result.append(replica_log(pod, tuple((text or "").splitlines())))
+        return result
+
     # -- tenants and health --------------------------------------------------
+
+    def claims(self, namespace: str) -> list[ClaimInfo]:
+        """Returns the PersistentVolumeClaims of a namespace by name; empty when there are none."""
+        items = self.api.call(
+            "list", "PersistentVolumeClaim", namespace,
+            self.api.core.list_namespaced_persistent_volume_claim, namespace,
+        )["items"]
+        result = []
+        for claim in items:
+            status = claim.get("status") or {}
+            result.append(ClaimInfo(
+                namespace=namespace, name=claim["metadata"]["name"],
+                capacity=amount("memory", (status.get("capacity") or {}).get("storage")),
+                access_modes=tuple(status.get("accessModes") or (claim.get("spec") or {}).get("accessModes") or ()),
+                phase=status.get("phase", ""),
+            ))
+        return sorted(result, key=lambda claim: claim.name)
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         """Returns one line per object created or changed; empty when the cluster already matched."""
@@ -249,6 +312,71 @@ def _bound_pod(pod: dict, node: str) -> OutsidePod:
     """Returns a pod bound to `node` with the room it takes there."""
     return OutsidePod(namespace=pod["metadata"].get("namespace", ""), name=pod["metadata"]["name"], node=node,
                       **pod_requests(pod))  # fmt: skip
+
+
+def failure_sentence(pods: list[dict], message: str) -> str:
+    """The failed job's message led by its failing replica, read from its pods' states.
+
+    "Replica worker-1 exited with code 137 (OOMKilled: it used more memory than its limit and
+    was killed). TFJob maps/resnet-g12 has failed..."; the operator's message alone when no
+    replica says why.
+    """
+    failure = failing_replica([replica_log(pod, ()) for pod in pods])
+    if failure is None:
+        return message
+    how = f"exited with code {failure.exit_code}" if failure.exit_code is not None else "failed"
+    why = f"{failure.reason}: {failure.explanation}" if failure.explanation else failure.reason
+    head = f"Replica {failure.replica} {how}" + (f" ({why})" if why else "") + "."
+    return f"{head} {message}".strip()
+
+
+def replica_name(pod: dict) -> str:
+    """Returns "worker-0" for a replica pod (from the Training Operator's labels), else the pod's name."""
+    labels = pod["metadata"].get("labels") or {}
+    kind, index = labels.get(REPLICA_TYPE_LABEL), labels.get(REPLICA_INDEX_LABEL)
+    return f"{kind.lower()}-{index}" if kind and index is not None else pod["metadata"]["name"]
+
+
+def replica_order(pod: dict) -> tuple:
+    labels = pod["metadata"].get("labels") or {}
+    index = labels.get(REPLICA_INDEX_LABEL, "")
+    return (labels.get(REPLICA_TYPE_LABEL, "").lower(), int(index) if index.isdigit() else 0, pod["metadata"]["name"])
+
+
+def replica_log(pod: dict, lines: tuple[str, ...]) -> ReplicaLog:
+    """Returns a replica pod's log lines with how its container stopped or why it cannot start.
+
+    An evicted pod says so on the pod; a container says it on its state: terminated (exit code
+    and reason), or running or waiting after a failed run, when the last termination (an
+    OOMKilled worker restarted in place) is what a person wants to see, or waiting to start
+    (ImagePullBackOff).
+    """
+    status = pod.get("status") or {}
+    phase = status.get("phase", "")
+    if status.get("reason") == "Evicted":
+        return ReplicaLog(replica=replica_name(pod), pod=pod["metadata"]["name"], phase=phase, lines=lines,
+                          reason="Evicted", message=status.get("message", ""))  # fmt: skip
+    containers = status.get("containerStatuses") or [{}]
+    state = containers[0].get("state") or {}
+    last = (containers[0].get("lastState") or {}).get("terminated")
+    terminated = state.get("terminated") or (last if last and last.get("exitCode") else None)
+    exit_code, reason, message, finished = None, "", "", None
+    if terminated:
+        exit_code, reason = terminated.get("exitCode"), terminated.get("reason", "")
+        message, finished = terminated.get("message", ""), _time(terminated.get("finishedAt"))
+    elif "waiting" in state:
+        reason, message = state["waiting"].get("reason", ""), state["waiting"].get("message", "")
+    return ReplicaLog(
+        replica=replica_name(pod), pod=pod["metadata"]["name"], phase=phase, lines=lines,
+        exit_code=exit_code, reason=reason, message=message, finished_at=finished,
+    )  # fmt: skip
+
+
+def _time(value: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
 
 
 def pod_requests(pod: dict) -> dict[str, int]:

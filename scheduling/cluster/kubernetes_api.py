@@ -26,6 +26,7 @@ from kubernetes.utils import parse_quantity
 
 from scheduling.cluster.base import ClusterError, ClusterUnavailable
 
+BAD_REQUEST = 400
 CONFLICT = 409
 NOT_FOUND = 404
 
@@ -55,9 +56,10 @@ class Api:
         method: Callable,
         *args,
         tolerate: tuple[int, ...] = (),
+        text: bool = False,
         **kwargs,
-    ) -> dict | None:
-        """Returns the server's answer as a dict, or None when its status is in `tolerate`.
+    ) -> dict | str | None:
+        """Returns the server's answer as a dict (as text with `text`, e.g. a pod's log), or None when its status is in `tolerate`.
 
         `verb kind name` ("create TFJob maps/resnet-g12") starts every error
         message. Raises ClusterError for a refusal and ClusterUnavailable when
@@ -69,6 +71,8 @@ class Api:
         while True:
             try:
                 response = method(*args, _preload_content=False, _request_timeout=self.timeout, **kwargs)
+                if text:
+                    return (response.data or b"").decode(errors="replace")
                 return json.loads(response.data or b"null")
             except ApiException as error:
                 if error.status in tolerate:

@@ -25,7 +25,11 @@ VOLCANO_VERSION = "v1beta1"
 SCHEDULER_NAME = "volcano"
 QUOTA_NAME = "gangway-quota"
 LIMIT_RANGE_NAME = "gangway-limits"
-CHECKPOINT_DIR = "/checkpoint"
+CHECKPOINT_DIR = "/checkpoint"  # also reserved in `jobs.spec.RESERVED_PATHS`
+SHM_DIR = "/dev/shm"
+# What a pod may mount: the volume types of the restricted Pod Security Standard Gangway uses.
+# Never hostPath, and Secrets only as a team's own objects (none are mounted today).
+VOLUME_TYPES = ("persistentVolumeClaim", "configMap", "emptyDir")
 
 # GPU node pools are commonly tainted nvidia.com/gpu:NoSchedule (GKE and AKS
 # do it by default); every Gangway pod tolerates that, so the adapter counts
@@ -146,13 +150,40 @@ def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, la
     }
     if job.checkpoint_claim:
         env["CHECKPOINT_DIR"] = CHECKPOINT_DIR
-        container["volumeMounts"] = [{"name": "checkpoint", "mountPath": CHECKPOINT_DIR}]
-        spec["volumes"] = [
-            {"name": "checkpoint", "persistentVolumeClaim": {"claimName": job.checkpoint_claim}}
-        ]
+    volumes, mounts = pod_volumes(job)
+    if volumes:
+        container["volumeMounts"] = mounts
+        spec["volumes"] = volumes
     container["env"] = [{"name": name, "value": value} for name, value in env.items()]
     container["resources"] = {"requests": resources, "limits": dict(resources)}
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
+
+
+def pod_volumes(job: ClusterJob) -> tuple[list[dict], list[dict]]:
+    """Returns (the pod's volumes, the container's volumeMounts) of a job; empty lists when it mounts nothing.
+
+    The team's checkpoint claim at /checkpoint, the job's claims and config
+    maps at their paths, and /dev/shm as a memory-backed emptyDir whose
+    sizeLimit is the job's shm (the replica's memory limit already covers it).
+    """
+    volumes: list[dict] = []
+    mounts: list[dict] = []
+    if job.checkpoint_claim:
+        volumes.append({"name": "checkpoint", "persistentVolumeClaim": {"claimName": job.checkpoint_claim}})
+        mounts.append({"name": "checkpoint", "mountPath": CHECKPOINT_DIR})
+    for index, volume in enumerate(job.volumes):
+        if volume.source == "claim":
+            name = f"claim-{index}"
+            source = {"persistentVolumeClaim": {"claimName": volume.name, "readOnly": volume.read_only}}
+        else:
+            name = f"config-{index}"
+            source = {"configMap": {"name": volume.name}}
+        volumes.append({"name": name, **source})
+        mounts.append({"name": name, "mountPath": volume.path, "readOnly": volume.read_only})
+    if job.shm:
+        volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity("memory", job.shm)}})
+        mounts.append({"name": "shm", "mountPath": SHM_DIR})
+    return volumes, mounts
 
 
 def namespace(team: TenantTeam) -> dict:

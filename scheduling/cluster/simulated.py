@@ -19,16 +19,21 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from scheduling.cluster import simulated_logs
 from scheduling.cluster.base import (
+    LOG_TAIL,
+    ClaimInfo,
     ClusterJob,
     Finding,
     JobStatus,
     NodeInfo,
     OutsidePod,
     Phase,
+    ReplicaLog,
     Tenants,
+    missing_claims_error,
 )
-from scheduling.models import SimJob, SimNode
+from scheduling.models import SimClaim, SimJob, SimNode
 
 
 class SimulatedCluster:
@@ -58,6 +63,10 @@ class SimulatedCluster:
         """Create the job, or resume it when it exists suspended; a second create changes nothing."""
         from scheduling.cluster.manifests import training_job
 
+        if any(volume.source == "claim" for volume in job.volumes):
+            error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
+            if error is not None:
+                raise error
         with transaction.atomic():
             existing = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
             if existing is None:
@@ -88,6 +97,20 @@ class SimulatedCluster:
         SimJob.objects.filter(namespace=namespace, name=name).delete()
         self.advance()
 
+    def claims(self, namespace: str) -> list[ClaimInfo]:
+        return [
+            ClaimInfo(namespace=namespace, name=claim.name, capacity=claim.capacity,
+                      access_modes=(claim.access_mode,), phase="Bound")  # fmt: skip
+            for claim in SimClaim.objects.filter(namespace=namespace).order_by("name")
+        ]
+
+    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+        self.advance()
+        job = SimJob.objects.filter(namespace=namespace, job_id=job_id).first()
+        if job is None:
+            return []
+        return simulated_logs.replica_logs(job, self.clock(), self.seed, replica=replica, tail=tail)
+
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return []  # the simulated cluster has no namespaces, quotas or queues to keep in line
 
@@ -115,7 +138,7 @@ class SimulatedCluster:
                 if job.started_at and job.progress + (now - job.started_at).total_seconds() >= job.duration:
                     done = job.started_at + timedelta(seconds=job.duration - job.progress)
                     job.finished_at, job.succeeded = min(done, now), not job.fail
-                    job.message = "The training process exited with code 1." if job.fail else "Completed."
+                    job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                     job.nodes = []
                     job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
             free = {node.name: [node.gpu, node.cpu, node.memory] for node in SimNode.objects.filter(schedulable=True)}

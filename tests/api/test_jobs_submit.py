@@ -202,3 +202,50 @@ def test_a_token_submission_reads_the_token_tiers_nodes_and_quotas_once(maps, ti
     # token, the team's tiers, nodes, the teams joined to their quotas; then the job and its event in a savepoint.
     with django_assert_num_queries(8):
         assert client.post(URL, spec_data(name="second"), format="json").status_code == 201
+
+
+def test_it_mounts_the_teams_claims_and_counts_shm_in_each_replicas_memory(as_persona):
+    volumes = [{"claim": "datasets", "path": "/data", "read_only": True}, {"config_map": "train-config", "path": "/etc/train"}]
+    spec = spec_data(volumes=volumes, shm="16Gi", replicas=[{"role": "Worker", "count": 2, "gpu": 1, "memory": "4Gi"}])
+    response = as_persona("owner").post(URL, spec, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["volumes"] == volumes and body["shm"] == "16Gi"
+    assert body["replicas"][0]["memory"] == "20Gi"  # 4Gi asked + the 16Gi /dev/shm
+    job = Job.objects.get()
+    assert job.replicas[0]["memory"] == 20 * 1024**3 and job.shm == 16 * 1024**3
+
+
+def test_shm_without_a_memory_request_or_team_default_is_refused_by_the_field(as_persona):
+    response = as_persona("owner").post(URL, spec_data(shm="8Gi"), format="json")
+    assert response.status_code == 400
+    assert "no default memory per replica" in response.json()["replicas[0].memory"][0]
+    assert Job.objects.count() == 0
+
+
+def test_shm_starts_from_the_teams_default_memory(as_persona, maps):
+    from tenants.models import Quota
+
+    Quota.objects.create(team=maps, resource="memory", nominal=512 * 1024**3, default_per_replica=8 * 1024**3)
+    response = as_persona("owner").post(URL, spec_data(shm="8Gi"), format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["replicas"][0]["memory"] == "16Gi"
+
+
+def test_a_manifests_volumes_are_carried_over_and_a_host_path_listed_back(as_persona):
+    manifest = {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "bert", "namespace": "maps"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {
+            "containers": [{"name": "pytorch", "image": "busybox", "resources": {"limits": {"memory": "12Gi"}},
+                            "volumeMounts": [{"name": "d", "mountPath": "/data"}, {"name": "h", "mountPath": "/h"},
+                                             {"name": "shm", "mountPath": "/dev/shm"}]}],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "datasets"}},
+                        {"name": "h", "hostPath": {"path": "/"}},
+                        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "4Gi"}}]}}}}},
+    }  # fmt: skip
+    response = as_persona("owner").post(URL, yaml.safe_dump(manifest), content_type="application/yaml")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["volumes"] == [{"claim": "datasets", "path": "/data", "read_only": False}]
+    assert body["shm"] == "4Gi" and body["replicas"][0]["memory"] == "12Gi"
+    assert any("hostPath" in item for item in body["unsupported"])

@@ -6,8 +6,10 @@ write; LIST with labelSelector; POST answering 409 AlreadyExists; PUT
 answering 409 Conflict on a stale resourceVersion; merge, strategic-merge
 (treated as a merge: enough for the maps Gangway patches) and JSON patches;
 DELETE answering 404 NotFound; watches that end at once and answer 410 Gone
-for a compacted resourceVersion. Errors are v1 Status objects. Faults can
-be injected for the next N requests matching a method and a path.
+for a compacted resourceVersion; a pod's log as plain text (`pods/{name}/log`
+with tailLines and limitBytes, 400 while its container waits to start).
+Errors are v1 Status objects. Faults can be injected for the next N requests
+matching a method and a path.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ KINDS = {
     "Node": ("api/v1", "nodes"),
     "Namespace": ("api/v1", "namespaces"),
     "Pod": ("api/v1", "pods"),
+    "PersistentVolumeClaim": ("api/v1", "persistentvolumeclaims"),
     "ResourceQuota": ("api/v1", "resourcequotas"),
     "LimitRange": ("api/v1", "limitranges"),
     "PriorityClass": ("apis/scheduling.k8s.io/v1", "priorityclasses"),
@@ -51,7 +54,7 @@ REASONS = {
 _PATH = re.compile(
     r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)"
     r"(?:/namespaces/(?P<namespace>[^/]+)(?=/[^/]+))?"
-    r"/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status))?$"
+    r"/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
 )
 
 
@@ -145,6 +148,7 @@ class FakeApiServer:
         self._versions = itertools.count(1)
         self.objects: dict[tuple, dict] = {}  # (prefix, plural, namespace, name) -> object
         self.log: list[tuple[str, str]] = []  # (method, path) of every request
+        self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> what its container wrote
         self._faults: list[Fault] = []
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
         self._compacted = 0
@@ -169,6 +173,7 @@ class FakeApiServer:
         with self._lock:
             self.objects.clear()
             self.log.clear()
+            self.pod_logs.clear()
             self._faults.clear()
             self._events.clear()
 
@@ -180,6 +185,11 @@ class FakeApiServer:
         meta = obj["metadata"]
         with self._lock:
             return self._write((prefix, plural, meta.get("namespace"), meta["name"]), obj, "ADDED")
+
+    def write_log(self, namespace: str, pod: str, text: str) -> None:
+        """Sets what the pod's container has written so far."""
+        with self._lock:
+            self.pod_logs[(namespace, pod)] = text
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         prefix, plural = KINDS[kind]
@@ -277,6 +287,10 @@ class FakeApiServer:
         current = self.objects.get(key)
         if current is None:
             raise ApiError(404, f'{resource} "{name}" not found', details=details)
+        if sub == "log":
+            if (plural, method) != ("pods", "GET"):
+                raise ApiError(405, f"{method} is not allowed on {plural}/log")
+            return self._pod_log(current, query)
         if method == "GET":
             return 200, copy.deepcopy(current), {}
         if method == "DELETE":
@@ -311,6 +325,23 @@ class FakeApiServer:
         elif "status" in current and method == "PUT":
             obj["status"] = current["status"]  # the main resource ignores status changes
         return 200, self._write(key, obj, "MODIFIED"), {}
+
+    def _pod_log(self, pod: dict, query: dict):
+        """The container's log as text, as the kubelet serves it through the API server."""
+        meta = pod["metadata"]
+        container = (pod.get("spec", {}).get("containers") or [{}])[0].get("name", "")
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        state = statuses[0].get("state") or {}
+        if "waiting" in state or not state:
+            reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
+            raise ApiError(400, f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}')
+        text = self.pod_logs.get((meta.get("namespace"), meta["name"]), "")
+        if "tailLines" in query:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(query["tailLines"]):]) if int(query["tailLines"]) else ""
+        if "limitBytes" in query:
+            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
+        return 200, text, {}
 
     def _list(self, prefix, plural, namespace, query):
         selector = query.get("labelSelector", "")
@@ -353,12 +384,15 @@ def _handler(server: FakeApiServer):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             code, payload, extra = server.answer(self.command, self.path, self.headers, body)
+            content_type = "application/json"
             if extra.pop("X-Watch", None):  # a watch streams one JSON event per line
                 data = b"".join(json.dumps(event).encode() + b"\n" for event in payload)
+            elif isinstance(payload, str):  # a pod's log
+                data, content_type = payload.encode(), "text/plain"
             else:
                 data = json.dumps(payload).encode()
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for header, value in extra.items():
                 self.send_header(header, value)

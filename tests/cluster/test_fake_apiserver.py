@@ -105,3 +105,27 @@ def test_injected_faults_answer_the_next_matching_requests_then_stop(fake, core)
             core.list_namespace()
         assert (error.value.status, _status(error.value)["reason"]) == (500, "InternalError")
     assert core.list_namespace().items == []
+
+
+def _pod_with(state: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "maps"},
+            "spec": {"containers": [{"name": "pytorch", "image": "busybox"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "pytorch", "state": state}]}}  # fmt: skip
+
+
+def test_it_serves_a_pods_log_as_text_with_a_bounded_tail(fake, core):
+    fake.add(_pod_with({"running": {}}))
+    fake.write_log("maps", "p", "".join(f"line {n}\n" for n in range(500)))
+    assert core.read_namespaced_pod_log("p", "maps", tail_lines=3) == "line 497\nline 498\nline 499\n"
+    assert core.read_namespaced_pod_log("p", "maps", limit_bytes=14) == "line 0\nline 1\n"
+
+
+def test_a_log_of_a_waiting_container_is_a_bad_request_and_of_a_missing_pod_not_found(fake, core):
+    fake.add(_pod_with({"waiting": {"reason": "ImagePullBackOff"}}))
+    with pytest.raises(ApiException) as waiting:
+        core.read_namespaced_pod_log("p", "maps")
+    assert waiting.value.status == 400
+    assert 'container "pytorch" in pod "p" is waiting to start: ImagePullBackOff' in _status(waiting.value)["message"]
+    with pytest.raises(ApiException) as missing:
+        core.read_namespaced_pod_log("gone", "maps")
+    assert missing.value.status == 404

@@ -420,3 +420,143 @@ def test_without_any_configuration_the_cluster_is_unavailable(tmp_path, monkeypa
 
     with pytest.raises(ClusterUnavailable, match="KUBECONFIG"):
         KubernetesCluster.from_environment()
+
+
+# -- claims --------------------------------------------------------------------------------------------------
+
+def _claim(name, namespace="maps", storage="500Gi", phase="Bound"):
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"accessModes": ["ReadOnlyMany"]},
+            "status": {"phase": phase, "capacity": {"storage": storage}, "accessModes": ["ReadOnlyMany"]}}  # fmt: skip
+
+
+def _with_claim(name="datasets"):
+    from scheduling.cluster.base import VolumeMount
+
+    return dataclasses.replace(JOB, volumes=(VolumeMount(source="claim", name=name, path="/data", read_only=True),))
+
+
+def test_it_creates_a_job_whose_claims_exist(fake, cluster):
+    fake.add(_namespace("maps"))
+    fake.add(_claim("datasets"))
+    cluster.create_job(_with_claim())
+    created = fake.get("TFJob", "resnet-g12", "maps")
+    volumes = created["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"]
+    assert volumes == [{"name": "claim-0", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}}]
+
+
+def test_it_refuses_a_job_whose_claim_is_missing_and_creates_nothing(fake, cluster):
+    fake.add(_namespace("maps"))
+    fake.add(_claim("checkpoints"))
+    fake.add(_claim("datasets", namespace="vision"))  # another team's claim does not count
+    with pytest.raises(ClusterError, match="mounts PersistentVolumeClaim datasets, which namespace maps does not "
+                                           r"have \(its claims: checkpoints\)"):  # fmt: skip
+        cluster.create_job(_with_claim())
+    assert fake.list("TFJob") == []
+
+
+def test_it_lists_a_namespaces_claims(fake, cluster):
+    fake.add(_claim("datasets"))
+    fake.add(_claim("scratch", storage="1Ti", phase="Pending"))
+    fake.add(_claim("other", namespace="vision"))
+    claims = cluster.claims("maps")
+    assert [(c.name, c.capacity, c.access_modes, c.phase) for c in claims] == [
+        ("datasets", 500 * GiB, ("ReadOnlyMany",), "Bound"), ("scratch", 1024 * GiB, ("ReadOnlyMany",), "Pending"),
+    ]  # fmt: skip
+
+
+# -- logs and failure detail ---------------------------------------------------------------------------------
+
+def _replica_pod(index, state, *, job_id=12, phase="Running", last=None, **status):
+    container = {"name": "tensorflow", "state": state}
+    if last:
+        container["lastState"] = {"terminated": last}
+    labels = {"gangway.io/job-id": str(job_id), "training.kubeflow.org/replica-type": "worker",
+              "training.kubeflow.org/replica-index": str(index)}  # fmt: skip
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"resnet-g{job_id}-worker-{index}", "namespace": "maps", "labels": labels},
+            "spec": {"nodeName": "n1", "containers": [{"name": "tensorflow", "image": "busybox"}]},
+            "status": {"phase": phase, "containerStatuses": [container], **status}}  # fmt: skip
+
+
+def test_it_reads_each_replicas_log_with_a_bounded_tail(fake, cluster):
+    fake.add(_replica_pod(1, {"running": {}}))
+    fake.add(_replica_pod(0, {"running": {}}))
+    fake.add(_replica_pod(0, {"running": {}}, job_id=13))  # another job's pod
+    fake.write_log("maps", "resnet-g12-worker-0", "".join(f"step {n}\n" for n in range(1000)))
+    fake.write_log("maps", "resnet-g12-worker-1", "starting\n")
+
+    replicas = cluster.logs("maps", 12, tail=100)
+
+    assert [(r.replica, r.pod, r.phase) for r in replicas] == [
+        ("worker-0", "resnet-g12-worker-0", "Running"), ("worker-1", "resnet-g12-worker-1", "Running"),
+    ]  # fmt: skip
+    assert len(replicas[0].lines) == 100 and replicas[0].lines[-1] == "step 999"
+    assert replicas[1].lines == ("starting",) and not replicas[1].failed
+    assert [r.replica for r in cluster.logs("maps", 12, replica="worker-1")] == ["worker-1"]
+    assert len(cluster.logs("maps", 12, replica="worker-0", tail=None)[0].lines) == 1000
+
+
+@pytest.mark.parametrize(
+    ("pod", "exit_code", "reason"),
+    [
+        (_replica_pod(0, {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}, phase="Failed"), 137, "OOMKilled"),
+        (_replica_pod(0, {"terminated": {"exitCode": 1, "reason": "Error", "message": "boom"}}, phase="Failed"), 1, "Error"),
+        (_replica_pod(0, {"running": {}}, last={"exitCode": 137, "reason": "OOMKilled"}), 137, "OOMKilled"),
+        (_replica_pod(0, {"waiting": {"reason": "ImagePullBackOff"}}, phase="Pending"), None, "ImagePullBackOff"),
+        (_replica_pod(0, {}, phase="Failed", reason="Evicted", message="The node was low on resource: memory."),
+         None, "Evicted"),
+    ],
+    ids=["a worker killed for memory", "a worker that raised", "a worker restarted after an OOM kill",
+         "an image that cannot be pulled", "an evicted pod"],
+)
+def test_it_reads_why_a_replica_failed(fake, cluster, pod, exit_code, reason):
+    fake.add(pod)
+    fake.write_log("maps", "resnet-g12-worker-0", "Traceback (most recent call last):\n")
+    (replica,) = cluster.logs("maps", 12)
+    assert (replica.exit_code, replica.reason, replica.failed) == (exit_code, reason, True)
+    assert replica.explanation
+
+
+def test_a_container_that_has_not_started_has_no_lines(fake, cluster):
+    fake.add(_replica_pod(0, {"waiting": {"reason": "ContainerCreating"}}, phase="Pending"))
+    (replica,) = cluster.logs("maps", 12)
+    assert replica.lines == () and not replica.failed
+
+
+def test_the_failing_replica_is_the_first_to_stop(fake, cluster):
+    from scheduling.cluster.base import failing_replica
+
+    fake.add(_replica_pod(0, {"terminated": {"exitCode": 143, "reason": "Error",
+                                             "finishedAt": "2026-12-03T10:00:05Z"}}, phase="Failed"))  # fmt: skip
+    fake.add(_replica_pod(1, {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                             "finishedAt": "2026-12-03T10:00:01Z"}}, phase="Failed"))  # fmt: skip
+    assert failing_replica(cluster.logs("maps", 12)).replica == "worker-1"
+
+
+def test_a_log_read_that_keeps_failing_makes_the_cluster_unavailable(fake, cluster):
+    fake.add(_replica_pod(0, {"running": {}}))
+    fake.fail(503, path="/log$", times=50)
+    with pytest.raises(ClusterUnavailable, match="read log of Pod maps/resnet-g12-worker-0"):
+        cluster.logs("maps", 12)
+
+
+def test_a_failed_jobs_message_names_its_failing_replica(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    job = _tfjob(fake)
+    job["status"] = {"conditions": [{"type": "Failed", "status": "True",
+                                     "message": "TFJob maps/resnet-g12 has failed because 1 Worker replica(s) failed."}]}  # fmt: skip
+    fake.add(job)
+    fake.add(_replica_pod(0, {"terminated": {"exitCode": 143, "reason": "Error", "finishedAt": "2026-12-03T10:00:09Z"}},
+                          phase="Failed"))  # fmt: skip
+    fake.add(_replica_pod(1, {"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-12-03T10:00:01Z"}},
+                          phase="Failed"))  # fmt: skip
+
+    [status] = cluster.job_statuses()
+
+    assert status.phase is Phase.FAILED
+    assert status.message == (
+        "Replica worker-1 exited with code 137 (OOMKilled: it used more memory than its limit and was killed). "
+        "TFJob maps/resnet-g12 has failed because 1 Worker replica(s) failed."
+    )

@@ -246,3 +246,37 @@ def test_the_namespace_is_the_team_slug_and_managed_by_gangway():
 )
 def test_quantities_are_written_as_kubernetes_does(resource, amount, expected):
     assert manifests.quantity(resource, amount) == expected
+
+
+def test_it_mounts_claims_config_maps_and_a_memory_backed_shm():
+    from scheduling.cluster.base import VolumeMount
+
+    job = _job(checkpoint_claim="", shm=8 * GiB, volumes=(
+        VolumeMount(source="claim", name="datasets", path="/data", read_only=True),
+        VolumeMount(source="config_map", name="train-config", path="/etc/train", read_only=True),
+    ))  # fmt: skip
+    manifest = manifests.training_job(job)
+    _round_trip(manifest, "KubeflowOrgV1TFJob")
+    spec = _templates(manifest)["Worker"]["spec"]
+    assert spec["volumes"] == [
+        {"name": "claim-0", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}},
+        {"name": "config-1", "configMap": {"name": "train-config"}},
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
+    ]
+    assert spec["containers"][0]["volumeMounts"] == [
+        {"name": "claim-0", "mountPath": "/data", "readOnly": True},
+        {"name": "config-1", "mountPath": "/etc/train", "readOnly": True},
+        {"name": "shm", "mountPath": "/dev/shm"},
+    ]
+
+
+def test_pods_use_only_the_volume_types_of_the_restricted_standard():
+    from scheduling.cluster.base import VolumeMount
+
+    job = _job(shm=GiB, volumes=(VolumeMount(source="claim", name="datasets", path="/data"),))
+    for template in _templates(manifests.training_job(job)).values():
+        spec = template["spec"]
+        for volume in spec["volumes"]:
+            assert set(volume) - {"name"} <= set(manifests.VOLUME_TYPES)
+        assert "hostNetwork" not in spec and "hostPID" not in spec and "hostIPC" not in spec
+        assert not (spec["containers"][0].get("securityContext") or {}).get("privileged")

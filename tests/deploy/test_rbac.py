@@ -11,14 +11,15 @@ import re
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, Tenants, TenantTier
+from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, Tenants, TenantTier, VolumeMount
 from scheduling.cluster.kubernetes import KubernetesCluster
 from tests.cluster.fake_apiserver import FakeApiServer
 from tests.deploy.manifests import by_kind, source_objects
 
 GiB = 2**30
 PATH = re.compile(
-    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+(?=/[^/]+))?/(?P<resource>[^/]+)(?:/(?P<name>[^/]+))?$"
+    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+(?=/[^/]+))?/(?P<resource>[^/]+)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>log|status))?$"
 )
 VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -28,6 +29,8 @@ def rbac_check(method: str, path: str) -> tuple[str, str, str]:
     match = PATH.match(path)
     assert match, f"unexpected path {path}"
     group, resource, name = match.group("group") or "", match.group("resource"), match.group("name")
+    if match.group("sub"):
+        resource = f"{resource}/{match.group('sub')}"  # a subresource is granted on its own ("pods/log")
     verb = ("get" if name else "list") if method == "GET" else VERB[method]
     if verb == "delete" and not name:
         verb = "deletecollection"
@@ -51,6 +54,7 @@ def job(kind: str, job_id: int) -> ClusterJob:
         command=("python", "train.py"), args=(), env=(),
         replicas=(ReplicaSpec(role="Worker", count=2, gpu=1, cpu=1000, memory=GiB),),
         tier="standard", grace_period=30, max_runtime=600,
+        volumes=(VolumeMount(source="claim", name="datasets", path="/data", read_only=True),),
     )  # fmt: skip
 
 
@@ -78,7 +82,9 @@ def used() -> set[tuple[str, str, str]]:
             fake.add(obj)
         cluster.sync_tenants(tenants(nominal=6, value=100, weight=2))
         cluster.sync_tenants(tenants(nominal=6, value=200, weight=2))
-        # Jobs of both kinds: created, read back, suspended, resumed, deleted.
+        fake.add({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                  "metadata": {"name": "datasets", "namespace": "maps"}, "spec": {}})  # fmt: skip
+        # Jobs of both kinds, mounting a claim: created, read back, suspended, resumed, deleted.
         for kind, job_id in (("TFJob", 1), ("PyTorchJob", 2)):
             cluster.create_job(job(kind, job_id))
             cluster.suspend_job(job(kind, job_id))
@@ -87,6 +93,11 @@ def used() -> set[tuple[str, str, str]]:
         cluster.nodes()
         cluster.outside_usage()
         cluster.doctor(tenants(nominal=6, value=200, weight=2))
+        cluster.claims("maps")
+        fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-g1-worker-0", "namespace": "maps",
+                  "labels": {"gangway.io/job-id": "1"}}, "spec": {"containers": [{"name": "tensorflow"}]},
+                  "status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})  # fmt: skip
+        cluster.logs("maps", 1)
         cluster.delete_job("maps", "train-g1")
         return {rbac_check(method, path) for method, path in fake.log}
     finally:

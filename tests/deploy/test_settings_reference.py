@@ -9,7 +9,7 @@ from django.core.management import call_command
 from portal.settings_reference import APP, BY_NAME, COMPUTED, SETTINGS, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("portal", "jobs", "scheduling", "tenants")
+PACKAGES = ("portal", "jobs", "scheduling", "tenants", "notifications")
 READERS = {"text", "flag", "integer", "choice", "items"}
 NOT_SETTINGS = {"portal/test_settings.py"}  # the test suite's own defaults
 

@@ -86,3 +86,68 @@ def test_the_spec_round_trips_through_its_data():
 
 def test_quantities_format_back():
     assert (format_cpu(2000), format_cpu(500), format_memory(4 * 1024**3), format_memory(1000)) == ("2", "500m", "4Gi", "1000")
+
+
+# -- volumes and shm ----------------------------------------------------------------------------------------
+
+VOLUMES = [{"claim": "datasets", "path": "/data", "read_only": True}, {"config_map": "train-config", "path": "/etc/train"}]
+
+
+def test_it_accepts_claims_config_maps_and_shm():
+    spec = parse_spec(spec_data(volumes=VOLUMES, shm="16Gi"))
+    assert [(v.source, v.name, v.path, v.read_only) for v in spec.volumes] == [
+        ("claim", "datasets", "/data", True), ("config_map", "train-config", "/etc/train", True),
+    ]  # fmt: skip
+    assert spec.shm == 16 * 1024**3
+    assert spec_to_data(spec)["volumes"] == VOLUMES and spec_to_data(spec)["shm"] == "16Gi"
+
+
+def test_a_claim_is_read_write_unless_asked_otherwise():
+    spec = parse_spec(spec_data(volumes=[{"claim": "scratch", "path": "/scratch"}]))
+    assert spec.volumes[0].read_only is False
+
+
+def test_a_spec_without_volumes_keeps_its_json_shape():
+    assert set(spec_to_data(parse_spec(spec_data()))) == {
+        "team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("volumes", "field", "fragment"),
+    [
+        ("datasets", "volumes", "list of at most 16"),
+        ([{"path": "/data"}], "volumes[0]", "exactly one of claim"),
+        ([{"claim": "a", "config_map": "b", "path": "/data"}], "volumes[0]", "exactly one of claim"),
+        ([{"claim": "Data_Sets", "path": "/data"}], "volumes[0].claim", "Kubernetes object name"),
+        ([{"claim": "datasets"}], "volumes[0].path", "Required"),
+        ([{"claim": "datasets", "path": "data"}], "volumes[0].path", "absolute path"),
+        ([{"claim": "datasets", "path": "/data/../etc"}], "volumes[0].path", "absolute path"),
+        ([{"claim": "datasets", "path": "/"}], "volumes[0].path", "absolute path"),
+        ([{"claim": "datasets", "path": "/dev/shm"}], "volumes[0].path", "ask for its size with shm"),
+        ([{"claim": "datasets", "path": "/checkpoint/x"}], "volumes[0].path", "checkpoint claim"),
+        ([{"claim": "a", "path": "/data"}, {"claim": "b", "path": "/data"}], "volumes[1].path", "Two volumes"),
+        ([{"config_map": "cfg", "path": "/etc/cfg", "read_only": False}], "volumes[0].read_only", "always mounted read-only"),
+        ([{"claim": "datasets", "path": "/data", "read_only": "yes"}], "volumes[0].read_only", "true or false"),
+        ([{"claim": "datasets", "path": "/data", "hostPath": "/"}], "volumes[0].hostPath", "Unknown field"),
+    ],
+    ids=[
+        "volumes must be a list", "a volume names a source", "a volume names one source only",
+        "a claim name is a Kubernetes name", "a volume needs a path", "a path is absolute",
+        "a path has no dot-dot", "the root cannot be mounted over", "dev shm is the shm field's",
+        "the checkpoint directory is the team's", "two volumes never share a path",
+        "a config map is read-only", "read only is a boolean", "a host path is no volume field",
+    ],
+)
+def test_it_refuses_bad_volumes(volumes, field, fragment):
+    errors = errors_of(spec_data(volumes=volumes))
+    assert any(fragment in message for message in errors[field]), errors
+
+
+@pytest.mark.parametrize("shm", ["lots", "-1Gi", "17Ti", "0.5"])
+def test_it_refuses_a_bad_shm(shm):
+    assert "shm" in errors_of(spec_data(shm=shm))
+
+
+def test_a_claim_name_with_a_trailing_newline_is_refused():
+    assert "volumes[0].claim" in errors_of(spec_data(volumes=[{"claim": "datasets\n", "path": "/data"}]))

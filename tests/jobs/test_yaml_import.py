@@ -69,3 +69,63 @@ def test_it_refuses_unsafe_or_malformed_yaml(text, fragment):
     with pytest.raises(SpecError) as error:
         spec_from_yaml(text)
     assert fragment in error.value.errors["yaml"][0]
+
+
+PYTORCHJOB_WITH_VOLUMES = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: bert, namespace: maps}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime
+              resources: {limits: {nvidia.com/gpu: 1, memory: 24Gi}}
+              volumeMounts:
+                - {name: data, mountPath: /data, readOnly: true}
+                - {name: config, mountPath: /etc/train}
+                - {name: dshm, mountPath: /dev/shm}
+                - {name: host, mountPath: /host}
+                - {name: token, mountPath: /var/run/token}
+          volumes:
+            - {name: data, persistentVolumeClaim: {claimName: datasets}}
+            - {name: config, configMap: {name: train-config}}
+            - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}
+            - {name: host, hostPath: {path: /var/lib}}
+            - {name: token, secret: {secretName: other-team-token}}
+"""
+
+
+def test_a_manifests_claims_config_maps_and_shm_become_the_specs():
+    data, unsupported = spec_from_yaml(PYTORCHJOB_WITH_VOLUMES)
+    assert data["volumes"] == [
+        {"claim": "datasets", "path": "/data", "read_only": True},
+        {"config_map": "train-config", "path": "/etc/train"},
+    ]
+    assert data["shm"] == "8Gi"
+    # The pod's 24Gi covered the 8Gi shm; the spec asks for the rest, and Gangway adds the shm back.
+    assert data["replicas"][0]["memory"] == "16Gi"
+    spec = parse_spec(data)
+    assert spec.shm == 8 * 1024**3 and len(spec.volumes) == 2
+
+
+def test_host_paths_and_secrets_are_listed_back_never_mounted():
+    data, unsupported = spec_from_yaml(PYTORCHJOB_WITH_VOLUMES)
+    where = "spec.pytorchReplicaSpecs.Worker.template.spec.volumes"
+    assert any(item.startswith(f"{where}[3] (hostPath") for item in unsupported), unsupported
+    assert any(item.startswith(f"{where}[4] (secret") for item in unsupported), unsupported
+    assert all(volume.get("path") not in ("/host", "/var/run/token") for volume in data["volumes"])
+
+
+def test_a_disk_backed_empty_dir_and_an_unmounted_volume_are_listed():
+    text = PYTORCHJOB_WITH_VOLUMES.replace("{medium: Memory, sizeLimit: 8Gi}", "{}").replace(
+        "- {name: data, mountPath: /data, readOnly: true}", "- {name: config, mountPath: /etc/other}"
+    )
+    data, unsupported = spec_from_yaml(text)
+    assert "shm" not in data
+    assert any("memory-backed emptyDir" in item for item in unsupported)
+    assert "spec.pytorchReplicaSpecs.Worker.template.spec.volumes[0] (not mounted)" in unsupported

@@ -194,3 +194,63 @@ def test_base_configures_htmx_to_swap_422_once(login, owner):
     body = login(owner).get("/jobs/new/").content.decode()
     assert body.count('name="htmx-config"') == 1
     assert '{"code": "422", "swap": true}' in body
+
+
+def test_it_submits_volumes_and_shm(login, owner):
+    data = form_data(volumes="claim datasets /data ro\nconfigmap train-config /etc/train\n", shm="8Gi",
+                     **{"replicas-0-memory": "4Gi"})  # fmt: skip
+    assert login(owner).post("/jobs/new/", data).status_code == 302
+    job = Job.objects.get()
+    assert job.volumes == [{"claim": "datasets", "path": "/data", "read_only": True},
+                           {"config_map": "train-config", "path": "/etc/train"}]  # fmt: skip
+    assert job.shm == 8 * 1024**3 and job.replicas[0]["memory"] == 12 * 1024**3
+
+
+@pytest.mark.parametrize(
+    ("volumes", "fragment"),
+    [("claim datasets", "Line 1: write claim NAME PATH"), ("claim ok /data\nclaim datasets /dev/shm", "Line 2: ")],
+    ids=["a line it cannot read", "a path the spec refuses"],
+)
+def test_a_bad_volume_line_is_marked_by_the_field(login, owner, volumes, fragment):
+    response = login(owner).post("/jobs/new/", form_data(volumes=volumes))
+    body = response.content.decode()
+    assert response.status_code == 422 and 'id="field-volumes"' in body and fragment in body
+    assert not Job.objects.exists()
+
+
+def test_resubmitting_keeps_volumes_and_asks_for_the_memory_without_shm(login, owner):
+    login(owner).post("/jobs/new/", form_data(volumes="claim datasets /data", shm="8Gi", **{"replicas-0-memory": "4Gi"}))
+    body = login(owner).get(f"/jobs/new/?from={Job.objects.get().pk}").content.decode()
+    assert "claim datasets /data</textarea>" in body
+    assert 'name="shm" value="8Gi"' in body and 'name="replicas-0-memory" value="4Gi"' in body
+
+
+def test_the_job_page_shows_volumes_and_shm(login, owner):
+    login(owner).post("/jobs/new/", form_data(volumes="claim datasets /data ro", shm="8Gi", **{"replicas-0-memory": "4Gi"}))
+    body = login(owner).get(f"/jobs/{Job.objects.get().pk}/").content.decode()
+    assert "claim <code>datasets</code> at <code>/data</code>, read-only" in body
+    assert "8 GiB at <code>/dev/shm</code>" in body
+    assert "claimName: datasets" in body and "medium: Memory" in body  # the manifest
+
+
+def test_importing_a_manifest_fills_volumes_and_shm_and_lists_a_host_path(login, owner, htmx):
+    from tests.jobs.test_yaml_import import PYTORCHJOB_WITH_VOLUMES
+
+    body = login(owner).post("/jobs/new/import/", {"yaml": PYTORCHJOB_WITH_VOLUMES, "team": "maps"}, **htmx).content.decode()
+    assert "claim datasets /data ro\nconfigmap train-config /etc/train</textarea>" in body
+    assert 'name="shm" value="8Gi"' in body and 'name="replicas-0-memory" value="16Gi"' in body
+    assert "template.spec.volumes[3] (hostPath" in body
+
+
+def test_the_preview_counts_shm_in_each_replicas_memory(login, owner, cycle):
+    cycle()  # nodes of 512 GiB
+    fits = login(owner).post("/jobs/new/preview/", form_data(shm="500Gi", **{"replicas-0-memory": "8Gi"}))
+    assert "Starts now" in fits.content.decode()
+    too_big = login(owner).post("/jobs/new/preview/", form_data(shm="510Gi", **{"replicas-0-memory": "8Gi"}))
+    assert "Can never run" in too_big.content.decode()
+
+
+def test_the_preview_asks_for_memory_when_shm_has_nothing_to_add_to(login, owner, cycle):
+    cycle()
+    body = login(owner).post("/jobs/new/preview/", form_data(shm="8Gi")).content.decode()
+    assert "Give a memory request: the 8Gi /dev/shm is counted in it" in body

@@ -95,3 +95,20 @@ def test_seed_demo_scales_quotas_with_the_cluster(db):
     run("seed_demo", "--nodes", "8", "--gpus-per-node", "4")
     assert SimNode.objects.count() == 8
     assert sum(Quota.objects.filter(resource="gpu").values_list("nominal", flat=True)) == 32
+
+
+def test_doctor_lists_each_teams_claims(maps, vision, nodes):
+    from scheduling.models import SimClaim
+
+    SimClaim.objects.create(namespace="maps", name="datasets", capacity=2 * 1024**4)
+    out = run("doctor")
+    assert "Claims of team maps: datasets (2 TiB, ReadWriteMany, Bound)." in out
+    assert "Team vision has no PersistentVolumeClaims in namespace vision; its jobs can mount none." in out
+
+
+def test_seed_demo_gives_every_team_a_datasets_claim(db):
+    from scheduling.models import SimClaim
+
+    run("seed_demo")
+    teams = set(Team.objects.values_list("slug", flat=True))
+    assert set(SimClaim.objects.filter(name="datasets").values_list("namespace", flat=True)) == teams

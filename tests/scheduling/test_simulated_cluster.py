@@ -74,3 +74,62 @@ def test_it_follows_the_placement_hint(cluster):
     hinted = ClusterJob(**{f: getattr(hinted, f) for f in hinted.__slots__ if f != "placement"}, placement=("node-02",))
     cluster.create_job(hinted)
     assert {s.job_id: s.nodes for s in cluster.job_statuses()}[2] == ("node-02",)
+
+
+def test_a_job_mounting_a_missing_claim_is_refused_and_creates_nothing(cluster):
+    import dataclasses
+
+    import pytest
+
+    from scheduling.cluster.base import ClusterError, VolumeMount
+    from scheduling.models import SimClaim
+
+    SimClaim.objects.create(namespace="vision", name="datasets")
+    job = dataclasses.replace(a_job(1), volumes=(VolumeMount("claim", "datasets", "/data", True),))
+    with pytest.raises(ClusterError, match="which namespace maps does not have"):
+        cluster.create_job(job)
+    assert SimJob.objects.count() == 0
+    SimClaim.objects.create(namespace="maps", name="datasets")
+    cluster.create_job(job)
+    assert phase(cluster, 1) is Phase.RUNNING
+
+
+def test_a_running_replica_writes_a_line_per_training_step(cluster, clock):
+    cluster.create_job(a_job(1, duration=1000))
+    clock.tick(95)
+    replicas = cluster.logs("maps", 1)
+    assert [r.replica for r in replicas] == ["worker-0", "worker-1"]
+    assert all(r.phase == "Running" and r.exit_code is None and not r.failed for r in replicas)
+    assert "replica worker-0 (1 of 2) started" in replicas[0].lines[0]
+    assert len(replicas[0].lines) == 2 + 9 and "step 9 loss=" in replicas[0].lines[-1]
+    clock.tick(1000)
+    assert len(cluster.logs("maps", 1, tail=20)[0].lines) == 20
+
+
+def test_a_failed_job_has_one_replica_with_a_traceback_and_the_rest_stopped_after_it(cluster, clock):
+    from scheduling.cluster.base import failing_replica
+
+    cluster.create_job(a_job(1, duration=60, fail=True))
+    clock.tick(100)
+    replicas = cluster.logs("maps", 1)
+    failure = failing_replica(replicas)
+    assert (failure.exit_code, failure.reason, failure.phase) == (1, "Error", "Failed")
+    assert "Traceback (most recent call last):" in failure.lines and failure.lines[-1] == failure.message
+    (other,) = [r for r in replicas if r is not failure]
+    assert other.exit_code == 143 and f"replica {failure.replica} failed" in other.lines[-1]
+    status = cluster.job_statuses()[0]
+    assert status.message == f"Replica {failure.replica} exited with code 1 (Error): {failure.message}"
+
+
+def test_the_whole_log_of_a_long_job_stays_within_the_byte_limit(cluster, clock):
+    from scheduling.cluster.base import LOG_LIMIT_BYTES
+
+    cluster.create_job(a_job(1, duration=10**6))
+    clock.tick(10**6 - 1)
+    (replica,) = cluster.logs("maps", 1, replica="worker-1", tail=None)
+    assert sum(len(line) + 1 for line in replica.lines) <= LOG_LIMIT_BYTES
+
+
+def test_a_job_not_started_or_suspended_has_no_pods(cluster, clock):
+    cluster.create_job(a_job(1, workers=3, gpu=8))  # does not fit
+    assert cluster.logs("maps", 1) == [] and cluster.logs("maps", 99) == []

@@ -1,22 +1,38 @@
 from django.core.management.base import BaseCommand
 
 from scheduling.cluster import ClusterUnavailable, get_cluster
+from scheduling.cluster.base import ClaimInfo
 from scheduling.tenants import tenants_from_database
 
 
 class Command(BaseCommand):
-    help = "Check the configured cluster for what Gangway needs; exits 1 when something is wrong."
+    help = "Check the configured cluster for what Gangway needs and list each team's claims; exits 1 when something is wrong."
 
     def handle(self, *args, **options):
+        cluster = get_cluster()
+        tenants = tenants_from_database()
         try:
-            findings = get_cluster().doctor(tenants_from_database())
+            findings = cluster.doctor(tenants)
+            claims = {team.slug: cluster.claims(team.slug) for team in tenants.teams}
         except ClusterUnavailable as error:
             self.stdout.write(f"The cluster could not be reached: {error}. Check KUBECONFIG or the in-cluster "
                               "service account.")  # fmt: skip
             raise SystemExit(1)
+        for slug, found in claims.items():
+            if found:
+                self.stdout.write(f"Claims of team {slug}: {'; '.join(describe(claim) for claim in found)}.")
+            else:
+                self.stdout.write(f"Team {slug} has no PersistentVolumeClaims in namespace {slug}; its jobs can mount none.")
         for finding in findings:
             self.stdout.write(f"- {finding.problem} Fix: {finding.fix}")
         if findings:
             self.stdout.write(f"{len(findings)} problem(s) found.")
             raise SystemExit(1)
         self.stdout.write("All checks passed.")
+
+
+def describe(claim: ClaimInfo) -> str:
+    """ "datasets (1 TiB, ReadWriteMany, Bound)"."""
+    size = f"{claim.capacity / 1024**4:g} TiB" if claim.capacity >= 1024**4 else f"{claim.capacity / 1024**3:g} GiB"
+    details = [size if claim.capacity else "no capacity yet", *claim.access_modes, claim.phase or "unknown phase"]
+    return f"{claim.name} ({', '.join(details)})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -17,7 +18,10 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent
 from jobs.services import job_submit
 from jobs.spec import parse_spec
-from scheduling.models import SimNode
+from scheduling.cluster.manifests import training_job
+from scheduling.cluster.simulated_logs import failure_summary
+from scheduling.models import SimClaim, SimJob, SimNode
+from scheduling.snapshot import to_cluster_job
 from tenants.models import Membership, PriorityTier, Quota, Team
 
 TIERS = [
@@ -50,7 +54,7 @@ JOBS = [
 
 
 class Command(BaseCommand):
-    help = "Create the demo world (simulated nodes, teams, tiers, users admin/lead/engineer, jobs); safe to rerun."
+    help = "Create the demo world (simulated nodes, teams with a datasets claim, tiers, users admin/lead/engineer, jobs); safe to rerun."
 
     def add_arguments(self, parser):
         parser.add_argument("--nodes", type=int, default=4, help="Simulated nodes (default 4).")
@@ -67,6 +71,7 @@ class Command(BaseCommand):
             created += new_tiers
             teams, new_teams = self.seed_teams(nodes * gpus_per_node, tiers)
             created += new_teams
+            created += self.seed_claims(teams)
             created += self.seed_users(password, teams)
             created += self.seed_jobs(teams)
         self.stdout.write(f"Demo world ready ({created} rows created). Log in as admin, lead or engineer "
@@ -109,6 +114,13 @@ class Command(BaseCommand):
             teams[slug] = team
         return teams, made
 
+    def seed_claims(self, teams: dict[str, Team]) -> int:
+        """A `datasets` claim in every team's namespace of the simulated cluster, for jobs to mount."""
+        made = 0
+        for slug in teams:
+            made += SimClaim.objects.get_or_create(namespace=slug, name="datasets", defaults={"capacity": 2 * 1024**4})[1]
+        return made
+
     def seed_users(self, password: str, teams: dict[str, Team]) -> int:
         User = get_user_model()
         made = 0
@@ -140,6 +152,9 @@ class Command(BaseCommand):
                 "command": ["python", "/app/train.py"], "args": ["--epochs", "10"], "tier": tier,
                 "max_runtime": seconds * 3, "simulate": {"duration": seconds, "fail": ended == Job.State.FAILED},
                 "replicas": [{"role": "Worker", "count": workers, "gpu": gpus, "cpu": "4", "memory": "16Gi"}],
+                # PyTorch jobs read the team's datasets claim, with a larger /dev/shm for DataLoader workers.
+                **({"volumes": [{"claim": "datasets", "path": "/data", "read_only": True}], "shm": "8Gi"}
+                   if index % 2 else {}),
             })  # fmt: skip
             owner = User.objects.get(username=owners[slug])
             job, _ = job_submit(team=teams[slug], spec=spec, owner=owner, via="seed_demo", idempotency_key=key)
@@ -149,16 +164,28 @@ class Command(BaseCommand):
         return made
 
     def finish(self, job: Job, state: str, seconds: int) -> None:
-        """Give a seeded job a past: admitted, ran and ended an hour ago (written directly, as history)."""
+        """Give a seeded job a past: admitted on the first node, ran and ended an hour ago (written directly, as history).
+
+        The simulated cluster keeps the ended job too, so its page shows the replicas' logs.
+        """
         end = timezone.now() - timedelta(hours=1)
         start = end - timedelta(seconds=seconds)
+        placement = [SimNode.objects.order_by("name").values_list("name", flat=True).first()] * job.replica_count
         Job.objects.filter(pk=job.pk).update(state=state, admitted_at=start, started_at=start, finished_at=end,
-                                              queued_at=start, reason="", reason_code="")  # fmt: skip
-        word = "Succeeded: Completed." if state == Job.State.SUCCEEDED else "Failed: the training process exited with code 1."
+                                              queued_at=start, reason="", reason_code="", placement=placement)  # fmt: skip
+        job.refresh_from_db()
+        cluster_job = to_cluster_job(job)
+        sim = SimJob(job_id=job.pk, namespace=cluster_job.namespace, name=cluster_job.name, kind=job.kind,
+                     manifest=training_job(cluster_job), created_at=start, started_at=start, duration=seconds,
+                     fail=state == Job.State.FAILED, finished_at=end, succeeded=state == Job.State.SUCCEEDED)  # fmt: skip
+        sim.message = "Completed." if sim.succeeded else failure_summary(sim, settings.SIM_SEED)
+        sim.save()
+        word = "Succeeded" if sim.succeeded else "Failed"
+        JobEvent.objects.filter(job=job, kind=JobEvent.Kind.SUBMITTED).update(at=start)
         for kind, old, new, message, at in (
             (JobEvent.Kind.ADMITTED, "queued", "admitted", "Admitted: all replicas placed at once.", start),
             (JobEvent.Kind.RUNNING, "admitted", "running", "Running: all replicas started.", start),
-            (state, "running", state, word, end),
+            (state, "running", state, f"{word}: {sim.message}", end),
         ):
             event = JobEvent.objects.create(job=job, kind=kind, from_state=old, to_state=new, message=message)
             JobEvent.objects.filter(pk=event.pk).update(at=at)

@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class NotificationsConfig(AppConfig):
+    name = "notifications"
+    verbose_name = "Notifications"
+
+    def ready(self) -> None:
+        from jobs.transitions import job_moved
+        from notifications.receivers import enqueue_on_commit
+
+        job_moved.connect(enqueue_on_commit, dispatch_uid="notifications.enqueue_on_commit")

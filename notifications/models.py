@@ -1,0 +1,102 @@
+"""Who is told what about jobs, and every message sent: e-mail to people, a webhook per team."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from jobs.models import Job, JobEvent
+from tenants.models import Team
+
+# The moments a person may ask to be told about: event kind -> (the flag that asks for it,
+# what happened, in words). One registry, read by the receiver, the services and the forms.
+MOMENTS = {
+    JobEvent.Kind.RUNNING: ("on_start", "started"),
+    JobEvent.Kind.PREEMPTED: ("on_preempt", "was preempted"),
+    JobEvent.Kind.FAILED: ("on_fail", "failed"),
+    JobEvent.Kind.SUCCEEDED: ("on_success", "succeeded"),
+}
+
+
+class Moments(models.Model):
+    """The four moments, as flags; failures are on by default, as people most want those."""
+
+    on_start = models.BooleanField("Starts", default=False)
+    on_preempt = models.BooleanField("Is preempted", default=False)
+    on_fail = models.BooleanField("Fails", default=True)
+    on_success = models.BooleanField("Succeeds", default=False)
+
+    class Meta:
+        abstract = True
+
+    def wants(self, kind: str) -> bool:
+        flag = MOMENTS.get(kind)
+        return bool(flag and getattr(self, flag[0]))
+
+
+class Subscription(Moments):
+    """A person's e-mail for the jobs of one team, or (team empty) for their own jobs in any team."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="subscriptions",
+                             help_text="Empty: the person's own jobs, whatever their team.")  # fmt: skip
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "team"], name="subscription_once_per_team"),
+            models.UniqueConstraint(fields=["user"], condition=Q(team__isnull=True), name="subscription_once_for_own_jobs"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.team or 'own jobs'}"
+
+
+class TeamWebhook(Moments):
+    """A team's Slack-compatible incoming webhook, set by a lead of the team."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="webhook")
+    url = models.URLField(max_length=500)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"webhook of {self.team}"
+
+
+class Delivery(models.Model):
+    """One message about one job event to one target, and how sending it went (every send is recorded)."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        WEBHOOK = "webhook", "Webhook"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENDING = "sending", "Sending"
+        RETRYING = "retrying", "Retrying"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    event = models.ForeignKey(JobEvent, on_delete=models.CASCADE, related_name="deliveries")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    target = models.CharField(max_length=500, help_text="The e-mail address, or the webhook's URL.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                             help_text="The person an e-mail is for.")  # fmt: skip
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            # A retried notify task finds the deliveries it made before instead of sending twice.
+            models.UniqueConstraint(fields=["event", "channel", "target"], name="delivery_once_per_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} to {self.target}: {self.state}"

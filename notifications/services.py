@@ -1,0 +1,159 @@
+"""Who hears about a job event, what they are told, and sending it by e-mail or webhook."""
+
+from __future__ import annotations
+
+import json
+import smtplib
+import urllib.error
+import urllib.request
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from jobs.models import JobEvent
+from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
+from tenants.models import Membership
+
+WEBHOOK_TIMEOUT = 5  # seconds; a slow receiver is retried later, it never holds a worker long
+
+
+class SendFailed(Exception):
+    """Sending did not work; `retry` says whether trying again later may help."""
+
+    def __init__(self, message: str, *, retry: bool):
+        self.retry = retry
+        super().__init__(message)
+
+
+def deliveries_for(event: JobEvent) -> list[Delivery]:
+    """The deliveries an event calls for, made once: a second call returns the same rows.
+
+    E-mail: each member (or staff) subscribed to the job's team for this moment, and the job's
+    owner when subscribed to their own jobs and still in its team, once each, when they have an
+    address. Webhook: the
+    team's, when it asks for this moment. Returns [] for an event nobody can ask about.
+    """
+    if event.kind not in MOMENTS:
+        return []
+    job = event.job
+    flag = MOMENTS[event.kind][0]
+    # Only people who may still see the job: members of its team, and staff.
+    may_see = Q(user__in=Membership.objects.filter(team=job.team_id).values("user")) | Q(user__is_staff=True)
+    subscriptions = (
+        Subscription.objects.filter(**{flag: True})
+        .filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id))
+        .filter(may_see)
+        .select_related("user")
+    )
+    wanted = {}
+    for subscription in subscriptions:
+        if subscription.user.email and subscription.user.is_active:
+            wanted[(Delivery.Channel.EMAIL, subscription.user.email)] = subscription.user
+    webhook = TeamWebhook.objects.filter(team=job.team_id, **{flag: True}).first()
+    if webhook is not None:
+        wanted[(Delivery.Channel.WEBHOOK, webhook.url)] = None
+    deliveries = []
+    for (channel, target), user in wanted.items():
+        try:
+            with transaction.atomic():
+                delivery, _ = Delivery.objects.get_or_create(
+                    event=event, channel=channel, target=target, defaults={"job": job, "user": user}
+                )
+        except IntegrityError:  # a concurrent run of the same task made it first
+            delivery = Delivery.objects.get(event=event, channel=channel, target=target)
+        deliveries.append(delivery)
+    return deliveries
+
+
+def sentence(event: JobEvent) -> str:
+    """ "Job resnet (#12) of team maps failed: Replica worker-0 exited with code 1 (Error): ..." """
+    job = event.job
+    return f"Job {job.name} (#{job.pk}) of team {job.team.slug} {MOMENTS[event.kind][1]}: {event.message}"
+
+
+def job_link(event: JobEvent) -> str:
+    """The job page's address, or "" when PUBLIC_URL is not set."""
+    return f"{settings.PUBLIC_URL}{event.job.get_absolute_url()}" if settings.PUBLIC_URL else ""
+
+
+def send(delivery: Delivery) -> None:
+    """Sends one delivery; raises SendFailed saying whether a retry may help."""
+    event = delivery.event
+    text, link = sentence(event), job_link(event)
+    if delivery.channel == Delivery.Channel.EMAIL:
+        _email(delivery.target, event, text, link)
+    else:
+        _webhook(delivery.target, text, link)
+
+
+def _email(address: str, event: JobEvent, text: str, link: str) -> None:
+    job = event.job
+    subject = f"[Gangway] {job.name} (#{job.pk}) {MOMENTS[event.kind][1]}"
+    body = text + (f"\n\n{link}\n" if link else "\n")
+    try:
+        send_mail(subject, body, None, [address])
+    except smtplib.SMTPRecipientsRefused as error:
+        raise SendFailed(f"The mail server refused {address}: {error}", retry=False) from error
+    except (smtplib.SMTPException, OSError) as error:
+        raise SendFailed(f"Could not send the e-mail: {error}", retry=True) from error
+
+
+def _webhook(url: str, text: str, link: str) -> None:
+    """Posts Slack's incoming-webhook JSON: {"text": ...}, the link in Slack's <url|label> form."""
+    body = {"text": f"{text} <{link}|Open the job>" if link else text, "username": "Gangway"}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": "gangway"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT) as answer:
+            answer.read(1024)
+    except urllib.error.HTTPError as error:
+        retry = error.code == 429 or error.code >= 500
+        raise SendFailed(f"The webhook answered {error.code} {error.reason}.", retry=retry) from error
+    except (urllib.error.URLError, OSError) as error:
+        raise SendFailed(f"Could not reach the webhook: {getattr(error, 'reason', error)}", retry=True) from error
+
+
+def claim(delivery_id: int) -> Delivery | None:
+    """The delivery, claimed for sending with a conditional UPDATE, or None when it is not waiting to be sent.
+
+    Two workers running the same delivery never both send it: the second update matches no row.
+    """
+    claimed = Delivery.objects.filter(
+        pk=delivery_id, state__in=(Delivery.State.PENDING, Delivery.State.RETRYING)
+    ).update(state=Delivery.State.SENDING, attempts=F("attempts") + 1)
+    if claimed != 1:
+        return None
+    return Delivery.objects.select_related("event__job__team").get(pk=delivery_id)
+
+
+def record(delivery: Delivery, *, error: SendFailed | None = None, final: bool = True) -> None:
+    """Writes how sending went: sent, retrying (with the error), or failed."""
+    if error is None:
+        delivery.state, delivery.error, delivery.sent_at = Delivery.State.SENT, "", timezone.now()
+    else:
+        delivery.state = Delivery.State.FAILED if final else Delivery.State.RETRYING
+        delivery.error = str(error)[:2000]
+    delivery.save(update_fields=["state", "error", "sent_at"])
+
+
+def subscriptions_set(*, user, choices: dict) -> None:
+    """Stores a person's choices ({team or None: {flag: bool}}); a scope with nothing chosen is removed."""
+    with transaction.atomic():
+        for team, flags in choices.items():
+            team_id = team.pk if team else None
+            if any(flags.values()):
+                Subscription.objects.update_or_create(user=user, team_id=team_id, defaults=flags)
+            else:
+                Subscription.objects.filter(user=user, team_id=team_id).delete()
+
+
+def webhook_set(*, team, url: str, flags: dict, actor) -> TeamWebhook | None:
+    """Sets the team's webhook (or removes it when `url` is empty); returns it, or None once removed."""
+    if not url:
+        TeamWebhook.objects.filter(team=team).delete()
+        return None
+    webhook, _ = TeamWebhook.objects.update_or_create(team=team, defaults={"url": url, "updated_by": actor, **flags})
+    return webhook

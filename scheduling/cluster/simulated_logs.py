@@ -1,0 +1,153 @@
+"""What the simulated cluster's replicas write: plausible training logs, and a traceback when a job fails.
+
+Nothing is stored: line `i` of a replica's log is a pure function of the job, the
+replica, `i` and the seed, so a tail is computed without the lines before it and
+every read of the same moment gives the same text.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import datetime, timedelta
+
+from scheduling.cluster.base import LOG_LIMIT_BYTES, ReplicaLog
+from scheduling.models import SimJob
+
+STEP = 10  # seconds of training between two lines
+CHECKPOINT_EVERY = 30  # steps
+EPOCH_STEPS = 100
+HEADER = 2  # lines before the first step
+
+EXCEPTIONS = (
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "ValueError: Expected input batch_size (256) to match target batch_size (255).",
+    "FileNotFoundError: [Errno 2] No such file or directory: '/data/shard-00017.tfrecord'",
+    "RuntimeError: NCCL communicator was aborted on rank 1.",
+)
+TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "/app/train.py", line 212, in <module>',
+    "    main()",
+    '  File "/app/train.py", line 198, in main',
+    "    loss = train_step(model, batch, optimizer)",
+    '  File "/app/train.py", line 141, in train_step',
+    "    outputs = model(inputs)",
+    '  File "/usr/local/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl',
+    "    return forward_call(*args, **kwargs)",
+)
+FAILED_EXIT_CODE = 1
+STOPPED_EXIT_CODE = 143  # SIGTERM: the replicas the operator stops once one has failed
+
+
+def replica_names(job: SimJob) -> list[str]:
+    """Returns "worker-0", "worker-1", ... for every replica, in the manifest's order."""
+    spec = job.manifest.get("spec", {})
+    groups = spec.get("tfReplicaSpecs") or spec.get("pytorchReplicaSpecs") or {}
+    return [f"{role.lower()}-{index}" for role, group in groups.items() for index in range(int(group.get("replicas", 1)))]
+
+
+def failing(job: SimJob, seed: int) -> tuple[str, str]:
+    """Returns (the replica that fails, the exception it raises) for a job that fails."""
+    rng = random.Random(seed * 104_729 + job.job_id)
+    names = replica_names(job) or ["worker-0"]
+    return rng.choice(names), rng.choice(EXCEPTIONS)
+
+
+def failure_summary(job: SimJob, seed: int) -> str:
+    """The sentence the job's Failed condition carries: which replica, its exit code, reason and exception."""
+    replica, exception = failing(job, seed)
+    return f"Replica {replica} exited with code {FAILED_EXIT_CODE} (Error): {exception}"
+
+
+def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", tail: int | None) -> list[ReplicaLog]:
+    """Returns each replica's last `tail` lines (all, up to LOG_LIMIT_BYTES, when None) and how it ended.
+
+    A job that has not started, or is suspended, has no pods and so no replicas.
+    """
+    if job.finished_at is None and (job.suspended or job.started_at is None):
+        return []
+    end = job.finished_at or now
+    ran = job.progress + max(0.0, (end - job.started_at).total_seconds()) if job.started_at else job.progress
+    base = (job.started_at or end) - timedelta(seconds=job.progress)
+    culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
+    pods = {name: f"{job.name}-{name}" for name in replica_names(job)}
+    result = []
+    for index, name in enumerate(pods):
+        if replica and name != replica:
+            continue
+        lines = _Log(job, name, index, len(pods), base, int(ran // STEP), seed, culprit, exception)
+        result.append(ReplicaLog(
+            replica=name, pod=pods[name], phase=_phase(job), lines=lines.tail(tail),
+            **_ending(job, name, culprit, exception),
+        ))  # fmt: skip
+    return result
+
+
+def _phase(job: SimJob) -> str:
+    if job.finished_at is None:
+        return "Running"
+    return "Succeeded" if job.succeeded else "Failed"
+
+
+def _ending(job: SimJob, name: str, culprit: str, exception: str) -> dict:
+    if job.finished_at is None:
+        return {}
+    if job.succeeded:
+        return {"exit_code": 0, "reason": "Completed", "finished_at": job.finished_at}
+    if name == culprit:
+        return {"exit_code": FAILED_EXIT_CODE, "reason": "Error", "message": exception, "finished_at": job.finished_at}
+    return {"exit_code": STOPPED_EXIT_CODE, "reason": "Error", "message": f"Stopped after replica {culprit} failed.",
+            "finished_at": job.finished_at + timedelta(seconds=1)}  # fmt: skip
+
+
+class _Log:
+    """One replica's log: a header, a line per training step (a checkpoint every so often), an ending."""
+
+    def __init__(self, job, name, index, count, base, steps, seed, culprit, exception):
+        self.job, self.name, self.index, self.count = job, name, index, count
+        self.base, self.steps, self.seed = base, steps, seed
+        self.ending: tuple[str, ...] = ()
+        if job.finished_at is not None:
+            at = self._at(steps + 1)
+            if job.succeeded:
+                self.ending = (f"{at} INFO train: finished {steps} steps; exiting with code 0",)
+            elif name == culprit:
+                self.ending = (f"{at} ERROR train: step {steps + 1} failed", *TRACEBACK, exception)
+            else:
+                self.ending = (f"{at} WARNING gangway: stopping: replica {culprit} failed",)
+
+    def __len__(self) -> int:
+        return HEADER + self.steps + len(self.ending)
+
+    def tail(self, count: int | None) -> tuple[str, ...]:
+        total = len(self)
+        start = 0 if count is None else max(0, total - count)
+        lines, size = [], 0
+        for number in range(start, total):
+            line = self.line(number)
+            size += len(line) + 1
+            if count is None and size > LOG_LIMIT_BYTES:
+                break  # as the API server's limitBytes: the start of the log
+            lines.append(line)
+        return tuple(lines)
+
+    def line(self, number: int) -> str:
+        if number == 0:
+            return (f"{self._at(0)} INFO gangway: job {self.job.job_id} replica {self.name} ({self.index + 1} of "
+                    f"{self.count}) started")  # fmt: skip
+        if number == 1:
+            return f"{self._at(0)} INFO data: 1281167 training samples, batch size 256 per replica"
+        step = number - HEADER + 1
+        if step <= self.steps:
+            if step % CHECKPOINT_EVERY == 0:
+                return f"{self._at(step)} INFO checkpoint: saved step {step} to /checkpoint/step-{step:06d}.pt"
+            rng = random.Random(f"{self.seed}:{self.job.job_id}:{self.name}:{step}")
+            loss = 2.5 * math.exp(-step / 400) + 0.2 + rng.uniform(-0.05, 0.05)
+            return (f"{self._at(step)} INFO train: epoch {(step - 1) // EPOCH_STEPS + 1} step {step} "
+                    f"loss={loss:.4f} lr={0.1 * 0.97 ** (step // EPOCH_STEPS):.5f} "
+                    f"{int(rng.gauss(820, 25))} samples/s")  # fmt: skip
+        return self.ending[step - self.steps - 1]
+
+    def _at(self, step: int) -> str:
+        return (self.base + timedelta(seconds=step * STEP)).strftime("%Y-%m-%d %H:%M:%S")

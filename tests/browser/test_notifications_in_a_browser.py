@@ -1,0 +1,29 @@
+"""The notification settings in Chromium: choose moments, set a team webhook, see a refusal by its field."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from notifications.models import Subscription, TeamWebhook
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_lead_chooses_moments_and_sets_the_webhook(log_in, lead, maps, settings, shot):
+    settings.WEBHOOK_ALLOW_HTTP = False
+    page = log_in(lead, "/notifications/")
+    page.check("#id_own-on_preempt")
+    page.check("#id_team-maps-on_success")
+    page.click("text=Save >> nth=0")
+    expect(page.locator(".flash, .messages").first).to_contain_text("Saved")
+    assert Subscription.objects.get(user=lead, team=None).on_preempt
+    page.fill("#id_maps-url", "http://hooks.example.com/x")
+    page.click("text=Save the webhook of maps")
+    expect(page.locator("#field-maps-url .field-error")).to_contain_text("Use an https:// URL")
+    shot(page, "notifications-webhook-error")
+    page.fill("#id_maps-url", "https://hooks.example.com/x")
+    page.click("text=Save the webhook of maps")
+    expect(page.locator(".flash, .messages").first).to_contain_text("Webhook of team maps saved")
+    assert TeamWebhook.objects.get(team=maps).on_fail  # failures are on by default
+    shot(page, "notifications")

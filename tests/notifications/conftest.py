@@ -1,0 +1,135 @@
+"""A local SMTP sink and a local webhook receiver, both on loopback and started by the test; tasks run eagerly."""
+
+from __future__ import annotations
+
+import json
+import queue
+import socketserver
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from portal.celery import app
+
+
+class SmtpSink:
+    """Just enough SMTP to take messages: every one received, as (recipients, raw message)."""
+
+    def __init__(self):
+        self.messages: list[tuple[list[str], str]] = []
+        sink = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def reply(self, line: str) -> None:
+                self.wfile.write(line.encode() + b"\r\n")
+
+            def handle(self):
+                self.reply("220 sink ESMTP")
+                recipients: list[str] = []
+                while line := self.rfile.readline().decode(errors="replace"):
+                    verb = line[:4].upper()
+                    if verb in ("EHLO", "HELO"):
+                        self.reply("250 sink")
+                    elif verb == "MAIL":
+                        recipients = []
+                        self.reply("250 OK")
+                    elif verb == "RCPT":
+                        recipients.append(line.split(":", 1)[1].strip().strip("<>"))
+                        self.reply("250 OK")
+                    elif verb == "DATA":
+                        self.reply("354 End data with <CR><LF>.<CR><LF>")
+                        body = []
+                        while (data := self.rfile.readline().decode(errors="replace")) not in (".\r\n", ""):
+                            body.append(data)
+                        sink.messages.append((recipients, "".join(body)))
+                        self.reply("250 OK")
+                    elif verb == "QUIT":
+                        self.reply("221 Bye")
+                        return
+                    else:
+                        self.reply("250 OK")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WebhookReceiver:
+    """Records every JSON body posted; answers the statuses queued with `answer`, then 200."""
+
+    def __init__(self):
+        self.posts: list[dict] = []
+        self.statuses: queue.Queue[int] = queue.Queue()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.posts.append(json.loads(body))
+                code = 200 if receiver.statuses.empty() else receiver.statuses.get()
+                self.send_response(code)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/maps"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def answer(self, *codes: int) -> None:
+        for code in codes:
+            self.statuses.put(code)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def smtp(settings):
+    sink = SmtpSink()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_USE_TLS = "127.0.0.1", sink.port, False
+    settings.DEFAULT_FROM_EMAIL = "gangway@example.com"
+    yield sink
+    sink.stop()
+
+
+@pytest.fixture
+def receiver(settings):
+    hook = WebhookReceiver()
+    settings.WEBHOOK_ALLOW_HTTP = True
+    yield hook
+    hook.stop()
+
+
+@pytest.fixture(autouse=True)
+def eager_tasks(settings):
+    """Tasks run in the caller (retries too, at once): the behaviour under test is the tasks', not the broker's."""
+    settings.PUBLIC_URL = "https://gangway.example.com"
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
+@pytest.fixture
+def login(client):
+    """Log `client` in as a user; returns the client (None logs nobody in)."""
+
+    def _login(user):
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return _login

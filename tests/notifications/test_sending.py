@@ -1,0 +1,170 @@
+"""A job's moments reach the people and webhooks that asked for them, once each, with retries; every send is recorded."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+from kombu.exceptions import OperationalError
+
+from jobs.models import Job
+from jobs.transitions import transition
+from notifications import tasks
+from notifications.models import Delivery, Subscription, TeamWebhook
+
+pytestmark = pytest.mark.django_db
+
+
+def run(job, *moves, capture):
+    """Moves the job through `moves` (state, message), each committed, running what waits for the commit."""
+    with capture(execute=True):
+        for to, message in moves:
+            transition(job, to, message=message)
+
+
+def fail(job, capture, message="Replica worker-0 exited with code 1 (Error): RuntimeError: boom"):
+    run(job, (Job.State.ADMITTED, "Admitted."), (Job.State.RUNNING, "Running."), (Job.State.FAILED, f"Failed: {message}"),
+        capture=capture)  # fmt: skip
+
+
+@pytest.fixture
+def mailed_owner(owner):
+    owner.email = "owner@example.com"
+    owner.save()
+    return owner
+
+
+def test_the_owner_is_emailed_when_their_job_fails(submit, mailed_owner, smtp, django_capture_on_commit_callbacks):
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    job = submit()
+    fail(job, django_capture_on_commit_callbacks)
+
+    ((recipients, message),) = smtp.messages
+    assert recipients == ["owner@example.com"]
+    assert f"Subject: [Gangway] resnet (#{job.pk}) failed" in message
+    assert f"Job resnet (#{job.pk}) of team maps failed: Failed: Replica worker-0 exited with code 1" in message
+    assert f"https://gangway.example.com/jobs/{job.pk}/" in message
+    delivery = Delivery.objects.get()
+    assert (delivery.channel, delivery.state, delivery.attempts, delivery.event.kind) == ("email", "sent", 1, "failed")
+
+
+def test_only_the_moments_asked_for_are_sent(submit, mailed_owner, member, smtp, django_capture_on_commit_callbacks):
+    member.email = "member@example.com"
+    member.save()
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=False, on_start=True)
+    Subscription.objects.create(user=member, team=submit().team, on_fail=False, on_success=True)
+    fail(Job.objects.get(), django_capture_on_commit_callbacks)
+    assert [recipients for recipients, _ in smtp.messages] == [["owner@example.com"]]
+    assert "started" in smtp.messages[0][1]
+
+
+def test_a_team_subscription_stops_when_its_member_leaves(submit, member, smtp, django_capture_on_commit_callbacks):
+    member.email = "member@example.com"
+    member.save()
+    job = submit()
+    Subscription.objects.create(user=member, team=job.team, on_fail=True)
+    member.memberships.all().delete()
+    fail(job, django_capture_on_commit_callbacks)
+    assert smtp.messages == [] and not Delivery.objects.exists()
+
+
+def test_the_team_webhook_gets_slack_json(submit, receiver, django_capture_on_commit_callbacks):
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    fail(job, django_capture_on_commit_callbacks)
+    (post,) = receiver.posts
+    assert post["text"].startswith(f"Job resnet (#{job.pk}) of team maps failed: ")
+    assert post["text"].endswith(f"<https://gangway.example.com/jobs/{job.pk}/|Open the job>")
+    assert Delivery.objects.get().state == "sent"
+
+
+def test_a_webhook_that_fails_for_a_while_is_retried(submit, receiver, django_capture_on_commit_callbacks):
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer(503, 500)
+    fail(job, django_capture_on_commit_callbacks)
+    assert len(receiver.posts) == 3
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts, delivery.error) == ("sent", 3, "")
+
+
+def test_a_webhook_that_refuses_is_recorded_as_failed_without_retries(submit, receiver, django_capture_on_commit_callbacks):
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer(404)
+    fail(job, django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("failed", 1) and "answered 404" in delivery.error
+    assert len(receiver.posts) == 1
+
+
+def test_a_mail_server_that_is_down_is_retried_then_recorded_as_failed(submit, mailed_owner, settings,
+                                                                         django_capture_on_commit_callbacks):  # fmt: skip
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", closed.getsockname()[1]  # nothing listens
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    fail(submit(), django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("failed", tasks.MAX_RETRIES + 1)
+    assert "Could not send the e-mail" in delivery.error
+
+
+def test_a_second_notify_run_sends_nothing_again(submit, mailed_owner, smtp, django_capture_on_commit_callbacks):
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    job = submit()
+    fail(job, django_capture_on_commit_callbacks)
+    event = job.events.get(kind="failed")
+    assert tasks.notify(event.pk) == 0
+    assert len(smtp.messages) == 1 and Delivery.objects.count() == 1
+
+
+def test_a_rolled_back_transition_tells_nobody(submit, mailed_owner, smtp, django_capture_on_commit_callbacks):
+    Subscription.objects.create(user=mailed_owner, team=None, on_start=True)
+    job = submit()
+    with django_capture_on_commit_callbacks(execute=True):
+        with pytest.raises(RuntimeError), transaction.atomic():
+            transition(job, Job.State.ADMITTED, message="Admitted.")
+            raise RuntimeError("the cycle failed after the move")
+    assert smtp.messages == [] and not Delivery.objects.exists()
+
+
+def test_a_broker_that_is_down_never_breaks_a_transition(submit, monkeypatch, django_capture_on_commit_callbacks, caplog):
+    def down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.notify, "apply_async", down)
+    job = submit()
+    run(job, (Job.State.ADMITTED, "Admitted."), (Job.State.RUNNING, "Running."), capture=django_capture_on_commit_callbacks)
+    assert Job.objects.get(pk=job.pk).state == "running"
+    assert "could not enqueue the notifications" in caplog.text
+
+
+def test_events_nobody_can_ask_about_enqueue_nothing(submit, monkeypatch, django_capture_on_commit_callbacks):
+    sent = []
+    monkeypatch.setattr(tasks.notify, "apply_async", lambda *args, **kwargs: sent.append(args))
+    run(submit(), (Job.State.ADMITTED, "Admitted."), (Job.State.CANCELLING, "Cancel."), capture=django_capture_on_commit_callbacks)
+    assert sent == []
+
+
+def test_an_owner_who_left_the_team_hears_nothing_more_of_its_jobs(submit, mailed_owner, smtp,
+                                                                   django_capture_on_commit_callbacks):  # fmt: skip
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    job = submit()
+    mailed_owner.memberships.all().delete()
+    fail(job, django_capture_on_commit_callbacks)
+    assert smtp.messages == []
+
+
+def test_staff_subscribed_to_a_team_hear_of_it_and_each_person_once(submit, mailed_owner, staff, smtp,
+                                                                    django_capture_on_commit_callbacks):  # fmt: skip
+    staff.email = "ops@example.com"
+    staff.save()
+    job = submit()
+    Subscription.objects.create(user=staff, team=job.team, on_fail=True)
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    Subscription.objects.create(user=mailed_owner, team=job.team, on_fail=True)
+    fail(job, django_capture_on_commit_callbacks)
+    assert sorted(recipients[0] for recipients, _ in smtp.messages) == ["ops@example.com", "owner@example.com"]

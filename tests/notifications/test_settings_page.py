@@ -1,0 +1,77 @@
+"""The notification settings page: a person's e-mail choices, a team's webhook (its leads'), what was sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from notifications.models import Delivery, Subscription, TeamWebhook
+
+pytestmark = pytest.mark.django_db
+
+URL = "/notifications/"
+
+
+def webhook_post(url="https://hooks.example.com/T0/B0/x", **flags) -> dict:
+    return {"maps-url": url, **{f"maps-{flag}": "on" for flag, on in flags.items() if on}}
+
+
+@pytest.mark.parametrize("persona, status", [("owner", 200), ("lead", 200), ("outsider", 200), ("staff", 200), (None, 302)])
+def test_access_to_the_page(request, login, persona, status):
+    user = request.getfixturevalue(persona) if persona else None
+    assert login(user).get(URL).status_code == status
+
+
+def test_it_saves_own_and_team_choices(login, owner, maps):
+    response = login(owner).post(URL, {"own-on_fail": "on", "own-on_preempt": "on", "team-maps-on_success": "on"})
+    assert response.status_code == 302
+    own = Subscription.objects.get(user=owner, team=None)
+    team = Subscription.objects.get(user=owner, team=maps)
+    assert (own.on_fail, own.on_preempt, own.on_start, own.on_success) == (True, True, False, False)
+    assert (team.on_fail, team.on_success) == (False, True)
+    body = login(owner).get(URL).content.decode()
+    assert 'name="own-on_fail" id="id_own-on_fail" checked' in body
+
+
+def test_unchecking_everything_removes_the_subscription(login, owner, maps):
+    Subscription.objects.create(user=owner, team=maps, on_fail=True)
+    login(owner).post(URL, {})
+    assert not Subscription.objects.exists()
+
+
+def test_a_person_cannot_subscribe_to_a_team_they_are_not_in(login, outsider, maps):
+    login(outsider).post(URL, {"team-maps-on_fail": "on", "own-on_fail": "on"})
+    assert list(Subscription.objects.values_list("team", flat=True)) == [None]
+
+
+def test_a_lead_sets_and_removes_the_teams_webhook(login, lead, maps):
+    response = login(lead).post("/notifications/webhooks/maps/", webhook_post(on_fail=True, on_preempt=True))
+    assert response.status_code == 302
+    hook = TeamWebhook.objects.get(team=maps)
+    assert (hook.url, hook.on_fail, hook.on_preempt, hook.on_start, hook.updated_by) == (
+        "https://hooks.example.com/T0/B0/x", True, True, False, lead)
+    login(lead).post("/notifications/webhooks/maps/", webhook_post(url=""))
+    assert not TeamWebhook.objects.exists()
+
+
+def test_a_plain_http_webhook_is_refused_unless_allowed(login, lead, maps, settings):
+    settings.WEBHOOK_ALLOW_HTTP = False
+    response = login(lead).post("/notifications/webhooks/maps/", webhook_post(url="http://hooks.example.com/x"))
+    assert response.status_code == 422 and "Use an https:// URL" in response.content.decode()
+    assert not TeamWebhook.objects.exists()
+
+
+@pytest.mark.parametrize("persona, status", [("member", 403), ("outsider", 404), ("staff", 302), ("lead", 302)])
+def test_only_leads_and_staff_set_a_webhook(request, login, maps, persona, status):
+    response = login(request.getfixturevalue(persona)).post("/notifications/webhooks/maps/", webhook_post(on_fail=True))
+    assert response.status_code == status
+    assert TeamWebhook.objects.exists() == (status == 302)
+
+
+def test_the_page_lists_what_was_sent_to_the_person_only(login, owner, outsider, submit):
+    job = submit()
+    event = job.events.get()
+    Delivery.objects.create(event=event, job=job, channel="email", target="owner@example.com", user=owner,
+                            state="failed", attempts=6, error="Could not send the e-mail: refused")  # fmt: skip
+    assert "Could not send the e-mail: refused" in login(owner).get(URL).content.decode()
+    body = login(outsider).get(URL).content.decode()
+    assert "Nothing sent yet" in body and job.name not in body
