@@ -1,4 +1,5 @@
-"""The `gangway` command: submit a job (and wait for it), show its status and logs, cancel it, show the queue.
+"""The `gangway` command: submit a job (and wait for it), show its status and logs, cancel it, show the queue;
+inside a job, report a checkpoint.
 
 Exit codes: 0 success, 1 the job failed, was cancelled or rejected (or the
 server refused for another reason), 2 a usage or validation error, 3 timeout.
@@ -63,7 +64,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     queue = commands.add_parser("queue", parents=[common], help="Show the waiting jobs you can see, in order.")
     queue.add_argument("--team", help="Only this team's jobs.")
+
+    checkpoint = commands.add_parser(
+        "checkpoint", parents=[common],
+        help="From inside a job: report that it just saved a checkpoint (least unsaved work is preempted first).",
+        description="Run by a training script right after it saves a checkpoint. Reads GANGWAY_URL, "
+        "GANGWAY_JOB_ID and GANGWAY_JOB_TOKEN, which Gangway puts in every pod of the job. Exits 0 when "
+        "recorded, 1 when the portal refused or could not be reached (a script may ignore it).",
+    )  # fmt: skip
+    checkpoint.add_argument("--job", type=int, default=_env_int("GANGWAY_JOB_ID"),
+                            help="The job's id (default: $GANGWAY_JOB_ID).")  # fmt: skip
+    checkpoint.add_argument("--job-token", default=os.environ.get("GANGWAY_JOB_TOKEN"),
+                            help="The job's own token (default: $GANGWAY_JOB_TOKEN).")  # fmt: skip
     return parser
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
 
 
 def cmd_submit(client: Client, args) -> int:
@@ -134,7 +152,14 @@ def cmd_queue(client: Client, args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"submit": cmd_submit, "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "queue": cmd_queue}
+def cmd_checkpoint(client: Client, args) -> int:
+    answer = client.request("POST", f"api/v1/jobs/{args.job}/checkpoint/", retry=True).body
+    print(f"Checkpoint of job {answer['job']} recorded at {answer['checkpointed_at']}.")
+    return EXIT_OK
+
+
+COMMANDS = {"submit": cmd_submit, "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "queue": cmd_queue,
+            "checkpoint": cmd_checkpoint}
 
 
 def fail(message: str, code: int) -> int:
@@ -146,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.url:
         return fail("no portal URL: pass --url or set GANGWAY_URL.", EXIT_USAGE)
+    if args.command == "checkpoint":
+        if args.job is None or not args.job_token:
+            return fail("no job: run it inside a Gangway job's pod (GANGWAY_JOB_ID and GANGWAY_JOB_TOKEN), "
+                        "or pass --job and --job-token.", EXIT_USAGE)  # fmt: skip
+        args.token = args.job_token
     if not args.token:
         return fail("no API token: pass --token or set GANGWAY_TOKEN (a lead creates one on the team page).", EXIT_USAGE)
     client = Client(args.url, args.token)

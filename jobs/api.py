@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import re
 
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet, prefetch_related_objects
+from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, generics, status
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
-from jobs import schema_examples as examples
+from jobs import job_tokens, schema_examples as examples
 from jobs.models import Job
 from jobs.parsers import YAML_PARSERS, spec_data_from_document
 from jobs.selectors import in_queue_order, jobs_for, jobs_of_team
@@ -31,7 +36,9 @@ from jobs.serializers import (
     JobSpecSerializer,
     SubmittedJobSerializer,
 )
-from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
+from jobs.services import (
+    IdempotencyConflict, NeverFits, NotRunning, can_cancel, job_cancel, job_checkpoint, job_submit,
+)
 from jobs.spec import SpecError, parse_spec
 from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX
 from scheduling.logs import job_logs
@@ -266,3 +273,61 @@ class QueueView(ApiDefaults, generics.ListAPIView):
 
     def get_queryset(self):
         return in_queue_order(visible_jobs(self.request))
+
+
+class JobTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer gjt_...`: a job token (see `jobs.job_tokens`), checked by the view
+    against the job in its URL. Other tokens are left to no one: this view knows only job tokens."""
+
+    def authenticate(self, request):
+        header = get_authorization_header(request).split()
+        if len(header) != 2 or header[0].lower() != b"bearer" or not header[1].startswith(job_tokens.PREFIX.encode()):
+            raise exceptions.AuthenticationFailed("Send the job's own token: 'Authorization: Bearer $GANGWAY_JOB_TOKEN'.")
+        return (AnonymousUser(), header[1].decode("ascii", "replace"))
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="job"'
+
+
+class JobTokenScheme(OpenApiAuthenticationExtension):
+    """Documents JobTokenAuthentication in the OpenAPI schema as HTTP bearer."""
+
+    target_class = "jobs.api.JobTokenAuthentication"
+    name = "jobToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "gjt_ token",
+                "description": "A running job's own token, GANGWAY_JOB_TOKEN in its pods."}  # fmt: skip
+
+
+class CheckpointSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    checkpointed_at = serializers.DateTimeField()
+
+
+class JobCheckpointView(APIView):
+    """A running job says "I just saved a checkpoint", with the token in its pods."""
+
+    authentication_classes = [JobTokenAuthentication]
+    permission_classes = []
+    throttle_classes = []
+
+    @extend_schema(
+        summary="Report that a running job just saved a checkpoint", tags=["jobs"], request=None,
+        description="Authorised only by the job's own token (GANGWAY_JOB_TOKEN in its pods), for this job alone. "
+        "Preemption takes jobs with the least unsaved work first (R8). `gangway checkpoint` sends it.",
+        responses={200: CheckpointSerializer, 401: OpenApiResponse(examples.ERROR), 403: OpenApiResponse(examples.ERROR),
+                   404: OpenApiResponse(examples.ERROR), 409: OpenApiResponse(examples.ERROR)},
+    )  # fmt: skip
+    def post(self, request, job_id: int):
+        try:
+            job_tokens.verify(request.auth, job_id)
+        except job_tokens.BadJobToken as error:
+            raise exceptions.PermissionDenied(str(error)) from None
+        try:
+            job = job_checkpoint(job_id=job_id, at=timezone.now())
+        except Job.DoesNotExist:
+            raise exceptions.NotFound(f"No job {job_id}.") from None
+        except NotRunning as error:
+            return Response({"detail": str(error)}, status.HTTP_409_CONFLICT)
+        return Response(CheckpointSerializer({"job": job.pk, "checkpointed_at": job.checkpointed_at}).data)

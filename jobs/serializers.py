@@ -38,6 +38,11 @@ class VolumeSerializer(serializers.Serializer):
         return dict(volume)  # stored in the spec's shape already
 
 
+class ReservationSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    placement = serializers.DictField(child=serializers.IntegerField(), help_text="Node -> replicas.")
+
+
 class JobSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     web_url = serializers.SerializerMethodField()
@@ -59,6 +64,11 @@ class JobSerializer(serializers.ModelSerializer):
     reason = serializers.CharField(read_only=True, help_text="Why it waits, or what happened last, in one sentence.")
     volumes = VolumeSerializer(many=True, read_only=True)
     shm = serializers.SerializerMethodField(help_text="Size of the memory-backed /dev/shm; empty for the default.")
+    reservation = ReservationSerializer(read_only=True, allow_null=True, help_text=(
+        "Room reserved for it while it starves (R4): when it starts and how many replicas on each node; null "
+        "when it holds none."))  # fmt: skip
+    checkpointed_at = serializers.DateTimeField(read_only=True, allow_null=True,
+                                                help_text="When its training last reported a saved checkpoint.")
 
     class Meta:
         model = Job
@@ -66,7 +76,8 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "url", "web_url", "team", "name", "kind", "state", "reason", "reason_code", "position",
             "team_position", "eta", "tier", "owner", "submitted_via", "image", "command", "args", "env",
             "replicas", "volumes", "shm", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
-            "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at",
+            "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at", "reservation",
+            "checkpointed_at",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -173,3 +173,20 @@ def _trigger_reconcile() -> None:
     from scheduling.tasks import trigger_reconcile
 
     trigger_reconcile()
+
+
+class NotRunning(Exception):
+    """The job is not admitted or running, so it has no work to checkpoint."""
+
+
+def job_checkpoint(*, job_id: int, at) -> Job:
+    """Record that the job's training just saved a checkpoint (R8: least unsaved work is preempted first).
+
+    Returns the job. Raises Job.DoesNotExist for no such job and NotRunning when it is
+    not admitted or running. A conditional UPDATE, so a job that ended meanwhile is left as it is.
+    """
+    moved = Job.objects.filter(pk=job_id, state__in=Job.ACTIVE_STATES).update(checkpointed_at=at)
+    job = Job.objects.get(pk=job_id)
+    if not moved:
+        raise NotRunning(f"Job {job.name} (#{job.pk}) is {job.state}; only a running job reports checkpoints.")
+    return job

@@ -8,7 +8,7 @@ from rest_framework.decorators import api_view, authentication_classes, permissi
 from rest_framework.exceptions import NotFound
 from rest_framework.routers import SimpleRouter
 
-from jobs.api import JobViewSet, QueueView
+from jobs.api import JobCheckpointView, JobViewSet, QueueView
 from scheduling.api import ClusterView
 from tenants.api import TeamViewSet, UserTokenViewSet
 
@@ -40,6 +40,7 @@ def no_such_endpoint(request, rest=""):
 _docs_csp = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"]})
 
 urlpatterns = [
+    path("v1/jobs/<int:job_id>/checkpoint/", JobCheckpointView.as_view(), name="job-checkpoint"),
     path("v1/", include(router.urls)),
     path("v1/queue/", QueueView.as_view(), name="queue"),
     path("v1/cluster/", ClusterView.as_view(), name="cluster"),

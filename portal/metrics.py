@@ -122,6 +122,16 @@ def _gpus():
         for name in names:
             families[name].add_metric([usage.slug], getattr(usage, name))
     yield from families.values()
+    from scheduling.selectors import reserved_by_node
+
+    reserved = GaugeMetricFamily("gangway_reserved_gpus", "GPUs reserved for starving jobs (R4), per team.",
+                                 labels=["team"])  # fmt: skip
+    per_team: dict[str, int] = {}
+    for held in (held for node in reserved_by_node().values() for held in node):
+        per_team[held.team] = per_team.get(held.team, 0) + held.gpus
+    for team, gpus in sorted(per_team.items()):
+        reserved.add_metric([team], gpus)
+    yield reserved
     nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
     cluster = GaugeMetricFamily("gangway_cluster_gpus", "GPUs of the schedulable nodes, as the last cycle saw them.",
                                 labels=["kind"])  # fmt: skip

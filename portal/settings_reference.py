@@ -122,6 +122,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEFAULT_FROM_EMAIL", "gangway@localhost", "Sender of notification e-mails."),
     Setting("PUBLIC_URL", "", "The portal's address (`https://gangway.example.com`), for links in notifications.",
             shown="none (no links)"),
+    Setting("JOB_TOKEN_MAX_AGE", 2592000, "How long the token a job's pods get (GANGWAY_JOB_TOKEN, to report "
+            "checkpoints) stays valid; pods get GANGWAY_URL and the token only when PUBLIC_URL is set.", unit="s"),
     Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),
     # -- Login and browser security -------------------------------------------------
     Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),

@@ -208,3 +208,31 @@ def node_rows() -> list[NodeRow]:
                 runs[node].append((slug, job_id, name, count))
     nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu")
     return [NodeRow(name, gpu, runs.get(name, []), outside) for name, gpu, outside in nodes]
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """GPUs on one node reserved for a starving job (R4)."""
+
+    team: str
+    job_id: int
+    job_name: str
+    gpus: int
+    start: str  # ISO time
+
+
+def reserved_by_node() -> dict[str, list[Reserved]]:
+    """Each node's GPUs held by reservations of waiting jobs, as the last cycle made them."""
+    reserved: dict[str, list[Reserved]] = defaultdict(list)
+    rows = Job.objects.filter(state=Job.State.QUEUED, reservation__isnull=False).order_by("id").values_list(
+        "team__slug", "id", "name", "replicas", "reservation"
+    )
+    for slug, job_id, name, replicas, held in rows:
+        gpus = [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
+        per_node: dict[str, int] = defaultdict(int)
+        for node, count in zip(held.get("nodes") or (), gpus):
+            per_node[node] += count
+        for node, count in per_node.items():
+            if count:
+                reserved[node].append(Reserved(slug, job_id, name, count, held.get("start", "")))
+    return reserved

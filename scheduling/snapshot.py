@@ -15,6 +15,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db.models import Prefetch
 
+from jobs import job_tokens
 from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
@@ -341,5 +342,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         sim_duration=job.sim_duration,
         sim_fail=job.sim_fail,
         placement=placement or tuple(job.placement),
+        gangway_url=settings.PUBLIC_URL,
+        job_token=job_tokens.issue(job.pk) if settings.PUBLIC_URL else "",
         volumes=volume_mounts(job.volumes), shm=job.shm,
     )

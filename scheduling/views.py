@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -10,6 +11,7 @@ from django.db.models import Count, Max, Sum
 from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.vary import vary_on_headers
@@ -18,7 +20,7 @@ from jobs.models import Job
 from jobs.selectors import queue_for
 from jobs.templatetags.gangway import palette, plural
 from scheduling.models import ClusterNode
-from scheduling.selectors import cluster_summary, node_rows
+from scheduling.selectors import cluster_summary, node_rows, reserved_by_node
 from tenants.selectors import teams_for
 
 QUEUE_PAGE = 50
@@ -78,6 +80,7 @@ def _node_map_html(request, mine: set[str]) -> str:
     """
     colours = palette(request)
     staff = request.user.is_staff
+    reserved = reserved_by_node()
     html = []
     for node in _node_rows():
         cells, left = [], node.gpu
@@ -90,7 +93,15 @@ def _node_map_html(request, mine: set[str]) -> str:
         outside = min(node.outside, left)
         if outside:
             cells.append(f'<span class="outside" title="used outside Gangway">{"<i></i>" * outside}</span>')
-        cells.append('<i class="free"></i>' * (left - outside))
+        free = left - outside
+        for held in reserved.get(node.name, ()):
+            count = min(held.gpus, free)
+            free -= count
+            whose = f"{held.job_name} (#{held.job_id})" if staff or held.team in mine else f"a job of team {held.team}"
+            start = timezone.localtime(datetime.fromisoformat(held.start)).strftime("%H:%M") if held.start else "?"
+            cells.append(f'<span class="reserved" title="{escape(f"Reserved for {whose} from {start}")}">'
+                         f'{"<i></i>" * count}</span>')
+        cells.append('<i class="free"></i>' * free)
         html.append(f'<div class="node" title="{escape(node.name)}: {node.used} of {node.gpu} GPUs in use">'
                     f'<span class="node-name">{escape(node.name)}</span><span class="gpus">{"".join(cells)}</span></div>')
     return mark_safe("".join(html))

@@ -113,6 +113,10 @@ class ClusterJob:
     sim_duration: int | None = None  # simulated adapter only: how long it runs
     sim_fail: bool = False  # simulated adapter only: end in failure
     placement: tuple[str, ...] = ()  # the node the policy chose for each replica (a hint)
+    # Where the job's pods report checkpoints, and the token scoped to that (GANGWAY_URL, GANGWAY_JOB_TOKEN);
+    # empty when the portal's public address is not configured.
+    gangway_url: str = ""
+    job_token: str = ""
     volumes: tuple[VolumeMount, ...] = ()
     shm: int = 0  # bytes of a memory-backed /dev/shm; already part of each replica's memory
 

@@ -136,6 +136,9 @@ def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, la
     env = dict(job.env)
     env["GANGWAY_JOB_ID"] = str(job.job_id)
     env["GANGWAY_ATTEMPT"] = str(job.attempt)
+    if job.gangway_url and job.job_token:
+        env["GANGWAY_URL"] = job.gangway_url
+        env["GANGWAY_JOB_TOKEN"] = job.job_token
     container: dict = {"name": container_name, "image": job.image}
     if job.command:
         container["command"] = list(job.command)

@@ -98,3 +98,17 @@ def test_status_cancel_and_queue(gangway, tmp_path, transactional_db):
 def test_usage_errors_exit_2(gangway, transactional_db, args, env_token, message):
     result = gangway(*args, token=env_token)
     assert result.returncode == 2 and message in result.stderr
+
+
+def test_checkpoint_from_inside_a_job_reports_with_the_pods_token(gangway, submit, transactional_db):
+    from jobs import job_tokens
+    from jobs.models import Job
+
+    job = submit()
+    Job.objects.filter(pk=job.pk).update(state="running")
+    done = gangway("checkpoint", "--job", str(job.pk), "--job-token", job_tokens.issue(job.pk))
+    assert done.returncode == 0, done.stderr
+    assert "recorded" in done.stdout
+    assert Job.objects.get(pk=job.pk).checkpointed_at is not None
+    refused = gangway("checkpoint", "--job", str(job.pk), "--job-token", job_tokens.issue(job.pk + 1))
+    assert refused.returncode == 2 and "not for reporting" in refused.stderr

@@ -76,3 +76,20 @@ def test_running_jobs_carry_their_last_checkpoint_into_the_snapshot(submit, clus
     world = build_world(now=clock(), nodes=cluster.nodes(), outside=[])
     (running,) = world.snapshot.running
     assert running.checkpointed == int(clock().timestamp())
+
+
+def test_reserved_gpus_are_hatched_on_the_node_map_and_counted_in_metrics(submit, client, vision, outsider):
+    from scheduling.models import ClusterNode
+    from django.utils import timezone
+
+    for position, name in enumerate(("node-01", "node-02")):
+        ClusterNode.objects.create(name=name, position=position, gpu=8, seen_at=timezone.now())
+    big = submit(name="big", replicas=BIG)
+    Job.objects.filter(pk=big.pk).update(reservation={
+        "start": timezone.now().isoformat(), "placement": {"node-01": 1, "node-02": 1}, "nodes": ["node-01", "node-02"]})
+    client.force_login(outsider)
+    page = client.get("/").content.decode()
+    assert page.count('class="reserved"') == 2 and "Reserved for a job of team maps" in page
+    assert "big" not in page.split('class="nodes"')[1].split("</section>")[0], "another team's job name stays hidden"
+    metrics = client.get("/metrics").content.decode()
+    assert 'gangway_reserved_gpus{team="maps"} 12.0' in metrics
