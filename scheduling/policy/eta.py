@@ -40,9 +40,10 @@ tier value, so its starving jobs (R4) are its oldest, a prefix. Hence:
   exactly as the walk would at that job.
 With reservations a line is also one `max_runtime`, since that decides
 whether a job may use reserved room. Once a cycle has *settled* (no job could
-reserve room or use reserved room), a job without room changes nothing: the
-cycle ends when no shape of the queue fits, and passes by a team whose lines
-left all have shapes that found no room.
+reserve room), a job without room changes nothing: the cycle ends when no
+shape of the queue fits, and passes by a team whose lines left all have
+shapes that found no room; while some job could use reserved room, "fits"
+and "no room" are on all room, reserved room included.
 Teams are merged by their first head, so a held team costs one step, and a
 team that would be held at once in every cycle sleeps out of the walk (see
 `_Lines`).
@@ -266,13 +267,19 @@ class _Lines:
         reserved: list[Hold] = []
         no_room: set[int] = set()
         fits: set[int] = set()  # shapes that fit as room is since the last start
+        # The same two, on all room, reserved room included.
+        no_room_at_all: set[int] = set()
+        fits_at_all: set[int] = set()
         live: dict[str, int] = {}  # see _stuck
         latest = max((h.start for h in holds.holds), default=None) if holds else None
         # Could some job use reserved room, its max_runtime ending it in time?
         spare = latest is not None and self.shortest is not None and t + self.shortest <= latest
-        # Once no job could reserve room or use reserved room, a job without
-        # room changes nothing: the walk may pass it, or its team, by.
-        settled = holds is not None and len(holds) >= settings.max_reservations and not spare
+        # Once no job could reserve room, a job without room changes nothing:
+        # the walk may pass it, or its team, by. Which shapes have no room:
+        # on the room left after reservations, or, while some job could use
+        # reserved room, on all room.
+        settled = holds is not None and len(holds) >= settings.max_reservations
+        dead = no_room_at_all if spare else no_room
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
         moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
         # Per team visited this cycle: the next index into its sorted heads and
@@ -313,22 +320,33 @@ class _Lines:
             refusal = quota.refuse(team, demand.total, not self.tier[n].preemptible)
             placement = hold = None
             until = t + job.max_runtime if job.max_runtime else None
+            tried = False
             if refusal is None and latest is not None and until is not None and until <= latest:
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
                     self._admit(state, job, n, placement, t, settings, holds, until)
-                    fits.clear()
                 restore()
+                tried = True
             elif refusal is None and self.shape[n] not in no_room:
                 placement = place(state.room, demand)
                 if placement is None:
                     no_room.add(self.shape[n])
-                    if settled and self._nothing_fits(state.room, no_room, fits):
-                        break  # nothing can start, reserve or use reserved room now
                 else:
                     self._admit(state, job, n, placement, t, settings, holds, None)
-                    fits.clear()
+                tried = True
+            if placement is not None:
+                fits.clear()
+                fits_at_all.clear()
+            elif tried and settled:
+                if not spare:
+                    nothing = self._nothing_fits(state.room, no_room, fits)
+                else:
+                    restore = holds.lifted()
+                    nothing = self._nothing_fits(state.room, no_room_at_all, fits_at_all)
+                    restore()
+                if nothing:
+                    break  # nothing can start or reserve room now
             if placement is None and t - job.queued > starvation_after:
                 if refusal is not None:
                     if first:
@@ -346,7 +364,10 @@ class _Lines:
                         reserved.append(hold)
                         latest = max(h.start for h in holds.holds)
                         spare = self.shortest is not None and t + self.shortest <= latest
-                        settled = len(holds) >= settings.max_reservations and not spare
+                        settled = len(holds) >= settings.max_reservations
+                        if dead is not (no_room_at_all if spare else no_room):
+                            dead = no_room_at_all if spare else no_room
+                            live.clear()  # scans resume only while shapes join `dead`
                         fits.clear()
             if placement is not None or hold is not None:
                 if placement is not None:
@@ -357,7 +378,7 @@ class _Lines:
                     heapq.heappush(up, (keys[n][at[n]], n))
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
-            if placement is None and settled and self._stuck(team, heads, c, up, no_room, live):
+            if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
                 continue  # none of the team's jobs left could start, reserve or hold
             if up and (c == len(heads) or up[0] < heads[c]):
                 heapq.heappush(later, (up[0][0], team))
@@ -377,11 +398,11 @@ class _Lines:
                live: dict[str, int]) -> bool:
         """Returns whether every line of a team still to be visited in this
         cycle (sorted heads from `c`, and those risen in the cycle) has a
-        shape that found no room: none of them can start, and with no
-        reservation to make, a team hold among them would hold nothing.
+        shape in `no_room`: none of them can start, and with no reservation
+        to make, a team hold among them would hold nothing.
 
         `live` keeps, per team, where the last scan found a shape with room:
-        shapes only ever join `no_room` in a cycle, so a scan resumes there."""
+        while shapes only join `no_room`, a scan resumes there."""
         shape = self.shape
         k = max(c, live.get(team, 0))
         while k < len(heads):
