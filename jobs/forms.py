@@ -15,9 +15,10 @@ from django import forms
 
 from jobs.models import Job
 from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
+from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import PriorityTier, Team
 
-MAX_RUNTIME_MINUTES = 30 * 24 * 60
+MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
 ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["Chief", "Master", "PS", "Worker", "Evaluator"].index)
 # "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
 ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
@@ -80,8 +81,8 @@ def _words(text: str) -> list[str]:
 
 class ReplicaForm(forms.Form):
     role = forms.ChoiceField(choices=[(role, role) for role in ALL_ROLES], initial="Worker")
-    count = forms.IntegerField(min_value=1, max_value=1000, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
-    gpu = forms.IntegerField(min_value=0, max_value=64, initial=1, label="GPUs",
+    count = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
+    gpu = forms.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, initial=1, label="GPUs",
                              widget=forms.NumberInput(attrs={"class": "num"}))
     cpu = forms.CharField(required=False, label="CPU", widget=forms.TextInput(attrs={"placeholder": "default"}))
     memory = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "default"}))

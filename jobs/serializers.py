@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from jobs.models import Job, JobEvent
 from jobs.spec import format_cpu, format_memory
+from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 
 
 class ReplicaGroupSerializer(serializers.Serializer):
@@ -114,14 +115,15 @@ class JobEventSerializer(serializers.ModelSerializer):
 
 class ReplicaInputSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["Chief", "Master", "PS", "Worker", "Evaluator"], default="Worker")
-    count = serializers.IntegerField(min_value=1, max_value=1000, default=1)
-    gpu = serializers.IntegerField(min_value=0, max_value=64, default=0)
+    count = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
+    gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, default=0)
     cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "2" or "500m".')
     memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
 
 
 class SimulateSerializer(serializers.Serializer):
-    duration = serializers.IntegerField(min_value=1, required=False, help_text="Seconds it runs (simulated cluster).")
+    duration = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False,
+                                        help_text="Seconds it runs (simulated cluster).")
     fail = serializers.BooleanField(required=False, help_text="End as failed (simulated cluster).")
 
 
@@ -136,7 +138,7 @@ class JobSpecSerializer(serializers.Serializer):
     args = serializers.ListField(child=serializers.CharField(), required=False)
     env = serializers.DictField(child=serializers.CharField(), required=False)
     tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
-    max_runtime = serializers.IntegerField(min_value=1, max_value=30 * 86400, required=False, allow_null=True)
+    max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
     replicas = ReplicaInputSerializer(many=True)
     simulate = SimulateSerializer(required=False)
 

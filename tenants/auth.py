@@ -16,6 +16,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from tenants.inputs import flag
 from tenants.models import ApiToken, Team
 from tenants.tokens import token_for_value, token_touch
 
@@ -81,6 +82,20 @@ def team_scope(request) -> Team | None:
     """The one team a team token acts for, or None for a person (session or user token)."""
     user = request.user
     return user.team if isinstance(user, TeamPrincipal) else None
+
+
+def query_flag(request, name: str) -> bool:
+    """The query parameter `name` read as a flag (False when absent).
+
+    Raises ValidationError ({name: [sentence]}, a 400) for a value that is not a
+    true/false spelling, so a misspelt preview never saves.
+    """
+    if name not in request.query_params:
+        return False
+    try:
+        return flag(request.query_params[name])
+    except ValueError as error:
+        raise exceptions.ValidationError({name: [str(error)]}) from None
 
 
 def request_token(request) -> ApiToken | None:

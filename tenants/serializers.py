@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem
 from tenants.models import ApiToken, PriorityTier, Quota, Resource
 from tenants.tokens import TOKEN_NAME
 
-BIG = 2**62  # within PostgreSQL's bigint, with room for sums
+BIG = max(QUOTA_MAX.values())  # the largest of any resource; each resource's own range is checked in validate_quotas
 
 
 class QuotaSerializer(serializers.ModelSerializer):
@@ -72,7 +73,7 @@ class QuotaLimitsSerializer(serializers.Serializer):
 class QuotaUpdateSerializer(serializers.Serializer):
     """PUT replaces every quota (a resource left out loses its quota); PATCH changes the ones given."""
 
-    weight = serializers.FloatField(min_value=0.01, max_value=1000, required=False)
+    weight = serializers.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX, required=False)
     quotas = serializers.DictField(
         child=QuotaLimitsSerializer(allow_null=True), required=False,
         help_text="Resource (gpu, cpu in millicores, memory in bytes) -> limits, or null to drop its quota.",
@@ -84,6 +85,13 @@ class QuotaUpdateSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 f"Unknown resource {', '.join(unknown)}; the resources are {', '.join(Resource.values)}."
             )
+        problems = {
+            f"{resource}.{limit}": [quota_problem(resource, amount)]
+            for resource, limits in quotas.items() for limit, amount in (limits or {}).items()
+            if quota_problem(resource, amount)
+        }  # fmt: skip
+        if problems:
+            raise serializers.ValidationError(problems)
         return quotas
 
     def validate(self, attrs):
