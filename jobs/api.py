@@ -15,13 +15,12 @@ from rest_framework import exceptions, generics, status
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
 from jobs import schema_examples as examples
 from jobs.models import Job
-from jobs.parsers import YAML_PARSERS, spec_data_from_document
+from jobs.parsers import YAML_PARSERS, JsonParser, spec_data_from_document
 from jobs.selectors import in_queue_order, jobs_for, jobs_of_team
 from jobs.serializers import JobEventSerializer, JobFilterSerializer, JobSerializer, JobSpecSerializer, SubmittedJobSerializer
 from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
@@ -91,7 +90,7 @@ def check_token_tier(request, team: Team, tier_name: str) -> None:
 class JobViewSet(ApiDefaults, GenericViewSet):
     serializer_class = JobSerializer
     pagination_class = JobPagination
-    parser_classes = [JSONParser, *YAML_PARSERS]
+    parser_classes = [JsonParser, *YAML_PARSERS]
     filter_backends = [OrderingFilter]
     ordering_fields = ["submitted_at", "queued_at", "started_at", "finished_at", "position", "gpu_total", "id"]
     ordering = ["-submitted_at", "-id"]

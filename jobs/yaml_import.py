@@ -2,7 +2,9 @@
 
 A manifest is turned into the job spec, and every field Gangway does not carry
 over is listed back (never silently dropped). Parsing is safe: no custom tags,
-no aliases (the "billion laughs" expansion), and a size limit.
+no aliases (the "billion laughs" expansion), a size limit, and a nesting limit
+checked on the text before parsing (PyYAML recurses once per level and slows
+down with the square of flow nesting).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from decimal import Decimal
 import yaml
 
 from jobs.spec import SpecError
+from tenants.inputs import MAX_YAML_BYTES, yaml_depth_problem
 
-MAX_YAML_BYTES = 256 * 1024
 REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
@@ -31,6 +33,9 @@ def load_yaml(text: str) -> object:
     """The parsed document; raises SpecError for oversized or malformed YAML."""
     if len(text.encode()) > MAX_YAML_BYTES:
         raise SpecError({"yaml": [f"The YAML is larger than {MAX_YAML_BYTES // 1024} KiB."]})
+    problem = yaml_depth_problem(text)
+    if problem:
+        raise SpecError({"yaml": [problem]})
     try:
         documents = [doc for doc in yaml.load_all(text, Loader=_NoAliasLoader) if doc is not None]
     except yaml.YAMLError as error:

@@ -180,6 +180,12 @@ REST_FRAMEWORK.update(
             "tenants.auth.TokenAuthentication",
             "rest_framework.authentication.SessionAuthentication",
         ],
+        # JSON nested deeper than a job needs is refused before parsing (a RecursionError otherwise).
+        "DEFAULT_PARSER_CLASSES": [
+            "jobs.parsers.JsonParser",
+            "rest_framework.parsers.FormParser",
+            "rest_framework.parsers.MultiPartParser",
+        ],
         "DEFAULT_THROTTLE_CLASSES": ["tenants.auth.TokenRateThrottle"],
         "DEFAULT_THROTTLE_RATES": {"token": API_RATE},
         "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
