@@ -57,6 +57,7 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
     """(spec data, unsupported fields) from a kubeflow.org/v1 TFJob or PyTorchJob."""
     unsupported: list[str] = []
     kind = manifest["kind"]
+    _unsupported(unsupported, "", manifest, {"apiVersion", "kind", "metadata", "spec"})
     metadata = _mapping(manifest.get("metadata"), "metadata")
     spec = _mapping(manifest.get("spec"), "spec")
     _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
@@ -134,5 +135,6 @@ def _mapping(value: object, path: str) -> dict:
 
 
 def _unsupported(found: list[str], path: str, data: object, known: set[str]) -> None:
+    """Adds to `found` the path of every key of `data` not in `known` ("" is the top level)."""
     if isinstance(data, dict):
-        found.extend(f"{path}.{key}" for key in data if key not in known)
+        found.extend(f"{path}.{key}" if path else str(key) for key in data if key not in known)
