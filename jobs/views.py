@@ -18,6 +18,7 @@ from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import IdempotencyConflict, NeverFits, can_cancel, job_cancel, job_submit
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
+from tenants.auth import rate_limited
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
@@ -66,6 +67,7 @@ def _render_form(request, context: dict, status: int = 200):
 
 
 @login_required
+@rate_limited
 @vary_on_headers("HX-Request")
 def submit(request):
     """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form."""
@@ -111,6 +113,7 @@ def _submit_spec(request, form, formset, spec) -> Job | None:
 
 
 @login_required
+@rate_limited
 @require_POST
 def preview(request):
     """The live fit preview: where the job in the form would stand if submitted now (the admission policy)."""
@@ -128,6 +131,7 @@ def preview(request):
 
 
 @login_required
+@rate_limited
 @require_POST
 def import_yaml(request):
     """Fill the form from a pasted TFJob / PyTorchJob manifest (or a Gangway spec), listing what was not carried over."""

@@ -171,9 +171,12 @@ REST_FRAMEWORK = {
 # with a WWW-Authenticate challenge; the session serves the browser's own calls.
 INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
 API_RATE = env.text("API_RATE", "600/min")
-_count, _, _period = API_RATE.partition("/")
-if not (_count.isdigit() and int(_count) > 0 and _period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
-    raise ImproperlyConfigured(f"API_RATE must look like 600/min (per s, min, hour or day), got {API_RATE!r}.")
+# Posts of the pages that submit or preview (the submit form, fit preview, YAML import, quota editor), per user.
+PAGE_RATE = env.text("PAGE_RATE", "120/min")
+for _name, _rate in (("API_RATE", API_RATE), ("PAGE_RATE", PAGE_RATE)):
+    _count, _, _period = _rate.partition("/")
+    if not (_count.isdigit() and int(_count) > 0 and _period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
+        raise ImproperlyConfigured(f"{_name} must look like 600/min (per s, min, hour or day), got {_rate!r}.")
 REST_FRAMEWORK.update(
     {
         "DEFAULT_AUTHENTICATION_CLASSES": [
