@@ -49,9 +49,15 @@ class JobForm(forms.Form):
         tiers: list[PriorityTier] = list(self.selected_team.tiers.all()) if self.selected_team else []
         default = self.selected_team.default_tier if self.selected_team and self.selected_team.default_tier_id else None
         label = f"Team default ({default.name})" if default else "Team default"
-        self.fields["tier"].choices = [("", label)] + [
+        choices = [("", label)] + [
             (tier.name, f"{tier.name}{'' if tier.preemptible else ' (not preemptible)'}") for tier in tiers
         ]
+        asked = self.data.get("tier") if self.is_bound else self.initial.get("tier")
+        if isinstance(asked, str) and asked and asked not in {tier.name for tier in tiers}:
+            # A tier the team may not use (from an import or a resubmission) stays shown as asked, never
+            # silently replaced by the default: the submission service refuses it by the field, as the API does.
+            choices.append((asked, f"{asked} (not allowed for this team)"))
+        self.fields["tier"].choices = choices
         self.replica_errors: list[str] = []
 
     def clean_command(self):
@@ -189,6 +195,15 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
             rows.append({"role": group.get("role", "Worker"), "count": group.get("count", 1), "gpu": group.get("gpu", 0),
                          "cpu": _quantity(group.get("cpu"), format_cpu), "memory": _quantity(group.get("memory"), format_memory)})
     return initial, rows or [{"role": "Worker", "count": 1, "gpu": 1}]
+
+
+def bound_data(initial: dict, rows: list[dict]) -> dict:
+    """What a post of the form filled with `initial` and `rows` would send (to check an import as a submission)."""
+    data = {key: "" if value is None else str(value) for key, value in initial.items()}
+    data.update({"replicas-TOTAL_FORMS": str(len(rows)), "replicas-INITIAL_FORMS": "0"})
+    for index, row in enumerate(rows):
+        data.update({f"replicas-{index}-{key}": "" if value is None else str(value) for key, value in row.items()})
+    return data
 
 
 def initial_from_job(job: Job) -> tuple[dict, list[dict]]:

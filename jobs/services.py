@@ -50,6 +50,26 @@ def check_spec_for_team(spec: JobSpec, team: Team):
     return tier
 
 
+def job_check(*, team: Team, spec: JobSpec):
+    """The tier the job would get if submitted now; writes nothing.
+
+    Raises SpecError for what the team's settings refuse and NeverFits for a
+    job that can never run: the answers job_submit gives, for the form's YAML
+    import, which fills the form without submitting.
+    """
+    tier = check_spec_for_team(spec, team)
+    _refuse_if_never_fits(team, spec, tier)
+    return tier
+
+
+def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
+    from scheduling.preview import rejection_for  # the policy decides R10
+
+    rejection = rejection_for(team=team, spec=spec, tier=tier)
+    if rejection is not None:
+        raise NeverFits(rejection.reason, rejection.code)
+
+
 def job_submit(
     *, team: Team, spec: JobSpec, owner=None, via: str = "form", idempotency_key: str = ""
 ) -> tuple[Job, bool]:
@@ -60,17 +80,13 @@ def job_submit(
     refuse, NeverFits for a job that can never run (nothing is written), and
     IdempotencyConflict for a reused key with a different spec.
     """
-    from scheduling.preview import rejection_for  # the policy decides R10
-
     tier = check_spec_for_team(spec, team)
     digest = spec_digest(spec)
     if idempotency_key:
         existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
         if existing is not None:
             return _same_or_conflict(existing, digest), False
-    rejection = rejection_for(team=team, spec=spec, tier=tier)
-    if rejection is not None:
-        raise NeverFits(rejection.reason, rejection.code)
+    _refuse_if_never_fits(team, spec, tier)
     now = timezone.now()
     try:
         with transaction.atomic():
