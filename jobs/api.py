@@ -137,12 +137,12 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         parameters=[
             OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                              description=f"At most {IDEMPOTENCY_KEY_MAX} characters; unique per team."),
-            OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False,
+            OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False, pattern=DNS_LABEL,
                              description="Team slug, when the body does not name it."),
         ],  # fmt: skip
         request={
             "application/json": JobSpecSerializer,
-            "application/yaml": {"type": "string", "description": "The spec or a manifest, as YAML."},
+            "application/yaml": JobSpecSerializer,
         },
         responses={
             201: SubmittedJobSerializer,

@@ -183,12 +183,9 @@ REST_FRAMEWORK.update(
             "tenants.auth.TokenAuthentication",
             "rest_framework.authentication.SessionAuthentication",
         ],
-        # JSON nested deeper than a job needs is refused before parsing (a RecursionError otherwise).
-        "DEFAULT_PARSER_CLASSES": [
-            "jobs.parsers.JsonParser",
-            "rest_framework.parsers.FormParser",
-            "rest_framework.parsers.MultiPartParser",
-        ],
+        # The API reads JSON (and YAML where a job is submitted); JSON nested deeper than a job needs is
+        # refused before parsing (a RecursionError otherwise). Form posts are the pages' business, not the API's.
+        "DEFAULT_PARSER_CLASSES": ["jobs.parsers.JsonParser"],
         "DEFAULT_THROTTLE_CLASSES": ["tenants.auth.TokenRateThrottle"],
         "DEFAULT_THROTTLE_RATES": {"token": API_RATE},
         "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -221,6 +218,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.models.JobKind", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
+    # Every operation documents the 4xx answers all views share (portal/schema.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.schema.document_error_answers"],
 }
 
 # --- Running it: logs, metrics, static files (see portal/settings_reference.py) ---

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem
@@ -70,11 +71,26 @@ class QuotaLimitsSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field({
+    "type": "object", "propertyNames": {"enum": list(Resource.values)},
+    "additionalProperties": {
+        "type": "object", "nullable": True, "required": ["nominal"],
+        "properties": {
+            "nominal": {"type": "integer", "minimum": 0, "maximum": BIG},
+            "borrowing_limit": {"type": "integer", "minimum": 0, "maximum": BIG, "nullable": True},
+            "lending_limit": {"type": "integer", "minimum": 0, "maximum": BIG, "nullable": True},
+        },
+    },
+})  # fmt: skip
+class QuotasField(serializers.DictField):
+    """Resource -> its limits, or null to drop the resource's quota."""
+
+
 class QuotaUpdateSerializer(serializers.Serializer):
     """PUT replaces every quota (a resource left out loses its quota); PATCH changes the ones given."""
 
     weight = serializers.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX, required=False)
-    quotas = serializers.DictField(
+    quotas = QuotasField(
         child=QuotaLimitsSerializer(allow_null=True), required=False,
         help_text="Resource (gpu, cpu in millicores, memory in bytes) -> limits, or null to drop its quota.",
     )  # fmt: skip
