@@ -14,19 +14,38 @@ from decimal import Decimal
 import yaml
 
 from jobs.spec import SpecError
-from tenants.inputs import MAX_YAML_BYTES, yaml_depth_problem
+from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
 
 REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
 
 
+class _TooDeep(yaml.YAMLError):
+    pass
+
+
 class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader without aliases, and with the nesting limit counted as it composes.
+
+    The check on the text (yaml_depth_problem) catches a deep document in
+    milliseconds but may be misled by quotes in plain scalars; this count is
+    exact, and events are read lazily, so composing stops at the limit.
+    """
+
+    depth = 0
+
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", event.start_mark)
-        return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH + 1:  # the document's root is a node too
+                raise _TooDeep(f"The YAML nests deeper than {MAX_DEPTH} levels; a job spec or manifest needs about fifteen.")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 def load_yaml(text: str) -> object:
@@ -38,6 +57,8 @@ def load_yaml(text: str) -> object:
         raise SpecError({"yaml": [problem]})
     try:
         documents = [doc for doc in yaml.load_all(text, Loader=_NoAliasLoader) if doc is not None]
+    except _TooDeep as error:
+        raise SpecError({"yaml": [str(error)]}) from None
     except yaml.YAMLError as error:
         raise SpecError({"yaml": [f"Not valid YAML: {str(error).splitlines()[0]}"]}) from None
     if len(documents) != 1:

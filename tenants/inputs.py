@@ -34,7 +34,6 @@ MAX_RUNTIME = 30 * 86400  # seconds
 # A job spec nests four deep, a TFJob manifest about fifteen (with a script in a block scalar, a few more):
 # 64 leaves room and still keeps the parsers' recursion and their cost small.
 MAX_DEPTH = 64
-MAX_JSON_BYTES = 512 * 1024  # DATA_UPLOAD_MAX_MEMORY_SIZE
 MAX_YAML_BYTES = 256 * 1024
 
 # -- Flags -------------------------------------------------------------------------
@@ -42,9 +41,13 @@ TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off"})
 
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A string runs to its closing quote or, unterminated, to the end; possessive, so each is read once (an
+# unterminated string full of escaped quotes made a plain pattern retry from every quote: seconds).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.?)*+(?:"|\Z)', re.DOTALL)
 # YAML: quoted scalars and comments may hold brackets that open nothing.
-_YAML_SKIP = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|(?:^|(?<=\s))#[^\n]*", re.DOTALL | re.MULTILINE)
+_YAML_SKIP = re.compile(
+    r"\"(?:[^\"\\]|\\.?)*+(?:\"|\Z)|'(?:[^']|'')*+(?:'|\Z)|(?:^|(?<=\s))#[^\n]*", re.DOTALL | re.MULTILINE
+)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 

@@ -91,3 +91,23 @@ def test_load_yaml_names_the_limit():
     with pytest.raises(SpecError) as error:
         load_yaml("[" * 100 + "]" * 100)
     assert LIMIT in error.value.errors["yaml"][0]
+
+
+def test_a_quote_in_a_plain_scalar_does_not_hide_a_deep_document(api):
+    # The text check reads "it's" as opening a quoted scalar and sees no brackets after it;
+    # the loader's own count (exact, and it stops at the limit) refuses the document.
+    body = "name: it's\nreplicas: " + "[" * 900 + "]" * 900 + "\n"
+    assert yaml_depth_problem(body) == ""
+    started = time.perf_counter()
+    response = api.post("/api/v1/jobs/?team=maps", data=body, content_type="application/yaml")
+    assert time.perf_counter() - started < 1.0
+    assert response.status_code == 400 and LIMIT in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+def test_an_unterminated_string_of_escaped_quotes_is_read_once(api, content_type):
+    body = '{"name": "' + '\\"' * 120_000
+    started = time.perf_counter()
+    response = api.post("/api/v1/jobs/?team=maps", data=body, content_type=content_type)
+    assert time.perf_counter() - started < BUDGET
+    assert response.status_code == 400
