@@ -167,8 +167,8 @@ def _strings(errors: _Errors, path: str, value: object) -> tuple[str, ...]:
     for index, item in enumerate(value):
         if not isinstance(item, str) or len(item) > MAX_STRING:
             errors.add(f"{path}[{index}]", f"Must be a string of at most {MAX_STRING} characters.")
-        elif text_problem(item):
-            errors.add(f"{path}[{index}]", text_problem(item))
+        elif problem := text_problem(item):
+            errors.add(f"{path}[{index}]", problem)
     return tuple(str(item) for item in value)
 
 
@@ -182,8 +182,8 @@ def _env(errors: _Errors, value: object) -> tuple[tuple[str, str], ...]:
             errors.add(f"env.{shown}", "Names are letters, digits and '_', not starting with a digit or GANGWAY_.")
         if not isinstance(item, (str, int, float)) or isinstance(item, bool) or len(str(item)) > MAX_STRING:
             errors.add(f"env.{shown}", f"Values are strings of at most {MAX_STRING} characters.")
-        elif isinstance(item, str) and text_problem(item):
-            errors.add(f"env.{shown}", text_problem(item))
+        elif isinstance(item, str) and (problem := text_problem(item)):
+            errors.add(f"env.{shown}", problem)
     return tuple(sorted((str(name), str(item)) for name, item in value.items()))
 
 

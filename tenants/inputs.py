@@ -8,7 +8,7 @@ fits the column that stores it. Plain Python: the bottom of the import graph.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from itertools import accumulate
 
 # -- Numbers ---------------------------------------------------------------------
@@ -80,14 +80,6 @@ def text_problem(value: str) -> str:
 def finite(value: Decimal) -> bool:
     """True for a number; False for NaN and the infinities, which no limit can be compared with."""
     return isinstance(value, Decimal) and value.is_finite()
-
-
-def whole_in(value: Decimal, low: int, high: int) -> bool:
-    """True when `value` is a finite whole number from `low` to `high`."""
-    try:
-        return finite(value) and low <= value <= high and value == value.to_integral_value()
-    except InvalidOperation:
-        return False
 
 
 def json_depth_problem(text: str) -> str:
