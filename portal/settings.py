@@ -210,6 +210,7 @@ SPECTACULAR_SETTINGS = {
         "the queue and the cluster. Authenticate with `Authorization: Bearer gw_...` (a team or user token)."
     ),
     "VERSION": "1",
+    "OAS_VERSION": "3.1.0",  # JSON Schema in full: propertyNames states the env names the spec accepts
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

@@ -72,15 +72,15 @@ class QuotaLimitsSerializer(serializers.Serializer):
 
 
 @extend_schema_field({
-    "type": "object", "propertyNames": {"enum": list(Resource.values)},
-    "additionalProperties": {
+    "type": "object", "additionalProperties": False,
+    "properties": {resource: {
         "type": "object", "nullable": True, "required": ["nominal"],
         "properties": {
-            "nominal": {"type": "integer", "minimum": 0, "maximum": BIG},
-            "borrowing_limit": {"type": "integer", "minimum": 0, "maximum": BIG, "nullable": True},
-            "lending_limit": {"type": "integer", "minimum": 0, "maximum": BIG, "nullable": True},
+            "nominal": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource]},
+            "borrowing_limit": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource], "nullable": True},
+            "lending_limit": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource], "nullable": True},
         },
-    },
+    } for resource in Resource.values},
 })  # fmt: skip
 class QuotasField(serializers.DictField):
     """Resource -> its limits, or null to drop the resource's quota."""
