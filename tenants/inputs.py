@@ -15,10 +15,10 @@ from itertools import accumulate
 INT32_MAX = 2**31 - 1  # PostgreSQL integer: UsageSample's GPU columns, node GPUs, counts
 
 # A team's quota per resource (nominal, borrowing and lending limits): the most anyone may ask for.
-# GPUs stay within the 32-bit columns the loop records usage in, with room for sums over teams;
-# CPU (millicores) and memory (bytes) within bigint with the same room.
-QUOTA_MAX = {"gpu": 1_000_000, "cpu": 10**12, "memory": 2**60}
-QUOTA_MAX_SHOWN = {"gpu": "1000000 GPUs", "cpu": "1000000000 cores", "memory": "1Ei"}
+# GPUs stay within the 32-bit columns the loop records usage in; CPU (millicores) and memory (bytes)
+# within bigint; a sum over a thousand teams fits too, and every amount is exact as a JSON number.
+QUOTA_MAX = {"gpu": 1_000_000, "cpu": 10**12, "memory": 2**53}
+QUOTA_MAX_SHOWN = {"gpu": "1000000 GPUs", "cpu": "1000000000 cores", "memory": "8Pi"}
 
 # A team's share weight when teams compete for borrowable capacity.
 WEIGHT_MIN, WEIGHT_MAX = 0.01, 1000.0

@@ -137,6 +137,24 @@ def test_the_largest_gpu_quota_accepted_fits_the_usage_columns():
     assert WEIGHT_MAX == 1000
 
 
+def test_every_largest_accepted_number_fits_its_column():
+    """The largest value each input accepts, against the column that stores it (or a sum of them)."""
+    from django.db import connection
+
+    from jobs.models import Job
+    from scheduling.models import UsageSample
+    from tenants import inputs
+
+    def column_max(model, field):
+        return connection.ops.integer_field_range(model._meta.get_field(field).get_internal_type())[1]
+
+    assert inputs.MAX_REPLICAS * inputs.MAX_GPU_PER_REPLICA <= column_max(Job, "gpu_total")
+    assert inputs.MAX_RUNTIME <= column_max(Job, "max_runtime") and inputs.MAX_RUNTIME <= column_max(Job, "sim_duration")
+    assert inputs.QUOTA_MAX["gpu"] <= column_max(UsageSample, "gpu_nominal")
+    for resource, most in inputs.QUOTA_MAX.items():
+        assert most * 1000 <= column_max(Quota, "nominal"), resource  # sums over a thousand teams fit too
+
+
 def test_the_api_accepts_the_maximum_itself(admin):
     body = {"quotas": {"gpu": {"nominal": QUOTA_MAX["gpu"], "borrowing_limit": 0}}}
     assert admin.patch("/api/v1/teams/maps/quota/", body, content_type="application/json").status_code == 200
