@@ -19,14 +19,13 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
 from jobs import job_tokens, schema_examples as examples
 from jobs.models import Job
-from jobs.parsers import YAML_PARSERS, spec_data_from_document
+from jobs.parsers import YAML_PARSERS, JsonParser, spec_data_from_document
 from jobs.selectors import in_queue_order, jobs_for, jobs_of_team
 from jobs.serializers import (
     JobEventSerializer,
@@ -107,7 +106,7 @@ def check_token_tier(request, team: Team, tier_name: str) -> None:
 class JobViewSet(ApiDefaults, GenericViewSet):
     serializer_class = JobSerializer
     pagination_class = JobPagination
-    parser_classes = [JSONParser, *YAML_PARSERS]
+    parser_classes = [JsonParser, *YAML_PARSERS]
     filter_backends = [OrderingFilter]
     ordering_fields = ["submitted_at", "queued_at", "started_at", "finished_at", "position", "gpu_total", "id"]
     ordering = ["-submitted_at", "-id"]
@@ -154,12 +153,12 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         parameters=[
             OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                              description=f"At most {IDEMPOTENCY_KEY_MAX} characters; unique per team."),
-            OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False,
+            OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False, pattern=DNS_LABEL,
                              description="Team slug, when the body does not name it."),
         ],  # fmt: skip
         request={
             "application/json": JobSpecSerializer,
-            "application/yaml": {"type": "string", "description": "The spec or a manifest, as YAML."},
+            "application/yaml": JobSpecSerializer,
         },
         responses={
             201: SubmittedJobSerializer,

@@ -15,9 +15,10 @@ from django import forms
 
 from jobs.models import Job
 from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
+from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import PriorityTier, Team
 
-MAX_RUNTIME_MINUTES = 30 * 24 * 60
+MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
 ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["Chief", "Master", "PS", "Worker", "Evaluator"].index)
 # "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
 ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
@@ -56,9 +57,15 @@ class JobForm(forms.Form):
         tiers: list[PriorityTier] = list(self.selected_team.tiers.all()) if self.selected_team else []
         default = self.selected_team.default_tier if self.selected_team and self.selected_team.default_tier_id else None
         label = f"Team default ({default.name})" if default else "Team default"
-        self.fields["tier"].choices = [("", label)] + [
+        choices = [("", label)] + [
             (tier.name, f"{tier.name}{'' if tier.preemptible else ' (not preemptible)'}") for tier in tiers
         ]
+        asked = self.data.get("tier") if self.is_bound else self.initial.get("tier")
+        if isinstance(asked, str) and asked and asked not in {tier.name for tier in tiers}:
+            # A tier the team may not use (from an import or a resubmission) stays shown as asked, never
+            # silently replaced by the default: the submission service refuses it by the field, as the API does.
+            choices.append((asked, f"{asked} (not allowed for this team)"))
+        self.fields["tier"].choices = choices
         self.replica_errors: list[str] = []
 
     def clean_command(self):
@@ -105,14 +112,17 @@ def _words(text: str) -> list[str]:
 
 class ReplicaForm(forms.Form):
     role = forms.ChoiceField(choices=[(role, role) for role in ALL_ROLES], initial="Worker")
-    count = forms.IntegerField(min_value=1, max_value=1000, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
-    gpu = forms.IntegerField(min_value=0, max_value=64, initial=1, label="GPUs",
+    count = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
+    gpu = forms.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, initial=1, label="GPUs",
                              widget=forms.NumberInput(attrs={"class": "num"}))
     cpu = forms.CharField(required=False, label="CPU", widget=forms.TextInput(attrs={"placeholder": "default"}))
     memory = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "default"}))
 
 
-ReplicaFormSet = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=5)
+# A job has at most one group per role. absolute_max caps how many forms a post may make Django build:
+# without it, replicas-TOTAL_FORMS=100000 built 1,005 forms (seconds of CPU) before saying no.
+ReplicaFormSet = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=len(ALL_ROLES),
+                                       absolute_max=len(ALL_ROLES), validate_max=True)  # fmt: skip
 
 
 def bind(data, *, teams: list[Team]) -> tuple[JobForm, forms.BaseFormSet]:
@@ -219,6 +229,15 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
             rows.append({"role": group.get("role", "Worker"), "count": group.get("count", 1), "gpu": group.get("gpu", 0),
                          "cpu": _quantity(group.get("cpu"), format_cpu), "memory": _quantity(group.get("memory"), format_memory)})
     return initial, rows or [{"role": "Worker", "count": 1, "gpu": 1}]
+
+
+def bound_data(initial: dict, rows: list[dict]) -> dict:
+    """What a post of the form filled with `initial` and `rows` would send (to check an import as a submission)."""
+    data = {key: "" if value is None else str(value) for key, value in initial.items()}
+    data.update({"replicas-TOTAL_FORMS": str(len(rows)), "replicas-INITIAL_FORMS": "0"})
+    for index, row in enumerate(rows):
+        data.update({f"replicas-{index}-{key}": "" if value is None else str(value) for key, value in row.items()})
+    return data
 
 
 def initial_from_job(job: Job) -> tuple[dict, list[dict]]:

@@ -10,7 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from jobs.models import Job, JobEvent
-from jobs.spec import format_cpu, format_memory
+from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING, ROLES, format_cpu, format_memory
+from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 
 
 class ReplicaGroupSerializer(serializers.Serializer):
@@ -140,30 +141,42 @@ class JobEventSerializer(serializers.ModelSerializer):
 
 class ReplicaInputSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["Chief", "Master", "PS", "Worker", "Evaluator"], default="Worker")
-    count = serializers.IntegerField(min_value=1, max_value=1000, default=1)
-    gpu = serializers.IntegerField(min_value=0, max_value=64, default=0)
+    count = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
+    gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, default=0)
     cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "2" or "500m".')
     memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
 
 
 class SimulateSerializer(serializers.Serializer):
-    duration = serializers.IntegerField(min_value=1, required=False, help_text="Seconds it runs (simulated cluster).")
+    duration = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False,
+                                        help_text="Seconds it runs (simulated cluster).")
     fail = serializers.BooleanField(required=False, help_text="End as failed (simulated cluster).")
+
+
+@extend_schema_field({
+    "type": "object", "maxProperties": MAX_LIST,
+    "propertyNames": {"pattern": "^(?!GANGWAY_)" + ENV_NAME_RE.pattern.lstrip("^")},
+    "additionalProperties": {"type": "string", "maxLength": MAX_STRING},
+})  # fmt: skip
+class EnvField(serializers.DictField):
+    """NAME: value pairs; names are letters, digits and '_', not starting with a digit or GANGWAY_."""
 
 
 class JobSpecSerializer(serializers.Serializer):
     """The job spec, documented for the schema; validation itself is `jobs.spec.parse_spec`'s."""
 
-    team = serializers.CharField(required=False, help_text="Team slug; may come from ?team= or a team token instead.")
+    team = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, required=False,
+                                  help_text="Team slug; may come from ?team= or a team token instead.")
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=50)
     kind = serializers.ChoiceField(choices=Job.Kind.choices, default="TFJob")
-    image = serializers.CharField(max_length=500)
+    image = serializers.RegexField(IMAGE_RE.pattern, max_length=500, help_text="An OCI image reference.")
     command = serializers.ListField(child=serializers.CharField(), required=False)
     args = serializers.ListField(child=serializers.CharField(), required=False)
-    env = serializers.DictField(child=serializers.CharField(), required=False)
+    env = EnvField(child=serializers.CharField(), required=False)
     tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
-    max_runtime = serializers.IntegerField(min_value=1, max_value=30 * 86400, required=False, allow_null=True)
-    replicas = ReplicaInputSerializer(many=True)
+    max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
+    replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1,
+                                     max_length=len(ROLES["TFJob"]))  # at most a group per role  # fmt: skip
     volumes = VolumeSerializer(many=True, required=False)
     shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
                                 "added to each replica's memory.")  # fmt: skip

@@ -76,6 +76,26 @@ def counted_spec(spec: JobSpec, team: Team) -> JobSpec:
     return replace(spec, replicas=counted_replicas(spec, default))
 
 
+def job_check(*, team: Team, spec: JobSpec):
+    """The tier the job would get if submitted now; writes nothing.
+
+    Raises SpecError for what the team's settings refuse and NeverFits for a
+    job that can never run: the answers job_submit gives, for the form's YAML
+    import, which fills the form without submitting.
+    """
+    tier = check_spec_for_team(spec, team)
+    _refuse_if_never_fits(team, counted_spec(spec, team), tier)
+    return tier
+
+
+def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
+    from scheduling.preview import rejection_for  # the policy decides R10
+
+    rejection = rejection_for(team=team, spec=spec, tier=tier)
+    if rejection is not None:
+        raise NeverFits(rejection.reason, rejection.code)
+
+
 def job_submit(
     *, team: Team, spec: JobSpec, owner=None, via: str = "form", idempotency_key: str = ""
 ) -> tuple[Job, bool]:
@@ -86,8 +106,6 @@ def job_submit(
     refuse, NeverFits for a job that can never run (nothing is written), and
     IdempotencyConflict for a reused key with a different spec.
     """
-    from scheduling.preview import rejection_for  # the policy decides R10
-
     tier = check_spec_for_team(spec, team)
     counted = counted_spec(spec, team)
     digest = spec_digest(spec)
@@ -95,9 +113,7 @@ def job_submit(
         existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
         if existing is not None:
             return _same_or_conflict(existing, digest), False
-    rejection = rejection_for(team=team, spec=counted, tier=tier)
-    if rejection is not None:
-        raise NeverFits(rejection.reason, rejection.code)
+    _refuse_if_never_fits(team, counted, tier)
     now = timezone.now()
     try:
         with transaction.atomic():

@@ -16,6 +16,16 @@ from decimal import InvalidOperation
 from kubernetes.utils.quantity import parse_quantity
 
 from jobs.volumes import Volume, parse_volumes
+from tenants.inputs import (
+    MAX_CPU_PER_REPLICA,
+    MAX_GPU_PER_REPLICA,
+    MAX_MEMORY_PER_REPLICA,
+    MAX_REPLICAS,
+    MAX_RUNTIME,
+    finite,
+    flag,
+    text_problem,
+)
 from tenants.models import DNS_LABEL
 
 KINDS = ("TFJob", "PyTorchJob")
@@ -29,11 +39,6 @@ FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "ma
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
 
 NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
-MAX_REPLICAS = 1000
-MAX_GPU_PER_REPLICA = 64
-MAX_CPU_PER_REPLICA = 1024_000  # millicores
-MAX_MEMORY_PER_REPLICA = 16 * 1024**4  # 16 TiB
-MAX_RUNTIME = 30 * 86400
 MAX_LIST = 100
 MAX_STRING = 4096
 # An OCI reference: [registry[:port]/]path[:tag][@digest], lowercase path components.
@@ -116,13 +121,13 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
     image = data.get("image")
     if not isinstance(image, str) or not image:
         errors.add("image", "Required: a container image such as tensorflow/tensorflow:2.12.0-gpu.")
-    elif len(image) > 500 or not IMAGE_RE.match(image):
+    elif len(image) > 500 or not IMAGE_RE.fullmatch(image):
         errors.add("image", f"Not a valid image reference: {image[:100]!r}.")
     command = _strings(errors, "command", data.get("command", []))
     args = _strings(errors, "args", data.get("args", []))
     env = _env(errors, data.get("env", {}))
     tier = data.get("tier") or ""
-    if not isinstance(tier, str) or (tier and not re.match(DNS_LABEL, tier)):
+    if not isinstance(tier, str) or (tier and not re.fullmatch(DNS_LABEL, tier)):
         errors.add("tier", f"Must be a tier name, got {tier!r}.")
         tier = ""
     max_runtime = data.get("max_runtime")
@@ -150,7 +155,7 @@ def _label(errors: _Errors, path: str, value: object, limit: int) -> str:
     if not isinstance(value, str) or not value:
         errors.add(path, "Required.")
         return ""
-    if len(value) > limit or not re.match(DNS_LABEL, value):
+    if len(value) > limit or not re.fullmatch(DNS_LABEL, value):
         errors.add(
             path,
             f"Must be at most {limit} lowercase letters, digits or '-', starting and ending with a letter "
@@ -169,6 +174,8 @@ def _strings(errors: _Errors, path: str, value: object) -> tuple[str, ...]:
     for index, item in enumerate(value):
         if not isinstance(item, str) or len(item) > MAX_STRING:
             errors.add(f"{path}[{index}]", f"Must be a string of at most {MAX_STRING} characters.")
+        elif problem := text_problem(item):
+            errors.add(f"{path}[{index}]", problem)
     return tuple(str(item) for item in value)
 
 
@@ -177,10 +184,13 @@ def _env(errors: _Errors, value: object) -> tuple[tuple[str, str], ...]:
         errors.add("env", f"Must be a mapping of at most {MAX_LIST} NAME: value pairs.")
         return ()
     for name, item in value.items():
-        if not isinstance(name, str) or not ENV_NAME_RE.match(name) or name.startswith("GANGWAY_"):
-            errors.add(f"env.{name}", "Names are letters, digits and '_', not starting with a digit or GANGWAY_.")
+        shown = name.encode("unicode_escape").decode()[:80] if isinstance(name, str) else name
+        if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name) or name.startswith("GANGWAY_"):
+            errors.add(f"env.{shown}", "Names are letters, digits and '_', not starting with a digit or GANGWAY_.")
         if not isinstance(item, (str, int, float)) or isinstance(item, bool) or len(str(item)) > MAX_STRING:
-            errors.add(f"env.{name}", f"Values are strings of at most {MAX_STRING} characters.")
+            errors.add(f"env.{shown}", f"Values are strings of at most {MAX_STRING} characters.")
+        elif isinstance(item, str) and (problem := text_problem(item)):
+            errors.add(f"env.{shown}", problem)
     return tuple(sorted((str(name), str(item)) for name, item in value.items()))
 
 
@@ -192,6 +202,9 @@ def _quantity(errors: _Errors, path: str, value: object, *, scale: int, limit: i
         amount = parse_quantity(value) * scale
     except (ValueError, TypeError, InvalidOperation):
         errors.add(path, f"Not a Kubernetes quantity: {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
+        return 0
+    if not finite(amount):
+        errors.add(path, f"Must be a number of {unit}, not {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
         return 0
     if amount < 0 or amount > limit or amount != amount.to_integral_value():
         errors.add(path, f"Must be from 0 to {limit} {unit} in whole {unit}, got {value!r}.")
@@ -262,9 +275,10 @@ def _simulate(errors: _Errors, value: object) -> tuple[int | None, bool]:
     if duration is not None and not _int_in(duration, 1, MAX_RUNTIME):
         errors.add("simulate.duration", f"Must be whole seconds from 1 to {MAX_RUNTIME}, got {duration!r}.")
         duration = None
-    fail = value.get("fail", False)
-    if not isinstance(fail, bool):
-        errors.add("simulate.fail", f"Must be true or false, got {fail!r}.")
+    try:
+        fail = flag(value.get("fail", False))
+    except ValueError as error:
+        errors.add("simulate.fail", str(error))
         fail = False
     return duration, fail
 

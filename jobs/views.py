@@ -16,10 +16,13 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from jobs import forms as job_forms
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
-from jobs.services import IdempotencyConflict, NeverFits, can_cancel, counted_spec, job_cancel, job_submit
+from jobs.services import (
+    IdempotencyConflict, NeverFits, can_cancel, counted_spec, job_cancel, job_check, job_submit,
+)
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
+from tenants.auth import rate_limited
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
@@ -68,6 +71,7 @@ def _render_form(request, context: dict, status: int = 200):
 
 
 @login_required
+@rate_limited
 @vary_on_headers("HX-Request")
 def submit(request):
     """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form."""
@@ -113,6 +117,7 @@ def _submit_spec(request, form, formset, spec) -> Job | None:
 
 
 @login_required
+@rate_limited
 @require_POST
 def preview(request):
     """The live fit preview: where the job in the form would stand if submitted now (the admission policy)."""
@@ -134,9 +139,15 @@ def preview(request):
 
 
 @login_required
+@rate_limited
 @require_POST
 def import_yaml(request):
-    """Fill the form from a pasted TFJob / PyTorchJob manifest (or a Gangway spec), listing what was not carried over."""
+    """Fill the form from a pasted TFJob / PyTorchJob manifest (or a Gangway spec), listing what was not carried over.
+
+    The filled form is checked as a submission would be (the spec, the team's
+    tiers, whether it could ever run): what the API or the CLI would refuse is
+    marked by its field, with the same sentence, and answers 422.
+    """
     teams = _submit_teams(request.user)
     text = request.POST.get("yaml", "")
     try:
@@ -155,9 +166,17 @@ def import_yaml(request):
         if initial["team"]:
             unsupported.append(f"metadata.namespace {initial['team']!r} (not one of your teams; pick a team)")
         initial["team"] = request.POST.get("team", "")
-    form = job_forms.JobForm(initial=initial, teams=teams)
-    formset = job_forms.ReplicaFormSet(prefix="replicas", initial=rows)
-    return _render_form(request, _submit_context(request, form, formset, imported=True, unsupported=unsupported))
+    form, formset = job_forms.bind(job_forms.bound_data(initial, rows), teams=teams)
+    spec = job_forms.validate(form, formset)
+    if spec is not None:
+        try:
+            job_check(team=form.selected_team, spec=spec)
+        except SpecError as error:
+            job_forms.add_spec_errors(form, formset, error.errors)
+        except NeverFits as error:
+            form.add_error(None, f"Can never run: {error.reason}")
+    context = _submit_context(request, form, formset, imported=True, unsupported=unsupported)
+    return _render_form(request, context, status=422 if context["error_count"] or form.non_field_errors() else 200)
 
 
 @login_required

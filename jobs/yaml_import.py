@@ -2,7 +2,9 @@
 
 A manifest is turned into the job spec, and every field Gangway does not carry
 over is listed back (never silently dropped). Parsing is safe: no custom tags,
-no aliases (the "billion laughs" expansion), and a size limit.
+no aliases (the "billion laughs" expansion), a size limit, and a nesting limit
+checked on the text before parsing (PyYAML recurses once per level and slows
+down with the square of flow nesting).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import yaml
 from kubernetes.utils.quantity import parse_quantity
 
 from jobs.spec import SpecError, format_memory
+from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
 
-MAX_YAML_BYTES = 256 * 1024
 REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
@@ -23,20 +25,44 @@ SHM_PATH = "/dev/shm"
 CHECKPOINT_PATH = "/checkpoint"  # where Gangway mounts the team's checkpoint claim: managed, not imported
 
 
+class _TooDeep(yaml.YAMLError):
+    pass
+
+
 class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader without aliases, and with the nesting limit counted as it composes.
+
+    The check on the text (yaml_depth_problem) catches a deep document in
+    milliseconds but may be misled by quotes in plain scalars; this count is
+    exact, and events are read lazily, so composing stops at the limit.
+    """
+
+    depth = 0
+
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", event.start_mark)
-        return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH + 1:  # the document's root is a node too
+                raise _TooDeep(f"The YAML nests deeper than {MAX_DEPTH} levels; a job spec or manifest needs about fifteen.")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 def load_yaml(text: str) -> object:
     """The parsed document; raises SpecError for oversized or malformed YAML."""
     if len(text.encode()) > MAX_YAML_BYTES:
         raise SpecError({"yaml": [f"The YAML is larger than {MAX_YAML_BYTES // 1024} KiB."]})
+    problem = yaml_depth_problem(text)
+    if problem:
+        raise SpecError({"yaml": [problem]})
     try:
         documents = [doc for doc in yaml.load_all(text, Loader=_NoAliasLoader) if doc is not None]
+    except _TooDeep as error:
+        raise SpecError({"yaml": [str(error)]}) from None
     except yaml.YAMLError as error:
         raise SpecError({"yaml": [f"Not valid YAML: {str(error).splitlines()[0]}"]}) from None
     if len(documents) != 1:
@@ -56,6 +82,7 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
     """(spec data, unsupported fields) from a kubeflow.org/v1 TFJob or PyTorchJob."""
     unsupported: list[str] = []
     kind = manifest["kind"]
+    _unsupported(unsupported, "", manifest, {"apiVersion", "kind", "metadata", "spec"})
     metadata = _mapping(manifest.get("metadata"), "metadata")
     spec = _mapping(manifest.get("spec"), "spec")
     _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
@@ -213,5 +240,6 @@ def _mapping(value: object, path: str) -> dict:
 
 
 def _unsupported(found: list[str], path: str, data: object, known: set[str]) -> None:
+    """Adds to `found` the path of every key of `data` not in `known` ("" is the top level)."""
     if isinstance(data, dict):
-        found.extend(f"{path}.{key}" for key in data if key not in known)
+        found.extend(f"{path}.{key}" if path else str(key) for key in data if key not in known)

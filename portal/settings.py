@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.refuse_unstorable_urls",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -192,15 +193,21 @@ REST_FRAMEWORK = {
 # with a WWW-Authenticate challenge; the session serves the browser's own calls.
 INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
 API_RATE = env.text("API_RATE", "600/min")
-_count, _, _period = API_RATE.partition("/")
-if not (_count.isdigit() and int(_count) > 0 and _period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
-    raise ImproperlyConfigured(f"API_RATE must look like 600/min (per s, min, hour or day), got {API_RATE!r}.")
+# Posts of the pages that submit or preview (the submit form, fit preview, YAML import, quota editor), per user.
+PAGE_RATE = env.text("PAGE_RATE", "120/min")
+for _name, _rate in (("API_RATE", API_RATE), ("PAGE_RATE", PAGE_RATE)):
+    _count, _, _period = _rate.partition("/")
+    if not (_count.isdigit() and int(_count) > 0 and _period in ("s", "sec", "m", "min", "h", "hour", "d", "day")):
+        raise ImproperlyConfigured(f"{_name} must look like 600/min (per s, min, hour or day), got {_rate!r}.")
 REST_FRAMEWORK.update(
     {
         "DEFAULT_AUTHENTICATION_CLASSES": [
             "tenants.auth.TokenAuthentication",
             "rest_framework.authentication.SessionAuthentication",
         ],
+        # The API reads JSON (and YAML where a job is submitted); JSON nested deeper than a job needs is
+        # refused before parsing (a RecursionError otherwise). Form posts are the pages' business, not the API's.
+        "DEFAULT_PARSER_CLASSES": ["jobs.parsers.JsonParser"],
         "DEFAULT_THROTTLE_CLASSES": ["tenants.auth.TokenRateThrottle"],
         "DEFAULT_THROTTLE_RATES": {"token": API_RATE},
         "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -225,6 +232,7 @@ SPECTACULAR_SETTINGS = {
         "the queue and the cluster. Authenticate with `Authorization: Bearer gw_...` (a team or user token)."
     ),
     "VERSION": "1",
+    "OAS_VERSION": "3.1.0",  # JSON Schema in full: propertyNames states the env names the spec accepts
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -233,6 +241,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.models.JobKind", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
+    # Every operation documents the 4xx answers all views share (portal/schema.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.schema.document_error_answers"],
 }
 
 # --- Running it: logs, metrics, static files (see portal/settings_reference.py) ---

@@ -70,6 +70,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("REDIS_URL", COMPUTED, "Redis for counters every web process shares (API throttling).",
             shown="the broker when it is Redis", secret=True),
     Setting("API_RATE", "600/min", "Requests per API token, per second, minute, hour or day."),
+    Setting("PAGE_RATE", "120/min", "Posts per signed-in user to the pages that submit or preview (the submit form, "
+            "its fit preview and YAML import, the quota editor)."),
     # -- Scheduling ----------------------------------------------------------------
     Setting("CLUSTER_BACKEND", "simulated", "`simulated` or `kubernetes` (in-cluster service account or `KUBECONFIG`)."),
     Setting("KUBECONFIG", COMPUTED, "Kubeconfig file used with the Kubernetes backend outside a cluster.",

@@ -6,7 +6,16 @@ change answers 403. Team tokens read their own team and manage nothing.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+import re
+
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import exceptions, mixins, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -15,8 +24,8 @@ from rest_framework.viewsets import GenericViewSet
 from jobs.schema_examples import ERROR
 from scheduling.preview import quota_what_if
 from scheduling.selectors import team_usage
-from tenants.auth import ApiDefaults, TeamPrincipal, team_scope
-from tenants.models import Membership, Team
+from tenants.auth import ApiDefaults, TeamPrincipal, query_flag, team_scope
+from tenants.models import DNS_LABEL, Membership, Team
 from tenants.selectors import teams_for
 from tenants.serializers import (
     QuotaUpdateSerializer,
@@ -51,6 +60,10 @@ TOKEN_EXAMPLE = OpenApiExample(
            "token": "gw_Xy12ab3...(43 characters)"},
 )  # fmt: skip
 
+QUOTA_ANSWER = PolymorphicProxySerializer(
+    component_name="QuotaAnswer", serializers=[TeamSerializer, QuotaWhatIfSerializer], resource_type_field_name=None
+)
+
 
 def _is_id(value: str) -> bool:
     return value.isascii() and value.isdigit() and len(value) < 19
@@ -84,9 +97,11 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return visible_teams(self.request)
 
     def get_object(self) -> Team:
-        team = self.get_queryset().filter(slug=self.kwargs["slug"]).first()
+        slug = self.kwargs["slug"]
+        # A slug that is not a DNS label names no team; checked first, since PostgreSQL refuses NUL in a query.
+        team = self.get_queryset().filter(slug=slug).first() if len(slug) <= 63 and re.fullmatch(DNS_LABEL, slug) else None
         if team is None:
-            raise exceptions.NotFound(f"No team {self.kwargs['slug']!r} among the teams you can see.")
+            raise exceptions.NotFound(f"No team {slug[:80]!r} among the teams you can see.")
         return team
 
     def get_serializer_context(self):
@@ -101,13 +116,15 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @extend_schema(
         summary="Change a team's quotas (staff)", tags=["teams"],
         description="PUT replaces every quota (a resource left out loses its quota); PATCH changes only the "
-        "resources given. With `?dry_run=1` nothing is saved: the answer is the what-if, which jobs would be "
-        "preempted, start, or could never fit.",
+        "resources given. With `?dry_run=true` nothing is saved: the answer is the what-if, which jobs would be "
+        "preempted, start, or could never fit. `dry_run` takes true/false, 1/0, yes/no or on/off; anything else "
+        "is a 400, so a misspelt preview never saves.",
         parameters=[OpenApiParameter("dry_run", bool, OpenApiParameter.QUERY, required=False,
-                                     description="1 to preview the change instead of saving it.")],
+                                     description="true to preview the change instead of saving it.")],
         request=QuotaUpdateSerializer,
-        responses={200: OpenApiResponse(TeamSerializer, description="Saved (or, with dry_run, a QuotaWhatIf)."),
-                   400: OpenApiResponse(ERROR), 403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR)},
+        responses={200: OpenApiResponse(QUOTA_ANSWER, description="The team as saved; with dry_run, the what-if."),
+                   400: OpenApiResponse(ERROR, description="A bad dry_run, resource or amount (field dict)."),
+                   403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR)},
         examples=[
             OpenApiExample("Raise nominal, cap borrowing", request_only=True,
                            value={"quotas": {"gpu": {"nominal": 12, "borrowing_limit": 4, "lending_limit": None}}}),
@@ -122,12 +139,13 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         team = self.get_object()
         if not request.user.is_staff:
             raise exceptions.PermissionDenied("Only admins (staff) change quotas; ask one, or preview with the portal.")
+        dry_run = query_flag(request, "dry_run")
         update = QuotaUpdateSerializer(data=request.data, partial=request.method == "PATCH")
         update.is_valid(raise_exception=True)
         quotas = dict(update.validated_data.get("quotas", {}))
         if request.method == "PUT":
             quotas = {**{q.resource: None for q in team.quotas.all()}, **quotas}
-        if request.query_params.get("dry_run") in ("1", "true", "yes"):
+        if dry_run:
             result = quota_what_if(team=team, quotas=quotas)
             return Response(QuotaWhatIfSerializer(what_if_data(result)).data)
         quota_update(team=team, quotas=quotas, weight=update.validated_data.get("weight"), actor=request.user)

@@ -1,4 +1,7 @@
-"""REST API authentication by bearer token, the principal a team token acts as, and per-token throttling.
+"""REST API authentication by bearer token, the principal a team token acts as, and throttling.
+
+Throttling: per token in the API, and per user on the pages that submit or
+preview (`rate_limited`), with one sliding window in the throttle cache.
 
 `Authorization: Bearer gw_...` (or `Token gw_...`). A user token authenticates
 as its user; a team token as a `TeamPrincipal`, which belongs to no team
@@ -8,14 +11,18 @@ membership table and is never staff: views scope it to its team through
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.conf import settings
 from django.core.cache import caches
+from django.shortcuts import render
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from tenants.inputs import flag
 from tenants.models import ApiToken, Team
 from tenants.tokens import token_for_value, token_touch
 
@@ -81,6 +88,20 @@ def team_scope(request) -> Team | None:
     """The one team a team token acts for, or None for a person (session or user token)."""
     user = request.user
     return user.team if isinstance(user, TeamPrincipal) else None
+
+
+def query_flag(request, name: str) -> bool:
+    """The query parameter `name` read as a flag (False when absent).
+
+    Raises ValidationError ({name: [sentence]}, a 400) for a value that is not a
+    true/false spelling, so a misspelt preview never saves.
+    """
+    if name not in request.query_params:
+        return False
+    try:
+        return flag(request.query_params[name])
+    except ValueError as error:
+        raise exceptions.ValidationError({name: [str(error)]}) from None
 
 
 def request_token(request) -> ApiToken | None:
@@ -152,6 +173,45 @@ class TokenRateThrottle(SimpleRateThrottle):
             return remaining + self.duration * max(0.0, 1 - self.num_requests / self.current)
         # This period: the last one's weight must fall below what is left of the budget.
         return self.duration * max(0.0, 1 - (self.num_requests - self.current) / self.last) - self.elapsed
+
+
+class PageRateThrottle(TokenRateThrottle):
+    """The same sliding window, per signed-in user, for the posts of pages that submit or preview (PAGE_RATE)."""
+
+    scope = "page"
+
+    def get_rate(self):
+        return settings.PAGE_RATE
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": f"u{request.user.pk}"}
+
+
+def rate_limited(view):
+    """A page view whose posts count against the user's PAGE_RATE; over it, 429 with Retry-After.
+
+    The answer is a page, or for htmx a fragment swapped into the page's alert
+    line (the form and what was typed stay as they are). GETs are not counted.
+    """
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if request.method != "POST" or not request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        throttle = PageRateThrottle()
+        if throttle.allow_request(request, None):
+            return view(request, *args, **kwargs)
+        seconds = max(1, round(throttle.wait() or 1))
+        context = {"seconds": seconds, "rate": settings.PAGE_RATE}
+        if request.htmx:
+            response = render(request, "partials/throttled.html", context, status=429)
+            response["HX-Retarget"], response["HX-Reswap"] = "#page-alert", "innerHTML"
+        else:
+            response = render(request, "429.html", context, status=429)
+        response["Retry-After"] = str(seconds)
+        return response
+
+    return wrapped
 
 
 # Mixed into every API view: error messages that say what to do next. (No

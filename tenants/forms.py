@@ -13,6 +13,7 @@ from django.core.validators import RegexValidator
 from kubernetes.utils.quantity import parse_quantity
 
 from jobs.spec import format_cpu, format_memory
+from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, finite, quota_problem
 from tenants.models import Resource, Team
 from tenants.tokens import TOKEN_NAME
 
@@ -24,7 +25,8 @@ SHOW = {"gpu": str, "cpu": format_cpu, "memory": format_memory}
 
 
 class QuotaForm(forms.Form):
-    weight = forms.FloatField(min_value=0.01, help_text="Share weight when teams compete for borrowable GPUs.",
+    weight = forms.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX,
+                              help_text="Share weight when teams compete for borrowable GPUs.",
                               widget=forms.NumberInput(attrs={"step": "0.1", "class": "num"}))
 
     def __init__(self, *args, **kwargs):
@@ -78,10 +80,15 @@ def _amount(resource: str, text: str) -> int | None:
         value = parse_quantity(text) * SCALE[resource]
     except (ValueError, TypeError, InvalidOperation):
         raise ValueError(f"Not a quantity: {text!r} (e.g. 8, 500m, 512Gi).") from None
+    if not finite(value):
+        raise ValueError(f"Must be an amount, not {text!r} (e.g. 8, 500m, 512Gi).")
     if value < 0 or value != value.to_integral_value():
         raise ValueError(f"Must be a whole, non-negative amount, got {text!r}.")
     if resource == "gpu" and "".join(c for c in text if not c.isdigit()):
         raise ValueError(f"GPUs are whole cards, got {text!r}.")
+    problem = quota_problem(resource, int(value))
+    if problem:
+        raise ValueError(problem.replace(f"got {int(value)!r}", f"got {text!r}"))
     return int(value)
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+
+from tenants.inputs import quota_problem, weight_problem
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 dns_label_validator = RegexValidator(
@@ -81,6 +84,12 @@ class Team(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    def clean(self) -> None:
+        """The admin's check of the weight: the same range as the quota page and the API."""
+        problem = weight_problem(self.weight) if self.weight is not None else ""
+        if problem:
+            raise ValidationError({"weight": problem})
+
 
 class Membership(models.Model):
     class Role(models.TextChoices):
@@ -147,6 +156,16 @@ class Quota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team} {self.resource}: {self.nominal}"
+
+    def clean(self) -> None:
+        """The admin's check of the amounts: each within the resource's range, as on the quota page and the API."""
+        if self.resource not in Resource.values:
+            return
+        fields = ("nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica")
+        problems = {field: quota_problem(self.resource, getattr(self, field)) for field in fields}
+        problems = {field: problem for field, problem in problems.items() if problem}
+        if problems:
+            raise ValidationError(problems)
 
 
 class AuditEntry(models.Model):

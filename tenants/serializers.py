@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem
 from tenants.models import ApiToken, PriorityTier, Quota, Resource
 from tenants.tokens import TOKEN_NAME
 
-BIG = 2**62  # within PostgreSQL's bigint, with room for sums
+BIG = max(QUOTA_MAX.values())  # the largest of any resource; each resource's own range is checked in validate_quotas
 
 
 class QuotaSerializer(serializers.ModelSerializer):
@@ -69,11 +71,26 @@ class QuotaLimitsSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field({
+    "type": "object", "additionalProperties": False,
+    "properties": {resource: {
+        "type": "object", "nullable": True, "required": ["nominal"],
+        "properties": {
+            "nominal": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource]},
+            "borrowing_limit": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource], "nullable": True},
+            "lending_limit": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource], "nullable": True},
+        },
+    } for resource in Resource.values},
+})  # fmt: skip
+class QuotasField(serializers.DictField):
+    """Resource -> its limits, or null to drop the resource's quota."""
+
+
 class QuotaUpdateSerializer(serializers.Serializer):
     """PUT replaces every quota (a resource left out loses its quota); PATCH changes the ones given."""
 
-    weight = serializers.FloatField(min_value=0.01, max_value=1000, required=False)
-    quotas = serializers.DictField(
+    weight = serializers.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX, required=False)
+    quotas = QuotasField(
         child=QuotaLimitsSerializer(allow_null=True), required=False,
         help_text="Resource (gpu, cpu in millicores, memory in bytes) -> limits, or null to drop its quota.",
     )  # fmt: skip
@@ -84,6 +101,13 @@ class QuotaUpdateSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 f"Unknown resource {', '.join(unknown)}; the resources are {', '.join(Resource.values)}."
             )
+        problems = {
+            f"{resource}.{limit}": [quota_problem(resource, amount)]
+            for resource, limits in quotas.items() for limit, amount in (limits or {}).items()
+            if quota_problem(resource, amount)
+        }  # fmt: skip
+        if problems:
+            raise serializers.ValidationError(problems)
         return quotas
 
     def validate(self, attrs):

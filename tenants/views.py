@@ -15,6 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from jobs.models import Job
 from scheduling.selectors import loans_now, team_usage, usage_series
+from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Team
 from tenants.selectors import role_in, teams_for
@@ -125,6 +126,7 @@ def _nice(value: int) -> int:
 
 
 @login_required
+@rate_limited
 def quota_edit(request, slug: str):
     """Staff edit a team's quotas; htmx posts preview the change (what-if), a plain post saves it."""
     if not request.user.is_staff:

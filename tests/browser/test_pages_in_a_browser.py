@@ -70,6 +70,36 @@ def test_the_yaml_import_fills_the_form(log_in, owner):
     expect(page.locator("#id_replicas-0-gpu")).to_have_value("4")
 
 
+def test_an_imported_tier_the_team_may_not_use_is_marked_not_replaced(log_in, owner):
+    page = log_in(owner, "/jobs/new/")
+    page.click("summary:has-text('Import')")
+    page.fill("textarea[name=yaml]", "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: bert}\n"
+              "spec:\n  tfReplicaSpecs:\n    Worker:\n      template:\n        spec:\n"
+              "          priorityClassName: high-priority\n"
+              "          containers: [{name: tf, image: tensorflow/tensorflow:2.12.0-gpu}]\n")
+    page.click("text=Fill the form from YAML")
+    expect(page.locator("#tier-field .field-error")).to_contain_text("may not use tier 'high-priority'")
+    expect(page.locator("#id_tier")).to_have_value("high-priority")
+    expect(page.locator("#id_name")).to_have_value("bert")
+    assert not Job.objects.exists()
+
+
+def test_previews_beyond_the_rate_say_so_above_the_form_and_keep_it(log_in, owner, settings):
+    from django.core.cache import caches
+
+    settings.PAGE_RATE = "2/min"
+    settings.CACHES = {**settings.CACHES, "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                                                       "LOCATION": "browser-page-rate"}}  # fmt: skip
+    caches["throttle"].clear()
+    page = log_in(owner, "/jobs/new/")  # the preview runs once on load
+    for gpus in ("2", "3", "4"):
+        page.fill("#id_replicas-0-gpu", gpus)
+        page.wait_for_timeout(700)  # past the preview's 400 ms debounce: one preview each
+    expect(page.locator("#page-alert")).to_contain_text("Too many submissions and previews", timeout=8000)
+    expect(page.locator("#id_replicas-0-gpu")).to_have_value("4")
+    expect(page.locator("#job-form")).to_be_visible()
+
+
 def test_the_dashboard_updates_when_a_cycle_admits_the_job(log_in, owner, submit, cycle, shot):
     cycle()
     job = submit(name="soon-running", replicas=[{"role": "Worker", "count": 2, "gpu": 2}])

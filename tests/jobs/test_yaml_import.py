@@ -50,6 +50,20 @@ def test_it_reads_a_tfjob_and_lists_what_it_drops():
     assert any("env[1]" in field for field in unsupported)
 
 
+def test_unknown_top_level_keys_are_listed_too():
+    text = TFJOB + "status: {conditions: []}\nextra: 1\n"
+    _, unsupported = spec_from_yaml(text)
+    assert {"status", "extra"} <= set(unsupported)
+    assert not {"apiVersion", "kind", "metadata", "spec"} & set(unsupported)
+
+
+def test_the_api_answers_them_in_unsupported(client, owner, nodes):
+    client.force_login(owner)
+    response = client.post("/api/v1/jobs/", data=TFJOB + "status: {}\n", content_type="application/yaml")
+    assert response.status_code == 201, response.content
+    assert "status" in response.json()["unsupported"]
+
+
 def test_gangway_spec_yaml_passes_through():
     data, unsupported = spec_from_yaml("name: a\nimage: busybox\nreplicas: [{role: Worker}]\n")
     assert data["name"] == "a" and unsupported == []

@@ -41,7 +41,9 @@ class Command(BaseCommand):
                                       idempotency_key=idempotency_key)  # fmt: skip
         except SpecError as error:
             raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in error.errors.items())) from None
-        except (NeverFits, IdempotencyConflict) as error:
+        except NeverFits as error:
+            raise CommandError(f"Can never run: {error.reason}") from None  # the API's and the form's words
+        except IdempotencyConflict as error:
             raise CommandError(str(error)) from None
         for field in unsupported:
             self.stderr.write(f"Not carried over: {field}")

@@ -1,0 +1,50 @@
+"""The OpenAPI schema's error answers: every operation documents the 4xx it can give, in DRF's shapes.
+
+A postprocessing hook, so each view documents only what is particular to it
+(a 409 on a reused idempotency key, a 400 for a job that can never fit) and the
+answers every view shares are written once.
+"""
+
+from __future__ import annotations
+
+ERROR = {
+    "type": "object",
+    "description": 'DRF\'s shapes: {"detail": "sentence"}, or a field dict {"field": ["sentence", ...]}.',
+    "properties": {"detail": {"type": "string"}},
+    "additionalProperties": True,
+}
+SHARED = {
+    "400": "Invalid input: a field dict naming each problem, or a detail sentence (a body that cannot be parsed, "
+    "nested too deep, or a URL holding NUL).",
+    "401": "No credentials, or a token that is unknown or revoked.",
+    "403": "Not allowed for this caller (a team token outside its team, a member where a lead or admin is needed).",
+    "404": "Nothing there among what the caller may see (or a page past the last).",
+    "429": "Over the caller's request budget; retry after Retry-After seconds.",
+}
+
+
+def document_error_answers(result, generator, request, public):
+    """Adds to each operation the shared 4xx answers it does not document itself; returns the schema."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR
+    for path, operations in result.get("paths", {}).items():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            for status, description in SHARED.items():
+                if status not in responses and _applies(status, path, operation):
+                    responses[status] = {
+                        "description": description,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                    }
+    return result
+
+
+def _applies(status: str, path: str, operation: dict) -> bool:
+    has_input = "{" in path or operation.get("parameters") or "requestBody" in operation
+    if status == "400":
+        return bool(has_input)
+    if status == "404":
+        names = {parameter.get("name") for parameter in operation.get("parameters", [])}
+        return "{" in path or "page" in names
+    return True
