@@ -29,6 +29,9 @@ class ReplicaGroupSerializer(serializers.Serializer):
         }  # fmt: skip
 
 
+OBJECT_NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"  # a Kubernetes object name (DNS-1123 subdomain)
+
+
 class VolumeSerializer(serializers.Serializer):
     claim = serializers.CharField(required=False, help_text="A PersistentVolumeClaim of the team's namespace.")
     config_map = serializers.CharField(required=False, help_text="A ConfigMap of the team's namespace (read-only).")
@@ -147,6 +150,17 @@ class ReplicaInputSerializer(serializers.Serializer):
     memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
 
 
+class VolumeInputSerializer(serializers.Serializer):
+    """A volume as the spec takes it (documented for the schema; `jobs.volumes` checks it)."""
+
+    claim = serializers.RegexField(OBJECT_NAME, max_length=253, required=False,
+                                   help_text="A PersistentVolumeClaim of the team's namespace.")  # fmt: skip
+    config_map = serializers.RegexField(OBJECT_NAME, max_length=253, required=False,
+                                        help_text="A ConfigMap of the team's namespace (always read-only).")  # fmt: skip
+    path = serializers.RegexField(r"^/[A-Za-z0-9_./-]*$", max_length=255, help_text="Absolute mount path, e.g. /data.")
+    read_only = serializers.BooleanField(required=False, default=False)
+
+
 class SimulateSerializer(serializers.Serializer):
     duration = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False,
                                         help_text="Seconds it runs (simulated cluster).")
@@ -177,7 +191,8 @@ class JobSpecSerializer(serializers.Serializer):
     max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
     replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1,
                                      max_length=len(ROLES["TFJob"]))  # at most a group per role  # fmt: skip
-    volumes = VolumeSerializer(many=True, required=False)
+    volumes = VolumeInputSerializer(many=True, required=False,
+                                    help_text="Exactly one of claim or config_map each, at distinct paths.")  # fmt: skip
     shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
                                 "added to each replica's memory.")  # fmt: skip
     simulate = SimulateSerializer(required=False)

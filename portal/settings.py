@@ -130,7 +130,7 @@ EMAIL_USE_TLS = env.flag("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "gangway@localhost")
 PUBLIC_URL = env.text("PUBLIC_URL", "").rstrip("/")
-JOB_TOKEN_MAX_AGE = env.integer("JOB_TOKEN_MAX_AGE", 30 * 86400, minimum=60)
+JOB_TOKEN_MAX_AGE = env.integer("JOB_TOKEN_MAX_AGE", 2592000, minimum=60)  # 30 days
 # Webhooks go to https URLs only, unless this is on (the demo, and tests with a local receiver).
 WEBHOOK_ALLOW_HTTP = env.flag("WEBHOOK_ALLOW_HTTP", DEBUG)
 

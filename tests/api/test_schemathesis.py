@@ -37,6 +37,12 @@ BEYOND_THE_SCHEMA = (
     "has exactly one",  # one Chief, Master or Evaluator
     "replicas in all",  # at most 1000 replicas over all groups
     "Can never run",  # R10: the cluster and the team's quota
+    "Name exactly one of claim",  # a volume is a claim or a config map, not both
+    "give each its own path",  # volumes at distinct paths
+    "always mounted read-only",  # a config map is read-only
+    "cannot be mounted over",  # /dev/shm and /checkpoint are Gangway's
+    "without '.', '..'",  # a normalised path
+    "is counted in it",  # shm needs a memory request or a team default
 )
 
 

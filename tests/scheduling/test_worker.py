@@ -2,49 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import redis
-from django.conf import settings
-from django.db import connection
 
 from jobs.models import Job
 from scheduling.tasks import admission_cycle, reconcile
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.workers import celery_worker
 
 
 @pytest.fixture
 def worker(transactional_db):
     """A worker process on the test database and the test Redis, stopped afterwards."""
-    broker = settings.CELERY_BROKER_URL
-    redis.Redis.from_url(broker).flushdb()
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "portal.test_settings",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        "CELERY_BROKER_URL": broker,
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo", "--loglevel=WARNING",
-         "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
+    with celery_worker() as process:
         yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @pytest.mark.worker
