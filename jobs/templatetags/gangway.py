@@ -103,7 +103,11 @@ def eta(moment: datetime | None) -> str:
 
 
 @register.simple_tag
-def state_badge(state: str, label: str = "") -> str:
+def state_badge(state: str, label: str = "", preempted: int = 0) -> str:
+    """A state as a small badge; a queued job that was preempted reads "Preempted, requeued"."""
+    if state == "queued" and preempted:
+        return format_html('<span class="badge s-preempting" title="Preempted {} time{}; it kept its place in '
+                           'the queue">Preempted, requeued</span>', preempted, "" if preempted == 1 else "s")
     return format_html('<span class="badge s-{}">{}</span>', state, label or state)
 
 

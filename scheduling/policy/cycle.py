@@ -304,13 +304,15 @@ def _why_waiting(job: PendingJob, demand: Demand, refusal: Refusal | None,
         numbers = dict(need=amount(r, refusal.need), team=job.team,
                        used=_bare(r, refusal.used), nominal=_bare(r, refusal.nominal))
         if refusal.code is Code.BORROWING_LIMIT:
-            borrowed = max(0, refusal.used - refusal.nominal)
+            more = max(0, refusal.limit - max(0, refusal.used - refusal.nominal))
             return refusal.code, refusal.code.say(
-                more=_bare(r, max(0, refusal.limit - borrowed)),
-                limit=_bare(r, refusal.limit), **numbers)
+                more=_bare(r, more), limit=_bare(r, refusal.limit),
+                short=amount(r, max(0, refusal.need - more - max(0, refusal.nominal - refusal.used))),
+                **numbers)
         if refusal.code is Code.NOMINAL_ONLY:
             return refusal.code, refusal.code.say(tier=job.tier, **numbers)
-        return refusal.code, refusal.code.say(available=_bare(r, refusal.limit), **numbers)
+        return refusal.code, refusal.code.say(
+            available=_bare(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)), **numbers)
     total = state.room.total
     free = tuple(max(0, x) for x in total)
     short = [r for r in range(3) if demand.total[r] > free[r]]

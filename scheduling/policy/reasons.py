@@ -43,12 +43,14 @@ class Code(StrEnum):
 
 TEMPLATES: dict[Code, str] = {
     Code.BORROWING_LIMIT: (
-        "Waiting for quota: needs {need}; team {team} uses {used} of {nominal} nominal "
-        "and may borrow {more} more because borrowing_limit is {limit}."
+        "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
+        "and may borrow only {more} more (its borrowing limit is {limit}); it starts when "
+        "the team's own jobs free {short}."
     ),
     Code.NOTHING_TO_BORROW: (
-        "Waiting for quota: needs {need}; team {team} uses {used} of {nominal} nominal "
-        "and only {available} more is free in its nominal or borrowable from other teams."
+        "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
+        "and only {available} more is free in its nominal or idle in other teams; it starts "
+        "once that grows by {short}."
     ),
     Code.NOMINAL_ONLY: (
         "Waiting for quota: needs {need} at tier {tier}, which is not preemptible and so "

@@ -129,3 +129,13 @@ def test_queries_do_not_grow_with_the_events(login, owner, submit, cycle, django
         job.events.create(kind="note", message="A note.")
     with django_assert_max_num_queries(12):
         client.get(f"/jobs/{job.pk}/")
+
+
+def test_a_preempted_job_back_in_the_queue_reads_preempted_requeued(client, owner, submit):
+    from jobs.models import Job
+
+    job = submit()
+    Job.objects.filter(pk=job.pk).update(preemption_count=1)
+    client.force_login(owner)
+    assert "Preempted, requeued" in client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "Preempted, requeued" in client.get("/jobs/").content.decode()
