@@ -1,8 +1,9 @@
 """Reconcile job states with the cluster, level-triggered.
 
 Each pass compares what the database says with what the cluster has and
-corrects the difference, whatever edge was missed: a crash between a cluster
-create and the database commit, a lost worker, a job deleted by hand.
+corrects the difference, whatever edge was missed: a create or suspend that
+never reached the cluster, a job running without an admission, a lost worker,
+a job deleted by hand.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from jobs.models import Job
-from jobs.transitions import StaleJob, transition
+from jobs.models import Job, JobEvent
+from jobs.transitions import StaleJob, note, transition
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
 from scheduling.locks import try_transaction_lock
 from scheduling.loop import backoff, requeue_refused
@@ -114,11 +115,14 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
     state = job.state
     if state == Job.State.QUEUED:
         if phase in (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING):
-            # Created in the cluster, but the cycle that did it never committed.
-            transition(job, Job.State.ADMITTED, message="Adopted: the cluster already had this job running or "
-                       "starting (its admission was not recorded before a restart).", code="adopted",
-                       admitted_at=now, placement=list(status.nodes))  # fmt: skip
-            result.changed += 1
+            # Running though no committed admission stands behind it (a create reported refused that
+            # went through after all, or a crash in a version that created before it committed).
+            # Adopting it would skip quota and room; it is suspended instead, keeping its progress,
+            # and resumes when a cycle admits it.
+            cluster.suspend_job(to_cluster_job(job))
+            note(job, JobEvent.Kind.NOTE, "Stopped in the cluster: it was running without an admission; it "
+                 "resumes, with its progress, when a cycle admits it.", code="not_admitted")  # fmt: skip
+            result.suspended += 1
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         _follow(job, status, cluster, now, result)
     elif state == Job.State.PREEMPTING:

@@ -198,7 +198,7 @@ def build_world(
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
     Admitted and running jobs hold their whole demand, on their placement; a
-    replica with no known node (an adopted job whose pods have not all
+    replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
     left, so a job never counts for less than it asks. Pods of cluster jobs
     the database does not count as admitted or running (a job being

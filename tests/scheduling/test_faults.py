@@ -164,12 +164,12 @@ def test_the_issue_reproducer_a_record_that_always_fails_never_over_admits(submi
     assert SimJob.objects.count() == 2  # two nodes of 8: two whole-node jobs, no more
 
 
-def test_an_adopted_job_without_placement_counts_its_whole_demand(submit, cluster, clock):
+def test_an_admitted_job_without_placement_counts_its_whole_demand(submit, cluster, clock):
     """Created in the cluster but not started (no nodes yet): the next cycle must not admit into its room."""
     from scheduling.snapshot import to_cluster_job
 
     first = submit(name="first", replicas=[{"role": "Worker", "count": 2, "gpu": 8}], simulate={"duration": 600})
-    cluster.create_job(to_cluster_job(first))  # as an older version's crash between create and commit left it
+    cluster.create_job(to_cluster_job(first))  # created, its pods not started: no node to read back
     Job.objects.filter(pk=first.pk).update(state="admitted", placement=[])
     second = submit(name="second", replicas=WHOLE_NODE)
     admission_cycle(cluster=cluster, now=clock())
@@ -178,7 +178,7 @@ def test_an_adopted_job_without_placement_counts_its_whole_demand(submit, cluste
 
 
 def test_pods_of_a_job_the_database_does_not_count_take_room(submit, cluster, clock):
-    """A job the cluster runs while the database has it queued (not adopted yet) is outside usage (R12)."""
+    """A job the cluster runs while the database does not count it is outside usage (R12) until it stops."""
     from scheduling.snapshot import to_cluster_job
 
     ghost = submit(name="ghost", replicas=[{"role": "Worker", "count": 2, "gpu": 8}], simulate={"duration": 600})

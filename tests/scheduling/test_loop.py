@@ -9,6 +9,7 @@ from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
 from scheduling.cluster.base import ClusterUnavailable
 from scheduling.models import ClusterNode, Cycle, CycleTotals, SimJob
+from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 
 
@@ -130,18 +131,20 @@ def test_the_cluster_unreachable_keeps_jobs_queued_with_that_reason_and_recovers
     assert states(job) == ["admitted"]
 
 
-def test_a_crash_between_create_and_commit_is_adopted_without_a_duplicate(submit, cluster, clock):
-    """The cluster got the job but the database never heard: the next reconcile adopts it."""
+def test_a_job_running_without_an_admission_is_suspended_not_adopted(submit, cluster, clock):
+    """The cluster runs a job the database has queued (an older version's crash between create and
+    commit): adopting it would skip quota and room, so it is stopped, and resumes when admitted."""
     from scheduling.snapshot import to_cluster_job
 
     job = submit()
-    cluster.create_job(to_cluster_job(job, placement=("node-01", "node-01")))  # as if the cycle died before commit
+    cluster.create_job(to_cluster_job(job, placement=("node-01", "node-01")))
     result = reconcile(cluster=cluster, now=clock())
-    assert result.changed == 1
+    assert result.suspended == 1
     job.refresh_from_db()
-    assert job.state == "admitted"
-    assert "Adopted" in job.events.last().message
-    assert SimJob.objects.filter(job_id=job.pk).count() == 1
+    assert job.state == "queued" and job.events.last().code == "not_admitted"
+    assert SimJob.objects.get(job_id=job.pk).suspended is True
+    admission_cycle(cluster=cluster, now=clock())
+    assert SimJob.objects.filter(job_id=job.pk).count() == 1 and SimJob.objects.get(job_id=job.pk).suspended is False
 
 
 def test_an_admitted_job_missing_from_the_cluster_is_created_again(submit, cycle, cluster, clock):
