@@ -114,7 +114,9 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
             result.admitted = sum(1 for d in decided if d.job.state == Job.State.ADMITTED)
         # 5. Record.
         with transaction.atomic():
-            if reading is not None:
+            # Under the lock again: the next cycle may be in its commit phase by now, and two
+            # cycles writing the node mirror at once would collide. Lost, it leaves the mirror to that one.
+            if reading is not None and try_transaction_lock(CYCLE_LOCK):
                 records.nodes_seen(reading.nodes, reading.outside, now)
                 records.usage_sample(now)
             records.cycle_done(now, time.monotonic() - started, result)

@@ -45,7 +45,7 @@ TEMPLATES: dict[Code, str] = {
     Code.BORROWING_LIMIT: (
         "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
         "and may borrow only {more} more (its borrowing limit is {limit}); it starts when "
-        "the team's own jobs free {short}."
+        "jobs of the team free {short}."
     ),
     Code.NOTHING_TO_BORROW: (
         "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
