@@ -9,12 +9,12 @@ from .cycle import Fit, plan
 from .io import SnapshotError, plan_to_dict, snapshot_from_dict
 from .model import (
     Admission, Node, PendingJob, Plan, Rejection, ReplicaGroup, Reservation, RunningJob,
-    Settings, Snapshot, Team, Tier, Wait,
+    Settings, Snapshot, Team, TeamGpus, Tier, Wait,
 )
 from .reasons import Code
 
 __all__ = [
     "Admission", "Code", "Fit", "Node", "PendingJob", "Plan", "Rejection", "ReplicaGroup",
-    "Reservation", "RunningJob", "Settings", "Snapshot", "SnapshotError", "Team", "Tier", "Wait", "plan",
+    "Reservation", "RunningJob", "Settings", "Snapshot", "SnapshotError", "Team", "TeamGpus", "Tier", "Wait", "plan",
     "plan_to_dict", "snapshot_from_dict",
 ]

@@ -17,6 +17,7 @@
 4. Rank the waiting jobs (positions) in R3 order.
 5. Estimate starts by replaying forward (eta.py); a reserving job starts at
    its reservation's start.
+6. Each team's GPU figures once the admissions count (usage.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .reservation import Hold, Holds, earliest_hold, outside_without_end, preemp
 from .room import Room
 from .runtime import expected_runtime
 from .state import State
+from .usage import team_gpus
 
 
 class Fit(IntEnum):
@@ -51,8 +53,8 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
     victims), who waits (position, reason, estimated start), who is rejected,
     and the room reserved for starving jobs.
 
-    `with_waits=False` leaves the waiting jobs out of the plan (no positions,
-    reasons or estimates), for callers that act only on admissions and
+    `with_waits=False` leaves the waiting jobs and the team figures out of
+    the plan (no positions, reasons, estimates or usage), for callers that act only on admissions and
     rejections, such as the trace replay; the admissions are the same.
     Pure and deterministic: the same snapshot always gives the same plan.
     """
@@ -73,7 +75,9 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
     reservations = tuple(Reservation(h.id, h.start, _names(state, h.placement),
                                      replica_nodes(h.placement, state.room.names))
                          for h in holds)
-    return Plan(tuple(made.admitted), tuple(waits), tuple(made.rejected), reservations)
+    # 6. Team figures.
+    teams = team_gpus(snapshot, made.admitted, waiting, state.quota) if with_waits else ()
+    return Plan(tuple(made.admitted), tuple(waits), tuple(made.rejected), reservations, teams)
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,7 +242,7 @@ def _optional_runtime(item: dict, where: str, name: str = "max_runtime") -> int 
 
 def plan_to_dict(plan: Plan) -> dict:
     """Returns the plan as DESIGN's output JSON: admitted jobs by id, waiting
-    jobs by position, rejections by id."""
+    jobs by position, rejections by id, each team's GPU figures in snapshot order."""
     return {
         "admit": [
             {"id": a.id, "placement": dict(a.placement), "victims": list(a.victims)}
@@ -260,5 +260,11 @@ def plan_to_dict(plan: Plan) -> dict:
         "reservations": [
             {"id": r.id, "start": r.start, "placement": dict(r.placement)}
             for r in sorted(plan.reservations, key=lambda r: r.id)
+        ],
+        "teams": [
+            {"team": t.team, "nominal": t.nominal, "used": t.used, "within": t.within,
+             "borrowed": t.borrowed, "lent": t.lent, "idle": t.idle, "waiting": t.waiting,
+             "borrowed_from": dict(t.borrowed_from)}
+            for t in plan.teams
         ],
     }

@@ -189,9 +189,29 @@ class Rejection:
 
 
 @dataclass(frozen=True, slots=True)
+class TeamGpus:
+    """A team's GPUs once the plan's admissions count (usage.py says how each
+    figure is computed): used, within nominal, borrowed above it, lent to
+    borrowers, idle, and asked by its waiting jobs."""
+
+    team: str
+    nominal: int
+    used: int
+    within: int
+    borrowed: int
+    lent: int
+    idle: int
+    waiting: int
+    # (lender, GPUs) in snapshot team order; what is not listed comes from unassigned capacity.
+    borrowed_from: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     admit: tuple[Admission, ...] = ()
     wait: tuple[Wait, ...] = ()
     reject: tuple[Rejection, ...] = ()
     # R4: room held for starving jobs, in the shape the next snapshot takes back.
     reservations: tuple[Reservation, ...] = ()
+    # Each team's GPU figures after the admissions, in snapshot team order.
+    teams: tuple[TeamGpus, ...] = ()

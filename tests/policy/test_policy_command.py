@@ -24,7 +24,9 @@ def test_it_answers_designs_example(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
-        "wait": [], "reject": [], "reservations": []}
+        "wait": [], "reject": [], "reservations": [],
+        "teams": [{"team": "finance", "nominal": 8, "used": 8, "within": 8, "borrowed": 0,
+                   "lent": 0, "idle": 0, "waiting": 0, "borrowed_from": {}}]}
 
 
 def test_it_reads_stdin_and_explains_on_stderr():

@@ -102,7 +102,9 @@ def test_it_rejects_a_snapshot_that_is_not_an_object():
 def test_it_answers_designs_example():
     got = plan_to_dict(plan(snapshot_from_dict(GOOD)))
     assert got == {"admit": [{"id": "p1", "placement": {"n1": 2}, "victims": ["r1"]}],
-                   "wait": [], "reject": [], "reservations": []}
+                   "wait": [], "reject": [], "reservations": [],
+                   "teams": [{"team": "finance", "nominal": 8, "used": 8, "within": 8, "borrowed": 0,
+                   "lent": 0, "idle": 0, "waiting": 0, "borrowed_from": {}}]}
 
 
 def test_it_gives_byte_identical_output_for_the_same_snapshot():

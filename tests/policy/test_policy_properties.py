@@ -321,3 +321,26 @@ def test_leaving_out_the_waiting_jobs_changes_no_decision(snapshot):
     lean = plan(snapshot, with_eta=False, with_waits=False)
     assert lean.wait == ()
     assert (lean.admit, lean.reject) == (full.admit, full.reject)
+
+
+@PROFILE
+@given(snapshots())
+def test_team_figures_add_up_and_lend_only_what_lending_limits_allow(snapshot):
+    """Used is what the plan leaves running plus what it admits; nobody lends
+    beyond its unused nominal and lending_limit; what lenders lend is what
+    borrowers take from them."""
+    result = plan(snapshot, with_eta=False)
+    used, _ = _team_usage(snapshot, [job for job, _ in _after(snapshot, result)])
+    figures = {f.team: f for f in result.teams}
+    assert list(figures) == [t.name for t in snapshot.teams]
+    taken: dict[str, int] = {}
+    for team in snapshot.teams:
+        f = figures[team.name]
+        nominal = team.nominal.get("gpu", 0)
+        assert (f.used, f.nominal) == (used[team.name][0], nominal)
+        assert (f.within + f.borrowed, f.within + f.lent + f.idle) == (f.used, max(nominal, f.within))
+        assert f.lent <= min(team.lending_limit.get("gpu", nominal), max(0, nominal - f.used))
+        for lender, gpus in f.borrowed_from:
+            taken[lender] = taken.get(lender, 0) + gpus
+        assert sum(gpus for _, gpus in f.borrowed_from) <= f.borrowed
+    assert {name: f.lent for name, f in figures.items() if f.lent} == taken

@@ -5,7 +5,8 @@ A file holds `{"rule": ..., "defaults": {...}, "scenarios": [...]}`; the
 defaults fill snapshot fields a scenario leaves out. `expect` lists admitted,
 waiting and rejected jobs: each list must hold exactly those ids (a missing
 list means none), and every field given for a job must match. `reservations`,
-when given, must be the plan's reservations exactly.
+when given, must be the plan's reservations exactly; `teams`, when given, lists
+teams whose every given GPU figure must match.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def test_scenario(snapshot, expect):
                 assert actual[key] == value, f"{kind} {entry['id']} {key}: {actual}"
     if "reservations" in expect:
         assert got["reservations"] == sorted(expect["reservations"], key=lambda r: r["id"])
+    figures = {entry["team"]: entry for entry in got["teams"]}
+    for entry in expect.get("teams", []):
+        actual = figures[entry["team"]]
+        assert {key: actual[key] for key in entry} == entry, f"teams: {got['teams']}"
 
 
 def test_tables_cover_every_rule_three_times():

@@ -1,0 +1,94 @@
+"""Each team's GPUs once a cycle's admissions count: what pages, the API,
+`/metrics` and usage samples show, computed here once so they agree with R2.
+
+- `used`: GPUs of the team's running jobs that are not victims of this
+  cycle, plus the jobs it admits;
+- `within` and `borrowed`: used up to its nominal, and above it;
+- `lent`: of its unused nominal, what borrowers take. Borrowing comes first
+  from unassigned capacity (`max(0, capacity - sum of nominals)`), then from
+  lenders, each in proportion to what it may lend: its unused nominal up to
+  its `lending_limit` (R2, the arithmetic of quota.py). A team with a lending
+  limit of 0 never lends;
+- `borrowed_from`: which lenders a borrower's GPUs come from (the rest comes
+  from unassigned capacity), so every lender's `lent` is the sum of what
+  borrowers take from it;
+- `idle`: unused nominal nobody borrows;
+- `waiting`: GPUs asked by its jobs that wait in this plan.
+
+A team whose quota does not name GPUs has a nominal of 0: what it uses
+counts as borrowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .demand import GPU
+from .model import Admission, Snapshot, TeamGpus
+from .quota import Quota
+
+
+def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterable[str],
+              quota: Quota) -> tuple[TeamGpus, ...]:
+    """Returns every snapshot team's GPU figures, in snapshot order, once
+    `admitted` (with their victims gone) count; `waiting` names the jobs that wait."""
+    names = [t.name for t in snapshot.teams]
+    used = dict.fromkeys(names, 0)
+    gone = {victim for admission in admitted for victim in admission.victims}
+    for job in snapshot.running:
+        if job.team in used and job.id not in gone:
+            used[job.team] += sum(group.count * group.gpu for group in job.replicas)
+    pending = {job.id: job for job in snapshot.pending}
+    for admission in admitted:
+        job = pending[admission.id]
+        used[job.team] += job.demand.total[GPU]
+    asked = dict.fromkeys(names, 0)
+    for job_id in waiting:
+        job = pending[job_id]
+        asked[job.team] += job.demand.total[GPU]
+
+    nominal = {n: quota.nominal[n][GPU] if GPU in quota.named[n] else 0 for n in names}
+    borrowed = {n: max(0, used[n] - nominal[n]) for n in names}
+    # What each team may lend now: its unused nominal, at most its lending limit.
+    spare = {n: min(nominal[n] - quota.guaranteed[n][GPU], max(0, nominal[n] - used[n]))
+             if GPU in quota.named[n] else 0 for n in names}
+    from_lenders = min(sum(spare.values()), max(0, sum(borrowed.values()) - quota.unassigned[GPU]))
+    lent = _shares(from_lenders, spare)
+    taken = _shares(from_lenders, borrowed)
+    loans = _pairs(lent, taken)
+    return tuple(
+        TeamGpus(n, nominal[n], used[n], min(used[n], nominal[n]), borrowed[n], lent[n],
+                 max(0, nominal[n] - used[n]) - lent[n], asked[n], loans.get(n, ()))
+        for n in names
+    )
+
+
+def _shares(total: int, weights: dict[str, int]) -> dict[str, int]:
+    """Returns `total` split in proportion to `weights` in whole GPUs that add
+    up to it (largest remainder; ties go to the earlier team)."""
+    whole = sum(weights.values())
+    if not total or not whole:
+        return dict.fromkeys(weights, 0)
+    shares = {n: total * w // whole for n, w in weights.items()}
+    order = sorted(weights, key=lambda n: -(total * weights[n] % whole))
+    for n in order[: total - sum(shares.values())]:
+        shares[n] += 1
+    return shares
+
+
+def _pairs(lent: dict[str, int], taken: dict[str, int]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Returns, per borrower, the (lender, GPUs) that make up what it takes
+    from lenders, filling borrowers in team order from lenders in team order;
+    both sides add up to the same total."""
+    lenders = [[n, gpus] for n, gpus in lent.items() if gpus]
+    loans: dict[str, list[tuple[str, int]]] = {}
+    k = 0
+    for borrower, need in taken.items():
+        while need and k < len(lenders):
+            gpus = min(need, lenders[k][1])
+            loans.setdefault(borrower, []).append((lenders[k][0], gpus))
+            need -= gpus
+            lenders[k][1] -= gpus
+            if not lenders[k][1]:
+                k += 1
+    return {n: tuple(pairs) for n, pairs in loans.items()}
