@@ -28,7 +28,7 @@ from jobs.transitions import StaleJob, note, transition
 from scheduling import records
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod
 from scheduling.locks import try_transaction_lock
-from scheduling.policy import plan as make_plan
+from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
 from scheduling.snapshot import World, build_world, to_cluster_job
 
@@ -45,6 +45,8 @@ class CycleResult:
     waiting: int = 0
     skipped: bool = False
     error: str = ""  # the cluster could not be reached (for operators: it may name the API server)
+    # The plan's GPU figures per team, as the plan JSON gives them; None when nothing was planned.
+    gpu_usage: list[dict] | None = None
 
     @property
     def summary(self) -> str:
@@ -84,7 +86,8 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
     4. Apply: for each admission, suspend its victims, then create it. The
        cluster being unreachable stops the phase (reconcile finishes it); a
        refused create requeues that job with a backoff.
-    5. Record: nodes seen, a usage sample, the cycle row.
+    5. Record: the cycle row with the plan's GPU figures per team, nodes
+       seen, a usage sample from those figures.
     A cycle that raises is recorded as failed in a transaction of its own,
     then the error goes on to the caller.
     """
@@ -106,6 +109,7 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
                 world = build_world(now=now, nodes=reading.nodes, outside=reading.outside, statuses=reading.statuses)
                 # 2. Plan.
                 plan = make_plan(world.snapshot)
+                result.gpu_usage = [team_gpus_to_dict(team) for team in plan.teams]
                 # 3. Commit.
                 decided = _commit(world, plan, now, result)
         # 4. Apply.
@@ -114,12 +118,12 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
             result.admitted = sum(1 for d in decided if d.job.state == Job.State.ADMITTED)
         # 5. Record.
         with transaction.atomic():
+            records.cycle_done(now, time.monotonic() - started, result)
             # Under the lock again: the next cycle may be in its commit phase by now, and two
             # cycles writing the node mirror at once would collide. Lost, it leaves the mirror to that one.
             if reading is not None and try_transaction_lock(CYCLE_LOCK):
                 records.nodes_seen(reading.nodes, reading.outside, now)
                 records.usage_sample(now)
-            records.cycle_done(now, time.monotonic() - started, result)
             records.prune_cycles(now)
     except Exception as error:
         records.cycle_failed(now, time.monotonic() - started, error)

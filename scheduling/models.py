@@ -44,6 +44,9 @@ class Cycle(models.Model):
     cluster_reachable = models.BooleanField(default=True)
     failed = models.BooleanField(default=False, help_text="The cycle raised; its decisions were rolled back.")
     error = models.TextField(blank=True, help_text="For operators: may name the API server's address.")
+    # The plan's GPU figures per team (the plan command's "teams"), which pages, the API, /metrics and
+    # usage samples show; null when the cycle made no plan (the cluster unreachable, or it failed).
+    gpu_usage = models.JSONField(null=True, blank=True, help_text="GPU figures per team, as the plan gave them.")
 
     class Meta:
         ordering = ["-started_at"]

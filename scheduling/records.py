@@ -13,8 +13,9 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
+from scheduling.selectors import latest_gpu_usage
 from scheduling.snapshot import World
-from tenants.models import Quota
+from tenants.models import Team
 
 log = logging.getLogger("gangway.admission")
 SAMPLE_EVERY = timedelta(seconds=60)
@@ -90,7 +91,7 @@ def cycle_done(now: datetime, duration: float, result) -> Cycle:
     return Cycle.objects.create(
         started_at=now, duration=duration, admitted=result.admitted, preempted=result.preempted,
         rejected=result.rejected, waiting=result.waiting, cluster_reachable=not result.error,
-        error=result.error[:1000],
+        error=result.error[:1000], gpu_usage=result.gpu_usage,
     )  # fmt: skip
 
 
@@ -139,17 +140,17 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
 
 
 def usage_sample(now: datetime) -> None:
-    """A GPU usage sample per team, at most one a minute, for the team page's chart."""
+    """A GPU usage sample per team, at most one a minute, for the team page's chart: the
+    figures the latest plan gave (`latest_gpu_usage`), so the chart agrees with every other page."""
     latest = UsageSample.objects.order_by("-at").values_list("at", flat=True).first()
     if latest and now - latest < SAMPLE_EVERY:
         return
-    used = dict(Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("team").annotate(Sum("gpu_total")))
-    waiting = dict(Job.objects.filter(state=Job.State.QUEUED).values_list("team").annotate(Sum("gpu_total")))
-    nominal = dict(Quota.objects.filter(resource="gpu").values_list("team", "nominal"))
+    figures = latest_gpu_usage()
+    teams = dict(Team.objects.filter(slug__in=figures).values_list("slug", "pk"))
     UsageSample.objects.bulk_create(
-        UsageSample(team_id=team, at=now, gpu_used=used.get(team, 0), gpu_nominal=nominal.get(team, 0),
-                    gpu_borrowed=max(0, used.get(team, 0) - nominal.get(team, 0)), gpu_waiting=waiting.get(team, 0))
-        for team in set(nominal) | set(used) | set(waiting)
+        UsageSample(team_id=teams[slug], at=now, gpu_used=team["used"], gpu_nominal=team["nominal"],
+                    gpu_borrowed=team["borrowed"], gpu_waiting=team["waiting"])
+        for slug, team in figures.items() if slug in teams
     )  # fmt: skip
     UsageSample.objects.filter(at__lt=now - timedelta(days=7)).delete()
 

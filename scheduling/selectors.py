@@ -18,31 +18,20 @@ from tenants.models import Quota, Team
 
 @dataclass(frozen=True)
 class TeamUsage:
-    """A team's GPUs now: used within nominal, borrowed above it, unused nominal (lent or idle)."""
+    """A team's GPUs as the latest plan left them: used within nominal, borrowed above it, and its
+    unused nominal lent or idle (the policy computes every figure; see scheduling/policy/usage.py)."""
 
     slug: str
     name: str
     nominal: int
     used: int
-    waiting: int  # GPUs asked for by its queued jobs
+    within: int
+    borrowed: int
     lent: int  # of its unused nominal, what other teams use now
+    idle: int  # unused nominal nobody uses
+    waiting: int  # GPUs asked for by its waiting jobs
     borrowing_limit: int | None
-
-    @property
-    def within(self) -> int:
-        return min(self.used, self.nominal)
-
-    @property
-    def borrowed(self) -> int:
-        return max(0, self.used - self.nominal)
-
-    @property
-    def unused(self) -> int:
-        return max(0, self.nominal - self.used)
-
-    @property
-    def idle(self) -> int:
-        return max(0, self.unused - self.lent)
+    borrowed_from: dict[str, int] = field(default_factory=dict)  # lender -> GPUs
 
 
 @dataclass(frozen=True)
@@ -59,37 +48,34 @@ class ClusterSummary:
         return max(0, self.capacity - self.used - self.outside)
 
 
-def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
-    """GPU usage of every team (or those given), with what it lends.
+def latest_gpu_usage() -> dict[str, dict]:
+    """Returns the GPU figures per team (by slug, as the plan JSON gives them) of the latest
+    cycle that made a plan; {} before any did."""
+    figures = (Cycle.objects.filter(gpu_usage__isnull=False).order_by("-started_at", "-id")
+               .values_list("gpu_usage", flat=True).first())  # fmt: skip
+    return {team["team"]: team for team in figures or ()}
 
-    Lending is attributed the way R2 computes borrowing: what borrowers use
-    above their nominal comes first from unassigned capacity, then from the
-    unused nominal of lenders in proportion to it.
+
+def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
+    """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it.
+
+    A team the latest plan did not know (created since) uses nothing yet: all its nominal is idle.
     """
     teams = teams if teams is not None else list(Team.objects.order_by("slug"))
     quotas = {q.team_id: q for q in Quota.objects.filter(resource="gpu")}
-    used = dict(Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("team").annotate(Sum("gpu_total")))
-    waiting = dict(Job.objects.filter(state=Job.State.QUEUED).values_list("team").annotate(Sum("gpu_total")))
-    capacity = ClusterNode.objects.aggregate(total=Sum("gpu"))["total"] or 0
-    all_quotas = list(quotas.values()) if teams else []
-    nominal_total = sum(q.nominal for q in quotas.values())
-    unassigned = max(0, capacity - nominal_total)
-    borrowed_total = sum(max(0, used.get(q.team_id, 0) - q.nominal) for q in all_quotas)
-    from_lenders = max(0, borrowed_total - unassigned)
-    unused = {q.team_id: max(0, q.nominal - used.get(q.team_id, 0)) for q in all_quotas}
-    unused_total = sum(unused.values())
-    lent: dict[int, int] = defaultdict(int)
-    if from_lenders and unused_total:
-        for team_id, spare in unused.items():
-            lent[team_id] = min(spare, round(from_lenders * spare / unused_total))
-    return [
-        TeamUsage(
-            slug=team.slug, name=team.name, nominal=quotas[team.pk].nominal if team.pk in quotas else 0,
-            used=used.get(team.pk, 0), waiting=waiting.get(team.pk, 0), lent=lent.get(team.pk, 0),
-            borrowing_limit=quotas[team.pk].borrowing_limit if team.pk in quotas else None,
-        )  # fmt: skip
-        for team in teams
-    ]
+    figures = latest_gpu_usage()
+    usages = []
+    for team in teams:
+        quota = quotas.get(team.pk)
+        nominal = quota.nominal if quota else 0
+        got = figures.get(team.slug) or {"nominal": nominal, "idle": nominal}
+        usages.append(TeamUsage(
+            slug=team.slug, name=team.name, nominal=got["nominal"], used=got.get("used", 0),
+            within=got.get("within", 0), borrowed=got.get("borrowed", 0), lent=got.get("lent", 0),
+            idle=got["idle"], waiting=got.get("waiting", 0),
+            borrowing_limit=quota.borrowing_limit if quota else None, borrowed_from=got.get("borrowed_from", {}),
+        ))  # fmt: skip
+    return usages
 
 
 def cluster_summary() -> ClusterSummary:
@@ -135,7 +121,7 @@ def node_map() -> list[tuple[ClusterNode, list[GpuCell]]]:
 
 @dataclass(frozen=True)
 class Loan:
-    """GPUs one team lends another right now (attributed as R2 counts borrowing)."""
+    """GPUs one team lends another right now, as the latest plan attributed them."""
 
     lender: str
     borrower: str
@@ -143,24 +129,8 @@ class Loan:
 
 
 def loans_now(usages: list[TeamUsage]) -> list[Loan]:
-    """Who lends GPUs to whom now: each borrower's share of lent GPUs, split over lenders by what they lend.
-
-    Borrowing first uses unassigned capacity, so `lent` already leaves that out;
-    what is left is split in proportion. Returns an empty list when nobody lends.
-    """
-    lenders = [u for u in usages if u.lent]
-    borrowers = [u for u in usages if u.borrowed]
-    lent_total = sum(u.lent for u in lenders)
-    borrowed_total = sum(u.borrowed for u in borrowers)
-    if not lent_total or not borrowed_total:
-        return []
-    loans = []
-    for lender in lenders:
-        for borrower in borrowers:
-            gpus = round(lender.lent * borrower.borrowed / borrowed_total)
-            if gpus:
-                loans.append(Loan(lender.slug, borrower.slug, gpus))
-    return loans
+    """Who lends GPUs to whom now, read from each borrower's figures; empty when nobody lends."""
+    return [Loan(lender, usage.slug, gpus) for usage in usages for lender, gpus in usage.borrowed_from.items()]
 
 
 def usage_series(team: Team, since) -> list:

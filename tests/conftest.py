@@ -13,6 +13,8 @@ from django.contrib.auth import get_user_model
 
 from jobs.services import job_submit
 from jobs.spec import parse_spec
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.loop import admission_cycle
 from scheduling.models import SimNode
 from tenants.models import Membership, PriorityTier, Quota, Team
 
@@ -52,6 +54,16 @@ def vision(tiers):
 def nodes(db):
     """Two simulated nodes of 8 GPUs."""
     return [SimNode.objects.create(name=f"node-{i:02d}", gpu=8, cpu=64000, memory=512 * 1024**3) for i in (1, 2)]
+
+
+@pytest.fixture
+def cycle(nodes):
+    """Run one admission cycle on the simulated cluster (it reads the nodes and records reasons)."""
+
+    def _cycle():
+        return admission_cycle(cluster=SimulatedCluster())
+
+    return _cycle
 
 
 def make_user(username: str, *, staff: bool = False, teams=(), role=Membership.Role.MEMBER):

@@ -6,7 +6,7 @@ replay all call `plan`.
 """
 
 from .cycle import Fit, plan
-from .io import SnapshotError, plan_to_dict, snapshot_from_dict
+from .io import SnapshotError, plan_to_dict, snapshot_from_dict, team_gpus_to_dict
 from .model import (
     Admission, Node, PendingJob, Plan, Rejection, ReplicaGroup, Reservation, RunningJob,
     Settings, Snapshot, Team, TeamGpus, Tier, Wait,
@@ -16,5 +16,5 @@ from .reasons import Code
 __all__ = [
     "Admission", "Code", "Fit", "Node", "PendingJob", "Plan", "Rejection", "ReplicaGroup",
     "Reservation", "RunningJob", "Settings", "Snapshot", "SnapshotError", "Team", "TeamGpus", "Tier", "Wait", "plan",
-    "plan_to_dict", "snapshot_from_dict",
+    "plan_to_dict", "snapshot_from_dict", "team_gpus_to_dict",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from .model import (
     GUARDS, RESOURCES, Node, PendingJob, Plan, ReplicaGroup, Reservation, RunningJob, Settings,
-    Snapshot, Team, Tier,
+    Snapshot, Team, TeamGpus, Tier,
 )
 
 
@@ -261,10 +261,12 @@ def plan_to_dict(plan: Plan) -> dict:
             {"id": r.id, "start": r.start, "placement": dict(r.placement)}
             for r in sorted(plan.reservations, key=lambda r: r.id)
         ],
-        "teams": [
-            {"team": t.team, "nominal": t.nominal, "used": t.used, "within": t.within,
-             "borrowed": t.borrowed, "lent": t.lent, "idle": t.idle, "waiting": t.waiting,
-             "borrowed_from": dict(t.borrowed_from)}
-            for t in plan.teams
-        ],
+        "teams": [team_gpus_to_dict(t) for t in plan.teams],
     }
+
+
+def team_gpus_to_dict(t: TeamGpus) -> dict:
+    """Returns a team's GPU figures as the plan JSON gives them (and the loop stores them)."""
+    return {"team": t.team, "nominal": t.nominal, "used": t.used, "within": t.within,
+            "borrowed": t.borrowed, "lent": t.lent, "idle": t.idle, "waiting": t.waiting,
+            "borrowed_from": dict(t.borrowed_from)}

@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from scheduling.cluster.simulated import SimulatedCluster
-from scheduling.loop import admission_cycle
 
 
 @pytest.fixture
@@ -25,16 +23,6 @@ def login(client):
 def htmx():
     """Headers of an htmx request."""
     return {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture
-def cycle(nodes):
-    """Run one admission cycle on the simulated cluster (it reads the nodes and records reasons)."""
-
-    def _cycle():
-        return admission_cycle(cluster=SimulatedCluster())
-
-    return _cycle
 
 
 @pytest.fixture
