@@ -14,7 +14,8 @@ import shlex
 from django import forms
 
 from jobs.models import Job
-from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
+from core.quantities import format_cpu, format_memory
+from jobs.spec import ROLES, SpecError, parse_spec
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import PriorityTier, Team
 

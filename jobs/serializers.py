@@ -10,7 +10,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from jobs.models import Job, JobEvent
-from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING, ROLES, format_cpu, format_memory
+from core.quantities import format_cpu, format_memory
+from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING, ROLES
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 
 

@@ -10,7 +10,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
-from jobs.spec import JobSpec, SpecError, counted_replicas, format_memory, spec_to_data
+from core.quantities import format_memory
+from jobs.spec import JobSpec, SpecError, counted_replicas, spec_to_data
 from jobs.transitions import transition
 from tenants.models import Membership, Quota, Team
 from tenants.selectors import tier_for

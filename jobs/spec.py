@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, replace
-from decimal import InvalidOperation
 
-from kubernetes.utils.quantity import parse_quantity
-
+from core.quantities import NotFinite, cpu_millicores, format_cpu, format_memory, memory_bytes
 from jobs.volumes import Volume, parse_volumes
 from tenants.inputs import (
     MAX_CPU_PER_REPLICA,
@@ -22,7 +20,6 @@ from tenants.inputs import (
     MAX_MEMORY_PER_REPLICA,
     MAX_REPLICAS,
     MAX_RUNTIME,
-    finite,
     flag,
     text_problem,
 )
@@ -137,7 +134,7 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
     replicas = _replicas(errors, kind, data.get("replicas"))
     sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
     volumes = parse_volumes(errors, data.get("volumes", []))
-    shm = _quantity(errors, "shm", data.get("shm"), scale=1, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
+    shm = _quantity(errors, "shm", data.get("shm"), read=memory_bytes, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
     if errors:
         raise SpecError(dict(errors))
     return JobSpec(
@@ -194,17 +191,17 @@ def _env(errors: _Errors, value: object) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(name), str(item)) for name, item in value.items()))
 
 
-def _quantity(errors: _Errors, path: str, value: object, *, scale: int, limit: int, unit: str) -> int:
-    """A Kubernetes quantity as an integer count of `unit`s (millicores or bytes)."""
+def _quantity(errors: _Errors, path: str, value: object, *, read, limit: int, unit: str) -> int:
+    """A Kubernetes quantity as an integer count of `unit`s, as `read` (millicores or bytes) gives it."""
     if value in (None, "", 0):
         return 0
     try:
-        amount = parse_quantity(value) * scale
-    except (ValueError, TypeError, InvalidOperation):
-        errors.add(path, f"Not a Kubernetes quantity: {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
-        return 0
-    if not finite(amount):
+        amount = read(value)
+    except NotFinite:
         errors.add(path, f"Must be a number of {unit}, not {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
+        return 0
+    except ValueError:
+        errors.add(path, f"Not a Kubernetes quantity: {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
         return 0
     if amount < 0 or amount > limit or amount != amount.to_integral_value():
         errors.add(path, f"Must be from 0 to {limit} {unit} in whole {unit}, got {value!r}.")
@@ -245,8 +242,8 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
         if not _int_in(gpu, 0, MAX_GPU_PER_REPLICA):
             errors.add(f"{path}.gpu", f"Must be a whole number of GPUs from 0 to {MAX_GPU_PER_REPLICA}, got {gpu!r}.")
             gpu = 0
-        cpu = _quantity(errors, f"{path}.cpu", item.get("cpu"), scale=1000, limit=MAX_CPU_PER_REPLICA, unit="millicores")
-        memory = _quantity(errors, f"{path}.memory", item.get("memory"), scale=1, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
+        cpu = _quantity(errors, f"{path}.cpu", item.get("cpu"), read=cpu_millicores, limit=MAX_CPU_PER_REPLICA, unit="millicores")
+        memory = _quantity(errors, f"{path}.memory", item.get("memory"), read=memory_bytes, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
         groups.append(ReplicaGroup(role=str(role), count=count, gpu=gpu, cpu=cpu, memory=memory))
     if total > MAX_REPLICAS:
         errors.add("replicas", f"At most {MAX_REPLICAS} replicas in all, got {total}.")
@@ -281,19 +278,6 @@ def _simulate(errors: _Errors, value: object) -> tuple[int | None, bool]:
         errors.add("simulate.fail", str(error))
         fail = False
     return duration, fail
-
-
-def format_cpu(millicores: int) -> str:
-    """Millicores as a Kubernetes quantity: 2000 -> "2", 500 -> "500m"."""
-    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
-
-
-def format_memory(size: int) -> str:
-    """Bytes as the largest exact binary quantity: 4294967296 -> "4Gi"."""
-    for suffix, factor in (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
-        if size and size % factor == 0:
-            return f"{size // factor}{suffix}"
-    return str(size)
 
 
 def spec_to_data(spec: JobSpec) -> dict:

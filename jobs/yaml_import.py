@@ -13,9 +13,9 @@ from decimal import Decimal
 
 import yaml
 
-from kubernetes.utils.quantity import parse_quantity
 
-from jobs.spec import SpecError, format_memory
+from core.quantities import format_memory, memory_bytes
+from jobs.spec import SpecError
 from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
 
 REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
@@ -222,7 +222,7 @@ def _without_shm(resources: dict, shm: str) -> dict:
     if "memory" not in resources:
         return resources
     try:
-        memory, size = parse_quantity(resources["memory"]), parse_quantity(shm)
+        memory, size = memory_bytes(resources["memory"]), memory_bytes(shm)
     except ValueError:
         return resources
     if memory <= size or memory != memory.to_integral_value():

@@ -6,21 +6,17 @@ GPUs are whole cards; CPU and memory are Kubernetes quantities ("64", "500m",
 
 from __future__ import annotations
 
-from decimal import InvalidOperation
-
 from django import forms
 from django.core.validators import RegexValidator
-from kubernetes.utils.quantity import parse_quantity
 
-from jobs.spec import format_cpu, format_memory
-from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, finite, quota_problem
+from core.quantities import IN_UNITS, NotFinite, format_cpu, format_memory
+from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, quota_problem
 from tenants.models import Resource, Team
 from tenants.tokens import TOKEN_NAME
 
 LIMITS = ("nominal", "borrowing_limit", "lending_limit")
 LABELS = {"gpu": "GPUs", "cpu": "CPU", "memory": "Memory"}
 UNITS = {"gpu": "whole cards", "cpu": "cores, or millicores as 500m", "memory": "bytes, e.g. 512Gi"}
-SCALE = {"gpu": 1, "cpu": 1000, "memory": 1}
 SHOW = {"gpu": str, "cpu": format_cpu, "memory": format_memory}
 
 
@@ -77,11 +73,11 @@ def _amount(resource: str, text: str) -> int | None:
     if not text:
         return None
     try:
-        value = parse_quantity(text) * SCALE[resource]
-    except (ValueError, TypeError, InvalidOperation):
+        value = IN_UNITS[resource](text)
+    except NotFinite:
+        raise ValueError(f"Must be an amount, not {text!r} (e.g. 8, 500m, 512Gi).") from None
+    except ValueError:
         raise ValueError(f"Not a quantity: {text!r} (e.g. 8, 500m, 512Gi).") from None
-    if not finite(value):
-        raise ValueError(f"Must be an amount, not {text!r} (e.g. 8, 500m, 512Gi).")
     if value < 0 or value != value.to_integral_value():
         raise ValueError(f"Must be a whole, non-negative amount, got {text!r}.")
     if resource == "gpu" and "".join(c for c in text if not c.isdigit()):

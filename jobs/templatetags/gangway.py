@@ -13,6 +13,7 @@ from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import timezone
 from django.utils.html import format_html
 
+from core.quantities import memory_text
 from tenants.models import Team
 
 register = template.Library()
@@ -123,9 +124,4 @@ def cores(millicores) -> str:
 @register.filter
 def gib(size) -> str:
     """Bytes in binary units: 4294967296 -> "4 GiB"."""
-    if not size:
-        return "default"
-    for suffix, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
-        if size >= factor:
-            return f"{size / factor:g} {suffix}"
-    return f"{size} B"
+    return memory_text(size) if size else "default"

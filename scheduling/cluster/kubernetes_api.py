@@ -22,8 +22,8 @@ from kubernetes.client import (
     SchedulingV1Api,
 )
 from kubernetes.client.exceptions import ApiException
-from kubernetes.utils import parse_quantity
 
+from core.quantities import IN_UNITS, parse_quantity
 from scheduling.cluster.base import ClusterError, ClusterUnavailable
 
 BAD_REQUEST = 400
@@ -117,10 +117,7 @@ def amount(resource: str, value: str | int | None) -> int:
     """Returns a Kubernetes quantity in Gangway units: cpu millicores, memory bytes, whole GPUs."""
     if value in (None, ""):
         return 0
-    parsed = parse_quantity(value)
-    if resource == "cpu":
-        parsed *= 1000
-    return int(parsed.to_integral_value(rounding="ROUND_CEILING"))
+    return int(IN_UNITS[resource](value).to_integral_value(rounding="ROUND_CEILING"))
 
 
 def same_quantities(desired, actual) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from core.quantities import memory_text
 from scheduling.cluster import manifests
 from scheduling.cluster.base import ClusterError, Finding, NodeInfo, Tenants
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, same_quantities
@@ -263,4 +264,4 @@ def _show(resource: str, value: int) -> str:
         return f"{value} GPU" + ("" if value == 1 else "s")
     if resource == "cpu":
         return f"{value / 1000:g} CPU" + ("" if value == 1000 else "s")
-    return f"{value / 2**30:g} GiB"
+    return memory_text(value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.quantities import format_memory, format_quantity
 from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, TenantTier
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gangway"}
@@ -57,25 +58,10 @@ TRAINING_KINDS = {
 }
 
 
-def quantity(resource: str, amount: int) -> str:
-    """Returns `amount` of a Gangway resource as a Kubernetes quantity string.
-
-    cpu is in millicores ("2" for 2000, "500m" for 500), memory in bytes
-    ("4Gi" when it divides evenly, else plain bytes), gpu a whole number.
-    """
-    if resource == "cpu":
-        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
-    if resource == "memory":
-        for suffix, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if amount and amount % size == 0:
-                return f"{amount // size}{suffix}"
-    return str(amount)
-
-
 def resource_list(amounts: dict[str, int], prefix: str = "") -> dict[str, str]:
     """Returns a Kubernetes ResourceList for Gangway amounts, zero amounts left out."""
     return {
-        prefix + RESOURCE_NAMES[resource]: quantity(resource, amount)
+        prefix + RESOURCE_NAMES[resource]: format_quantity(resource, amount)
         for resource, amount in amounts.items()
         if amount and resource in RESOURCE_NAMES
     }
@@ -184,7 +170,7 @@ def pod_volumes(job: ClusterJob) -> tuple[list[dict], list[dict]]:
         volumes.append({"name": name, **source})
         mounts.append({"name": name, "mountPath": volume.path, "readOnly": volume.read_only})
     if job.shm:
-        volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity("memory", job.shm)}})
+        volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": format_memory(job.shm)}})
         mounts.append({"name": "shm", "mountPath": SHM_DIR})
     return volumes, mounts
 

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.quantities import cpu_millicores, memory_bytes, parse_quantity
 from scheduling.cluster import simulated_logs
 from scheduling.cluster.base import (
     LOG_TAIL,
@@ -169,15 +170,13 @@ class SimulatedCluster:
 
 def _replicas(job: SimJob) -> list[tuple[int, int, int]]:
     """(gpu, cpu millicores, memory bytes) of each replica, from the stored manifest."""
-    from kubernetes.utils.quantity import parse_quantity
-
     needs = []
     for spec in _replica_specs(job.manifest).values():
         limits = spec["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
         need = (
             int(parse_quantity(limits.get("nvidia.com/gpu", 0))),
-            int(parse_quantity(limits.get("cpu", 0)) * 1000),
-            int(parse_quantity(limits.get("memory", 0))),
+            int(cpu_millicores(limits.get("cpu", 0))),
+            int(memory_bytes(limits.get("memory", 0))),
         )
         needs.extend([need] * int(spec.get("replicas", 1)))
     return needs

@@ -238,16 +238,6 @@ def test_the_namespace_is_the_team_slug_and_managed_by_gangway():
     }
 
 
-@pytest.mark.parametrize(
-    ("resource", "amount", "expected"),
-    [("cpu", 2000, "2"), ("cpu", 500, "500m"), ("cpu", 1500, "1500m"),
-     ("memory", 4 * GiB, "4Gi"), ("memory", 512 * 2**20, "512Mi"), ("memory", 1000, "1000"),
-     ("gpu", 8, "8")],
-)
-def test_quantities_are_written_as_kubernetes_does(resource, amount, expected):
-    assert manifests.quantity(resource, amount) == expected
-
-
 def test_it_mounts_claims_config_maps_and_a_memory_backed_shm():
     from scheduling.cluster.base import VolumeMount
 

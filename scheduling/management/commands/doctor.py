@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand
 
+from core.quantities import memory_text
 from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import ClaimInfo
 from scheduling.tenants import tenants_from_database
@@ -33,6 +34,5 @@ class Command(BaseCommand):
 
 def describe(claim: ClaimInfo) -> str:
     """ "datasets (1 TiB, ReadWriteMany, Bound)"."""
-    size = f"{claim.capacity / 1024**4:g} TiB" if claim.capacity >= 1024**4 else f"{claim.capacity / 1024**3:g} GiB"
-    details = [size if claim.capacity else "no capacity yet", *claim.access_modes, claim.phase or "unknown phase"]
+    details = [memory_text(claim.capacity) if claim.capacity else "no capacity yet", *claim.access_modes, claim.phase or "unknown phase"]
     return f"{claim.name} ({', '.join(details)})"
