@@ -29,7 +29,9 @@ def test_a_starving_gang_reserves_room_and_keeps_it_and_a_short_job_backfills(su
                     simulate={"duration": 1200})
     beat(cluster, clock)
     big = submit(name="big", replicas=BIG)
-    clock.tick(61)
+    # Past STARVATION_AFTER with seconds to spare: big queues at the wall clock's time, which runs
+    # ahead of the hand-moved clock by however long the first beat took.
+    clock.tick(65)
     beat(cluster, clock)
     big.refresh_from_db()
     assert big.reason_code == "reserving", big.reason
