@@ -6,21 +6,12 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from core.durations import duration
 from gangway_cli.client import ApiError, Client
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 SUCCESS = {"succeeded"}
 FAILURE = {"failed", "cancelled", "rejected"}
-
-
-def duration(seconds: float) -> str:
-    """4000 -> '1h 06m', 75 -> '1m 15s', 9 -> '9s'."""
-    seconds = int(max(0, seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def _when(value: str | None, now: datetime) -> str:
@@ -32,7 +23,7 @@ def _when(value: str | None, now: datetime) -> str:
 
 
 def describe(job: dict, now: datetime | None = None) -> str:
-    """One line for a job's current standing, e.g. 'queued - position 3 (1 in team) - starts in about 40m 00s - ...'."""
+    """One line for a job's current standing, e.g. 'queued - position 3 (1 in team) - starts in about 40 min - ...'."""
     now = now or datetime.now(timezone.utc)
     parts = [job["state"]]
     if job.get("position"):

@@ -10,6 +10,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
+from core.durations import duration
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
@@ -187,17 +188,8 @@ def readable_reason(reason: str, *, team: str, teams_of: dict[str, str], now: da
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
     reason = _MOMENT.sub(moment, reason)
-    reason = _AT_MOST.sub(lambda m: f"at most {spoken_duration(int(m.group(1)))}", reason)
+    reason = _AT_MOST.sub(lambda m: f"at most {duration(int(m.group(1)))}", reason)
     return _JOBS.sub(jobs, reason)
-
-
-def spoken_duration(seconds: int) -> str:
-    """Returns "40 min", "1 h 40 min", "3 h"."""
-    minutes = max(1, round(seconds / 60))
-    hours, minutes = divmod(minutes, 60)
-    if not hours:
-        return f"{minutes} min"
-    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
 class GpuTally:

@@ -13,6 +13,7 @@ from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import timezone
 from django.utils.html import format_html
 
+from core.durations import duration as span
 from core.quantities import memory_text
 from tenants.models import Team
 
@@ -55,19 +56,10 @@ def plural(count, word: str) -> str:
 
 @register.filter
 def duration(seconds) -> str:
-    """Seconds as a short human span: "45 s", "40 min", "2 h 5 min", "3 d"."""
+    """Seconds as a short human span: "45 s", "40 min", "2 h 5 min", "3 d"; "—" for none."""
     if seconds is None or seconds == "":
         return "—"
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    return f"{hours // 24} d"
+    return span(float(seconds))
 
 
 @register.filter

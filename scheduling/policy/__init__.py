@@ -1,6 +1,8 @@
 """The admission policy: a pure function from a snapshot to a plan.
 
-Imports only the standard library (tests/policy/test_imports.py checks it).
+Imports only the standard library and the shared core beneath it, which
+imports only the standard library too (tests/policy/test_policy_imports.py
+and tests/core check it).
 The loop, the `plan` command, the submit form's fit preview and the trace
 replay all call `plan`.
 """

@@ -25,13 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from core.durations import duration
+
 from .demand import Demand
 from .eta import estimate_starts
 from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
 from .order import admission_order, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
-from .reasons import Code, amount, amounts, duration, replicas_text
+from .reasons import Code, amount, amounts, replicas_text
 from .rejection import reject_reason
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .room import Room

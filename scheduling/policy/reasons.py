@@ -133,11 +133,3 @@ def replicas_text(groups: tuple[tuple[int, int, int, int], ...]) -> str:
         noun = "replica" if count == 1 else "replicas"
         parts.append(f"{count} {noun} of {amounts((gpu, cpu, memory))}")
     return " and ".join(parts) if parts else "no replicas"
-
-
-def duration(seconds: int) -> str:
-    """Returns a waiting time in minutes, or hours past two hours: "32 min", "3 h"."""
-    minutes = round(seconds / 60)
-    if minutes < 120:
-        return f"{minutes} min"
-    return f"{_number(seconds / 3600)} h"

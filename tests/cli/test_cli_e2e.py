@@ -44,7 +44,7 @@ def test_submit_wait_exits_1_when_the_job_fails(gangway, loop, tmp_path):
 def test_submit_wait_exits_3_on_timeout(gangway, tmp_path, transactional_db):
     result = gangway("submit", write_job(tmp_path, "slow"), "--wait", "--interval", "1", "--timeout", "2s")
     assert result.returncode == 3, result.stdout + result.stderr
-    assert "Timed out after 2s" in result.stdout and "gangway cancel" in result.stdout
+    assert "Timed out after 2 s" in result.stdout and "gangway cancel" in result.stdout
 
 
 def test_an_invalid_job_exits_2_with_the_field_errors(gangway, tmp_path, transactional_db):
