@@ -36,13 +36,14 @@ from jobs.serializers import (
     SubmittedJobSerializer,
 )
 from jobs.services import (
-    IdempotencyConflict, NeverFits, NotRunning, can_cancel, job_cancel, job_checkpoint, job_submit,
+    IdempotencyConflict, NeverFits, NotRunning, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import SpecError, parse_spec
 from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX
 from scheduling.logs import job_logs
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
+from tenants.permissions import can_cancel, can_submit
 from tenants.selectors import teams_for, tier_for
 
 IDEMPOTENCY_KEY_MAX = 200  # Job.idempotency_key
@@ -77,8 +78,8 @@ def submittable_team(request, slug: str) -> Team:
                 f"This token acts for team {scoped.slug} only; it cannot submit for team {slug!r}."
             )
         return scoped
-    team = teams_for(request.user).filter(slug=slug).first()
-    if team is None:
+    team = Team.objects.filter(slug=slug).first()
+    if team is None or not can_submit(request.user, team):
         mine = ", ".join(teams_for(request.user).values_list("slug", flat=True)) or "none"
         raise exceptions.PermissionDenied(
             f"You cannot submit for team {slug!r}: you are not a member. Your teams: {mine}."

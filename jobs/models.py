@@ -127,6 +127,11 @@ class Job(models.Model):
         return self.state in self.TERMINAL_STATES
 
     @property
+    def cancellable(self) -> bool:
+        """Whether a cancel still changes something: it has not ended and is not already stopping for one."""
+        return not self.is_terminal and self.state != self.State.CANCELLING
+
+    @property
     def replica_count(self) -> int:
         return sum(group["count"] for group in self.replicas)
 

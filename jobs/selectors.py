@@ -6,12 +6,13 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from jobs.models import Job
+from tenants.permissions import is_admin
 
 
 def jobs_for(user) -> QuerySet[Job]:
     """The jobs a user may see: every job for staff, else their teams' jobs."""
     jobs = Job.objects.select_related("team", "tier", "owner")
-    if user.is_staff:
+    if is_admin(user):
         return jobs
     return jobs.filter(team__memberships__user=user)
 

@@ -9,11 +9,11 @@ from dataclasses import replace
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs.models import Job, JobEvent
 from core.quantities import format_memory
+from jobs.models import Job, JobEvent
 from jobs.spec import JobSpec, SpecError, counted_replicas, spec_to_data
 from jobs.transitions import transition
-from tenants.models import Membership, Quota, Team
+from tenants.models import Quota, Team
 from tenants.selectors import tier_for
 
 
@@ -152,13 +152,6 @@ def _same_or_conflict(job: Job, digest: str) -> Job:
     return job
 
 
-def can_cancel(user, job: Job) -> bool:
-    """Owners cancel their jobs, leads any job of their team, staff any job."""
-    if user.is_staff or job.owner_id == user.pk:
-        return True
-    return Membership.objects.filter(user=user, team=job.team_id, role=Membership.Role.LEAD).exists()
-
-
 def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
     """Ask for the job to stop. A queued job is cancelled at once; others stop in the next reconcile.
 
@@ -167,7 +160,7 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
     who = actor or via or "an operator"
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
-        if job.is_terminal or job.state == Job.State.CANCELLING:
+        if not job.cancellable:
             return job
         was_queued = job.state == Job.State.QUEUED
         transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor)

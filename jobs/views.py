@@ -17,12 +17,13 @@ from jobs import forms as job_forms
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
-    IdempotencyConflict, NeverFits, can_cancel, counted_spec, job_cancel, job_check, job_submit,
+    IdempotencyConflict, NeverFits, counted_spec, job_cancel, job_check, job_submit,
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from tenants.auth import rate_limited
+from tenants.permissions import can_cancel, can_cancel_now
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
@@ -191,7 +192,7 @@ def detail(request, job_id: int):
         "ending": _ending(job, events),
         "replicas": _replica_rows(job),
         "has_run": has_run(job),
-        "can_cancel": not job.is_terminal and job.state != Job.State.CANCELLING and can_cancel(request.user, job),
+        "can_cancel": can_cancel_now(request.user, job),
     }
     if request.htmx:
         response = render(request, "jobs/detail.html#live", context)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from notifications.models import Delivery, Subscription
-from tenants.models import Membership, Team
+from tenants import permissions
+from tenants.models import Team
 
 
 def subscriptions_of(user) -> QuerySet[Subscription]:
@@ -14,9 +15,7 @@ def subscriptions_of(user) -> QuerySet[Subscription]:
 
 def led_teams(user) -> QuerySet[Team]:
     """The teams whose webhook the user may set: those they lead (every team for staff)."""
-    if user.is_staff:
-        return Team.objects.all().order_by("slug")
-    return Team.objects.filter(memberships__user=user, memberships__role=Membership.Role.LEAD).order_by("slug")
+    return permissions.led_teams(user).order_by("slug")
 
 
 def recent_deliveries(user, limit: int = 20) -> QuerySet[Delivery]:

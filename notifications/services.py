@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
-from tenants.models import Membership
+from tenants.permissions import viewers_of
 
 WEBHOOK_TIMEOUT = 5  # seconds; a slow receiver is retried later, it never holds a worker long
 
@@ -41,7 +42,7 @@ def deliveries_for(event: JobEvent) -> list[Delivery]:
     job = event.job
     flag = MOMENTS[event.kind][0]
     # Only people who may still see the job: members of its team, and staff.
-    may_see = Q(user__in=Membership.objects.filter(team=job.team_id).values("user")) | Q(user__is_staff=True)
+    may_see = Q(user__in=get_user_model().objects.filter(viewers_of(job.team_id)))
     subscriptions = (
         Subscription.objects.filter(**{flag: True})
         .filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id))

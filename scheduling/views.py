@@ -21,6 +21,7 @@ from jobs.selectors import queue_for
 from jobs.templatetags.gangway import palette, plural
 from scheduling.models import ClusterNode
 from scheduling.selectors import cluster_summary, node_rows, reserved_by_node
+from tenants.permissions import is_admin
 from tenants.selectors import teams_for
 
 QUEUE_PAGE = 50
@@ -34,7 +35,7 @@ def dashboard(request):
     summary = cluster_summary()
     mine = set(teams_for(request.user).values_list("slug", flat=True))
     queue = Paginator(queue_for(request.user), QUEUE_PAGE).get_page(request.GET.get("page"))
-    waiting_total = queue.paginator.count if request.user.is_staff else Job.objects.filter(state=Job.State.QUEUED).count()
+    waiting_total = queue.paginator.count if is_admin(request.user) else Job.objects.filter(state=Job.State.QUEUED).count()
     context = {
         "summary": summary,
         "bars": _team_bars(summary.teams, palette(request)),
@@ -79,7 +80,7 @@ def _node_map_html(request, mine: set[str]) -> str:
     Job names show only for the viewer's teams (staff see all).
     """
     colours = palette(request)
-    staff = request.user.is_staff
+    staff = is_admin(request.user)
     reserved = reserved_by_node()
     html = []
     for node in _node_rows():

@@ -26,6 +26,7 @@ from scheduling.preview import quota_what_if
 from scheduling.selectors import team_usage
 from tenants.auth import ApiDefaults, TeamPrincipal, query_flag, team_scope
 from tenants.models import DNS_LABEL, Membership, Team
+from tenants.permissions import can_edit_quota, can_manage_tokens
 from tenants.selectors import teams_for
 from tenants.serializers import (
     QuotaUpdateSerializer,
@@ -37,7 +38,7 @@ from tenants.serializers import (
     what_if_data,
 )
 from tenants.services import quota_update
-from tenants.tokens import may_manage_tokens, token_create, token_revoke, tokens_for_team, tokens_for_user
+from tenants.tokens import token_create, token_revoke, tokens_for_team, tokens_for_user
 
 TEAM_EXAMPLE = OpenApiExample(
     "A team borrowing 4 GPUs",
@@ -137,7 +138,7 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @action(detail=True, methods=["put", "patch"], url_path="quota")
     def quota(self, request, slug=None):
         team = self.get_object()
-        if not request.user.is_staff:
+        if not can_edit_quota(request.user):
             raise exceptions.PermissionDenied("Only admins (staff) change quotas; ask one, or preview with the portal.")
         dry_run = query_flag(request, "dry_run")
         update = QuotaUpdateSerializer(data=request.data, partial=request.method == "PATCH")
@@ -164,7 +165,7 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def tokens(self, request, slug=None):
         team = self.get_object()
         person = require_person(request, "manage tokens")
-        if not may_manage_tokens(person, team):
+        if not can_manage_tokens(person, team):
             raise exceptions.PermissionDenied(f"Only leads of team {team.slug} and admins manage its tokens.")
         if request.method == "GET":
             return Response(TokenSerializer(tokens_for_team(team), many=True).data)
@@ -184,7 +185,7 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def revoke_token(self, request, slug=None, token_id=None):
         team = self.get_object()
         person = require_person(request, "manage tokens")
-        if not may_manage_tokens(person, team):
+        if not can_manage_tokens(person, team):
             raise exceptions.PermissionDenied(f"Only leads of team {team.slug} and admins manage its tokens.")
         token = tokens_for_team(team).filter(pk=token_id).first() if _is_id(token_id) else None
         if token is None:

@@ -6,13 +6,12 @@ from django.db.models import QuerySet
 
 from portal.compiled import CompiledQuery, columns, instance
 from tenants.models import Membership, PriorityTier, Team
+from tenants.permissions import visible_teams
 
 
 def teams_for(user) -> QuerySet[Team]:
-    """The teams a user may see: all of them for staff, else their own."""
-    if user.is_staff:
-        return Team.objects.all()
-    return Team.objects.filter(memberships__user=user)
+    """The teams a user may see: all of them for staff, else their own (tenants.permissions)."""
+    return visible_teams(user)
 
 
 def role_in(user, team: Team) -> str | None:

@@ -17,7 +17,8 @@ from django.views.decorators.vary import vary_on_headers
 from tenants.forms import TokenForm
 from tenants.models import ApiToken, Team
 from tenants.selectors import teams_for
-from tenants.tokens import may_manage_tokens, token_create, token_revoke, tokens_for_team, tokens_for_user
+from tenants.permissions import can_manage_tokens
+from tenants.tokens import token_create, token_revoke, tokens_for_team, tokens_for_user
 
 
 def _get_team_for_tokens(request, slug: str) -> Team:
@@ -25,7 +26,7 @@ def _get_team_for_tokens(request, slug: str) -> Team:
     team = teams_for(request.user).filter(slug=slug).first()
     if team is None:
         raise Http404("No such team.")
-    if not may_manage_tokens(request.user, team):
+    if not can_manage_tokens(request.user, team):
         raise PermissionDenied(f"Only leads of team {team.slug} and admins manage its API tokens.")
     return team
 

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.compiled import CompiledQuery, columns, instance
-from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Team
+from tenants.models import ApiToken, AuditEntry, PriorityTier, Team
 
 # last_used_at is written at most this often per token: one UPDATE a minute, not one per request.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -120,8 +120,3 @@ def tokens_for_user(user):
     return ApiToken.objects.filter(user=user)
 
 
-def may_manage_tokens(user, team: Team) -> bool:
-    """Leads of the team and staff create and revoke its tokens."""
-    if user.is_staff:
-        return True
-    return Membership.objects.filter(user=user, team=team, role=Membership.Role.LEAD).exists()

@@ -18,6 +18,7 @@ from scheduling.selectors import loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Team
+from tenants.permissions import can_edit_quota, can_manage_tokens
 from tenants.selectors import role_in, teams_for
 from tenants.services import quota_update, quota_values
 
@@ -39,7 +40,7 @@ def team_list(request):
     teams = list(teams_for(request.user).order_by("slug"))
     usages = {usage.slug: usage for usage in team_usage()}
     rows = [(team, usages.get(team.slug)) for team in teams]
-    return render(request, "tenants/list.html", {"rows": rows})
+    return render(request, "tenants/list.html", {"rows": rows, "can_edit_quota": can_edit_quota(request.user)})
 
 
 @login_required
@@ -58,6 +59,8 @@ def team_detail(request, slug: str):
         "team": team,
         "usage": usage,
         "role": role_in(request.user, team),
+        "can_manage_tokens": can_manage_tokens(request.user, team),
+        "can_edit_quota": can_edit_quota(request.user),
         "quotas": {quota.resource: quota for quota in team.quotas.all()},
         "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
         "lending_to": [loan for loan in loans if loan.lender == team.slug],
@@ -129,7 +132,7 @@ def _nice(value: int) -> int:
 @rate_limited
 def quota_edit(request, slug: str):
     """Staff edit a team's quotas; htmx posts preview the change (what-if), a plain post saves it."""
-    if not request.user.is_staff:
+    if not can_edit_quota(request.user):
         raise PermissionDenied("Only admins edit quotas.")
     team = _get_team(request, slug)
     form = QuotaForm(request.POST or None, initial=initial_for(quota_values(team)))
