@@ -2,6 +2,9 @@
 
 from drf_spectacular.utils import OpenApiExample
 
+from jobs.codes import Because
+from scheduling.policy import Code
+
 ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "additionalProperties": True}
 
 SPEC = {
@@ -15,7 +18,7 @@ JOB_BODY = {
     "id": 42, "url": "https://gangway.example.com/api/v1/jobs/42/", "web_url": "https://gangway.example.com/jobs/42/",
     "team": "maps", "name": "resnet50-baseline", "kind": "TFJob", "state": "queued",
     "reason": "Waiting for quota: needs 4 GPUs; 2 free in team maps, 0 borrowable from idle teams.",
-    "reason_code": "quota", "position": 3, "team_position": 1, "eta": "2025-05-01T12:40:00Z", "tier": "standard",
+    "reason_code": str(Code.NOTHING_TO_BORROW), "position": 3, "team_position": 1, "eta": "2025-05-01T12:40:00Z", "tier": "standard",
     "owner": None, "submitted_via": "API token ci-main", "image": "tensorflow/tensorflow:2.12.0-gpu",
     "command": ["python", "/app/train.py"], "args": ["--epochs", "90"], "env": {"DATASET": "imagenet"},
     "replicas": [{"role": "Worker", "count": 4, "gpu": 1, "cpu": "2", "memory": "4Gi"}], "gpu_total": 4,
@@ -43,7 +46,7 @@ SUBMIT_MANIFEST = OpenApiExample(
     },
 )  # fmt: skip
 SUBMITTED = OpenApiExample(
-    "Submitted", value={**JOB_BODY, "position": None, "team_position": None, "eta": None, "reason_code": "new",
+    "Submitted", value={**JOB_BODY, "position": None, "team_position": None, "eta": None, "reason_code": str(Because.NEW),
                         "reason": "Waiting for the next admission cycle.", "unsupported": []},
     response_only=True, status_codes=["201", "200"],
 )  # fmt: skip

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from core.quantities import format_memory
+from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.spec import JobSpec, SpecError, counted_replicas, spec_to_data
 from jobs.transitions import transition
@@ -125,7 +126,7 @@ def job_submit(
                 volumes=[volume.as_data() for volume in spec.volumes], shm=spec.shm,
                 max_runtime=spec.max_runtime, idempotency_key=idempotency_key, spec_digest=digest,
                 queued_at=now, sim_duration=spec.sim_duration, sim_fail=spec.sim_fail,
-                reason="Waiting for the next admission cycle.", reason_code="new",
+                reason="Waiting for the next admission cycle.", reason_code=Because.NEW,
             )  # fmt: skip
             JobEvent.objects.create(
                 job=job, kind=JobEvent.Kind.SUBMITTED, to_state=job.state, actor=owner,

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone as dt_timezone
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling import records
@@ -34,7 +35,6 @@ from scheduling.snapshot import World, build_world, to_cluster_job
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
-UNREACHABLE = "cluster_unreachable"
 
 
 @dataclass
@@ -173,7 +173,7 @@ def _preempt(world: World, victim: Job, preemptor: Job, usage: records.GpuTally)
     """Move a victim to preempting, with the sentence its owner reads; returns it."""
     message = records.preemption_sentence(world, victim, preemptor, usage)
     # Reclaim (R6) takes back lent quota; a preemption within the team makes way for a higher tier (R5).
-    code = "reclaimed" if victim.team_id != preemptor.team_id else "preempted"
+    code = Because.RECLAIMED if victim.team_id != preemptor.team_id else Because.PREEMPTED
     transition(victim, Job.State.PREEMPTING, message=message, code=code,
                preemption_count=victim.preemption_count + 1)  # fmt: skip
     usage.remove(victim)
@@ -188,9 +188,9 @@ def _admit(job: Job, admission: Admission, now: datetime) -> None:
     message = f"Admitted: all {len(nodes)} replicas placed at once ({where})."
     if admission.victims:
         message += f" Starts once {len(admission.victims)} preempted job(s) have stopped."
-    transition(job, Job.State.ADMITTED, message=message, code="admitted", admitted_at=now, placement=list(nodes),
+    transition(job, Job.State.ADMITTED, message=message, code=Because.ADMITTED, admitted_at=now, placement=list(nodes),
                reason="", reason_code="", position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
-    _log_decision("admitted", job, "admitted", message)
+    _log_decision("admitted", job, Because.ADMITTED, message)
 
 
 def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
@@ -219,7 +219,7 @@ def _creation_pending(jobs: list[Job]) -> None:
     reason = ("Admitted, but the cluster cannot be reached to create it; it is created as soon as the "
               "cluster answers, on the nodes already set aside for it.")  # fmt: skip
     Job.objects.filter(pk__in=[job.pk for job in jobs], state=Job.State.ADMITTED).update(
-        reason=reason, reason_code="create_pending"
+        reason=reason, reason_code=Because.CREATE_PENDING
     )
 
 
@@ -232,11 +232,11 @@ def requeue_refused(job: Job, error: str, now: datetime) -> None:
     message = (f"The cluster refused to create it: {error}. Requeued with its place kept; "
                f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
     try:
-        transition(job, Job.State.QUEUED, message=message, code="cluster_refused", placement=[], admitted_at=None,
-                   not_before=now + wait, reason=message, reason_code="cluster_refused")  # fmt: skip
+        transition(job, Job.State.QUEUED, message=message, code=Because.CLUSTER_REFUSED, placement=[], admitted_at=None,
+                   not_before=now + wait, reason=message, reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
     except StaleJob:
         return  # cancelled meanwhile; nothing was created
-    _log_decision("refused", job, "cluster_refused", message)
+    _log_decision("refused", job, Because.CLUSTER_REFUSED, message)
 
 
 def _log_decision(action: str, job: Job, rule: str, reason: str) -> None:

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
@@ -121,7 +122,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             # and resumes when a cycle admits it.
             cluster.suspend_job(to_cluster_job(job))
             note(job, JobEvent.Kind.NOTE, "Stopped in the cluster: it was running without an admission; it "
-                 "resumes, with its progress, when a cycle admits it.", code="not_admitted")  # fmt: skip
+                 "resumes, with its progress, when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
             result.suspended += 1
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         _follow(job, status, cluster, now, result)
@@ -133,7 +134,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             result.suspended += 1
         if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
             transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
-                       f"resume as attempt {job.attempt + 1}.", code="requeued", attempt=F("attempt") + 1,
+                       f"resume as attempt {job.attempt + 1}.", code=Because.REQUEUED, attempt=F("attempt") + 1,
                        placement=[], started_at=None, admitted_at=None)  # fmt: skip
             result.changed += 1
     elif state == Job.State.CANCELLING:
@@ -152,7 +153,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
         cluster.create_job(to_cluster_job(job))
-        Job.objects.filter(pk=job.pk, reason_code="create_pending").update(reason="", reason_code="")
+        Job.objects.filter(pk=job.pk, reason_code=Because.CREATE_PENDING).update(reason="", reason_code="")
         result.created += 1
         return
     if phase in (Phase.SUCCEEDED, Phase.FAILED):
@@ -184,10 +185,10 @@ def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime) -
     wait = backoff(job.attempt)
     why = status.message or "its pods did not all start"
     cluster.suspend_job(to_cluster_job(job))
-    transition(job, Job.State.PREEMPTING, event_kind="evicted", code="stuck_admission",
+    transition(job, Job.State.PREEMPTING, event_kind="evicted", code=Because.STUCK_ADMISSION,
                message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
                f"{settings.ADMISSION_TIMEOUT} s after admission ({why}).")  # fmt: skip
-    transition(job, Job.State.QUEUED, code="backoff", attempt=F("attempt") + 1, placement=[], admitted_at=None,
-               not_before=now + wait, reason_code="backoff",
+    transition(job, Job.State.QUEUED, code=Because.BACKOFF, attempt=F("attempt") + 1, placement=[], admitted_at=None,
+               not_before=now + wait, reason_code=Because.BACKOFF,
                reason=f"Backing off for {int(wait.total_seconds())} s after a stuck admission.",
                message=f"Requeued with its place kept; not admitted again for {int(wait.total_seconds())} s.")  # fmt: skip

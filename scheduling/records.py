@@ -11,6 +11,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from core.durations import duration
+from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
@@ -81,10 +82,10 @@ def cluster_unreachable() -> None:
     find the error itself in the cycle's row (the admin) and the logs.
     """
     queued = Job.objects.filter(state=Job.State.QUEUED)
-    for job in queued.exclude(reason_code="cluster_unreachable"):
+    for job in queued.exclude(reason_code=Because.CLUSTER_UNREACHABLE):
         JobEvent.objects.create(job=job, kind=JobEvent.Kind.WAITING, from_state=job.state, to_state=job.state,
-                                message=UNREACHABLE_REASON, code="cluster_unreachable")  # fmt: skip
-    queued.update(reason=UNREACHABLE_REASON, reason_code="cluster_unreachable")
+                                message=UNREACHABLE_REASON, code=Because.CLUSTER_UNREACHABLE)  # fmt: skip
+    queued.update(reason=UNREACHABLE_REASON, reason_code=Because.CLUSTER_UNREACHABLE)
 
 
 def cycle_done(now: datetime, duration: float, result) -> Cycle:

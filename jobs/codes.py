@@ -1,0 +1,24 @@
+"""Reason codes the portal gives itself, beside the policy's own (`scheduling.policy.Code`).
+
+A job's `reason_code` and an event's `code` hold one of these or a policy code;
+pages, the API, `/metrics` and reconcile compare them through these names, never
+through bare strings.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Because(StrEnum):
+    NEW = "new"  # submitted, waiting for its first cycle
+    ADMITTED = "admitted"
+    RECLAIMED = "reclaimed"  # R6: another team takes back its nominal quota
+    PREEMPTED = "preempted"  # R5: a higher tier of the same team
+    CLUSTER_UNREACHABLE = "cluster_unreachable"
+    CREATE_PENDING = "create_pending"  # admitted, not yet created: the cluster did not answer
+    CLUSTER_REFUSED = "cluster_refused"  # the cluster refused the create: requeued with a backoff
+    NOT_ADMITTED = "not_admitted"  # found running without an admission: suspended
+    REQUEUED = "requeued"  # stopped for a preemption: back in the queue
+    STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
+    BACKOFF = "backoff"  # R13: requeued, waiting out its backoff
