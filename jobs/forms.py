@@ -13,20 +13,20 @@ import shlex
 
 from django import forms
 
+from jobs import kinds
 from jobs.models import Job
-from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
+from jobs.spec import SpecError, format_cpu, format_memory, parse_spec
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import PriorityTier, Team
 
 MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
-ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["Chief", "Master", "PS", "Worker", "Evaluator"].index)
 # "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
 ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
 
 
 class JobForm(forms.Form):
     team = forms.ChoiceField()
-    kind = forms.ChoiceField(choices=Job.Kind.choices, initial=Job.Kind.TFJOB)
+    kind = forms.ChoiceField(choices=kinds.choices, initial=lambda: kinds.default().name)
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
                            widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off"}))
     image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
@@ -52,6 +52,9 @@ class JobForm(forms.Form):
     def __init__(self, *args, teams: list[Team], **kwargs):
         super().__init__(*args, **kwargs)
         self.teams = {team.slug: team for team in teams}
+        self.fields["kind"].help_text = "Roles: " + "; ".join(
+            f"{kind.name} {', '.join(kind.role_names)}" for kind in kinds.all_kinds()
+        )
         self.fields["team"].choices = [(team.slug, f"{team.slug} — {team.name}") for team in teams]
         self.selected_team = self.teams.get(self.data.get("team") or self.initial.get("team") or "") or (teams[0] if teams else None)
         tiers: list[PriorityTier] = list(self.selected_team.tiers.all()) if self.selected_team else []
@@ -111,7 +114,7 @@ def _words(text: str) -> list[str]:
 
 
 class ReplicaForm(forms.Form):
-    role = forms.ChoiceField(choices=[(role, role) for role in ALL_ROLES], initial="Worker")
+    role = forms.ChoiceField(choices=lambda: [(role, role) for role in kinds.all_roles()], initial="Worker")
     count = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
     gpu = forms.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, initial=1, label="GPUs",
                              widget=forms.NumberInput(attrs={"class": "num"}))
@@ -119,14 +122,20 @@ class ReplicaForm(forms.Form):
     memory = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "default"}))
 
 
-# A job has at most one group per role. absolute_max caps how many forms a post may make Django build:
-# without it, replicas-TOTAL_FORMS=100000 built 1,005 forms (seconds of CPU) before saying no.
-ReplicaFormSet = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=len(ALL_ROLES),
-                                       absolute_max=len(ALL_ROLES), validate_max=True)  # fmt: skip
+def replica_formset(*args, **kwargs) -> forms.BaseFormSet:
+    """The replica rows: at most one group per role of the kind with the most (read from the registry now).
+
+    absolute_max caps how many forms a post may make Django build: without it,
+    replicas-TOTAL_FORMS=100000 built 1,005 forms (seconds of CPU) before saying no.
+    """
+    most = kinds.most_groups()
+    formset = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=most,
+                                    absolute_max=most, validate_max=True)  # fmt: skip
+    return formset(*args, prefix="replicas", **kwargs)
 
 
 def bind(data, *, teams: list[Team]) -> tuple[JobForm, forms.BaseFormSet]:
-    return JobForm(data, teams=teams), ReplicaFormSet(data, prefix="replicas")
+    return JobForm(data, teams=teams), replica_formset(data)
 
 
 def spec_data(form: JobForm, formset) -> dict:
@@ -211,7 +220,7 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
     seconds = data.get("max_runtime")
     initial = {
         "team": data.get("team") or "",
-        "kind": data.get("kind") or Job.Kind.TFJOB,
+        "kind": data.get("kind") or kinds.default().name,
         "name": data.get("name") or "",
         "image": data.get("image") or "",
         "command": _join(data.get("command")),
@@ -290,7 +299,7 @@ def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
     cleaned = form.cleaned_data
     minutes = cleaned.get("max_runtime")
     data = {
-        "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or Job.Kind.TFJOB,
+        "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or kinds.default().name,
         "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
         "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
         "shm": (cleaned.get("shm") or "").strip() or None,

@@ -9,8 +9,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs import kinds
 from jobs.models import Job, JobEvent
-from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING, ROLES, format_cpu, format_memory
+from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING, format_cpu, format_memory
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 
 
@@ -143,11 +144,17 @@ class JobEventSerializer(serializers.ModelSerializer):
 
 
 class ReplicaInputSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=["Chief", "Master", "PS", "Worker", "Evaluator"], default="Worker")
+    role = serializers.ChoiceField(choices=(), default="Worker", help_text="One of the kind's roles.")
     count = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
     gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, default=0)
     cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "2" or "500m".')
     memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
+
+    def get_fields(self):
+        """The fields, with every kind's roles read from the registry now (a kind registered later is known)."""
+        fields = super().get_fields()
+        fields["role"].choices = [(role, role) for role in kinds.all_roles()]
+        return fields
 
 
 class VolumeInputSerializer(serializers.Serializer):
@@ -182,7 +189,7 @@ class JobSpecSerializer(serializers.Serializer):
     team = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, required=False,
                                   help_text="Team slug; may come from ?team= or a team token instead.")
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=50)
-    kind = serializers.ChoiceField(choices=Job.Kind.choices, default="TFJob")
+    kind = serializers.ChoiceField(choices=(), required=False, help_text="The job kind; the first of these when left out.")
     image = serializers.RegexField(IMAGE_RE.pattern, max_length=500, help_text="An OCI image reference.")
     command = serializers.ListField(child=serializers.CharField(), required=False)
     args = serializers.ListField(child=serializers.CharField(), required=False)
@@ -190,12 +197,18 @@ class JobSpecSerializer(serializers.Serializer):
     tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
     max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
     replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1,
-                                     max_length=len(ROLES["TFJob"]))  # at most a group per role  # fmt: skip
+                                     help_text="At most one group per role of the kind.")  # fmt: skip
     volumes = VolumeInputSerializer(many=True, required=False,
                                     help_text="Exactly one of claim or config_map each, at distinct paths.")  # fmt: skip
     shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
                                 "added to each replica's memory.")  # fmt: skip
     simulate = SimulateSerializer(required=False)
+
+    def get_fields(self):
+        """The fields, with the kinds read from the registry now (a kind registered later is offered)."""
+        fields = super().get_fields()
+        fields["kind"].choices = kinds.choices()
+        return fields
 
 
 class JobFilterSerializer(serializers.Serializer):

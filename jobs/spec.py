@@ -15,6 +15,7 @@ from decimal import InvalidOperation
 
 from kubernetes.utils.quantity import parse_quantity
 
+from jobs import kinds
 from jobs.volumes import Volume, parse_volumes
 from tenants.inputs import (
     MAX_CPU_PER_REPLICA,
@@ -28,12 +29,6 @@ from tenants.inputs import (
 )
 from tenants.models import DNS_LABEL
 
-KINDS = ("TFJob", "PyTorchJob")
-ROLES = {
-    "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator"),
-    "PyTorchJob": ("Master", "Worker"),
-}
-SINGLETON_ROLES = {"Chief", "Master", "Evaluator"}
 FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate",
           "volumes", "shm"}
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
@@ -114,10 +109,10 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
         errors.add("team", f"This request is for team {team}, but the spec names {team_value!r}.")
     team_value = _label(errors, "team", team_value, 63)
     name = _label(errors, "name", data.get("name"), NAME_MAX)
-    kind = data.get("kind", "TFJob")
-    if kind not in KINDS:
-        errors.add("kind", f"Must be TFJob or PyTorchJob, got {kind!r}.")
-        kind = "TFJob"
+    kind = kinds.find(data.get("kind", kinds.default().name))
+    if kind is None:
+        errors.add("kind", f"Must be one of {', '.join(kinds.names())}, got {data.get('kind')!r}.")
+        kind = kinds.default()
     image = data.get("image")
     if not isinstance(image, str) or not image:
         errors.add("image", "Required: a container image such as tensorflow/tensorflow:2.12.0-gpu.")
@@ -141,7 +136,7 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
     if errors:
         raise SpecError(dict(errors))
     return JobSpec(
-        team=team_value, name=name, kind=kind, image=image, command=command, args=args, env=env, tier=tier,
+        team=team_value, name=name, kind=kind.name, image=image, command=command, args=args, env=env, tier=tier,
         max_runtime=max_runtime, replicas=replicas, sim_duration=sim_duration, sim_fail=sim_fail,
         volumes=volumes, shm=shm,
     )  # fmt: skip
@@ -212,12 +207,13 @@ def _quantity(errors: _Errors, path: str, value: object, *, scale: int, limit: i
     return int(amount)
 
 
-def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, ...]:
+def _replicas(errors: _Errors, kind: kinds.JobKind, value: object) -> tuple[ReplicaGroup, ...]:
     if not isinstance(value, list) or not value:
-        errors.add("replicas", "Required: at least one replica group, e.g. [{\"role\": \"Worker\", \"count\": 2}].")
+        errors.add("replicas", f"Required: at least one replica group, e.g. [{{\"role\": \"{kind.default_role}\", "
+                               "\"count\": 2}].")
         return ()
-    if len(value) > len(ROLES[kind]):
-        errors.add("replicas", f"A {kind} has at most {len(ROLES[kind])} replica groups.")
+    if len(value) > len(kind.roles):
+        errors.add("replicas", f"A {kind.name} has at most {len(kind.roles)} replica groups.")
         return ()
     groups, seen, total = [], set(), 0
     for index, item in enumerate(value):
@@ -227,9 +223,9 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
             continue
         for unknown in sorted(set(item) - REPLICA_FIELDS, key=str):
             errors.add(f"{path}.{unknown}", f"Unknown field; the fields are {', '.join(sorted(REPLICA_FIELDS))}.")
-        role = item.get("role", "Worker")
-        if not isinstance(role, str) or role not in ROLES[kind]:
-            errors.add(f"{path}.role", f"A {kind} role is one of {', '.join(ROLES[kind])}, got {role!r}.")
+        role = item.get("role", kind.default_role)
+        if not isinstance(role, str) or role not in kind.role_names:
+            errors.add(f"{path}.role", f"A {kind.name} role is one of {', '.join(kind.role_names)}, got {role!r}.")
             role = ""  # a list or mapping would not hash in the checks below
         elif role in seen:
             errors.add(f"{path}.role", f"Role {role} appears twice; give it one group with a count.")
@@ -238,8 +234,8 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
         if not _int_in(count, 1, MAX_REPLICAS):
             errors.add(f"{path}.count", f"Must be a whole number from 1 to {MAX_REPLICAS}, got {count!r}.")
             count = 1
-        elif role in SINGLETON_ROLES and count != 1:
-            errors.add(f"{path}.count", f"A {kind} has exactly one {role}, got {count}.")
+        elif role in kind.singleton_roles and count != 1:
+            errors.add(f"{path}.count", f"A {kind.name} has exactly one {role}, got {count}.")
         total += count
         gpu = item.get("gpu", 0)
         if not _int_in(gpu, 0, MAX_GPU_PER_REPLICA):

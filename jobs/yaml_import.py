@@ -1,4 +1,4 @@
-"""Reading a job from YAML: Gangway's own spec, or a TFJob / PyTorchJob manifest.
+"""Reading a job from YAML: Gangway's own spec, or a manifest of a registered job kind.
 
 A manifest is turned into the job spec, and every field Gangway does not carry
 over is listed back (never silently dropped). Parsing is safe: no custom tags,
@@ -15,10 +15,10 @@ import yaml
 
 from kubernetes.utils.quantity import parse_quantity
 
+from jobs import kinds
 from jobs.spec import SpecError, format_memory
 from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
 
-REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
 SHM_PATH = "/dev/shm"
@@ -70,36 +70,50 @@ def load_yaml(text: str) -> object:
     return documents[0]
 
 
+def is_manifest(data: object) -> bool:
+    """Whether `data` is a manifest of a registered kind (an apiVersion and a kind), rather than Gangway's spec."""
+    return isinstance(data, dict) and kinds.find(data.get("kind")) is not None and "apiVersion" in data
+
+
 def spec_from_yaml(text: str) -> tuple[dict, list[str]]:
-    """(spec data, unsupported fields) from Gangway's spec or a TFJob/PyTorchJob manifest."""
+    """(spec data, unsupported fields) from Gangway's spec or a manifest of a registered kind."""
     data = load_yaml(text)
-    if isinstance(data, dict) and data.get("kind") in REPLICA_KEYS and "apiVersion" in data:
+    if is_manifest(data):
         return spec_from_manifest(data)
     return data, []
 
 
 def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
-    """(spec data, unsupported fields) from a kubeflow.org/v1 TFJob or PyTorchJob."""
+    """(spec data, unsupported fields) from a manifest of a registered kind, read as its layout is shaped."""
+    kind = kinds.get(manifest["kind"])
+    api_version = manifest.get("apiVersion")
+    if api_version != kind.api_version:
+        raise SpecError({"apiVersion": [f"A {kind.name} is {kind.api_version}, got {api_version!r}."]})
+    return READERS[kind.layout](kind, manifest)
+
+
+def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[str]]:
+    """(spec data, unsupported fields) from a Training Operator (v1) manifest: TFJob, PyTorchJob..."""
     unsupported: list[str] = []
-    kind = manifest["kind"]
+    replica_key = kind.replica_specs
     _unsupported(unsupported, "", manifest, {"apiVersion", "kind", "metadata", "spec"})
     metadata = _mapping(manifest.get("metadata"), "metadata")
     spec = _mapping(manifest.get("spec"), "spec")
     _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
-    _unsupported(unsupported, "spec", spec, {REPLICA_KEYS[kind], "runPolicy"})
+    _unsupported(unsupported, "spec", spec, {replica_key, "runPolicy"})
     run_policy = _mapping(spec.get("runPolicy"), "spec.runPolicy")
     _unsupported(unsupported, "spec.runPolicy", run_policy, {"activeDeadlineSeconds", "schedulingPolicy", "suspend"})
-    data: dict = {"name": metadata.get("name"), "kind": kind, "replicas": []}
+    data: dict = {"name": metadata.get("name"), "kind": kind.name, "replicas": []}
     if metadata.get("namespace"):
         data["team"] = metadata["namespace"]
     if run_policy.get("activeDeadlineSeconds") is not None:
         data["max_runtime"] = run_policy["activeDeadlineSeconds"]
     tier = _mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")
-    replica_specs = _mapping(spec.get(REPLICA_KEYS[kind]), f"spec.{REPLICA_KEYS[kind]}")
+    replica_specs = _mapping(spec.get(replica_key), f"spec.{replica_key}")
     if not replica_specs:
-        raise SpecError({f"spec.{REPLICA_KEYS[kind]}": ["Required: at least one replica type, e.g. Worker."]})
+        raise SpecError({f"spec.{replica_key}": [f"Required: at least one replica type, e.g. {kind.default_role}."]})
     for role, replica in replica_specs.items():
-        path = f"spec.{REPLICA_KEYS[kind]}.{role}"
+        path = f"spec.{replica_key}.{role}"
         replica = _mapping(replica, path)
         _unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
         pod = _mapping(_mapping(replica.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
@@ -139,6 +153,12 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
     if tier:
         data["tier"] = tier
     return data, unsupported
+
+
+# How each layout's manifests are read; a kind of a layout listed here needs nothing more than its registry entry.
+READERS = {
+    kinds.Layout.REPLICA_SPECS: spec_from_replica_specs,
+}
 
 
 def _resources(container: dict, path: str, unsupported: list[str]) -> dict:

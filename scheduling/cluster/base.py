@@ -99,7 +99,7 @@ class ClusterJob:
     name: str  # the deterministic cluster object name, see `cluster_name`
     namespace: str  # the team slug
     team: str
-    kind: str  # "TFJob" | "PyTorchJob"
+    kind: str  # a `jobs.kinds` name: TFJob, PyTorchJob...
     image: str
     command: tuple[str, ...]
     args: tuple[str, ...]

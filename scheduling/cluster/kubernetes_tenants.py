@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from jobs import kinds
 from scheduling.cluster import manifests
 from scheduling.cluster.base import ClusterError, Finding, NodeInfo, Tenants
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, same_quantities
@@ -168,12 +169,13 @@ def _with_managed(actual: dict, desired: dict, paths: list[tuple[str, ...]]) -> 
 
 # -- doctor -------------------------------------------------------------------
 
-REQUIRED_CRDS = {
-    "tfjobs.kubeflow.org": "the Kubeflow Training Operator",
-    "pytorchjobs.kubeflow.org": "the Kubeflow Training Operator",
-    "podgroups.scheduling.volcano.sh": "Volcano",
-    "queues.scheduling.volcano.sh": "Volcano",
-}
+VOLCANO_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
+
+
+def required_crds() -> dict[str, str]:
+    """Returns every CustomResourceDefinition Gangway needs, with what installs it: each job kind's, then Volcano's."""
+    needed = {crd: kind.operator for kind in kinds.all_kinds() for crd in kind.crds}
+    return {**needed, **dict.fromkeys(VOLCANO_CRDS, "Volcano")}
 # The label the Volcano Helm chart and installer YAML put on the scheduler's pods.
 VOLCANO_SCHEDULER_SELECTOR = "app=volcano-scheduler"
 
@@ -186,7 +188,7 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
         tolerate=(NOT_FOUND,),
     )
     present = {crd["metadata"]["name"] for crd in (crds or {}).get("items", ())}
-    for crd, owner in REQUIRED_CRDS.items():
+    for crd, owner in required_crds().items():
         if crd not in present:
             findings.append(Finding(
                 f"The CustomResourceDefinition {crd} is missing, so Gangway cannot create what it needs.",
