@@ -30,6 +30,8 @@ class JobForm(forms.Form):
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
                            widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off"}))
     image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
+    runtime = forms.CharField(required=False, max_length=253,
+                              widget=forms.TextInput(attrs={"placeholder": "torch-distributed", "autocomplete": "off"}))
     command = forms.CharField(required=False, help_text="Run as is, never through a shell.",
                               widget=forms.TextInput(attrs={"placeholder": "python /app/train.py"}))
     args = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "--epochs 90"}))
@@ -55,6 +57,9 @@ class JobForm(forms.Form):
         self.fields["kind"].help_text = "Roles: " + "; ".join(
             f"{kind.name} {', '.join(kind.role_names)}" for kind in kinds.all_kinds()
         )
+        self.fields["runtime"].help_text = "; ".join(
+            f"A {kind.name} runs on this {kind.runtime_kind}" for kind in kinds.all_kinds() if kind.runtime_kind
+        ) + "; other kinds leave it empty."
         self.fields["team"].choices = [(team.slug, f"{team.slug} — {team.name}") for team in teams]
         self.selected_team = self.teams.get(self.data.get("team") or self.initial.get("team") or "") or (teams[0] if teams else None)
         tiers: list[PriorityTier] = list(self.selected_team.tiers.all()) if self.selected_team else []
@@ -143,6 +148,8 @@ def spec_data(form: JobForm, formset) -> dict:
     form.is_valid(), formset.is_valid()
     cleaned = getattr(form, "cleaned_data", {})
     data = {key: cleaned[key] for key in ("team", "kind", "name", "image", "command", "args", "env", "tier") if key in cleaned}
+    if cleaned.get("runtime"):
+        data["runtime"] = cleaned["runtime"].strip()
     if cleaned.get("volumes"):
         data["volumes"] = cleaned["volumes"]
     if cleaned.get("shm"):
@@ -231,13 +238,23 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
         "volumes": "\n".join(_volume_line(v) for v in data.get("volumes") or [] if isinstance(v, dict))
         if isinstance(data.get("volumes"), list) else "",
         "shm": str(data.get("shm") or ""),
+        "runtime": data.get("runtime") or "",
     }
     rows = []
-    for group in data.get("replicas") or []:
+    for group in _groups(data):
         if isinstance(group, dict):
             rows.append({"role": group.get("role", "Worker"), "count": group.get("count", 1), "gpu": group.get("gpu", 0),
                          "cpu": _quantity(group.get("cpu"), format_cpu), "memory": _quantity(group.get("memory"), format_memory)})
     return initial, rows or [{"role": "Worker", "count": 1, "gpu": 1}]
+
+
+def _groups(data: dict) -> list:
+    """The replica groups of spec data: its replicas, or one group of a kind of nodes' num_nodes and resources_per_node."""
+    kind = kinds.find(data.get("kind"))
+    if kind is None or not kind.nodes or ("num_nodes" not in data and "resources_per_node" not in data):
+        return data.get("replicas") or []
+    resources = data.get("resources_per_node") if isinstance(data.get("resources_per_node"), dict) else {}
+    return [{**resources, "role": kind.roles[0].name, "count": data.get("num_nodes", 1)}]
 
 
 def bound_data(initial: dict, rows: list[dict]) -> dict:
@@ -262,6 +279,7 @@ def initial_from_job(job: Job) -> tuple[dict, list[dict]]:
         "team": job.team.slug, "kind": job.kind, "name": job.name, "image": job.image, "command": job.command,
         "args": job.args, "env": job.env, "tier": job.tier.name, "max_runtime": job.max_runtime,
         "replicas": replicas, "volumes": job.volumes, "shm": format_memory(job.shm) if job.shm else "",
+        "runtime": job.runtime,
     }  # fmt: skip
     return initial_from_data(data)
 
@@ -302,7 +320,7 @@ def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
         "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or kinds.default().name,
         "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
         "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
-        "shm": (cleaned.get("shm") or "").strip() or None,
+        "shm": (cleaned.get("shm") or "").strip() or None, "runtime": (cleaned.get("runtime") or "").strip() or None,
     }  # fmt: skip
     try:
         return parse_spec(data, team=form.selected_team.slug), ""

@@ -57,6 +57,15 @@ class JobKind:
     pod_role_label: str = "training.kubeflow.org/replica-type"
     pod_index_label: str = "training.kubeflow.org/replica-index"
     extra_crds: tuple[str, ...] = ()  # other CustomResourceDefinitions its jobs need
+    # The kind of runtime its jobs run on (the spec's `runtime` names one), or "" when they name none; its
+    # cluster-wide plural in the kind's group and version, and the field a runtime needs for Volcano's gangs.
+    runtime_kind: str = ""
+    runtime_plural: str = ""
+    runtime_gang: tuple[str, ...] = ()
+    # Its replicas are `num_nodes` identical nodes of its one role: the spec may say num_nodes and resources_per_node.
+    nodes: bool = False
+    # Its object names must start with a letter (RFC 1035), not only be DNS labels.
+    letter_first: bool = False
     example_image: str = ""
 
     @property
@@ -84,10 +93,6 @@ class JobKind:
     def default_role(self) -> str:
         """The role a replica group without one gets: Worker where the kind has it, else its only role."""
         return "Worker" if "Worker" in self.role_names else self.roles[-1].name
-
-    def phase_of(self, condition: str) -> str | None:
-        """The phase a true condition of this type means, or None when it decides nothing."""
-        return dict(self.conditions).get(condition)
 
 
 TRAINING_OPERATOR = "the Kubeflow Training Operator"

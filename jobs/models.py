@@ -44,6 +44,8 @@ class Job(models.Model):
     # Choices read from the registry on each use: a new kind needs no migration.
     kind = models.CharField(max_length=40, choices=kinds.choices, default=default_kind)
     image = models.CharField(max_length=500)
+    runtime = models.CharField(max_length=253, blank=True,
+                               help_text="The runtime it runs on, for a kind that takes one (e.g. a ClusterTrainingRuntime).")
     command = models.JSONField(default=list, blank=True)
     args = models.JSONField(default=list, blank=True)
     env = models.JSONField(default=dict, blank=True)

@@ -78,7 +78,7 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = [
-            "id", "url", "web_url", "team", "name", "kind", "state", "reason", "reason_code", "position",
+            "id", "url", "web_url", "team", "name", "kind", "runtime", "state", "reason", "reason_code", "position",
             "team_position", "eta", "tier", "owner", "submitted_via", "image", "command", "args", "env",
             "replicas", "volumes", "shm", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
             "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at", "reservation",
@@ -157,6 +157,12 @@ class ReplicaInputSerializer(serializers.Serializer):
         return fields
 
 
+class NodeResourcesSerializer(serializers.Serializer):
+    gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, required=False)
+    cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "8".')
+    memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "64Gi".')
+
+
 class VolumeInputSerializer(serializers.Serializer):
     """A volume as the spec takes it (documented for the schema; `jobs.volumes` checks it)."""
 
@@ -196,8 +202,16 @@ class JobSpecSerializer(serializers.Serializer):
     env = EnvField(child=serializers.CharField(), required=False)
     tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
     max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
-    replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1,
-                                     help_text="At most one group per role of the kind.")  # fmt: skip
+    runtime = serializers.RegexField(OBJECT_NAME, max_length=253, required=False,
+                                     help_text="What the job runs on, for a kind that takes a runtime "
+                                     "(e.g. a ClusterTrainingRuntime).")  # fmt: skip
+    replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1, required=False,
+                                     help_text="At most one group per role of the kind; required unless "
+                                     "num_nodes is given.")  # fmt: skip
+    num_nodes = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, required=False,
+                                         help_text="For a kind of identical nodes: how many, instead of "
+                                         "replicas.")  # fmt: skip
+    resources_per_node = NodeResourcesSerializer(required=False, help_text="With num_nodes: what each node asks.")
     volumes = VolumeInputSerializer(many=True, required=False,
                                     help_text="Exactly one of claim or config_map each, at distinct paths.")  # fmt: skip
     shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '

@@ -194,6 +194,7 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
                 f"The CustomResourceDefinition {crd} is missing, so Gangway cannot create what it needs.",
                 f"Install {owner} on the cluster.",
             ))
+    findings += _runtime_findings(api, present)
     schedulers = api.call(
         "list", "Pod", "*", api.core.list_pod_for_all_namespaces, label_selector=VOLCANO_SCHEDULER_SELECTOR,
     )["items"]
@@ -205,6 +206,36 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
         ))
     findings += _gpu_findings(raw_nodes, nodes)
     findings += _quota_findings(tenants, nodes)
+    return findings
+
+
+def _runtime_findings(api: Api, present: set[str]) -> list[Finding]:
+    """Returns a finding for each runtime (a ClusterTrainingRuntime) whose jobs Volcano would not gang-schedule.
+
+    A runtime without its kind's gang field (`spec.podGroupPolicy.volcano`) starts its jobs'
+    pods one by one, which is what Gangway exists to prevent. Kinds whose CRDs are missing
+    are reported as such, not here.
+    """
+    findings = []
+    for kind in kinds.all_kinds():
+        if not kind.runtime_plural or not set(kind.crds) <= present:
+            continue
+        runtimes = api.call(
+            "list", kind.runtime_kind, "*", api.custom.list_cluster_custom_object,
+            kind.group, kind.version, kind.runtime_plural,
+        )["items"]
+        for runtime in runtimes:
+            value: object = runtime
+            for key in kind.runtime_gang:
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is None:
+                name = runtime["metadata"]["name"]
+                findings.append(Finding(
+                    f"{kind.runtime_kind} {name} has no {'.'.join(kind.runtime_gang)}, so the pods of a {kind.name} "
+                    "on it are not gang-scheduled by Volcano.",
+                    f"Add {'.'.join(kind.runtime_gang[1:])}: {{}} to {kind.runtime_kind} {name}, or run no "
+                    f"{kind.name} on it.",
+                ))  # fmt: skip
     return findings
 
 
