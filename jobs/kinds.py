@@ -26,6 +26,8 @@ class Layout(enum.StrEnum):
 
     # Training Operator v1: spec.<replica_specs>.<Role>.template, spec.runPolicy (suspend, schedulingPolicy).
     REPLICA_SPECS = "replica_specs"
+    # Kubeflow Trainer v2: spec.runtimeRef, spec.trainer (numNodes, resourcesPerNode), spec.runtimePatches.
+    TRAINER = "trainer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,19 @@ _BUILT_IN = (
         roles=(Role("Master", singleton=True), Role("Worker")),
         container="pytorch", operator=TRAINING_OPERATOR, replica_specs="pytorchReplicaSpecs",
         example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+    ),
+    # Kubeflow Trainer v2, the Training Operator's successor (trainer `pkg/apis/trainer/v1alpha1`): a TrainJob
+    # runs numNodes nodes on a ClusterTrainingRuntime; its conditions are Suspended, Complete and Failed (no
+    # Running: it runs once its pods do); its pods are a JobSet's, labelled with the replicated job and index.
+    JobKind(
+        name="TrainJob", group="trainer.kubeflow.org", version="v1alpha1", plural="trainjobs", layout=Layout.TRAINER,
+        roles=(Role("Node"),), container="node", operator="Kubeflow Trainer v2",
+        suspend=("spec", "suspend"),
+        conditions=(("Failed", "Failed"), ("Complete", "Succeeded"), ("Suspended", "Suspended")),
+        pod_role_label="jobset.sigs.k8s.io/replicatedjob-name", pod_index_label="batch.kubernetes.io/job-completion-index",
+        extra_crds=("clustertrainingruntimes.trainer.kubeflow.org",), runtime_kind="ClusterTrainingRuntime",
+        runtime_plural="clustertrainingruntimes", runtime_gang=("spec", "podGroupPolicy", "volcano"),
+        nodes=True, letter_first=True, example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
     ),
 )  # fmt: skip
 

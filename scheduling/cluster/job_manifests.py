@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jobs import kinds
-from scheduling.cluster import manifests
+from scheduling.cluster import manifests, trainjob_manifests
 from scheduling.cluster.base import ClusterJob
 
 
@@ -27,6 +27,9 @@ class LayoutBuilder:
 BUILDERS = {
     kinds.Layout.REPLICA_SPECS: LayoutBuilder(
         manifests.training_job, manifests.training_job_resume, manifests.training_job_replicas
+    ),
+    kinds.Layout.TRAINER: LayoutBuilder(
+        trainjob_manifests.train_job, trainjob_manifests.train_job_resume, trainjob_manifests.train_job_replicas
     ),
 }
 

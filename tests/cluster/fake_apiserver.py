@@ -30,7 +30,8 @@ from urllib.parse import parse_qs, urlsplit
 from jobs import kinds
 
 # Resources without a namespace; everything else lives in one.
-CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions"}
+CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions",
+                  "clustertrainingruntimes"}
 
 # kind -> (group/version path prefix, plural), for seeding and reading objects.
 KINDS = {
@@ -44,6 +45,7 @@ KINDS = {
     "CustomResourceDefinition": ("apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
     "Queue": ("apis/scheduling.volcano.sh/v1beta1", "queues"),
     "PodGroup": ("apis/scheduling.volcano.sh/v1beta1", "podgroups"),
+    "ClusterTrainingRuntime": ("apis/trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
 }
 
 

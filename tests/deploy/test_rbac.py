@@ -14,6 +14,7 @@ from kubernetes.client import ApiClient, Configuration
 from jobs import kinds
 from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, Tenants, TenantTier, VolumeMount
 from scheduling.cluster.kubernetes import KubernetesCluster
+from scheduling.cluster.kubernetes_tenants import required_crds
 from tests.cluster.fake_apiserver import FakeApiServer
 from tests.deploy.manifests import by_kind, source_objects
 
@@ -93,6 +94,9 @@ def used() -> set[tuple[str, str, str]]:
         cluster.job_statuses()
         cluster.nodes()
         cluster.outside_usage()
+        for crd in required_crds():  # so doctor goes on to read the runtimes
+            fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                      "metadata": {"name": crd}})  # fmt: skip
         cluster.doctor(tenants(nominal=6, value=200, weight=2))
         cluster.claims("maps")
         fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-g1-worker-0", "namespace": "maps",

@@ -75,7 +75,7 @@ def test_the_spec_takes_a_registered_kind_with_its_roles(mpijob):
 def test_the_spec_refuses_a_kind_nobody_registered():
     with pytest.raises(SpecError) as refused:
         parse_spec(spec())
-    assert refused.value.errors["kind"] == ["Must be one of TFJob, PyTorchJob, got 'MPIJob'."]
+    assert refused.value.errors["kind"] == ["Must be one of TFJob, PyTorchJob, TrainJob, got 'MPIJob'."]
 
 
 def test_the_form_offers_its_kind_and_roles(mpijob):
