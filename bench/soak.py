@@ -114,7 +114,7 @@ class Chaos:
         count, gpu = self.random.choice(SHAPES)
         tier = self.random.choice(("standard", "standard", "experiment", "production"))
         spec = parse_spec({
-            "team": team.slug, "name": f"soak-{self.submitted}", "kind": "TFJob", "image": "busybox", "tier": tier,
+            "team": team.slug, "name": f"soak-{self.submitted}", "image": "busybox", "tier": tier,
             "replicas": [{"role": "Worker", "count": count, "gpu": gpu}],
             "simulate": {"duration": self.random.randint(10, 400)},
         })  # fmt: skip

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     submit = commands.add_parser("submit", parents=[common], help="Submit a job from a YAML (or JSON) file.")
-    submit.add_argument("file", help="Gangway job spec or TFJob/PyTorchJob manifest; - for standard input.")
+    submit.add_argument("file", help="Gangway job spec or a job manifest (TFJob, PyTorchJob...); - for standard input.")
     submit.add_argument("--team", help="Team slug (else the spec's team, or the team token's).")
     submit.add_argument("--wait", action="store_true", help="Follow the job until it ends; exit 0 only on success.")
     submit.add_argument("--timeout", type=parse_duration, help="With --wait: give up after this long (exit 3), e.g. 2h.")

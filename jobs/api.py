@@ -145,7 +145,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
     @extend_schema(
         summary="Submit a job",
         description=(
-            "Body: Gangway's job spec, or a kubeflow.org/v1 TFJob / PyTorchJob manifest, as JSON or YAML "
+            "Body: Gangway's job spec, or a manifest of one of its job kinds (see the kind field), as JSON or YAML "
             "(`Content-Type: application/yaml`). The team comes from the spec, `?team=`, or the team token. "
             "With an `Idempotency-Key`, a retry with the same body answers 200 with the original job; the same "
             "key with another body answers 409. A job that can never fit answers 400 with the reason."

@@ -13,24 +13,26 @@ import shlex
 
 from django import forms
 
+from jobs import kinds
 from jobs.models import Job
 from core.quantities import format_cpu, format_memory
-from jobs.spec import ROLES, SpecError, parse_spec
+from jobs.spec import SpecError, parse_spec
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import PriorityTier, Team
 
 MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
-ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["Chief", "Master", "PS", "Worker", "Evaluator"].index)
 # "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
 ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
 
 
 class JobForm(forms.Form):
     team = forms.ChoiceField()
-    kind = forms.ChoiceField(choices=Job.Kind.choices, initial=Job.Kind.TFJOB)
+    kind = forms.ChoiceField(choices=kinds.choices, initial=lambda: kinds.default().name)
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
                            widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off"}))
     image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
+    runtime = forms.CharField(required=False, max_length=253,
+                              widget=forms.TextInput(attrs={"placeholder": "torch-distributed", "autocomplete": "off"}))
     command = forms.CharField(required=False, help_text="Run as is, never through a shell.",
                               widget=forms.TextInput(attrs={"placeholder": "python /app/train.py"}))
     args = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "--epochs 90"}))
@@ -53,6 +55,12 @@ class JobForm(forms.Form):
     def __init__(self, *args, teams: list[Team], **kwargs):
         super().__init__(*args, **kwargs)
         self.teams = {team.slug: team for team in teams}
+        self.fields["kind"].help_text = "Roles: " + "; ".join(
+            f"{kind.name} {', '.join(kind.role_names)}" for kind in kinds.all_kinds()
+        )
+        self.fields["runtime"].help_text = "; ".join(
+            f"A {kind.name} runs on this {kind.runtime_kind}" for kind in kinds.all_kinds() if kind.runtime_kind
+        ) + "; other kinds leave it empty."
         self.fields["team"].choices = [(team.slug, f"{team.slug} — {team.name}") for team in teams]
         self.selected_team = self.teams.get(self.data.get("team") or self.initial.get("team") or "") or (teams[0] if teams else None)
         tiers: list[PriorityTier] = list(self.selected_team.tiers.all()) if self.selected_team else []
@@ -112,7 +120,7 @@ def _words(text: str) -> list[str]:
 
 
 class ReplicaForm(forms.Form):
-    role = forms.ChoiceField(choices=[(role, role) for role in ALL_ROLES], initial="Worker")
+    role = forms.ChoiceField(choices=lambda: [(role, role) for role in kinds.all_roles()], initial="Worker")
     count = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, widget=forms.NumberInput(attrs={"class": "num"}))
     gpu = forms.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, initial=1, label="GPUs",
                              widget=forms.NumberInput(attrs={"class": "num"}))
@@ -120,14 +128,20 @@ class ReplicaForm(forms.Form):
     memory = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "default"}))
 
 
-# A job has at most one group per role. absolute_max caps how many forms a post may make Django build:
-# without it, replicas-TOTAL_FORMS=100000 built 1,005 forms (seconds of CPU) before saying no.
-ReplicaFormSet = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=len(ALL_ROLES),
-                                       absolute_max=len(ALL_ROLES), validate_max=True)  # fmt: skip
+def replica_formset(*args, **kwargs) -> forms.BaseFormSet:
+    """The replica rows: at most one group per role of the kind with the most (read from the registry now).
+
+    absolute_max caps how many forms a post may make Django build: without it,
+    replicas-TOTAL_FORMS=100000 built 1,005 forms (seconds of CPU) before saying no.
+    """
+    most = kinds.most_groups()
+    formset = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=most,
+                                    absolute_max=most, validate_max=True)  # fmt: skip
+    return formset(*args, prefix="replicas", **kwargs)
 
 
 def bind(data, *, teams: list[Team]) -> tuple[JobForm, forms.BaseFormSet]:
-    return JobForm(data, teams=teams), ReplicaFormSet(data, prefix="replicas")
+    return JobForm(data, teams=teams), replica_formset(data)
 
 
 def spec_data(form: JobForm, formset) -> dict:
@@ -135,6 +149,8 @@ def spec_data(form: JobForm, formset) -> dict:
     form.is_valid(), formset.is_valid()
     cleaned = getattr(form, "cleaned_data", {})
     data = {key: cleaned[key] for key in ("team", "kind", "name", "image", "command", "args", "env", "tier") if key in cleaned}
+    if cleaned.get("runtime"):
+        data["runtime"] = cleaned["runtime"].strip()
     if cleaned.get("volumes"):
         data["volumes"] = cleaned["volumes"]
     if cleaned.get("shm"):
@@ -212,7 +228,7 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
     seconds = data.get("max_runtime")
     initial = {
         "team": data.get("team") or "",
-        "kind": data.get("kind") or Job.Kind.TFJOB,
+        "kind": data.get("kind") or kinds.default().name,
         "name": data.get("name") or "",
         "image": data.get("image") or "",
         "command": _join(data.get("command")),
@@ -223,13 +239,23 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
         "volumes": "\n".join(_volume_line(v) for v in data.get("volumes") or [] if isinstance(v, dict))
         if isinstance(data.get("volumes"), list) else "",
         "shm": str(data.get("shm") or ""),
+        "runtime": data.get("runtime") or "",
     }
     rows = []
-    for group in data.get("replicas") or []:
+    for group in _groups(data):
         if isinstance(group, dict):
             rows.append({"role": group.get("role", "Worker"), "count": group.get("count", 1), "gpu": group.get("gpu", 0),
                          "cpu": _quantity(group.get("cpu"), format_cpu), "memory": _quantity(group.get("memory"), format_memory)})
     return initial, rows or [{"role": "Worker", "count": 1, "gpu": 1}]
+
+
+def _groups(data: dict) -> list:
+    """The replica groups of spec data: its replicas, or one group of a kind of nodes' num_nodes and resources_per_node."""
+    kind = kinds.find(data.get("kind"))
+    if kind is None or not kind.nodes or ("num_nodes" not in data and "resources_per_node" not in data):
+        return data.get("replicas") or []
+    resources = data.get("resources_per_node") if isinstance(data.get("resources_per_node"), dict) else {}
+    return [{**resources, "role": kind.roles[0].name, "count": data.get("num_nodes", 1)}]
 
 
 def bound_data(initial: dict, rows: list[dict]) -> dict:
@@ -254,6 +280,7 @@ def initial_from_job(job: Job) -> tuple[dict, list[dict]]:
         "team": job.team.slug, "kind": job.kind, "name": job.name, "image": job.image, "command": job.command,
         "args": job.args, "env": job.env, "tier": job.tier.name, "max_runtime": job.max_runtime,
         "replicas": replicas, "volumes": job.volumes, "shm": format_memory(job.shm) if job.shm else "",
+        "runtime": job.runtime,
     }  # fmt: skip
     return initial_from_data(data)
 
@@ -291,10 +318,10 @@ def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
     cleaned = form.cleaned_data
     minutes = cleaned.get("max_runtime")
     data = {
-        "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or Job.Kind.TFJOB,
+        "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or kinds.default().name,
         "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
         "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
-        "shm": (cleaned.get("shm") or "").strip() or None,
+        "shm": (cleaned.get("shm") or "").strip() or None, "runtime": (cleaned.get("runtime") or "").strip() or None,
     }  # fmt: skip
     try:
         return parse_spec(data, team=form.selected_team.slug), ""

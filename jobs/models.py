@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from jobs import kinds
 from tenants.models import DNS_LABEL, PriorityTier, Team, dns_label_validator
 
 
@@ -23,14 +24,12 @@ class JobState(models.TextChoices):
     REJECTED = "rejected", "Rejected"
 
 
-class JobKind(models.TextChoices):
-    TFJOB = "TFJob", "TFJob"
-    PYTORCHJOB = "PyTorchJob", "PyTorchJob"
+def default_kind() -> str:
+    return kinds.default().name
 
 
 class Job(models.Model):
     State = JobState
-    Kind = JobKind
 
     # States whose jobs hold (or are about to hold) cluster resources.
     ACTIVE_STATES = (State.ADMITTED, State.RUNNING)
@@ -42,8 +41,11 @@ class Job(models.Model):
     )
     submitted_via = models.CharField(max_length=100, blank=True, help_text="Form, API token name, CLI, YAML.")
     name = models.CharField(max_length=50, validators=[dns_label_validator])
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.TFJOB)
+    # Choices read from the registry on each use: a new kind needs no migration.
+    kind = models.CharField(max_length=40, choices=kinds.choices, default=default_kind)
     image = models.CharField(max_length=500)
+    runtime = models.CharField(max_length=253, blank=True,
+                               help_text="The runtime it runs on, for a kind that takes one (e.g. a ClusterTrainingRuntime).")
     command = models.JSONField(default=list, blank=True)
     args = models.JSONField(default=list, blank=True)
     env = models.JSONField(default=dict, blank=True)
@@ -109,7 +111,6 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(name__regex=DNS_LABEL), name="job_name_dns_label"),
             models.CheckConstraint(condition=Q(gpu_total__gte=0), name="job_gpu_total_non_negative"),
             models.CheckConstraint(condition=Q(state__in=JobState.values), name="job_known_state"),
-            models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_known_kind"),
             models.CheckConstraint(condition=Q(attempt__gte=1), name="job_attempt_positive"),
         ]
 

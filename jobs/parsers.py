@@ -9,7 +9,8 @@ from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import BaseParser, JSONParser
 
 from jobs.spec import SpecError
-from jobs.yaml_import import MAX_YAML_BYTES, REPLICA_KEYS, load_yaml, spec_from_manifest
+from jobs import kinds
+from jobs.yaml_import import MAX_YAML_BYTES, is_manifest, load_yaml, spec_from_manifest
 from tenants.inputs import json_depth_problem
 
 
@@ -61,11 +62,6 @@ class TextYamlParser(YamlParser):
 YAML_PARSERS = (YamlParser, XYamlParser, TextYamlParser)
 
 
-def is_manifest(data: object) -> bool:
-    kind = data.get("kind") if isinstance(data, dict) else None
-    return isinstance(kind, str) and kind in REPLICA_KEYS and "apiVersion" in data
-
-
 def spec_data_from_document(data: object) -> tuple[object, list[str]]:
     """(spec data, unsupported fields): a manifest converted, anything else as it came.
 
@@ -80,5 +76,6 @@ def spec_data_from_document(data: object) -> tuple[object, list[str]]:
     except (AttributeError, TypeError, ValueError) as error:
         # spec_from_manifest trusts the manifest's nesting (mappings where the CRD has mappings).
         raise ValidationError(
-            {"manifest": [f"Not a {data['kind']} Gangway can read: {error}. Compare with kubeflow.org/v1."]}
+            {"manifest": [f"Not a {data['kind']} Gangway can read: {error}. Compare with "
+                          f"{kinds.get(data['kind']).api_version}."]}
         ) from None

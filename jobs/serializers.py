@@ -9,9 +9,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs import kinds
 from jobs.models import Job, JobEvent
 from core.quantities import format_cpu, format_memory
-from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING, ROLES
+from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 
 
@@ -78,7 +79,7 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = [
-            "id", "url", "web_url", "team", "name", "kind", "state", "reason", "reason_code", "position",
+            "id", "url", "web_url", "team", "name", "kind", "runtime", "state", "reason", "reason_code", "position",
             "team_position", "eta", "tier", "owner", "submitted_via", "image", "command", "args", "env",
             "replicas", "volumes", "shm", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
             "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at", "reservation",
@@ -144,11 +145,23 @@ class JobEventSerializer(serializers.ModelSerializer):
 
 
 class ReplicaInputSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=["Chief", "Master", "PS", "Worker", "Evaluator"], default="Worker")
+    role = serializers.ChoiceField(choices=(), default="Worker", help_text="One of the kind's roles.")
     count = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
     gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, default=0)
     cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "2" or "500m".')
     memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
+
+    def get_fields(self):
+        """The fields, with every kind's roles read from the registry now (a kind registered later is known)."""
+        fields = super().get_fields()
+        fields["role"].choices = [(role, role) for role in kinds.all_roles()]
+        return fields
+
+
+class NodeResourcesSerializer(serializers.Serializer):
+    gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, required=False)
+    cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "8".')
+    memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "64Gi".')
 
 
 class VolumeInputSerializer(serializers.Serializer):
@@ -183,20 +196,34 @@ class JobSpecSerializer(serializers.Serializer):
     team = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63, required=False,
                                   help_text="Team slug; may come from ?team= or a team token instead.")
     name = serializers.RegexField(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=50)
-    kind = serializers.ChoiceField(choices=Job.Kind.choices, default="TFJob")
+    kind = serializers.ChoiceField(choices=(), required=False, help_text="The job kind; the first of these when left out.")
     image = serializers.RegexField(IMAGE_RE.pattern, max_length=500, help_text="An OCI image reference.")
     command = serializers.ListField(child=serializers.CharField(), required=False)
     args = serializers.ListField(child=serializers.CharField(), required=False)
     env = EnvField(child=serializers.CharField(), required=False)
     tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
     max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
-    replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1,
-                                     max_length=len(ROLES["TFJob"]))  # at most a group per role  # fmt: skip
+    runtime = serializers.RegexField(OBJECT_NAME, max_length=253, required=False,
+                                     help_text="What the job runs on, for a kind that takes a runtime "
+                                     "(e.g. a ClusterTrainingRuntime).")  # fmt: skip
+    replicas = serializers.ListField(child=ReplicaInputSerializer(), min_length=1, required=False,
+                                     help_text="At most one group per role of the kind; required unless "
+                                     "num_nodes is given.")  # fmt: skip
+    num_nodes = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, required=False,
+                                         help_text="For a kind of identical nodes: how many, instead of "
+                                         "replicas.")  # fmt: skip
+    resources_per_node = NodeResourcesSerializer(required=False, help_text="With num_nodes: what each node asks.")
     volumes = VolumeInputSerializer(many=True, required=False,
                                     help_text="Exactly one of claim or config_map each, at distinct paths.")  # fmt: skip
     shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
                                 "added to each replica's memory.")  # fmt: skip
     simulate = SimulateSerializer(required=False)
+
+    def get_fields(self):
+        """The fields, with the kinds read from the registry now (a kind registered later is offered)."""
+        fields = super().get_fields()
+        fields["kind"].choices = kinds.choices()
+        return fields
 
 
 class JobFilterSerializer(serializers.Serializer):

@@ -120,7 +120,7 @@ def job_submit(
     try:
         with transaction.atomic():
             job = Job.objects.create(
-                team=team, owner=owner, submitted_via=via[:100], name=spec.name, kind=spec.kind,
+                team=team, owner=owner, submitted_via=via[:100], name=spec.name, kind=spec.kind, runtime=spec.runtime,
                 image=spec.image, command=list(spec.command), args=list(spec.args), env=dict(spec.env),
                 replicas=counted.replicas_as_data(), gpu_total=spec.gpu_total, tier=tier,
                 volumes=[volume.as_data() for volume in spec.volumes], shm=spec.shm,

@@ -13,7 +13,8 @@ import re
 from dataclasses import asdict, dataclass, replace
 
 from core.quantities import NotFinite, cpu_millicores, format_cpu, format_memory, memory_bytes
-from jobs.volumes import Volume, parse_volumes
+from jobs import kinds
+from jobs.volumes import OBJECT_NAME_RE, Volume, parse_volumes
 from tenants.inputs import (
     MAX_CPU_PER_REPLICA,
     MAX_GPU_PER_REPLICA,
@@ -25,15 +26,10 @@ from tenants.inputs import (
 )
 from tenants.models import DNS_LABEL
 
-KINDS = ("TFJob", "PyTorchJob")
-ROLES = {
-    "TFJob": ("Chief", "Master", "PS", "Worker", "Evaluator"),
-    "PyTorchJob": ("Master", "Worker"),
-}
-SINGLETON_ROLES = {"Chief", "Master", "Evaluator"}
 FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate",
-          "volumes", "shm"}
+          "volumes", "shm", "runtime", "num_nodes", "resources_per_node"}
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
+NODE_RESOURCES = {"gpu", "cpu", "memory"}
 
 NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
 MAX_LIST = 100
@@ -71,6 +67,7 @@ class JobSpec:
     sim_fail: bool = False
     volumes: tuple[Volume, ...] = ()
     shm: int = 0  # bytes of a memory-backed /dev/shm in every replica; 0 = the runtime's default
+    runtime: str = ""  # what it runs on, for a kind that takes a runtime (e.g. a ClusterTrainingRuntime); "" otherwise
 
     @property
     def gpu_total(self) -> int:
@@ -111,10 +108,10 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
         errors.add("team", f"This request is for team {team}, but the spec names {team_value!r}.")
     team_value = _label(errors, "team", team_value, 63)
     name = _label(errors, "name", data.get("name"), NAME_MAX)
-    kind = data.get("kind", "TFJob")
-    if kind not in KINDS:
-        errors.add("kind", f"Must be TFJob or PyTorchJob, got {kind!r}.")
-        kind = "TFJob"
+    kind = kinds.find(data.get("kind", kinds.default().name))
+    if kind is None:
+        errors.add("kind", f"Must be one of {', '.join(kinds.names())}, got {data.get('kind')!r}.")
+        kind = kinds.default()
     image = data.get("image")
     if not isinstance(image, str) or not image:
         errors.add("image", "Required: a container image such as tensorflow/tensorflow:2.12.0-gpu.")
@@ -131,17 +128,64 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
     if max_runtime is not None and not _int_in(max_runtime, 1, MAX_RUNTIME):
         errors.add("max_runtime", f"Must be whole seconds from 1 to {MAX_RUNTIME} (30 days), got {max_runtime!r}.")
         max_runtime = None
-    replicas = _replicas(errors, kind, data.get("replicas"))
+    if name and kind.letter_first and not name[0].isalpha():
+        errors.add("name", f"A {kind.name} name starts with a letter, got {name[:80]!r}.")
+    runtime = _runtime(errors, kind, data.get("runtime"))
+    replicas = _nodes_or_replicas(errors, kind, data)
     sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
     volumes = parse_volumes(errors, data.get("volumes", []))
     shm = _quantity(errors, "shm", data.get("shm"), read=memory_bytes, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
     if errors:
         raise SpecError(dict(errors))
     return JobSpec(
-        team=team_value, name=name, kind=kind, image=image, command=command, args=args, env=env, tier=tier,
+        team=team_value, name=name, kind=kind.name, image=image, command=command, args=args, env=env, tier=tier,
         max_runtime=max_runtime, replicas=replicas, sim_duration=sim_duration, sim_fail=sim_fail,
-        volumes=volumes, shm=shm,
+        volumes=volumes, shm=shm, runtime=runtime,
     )  # fmt: skip
+
+
+def _runtime(errors: _Errors, kind: kinds.JobKind, value: object) -> str:
+    """The runtime a kind that runs on one names (a Kubernetes object name), else "" (and an error if one is given)."""
+    if not kind.runtime_kind:
+        if value not in (None, ""):
+            takers = ", ".join(k.name for k in kinds.all_kinds() if k.runtime_kind) or "none"
+            errors.add("runtime", f"A {kind.name} runs on no runtime; the kinds that do: {takers}.")
+        return ""
+    if not isinstance(value, str) or not value:
+        errors.add("runtime", f"Required: the {kind.runtime_kind} a {kind.name} runs on, e.g. torch-distributed.")
+        return ""
+    if len(value) > 253 or not OBJECT_NAME_RE.fullmatch(value):
+        errors.add("runtime", f"Must be a {kind.runtime_kind} name (lowercase letters, digits, '-' and '.'), "
+                              f"got {value[:80]!r}.")  # fmt: skip
+    return value
+
+
+def _nodes_or_replicas(errors: _Errors, kind: kinds.JobKind, data: dict) -> tuple[ReplicaGroup, ...]:
+    """The replica groups, from `replicas` or, for a kind of identical nodes, from num_nodes and resources_per_node.
+
+    A node count and per-node resources are one group of the kind's role; their problems are
+    named by those fields, not by the group they became.
+    """
+    if "num_nodes" not in data and "resources_per_node" not in data:
+        return _replicas(errors, kind, data.get("replicas"))
+    if not kind.nodes:
+        errors.add("num_nodes", f"A {kind.name} has replica groups, not nodes: give replicas.")
+        return ()
+    if data.get("replicas") is not None:
+        errors.add("replicas", "Give num_nodes (and resources_per_node) or replicas, not both.")
+        return ()
+    resources = data.get("resources_per_node") or {}
+    if not isinstance(resources, dict) or set(resources) - NODE_RESOURCES:
+        errors.add("resources_per_node", f"Must be a mapping of {', '.join(sorted(NODE_RESOURCES))}.")
+        return ()
+    group = {"role": kind.roles[0].name, "count": data.get("num_nodes", 1), **resources}
+    found = _Errors()
+    groups = _replicas(found, kind, [group])
+    for path, messages in found.items():
+        field = "num_nodes" if path == "replicas[0].count" else path.replace("replicas[0].", "resources_per_node.")
+        for message in messages:
+            errors.add(field, message)
+    return groups
 
 
 def _int_in(value: object, low: int, high: int) -> bool:
@@ -209,12 +253,13 @@ def _quantity(errors: _Errors, path: str, value: object, *, read, limit: int, un
     return int(amount)
 
 
-def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, ...]:
+def _replicas(errors: _Errors, kind: kinds.JobKind, value: object) -> tuple[ReplicaGroup, ...]:
     if not isinstance(value, list) or not value:
-        errors.add("replicas", "Required: at least one replica group, e.g. [{\"role\": \"Worker\", \"count\": 2}].")
+        errors.add("replicas", f"Required: at least one replica group, e.g. [{{\"role\": \"{kind.default_role}\", "
+                               "\"count\": 2}].")
         return ()
-    if len(value) > len(ROLES[kind]):
-        errors.add("replicas", f"A {kind} has at most {len(ROLES[kind])} replica groups.")
+    if len(value) > len(kind.roles):
+        errors.add("replicas", f"A {kind.name} has at most {len(kind.roles)} replica groups.")
         return ()
     groups, seen, total = [], set(), 0
     for index, item in enumerate(value):
@@ -224,9 +269,9 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
             continue
         for unknown in sorted(set(item) - REPLICA_FIELDS, key=str):
             errors.add(f"{path}.{unknown}", f"Unknown field; the fields are {', '.join(sorted(REPLICA_FIELDS))}.")
-        role = item.get("role", "Worker")
-        if not isinstance(role, str) or role not in ROLES[kind]:
-            errors.add(f"{path}.role", f"A {kind} role is one of {', '.join(ROLES[kind])}, got {role!r}.")
+        role = item.get("role", kind.default_role)
+        if not isinstance(role, str) or role not in kind.role_names:
+            errors.add(f"{path}.role", f"A {kind.name} role is one of {', '.join(kind.role_names)}, got {role!r}.")
             role = ""  # a list or mapping would not hash in the checks below
         elif role in seen:
             errors.add(f"{path}.role", f"Role {role} appears twice; give it one group with a count.")
@@ -235,8 +280,8 @@ def _replicas(errors: _Errors, kind: str, value: object) -> tuple[ReplicaGroup, 
         if not _int_in(count, 1, MAX_REPLICAS):
             errors.add(f"{path}.count", f"Must be a whole number from 1 to {MAX_REPLICAS}, got {count!r}.")
             count = 1
-        elif role in SINGLETON_ROLES and count != 1:
-            errors.add(f"{path}.count", f"A {kind} has exactly one {role}, got {count}.")
+        elif role in kind.singleton_roles and count != 1:
+            errors.add(f"{path}.count", f"A {kind.name} has exactly one {role}, got {count}.")
         total += count
         gpu = item.get("gpu", 0)
         if not _int_in(gpu, 0, MAX_GPU_PER_REPLICA):
@@ -296,6 +341,8 @@ def spec_to_data(spec: JobSpec) -> dict:
         data["volumes"] = [volume.as_data() for volume in spec.volumes]
     if spec.shm:
         data["shm"] = format_memory(spec.shm)
+    if spec.runtime:
+        data["runtime"] = spec.runtime
     if spec.sim_duration is not None or spec.sim_fail:
         data["simulate"] = {"duration": spec.sim_duration, "fail": spec.sim_fail}
     return data

@@ -14,6 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from jobs import forms as job_forms
+from jobs import kinds
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
@@ -63,7 +64,7 @@ def job_list(request):
 
 def _submit_context(request, form, formset, **extra) -> dict:
     return {"form": form, "formset": formset, "error_count": job_forms.error_count(form, formset) if form.is_bound else 0,
-            "kinds_roles": job_forms.ROLES, **extra}  # fmt: skip
+            "kinds": kinds.all_kinds(), **extra}  # fmt: skip
 
 
 def _render_form(request, context: dict, status: int = 200):
@@ -93,7 +94,7 @@ def submit(request):
         source = _get_job(request, int(request.GET["from"]))
         initial, rows = job_forms.initial_from_job(source)
     form = job_forms.JobForm(initial=initial, teams=teams)
-    formset = job_forms.ReplicaFormSet(prefix="replicas", initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
+    formset = job_forms.replica_formset(initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
     if request.htmx and request.headers.get("HX-Target") == "tier-field":
         response = render(request, "jobs/submit.html#tier-field", {"form": form})
         response["HX-Trigger-After-Settle"] = "tiers-changed"  # the fit preview re-runs with the new tiers
@@ -143,7 +144,7 @@ def preview(request):
 @rate_limited
 @require_POST
 def import_yaml(request):
-    """Fill the form from a pasted TFJob / PyTorchJob manifest (or a Gangway spec), listing what was not carried over.
+    """Fill the form from a pasted manifest of a registered kind (or a Gangway spec), listing what was not carried over.
 
     The filled form is checked as a submission would be (the spec, the team's
     tiers, whether it could ever run): what the API or the CLI would refuse is
@@ -154,7 +155,7 @@ def import_yaml(request):
     try:
         data, unsupported = spec_from_yaml(text)
         if not isinstance(data, dict):
-            raise SpecError({"yaml": ["Expected a mapping: a TFJob, a PyTorchJob or a Gangway job spec."]})
+            raise SpecError({"yaml": [f"Expected a mapping: a {', '.join(kinds.names())} manifest or a Gangway job spec."]})
     except SpecError as error:
         form, formset = job_forms.bind(request.POST, teams=teams)
         form.is_valid(), formset.is_valid()
@@ -251,11 +252,11 @@ def _replica_rows(job: Job) -> list[dict]:
 
 
 def _manifest(job: Job) -> str:
-    """The TFJob / PyTorchJob manifest Gangway creates for this job, as YAML."""
-    from scheduling.cluster.manifests import training_job
+    """The manifest of its kind Gangway creates for this job, as YAML."""
+    from scheduling.cluster.job_manifests import job_manifest
     from scheduling.snapshot import to_cluster_job
 
-    return yaml.safe_dump(training_job(to_cluster_job(job)), sort_keys=False, default_flow_style=False)
+    return yaml.safe_dump(job_manifest(to_cluster_job(job)), sort_keys=False, default_flow_style=False)
 
 
 @login_required

@@ -1,4 +1,4 @@
-"""Reading a job from YAML: Gangway's own spec, or a TFJob / PyTorchJob manifest.
+"""Reading a job from YAML: Gangway's own spec, or a manifest of a registered job kind.
 
 A manifest is turned into the job spec, and every field Gangway does not carry
 over is listed back (never silently dropped). Parsing is safe: no custom tags,
@@ -15,10 +15,10 @@ import yaml
 
 
 from core.quantities import format_memory, memory_bytes
+from jobs import kinds
 from jobs.spec import SpecError
 from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
 
-REPLICA_KEYS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs"}
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
 SHM_PATH = "/dev/shm"
@@ -70,36 +70,50 @@ def load_yaml(text: str) -> object:
     return documents[0]
 
 
+def is_manifest(data: object) -> bool:
+    """Whether `data` is a manifest of a registered kind (an apiVersion and a kind), rather than Gangway's spec."""
+    return isinstance(data, dict) and kinds.find(data.get("kind")) is not None and "apiVersion" in data
+
+
 def spec_from_yaml(text: str) -> tuple[dict, list[str]]:
-    """(spec data, unsupported fields) from Gangway's spec or a TFJob/PyTorchJob manifest."""
+    """(spec data, unsupported fields) from Gangway's spec or a manifest of a registered kind."""
     data = load_yaml(text)
-    if isinstance(data, dict) and data.get("kind") in REPLICA_KEYS and "apiVersion" in data:
+    if is_manifest(data):
         return spec_from_manifest(data)
     return data, []
 
 
 def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
-    """(spec data, unsupported fields) from a kubeflow.org/v1 TFJob or PyTorchJob."""
+    """(spec data, unsupported fields) from a manifest of a registered kind, read as its layout is shaped."""
+    kind = kinds.get(manifest["kind"])
+    api_version = manifest.get("apiVersion")
+    if api_version != kind.api_version:
+        raise SpecError({"apiVersion": [f"A {kind.name} is {kind.api_version}, got {api_version!r}."]})
+    return READERS[kind.layout](kind, manifest)
+
+
+def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[str]]:
+    """(spec data, unsupported fields) from a Training Operator (v1) manifest: TFJob, PyTorchJob..."""
     unsupported: list[str] = []
-    kind = manifest["kind"]
+    replica_key = kind.replica_specs
     _unsupported(unsupported, "", manifest, {"apiVersion", "kind", "metadata", "spec"})
     metadata = _mapping(manifest.get("metadata"), "metadata")
     spec = _mapping(manifest.get("spec"), "spec")
     _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
-    _unsupported(unsupported, "spec", spec, {REPLICA_KEYS[kind], "runPolicy"})
+    _unsupported(unsupported, "spec", spec, {replica_key, "runPolicy"})
     run_policy = _mapping(spec.get("runPolicy"), "spec.runPolicy")
     _unsupported(unsupported, "spec.runPolicy", run_policy, {"activeDeadlineSeconds", "schedulingPolicy", "suspend"})
-    data: dict = {"name": metadata.get("name"), "kind": kind, "replicas": []}
+    data: dict = {"name": metadata.get("name"), "kind": kind.name, "replicas": []}
     if metadata.get("namespace"):
         data["team"] = metadata["namespace"]
     if run_policy.get("activeDeadlineSeconds") is not None:
         data["max_runtime"] = run_policy["activeDeadlineSeconds"]
     tier = _mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")
-    replica_specs = _mapping(spec.get(REPLICA_KEYS[kind]), f"spec.{REPLICA_KEYS[kind]}")
+    replica_specs = _mapping(spec.get(replica_key), f"spec.{replica_key}")
     if not replica_specs:
-        raise SpecError({f"spec.{REPLICA_KEYS[kind]}": ["Required: at least one replica type, e.g. Worker."]})
+        raise SpecError({f"spec.{replica_key}": [f"Required: at least one replica type, e.g. {kind.default_role}."]})
     for role, replica in replica_specs.items():
-        path = f"spec.{REPLICA_KEYS[kind]}.{role}"
+        path = f"spec.{replica_key}.{role}"
         replica = _mapping(replica, path)
         _unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
         pod = _mapping(_mapping(replica.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
@@ -141,9 +155,138 @@ def spec_from_manifest(manifest: dict) -> tuple[dict, list[str]]:
     return data, unsupported
 
 
+TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"  # the default managedBy: the trainer itself
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # Gangway sets the team's queue itself
+
+
+def spec_from_trainjob(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[str]]:
+    """(spec data, unsupported fields) from a Kubeflow Trainer v2 TrainJob (`trainer.kubeflow.org/v1alpha1`).
+
+    runtimeRef names the runtime; trainer gives the image, command, args, literal env, numNodes
+    and resourcesPerNode; activeDeadlineSeconds the max runtime; a runtime patch's pod volumes
+    and the node container's mounts the volumes and shm. suspend, the queue annotation, the
+    tolerations and the grace period are Gangway's to set; everything else is listed.
+    """
+    unsupported: list[str] = []
+    _unsupported(unsupported, "", manifest, {"apiVersion", "kind", "metadata", "spec"})
+    metadata = _mapping(manifest.get("metadata"), "metadata")
+    spec = _mapping(manifest.get("spec"), "spec")
+    _unsupported(unsupported, "metadata", metadata, {"name", "namespace"})
+    _unsupported(unsupported, "spec", spec, {"runtimeRef", "trainer", "suspend", "activeDeadlineSeconds", "managedBy",
+                                             "runtimePatches"})  # fmt: skip
+    if spec.get("managedBy") not in (None, TRAINER_CONTROLLER):
+        unsupported.append("spec.managedBy (Gangway's jobs are run by the trainer itself)")
+    ref = _mapping(spec.get("runtimeRef"), "spec.runtimeRef")
+    _unsupported(unsupported, "spec.runtimeRef", ref, {"name", "kind", "apiGroup"})
+    if ref.get("kind", kind.runtime_kind) != kind.runtime_kind or ref.get("apiGroup", kind.group) != kind.group:
+        raise SpecError({"spec.runtimeRef": [f"Gangway runs a {kind.name} on a {kind.runtime_kind} ({kind.group}), "
+                                             f"got {ref.get('kind')!r} of {ref.get('apiGroup')!r}."]})  # fmt: skip
+    trainer = _mapping(spec.get("trainer"), "spec.trainer")
+    _unsupported(unsupported, "spec.trainer", trainer,
+                 {"image", "command", "args", "env", "numNodes", "resourcesPerNode"})  # fmt: skip
+    data: dict = {"name": metadata.get("name"), "kind": kind.name, "runtime": ref.get("name")}
+    if metadata.get("namespace"):
+        data["team"] = metadata["namespace"]
+    if spec.get("activeDeadlineSeconds") is not None:
+        data["max_runtime"] = spec["activeDeadlineSeconds"]
+    data.update({key: trainer[key] for key in ("image", "command", "args") if key in trainer})
+    env = _literal_env(trainer.get("env"), "spec.trainer.env", unsupported)
+    if env:
+        data["env"] = env
+    pod, container, path = _node_patch(kind, spec.get("runtimePatches"), unsupported)
+    volumes, shm = _volumes(pod, container, path, unsupported)
+    if volumes:
+        data["volumes"] = volumes
+    resources = _amounts(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode", unsupported)
+    if shm:
+        data["shm"] = shm
+        resources = _without_shm(resources, shm)
+    data["num_nodes"] = trainer.get("numNodes", 1)
+    if resources:
+        data["resources_per_node"] = resources
+    return data, unsupported
+
+
+def _literal_env(items: object, path: str, unsupported: list[str]) -> dict:
+    """NAME: value of the literal entries of a container's env; the others (valueFrom...) are listed."""
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise SpecError({path: ["Must be a list of {name, value}."]})
+    env = {}
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and "value" in item and set(item) <= {"name", "value"}:
+            env[item.get("name")] = item["value"]
+        else:
+            unsupported.append(f"{path}[{index}] (only literal values)")
+    return env
+
+
+def _node_patch(kind: kinds.JobKind, patches: object, unsupported: list[str]) -> tuple[dict, dict, str]:
+    """(pod spec patch, node container patch, its replicated job's path) of a TrainJob's runtime patches.
+
+    The volumes and mounts Gangway reads come from there; the queue annotation, tolerations and
+    grace period are Gangway's own; anything else in a patch is listed in `unsupported`.
+    """
+    if patches is None:
+        return {}, {}, ""
+    if not isinstance(patches, list):
+        raise SpecError({"spec.runtimePatches": ["Must be a list of patches."]})
+    pod, container, path_of_pod = {}, {}, ""
+    for index, patch in enumerate(patches):
+        path = f"spec.runtimePatches[{index}]"
+        patch = _mapping(patch, path)
+        _unsupported(unsupported, path, patch, {"manager", "time", "trainingRuntimeSpec"})
+        runtime_spec = _mapping(patch.get("trainingRuntimeSpec"), f"{path}.trainingRuntimeSpec")
+        _unsupported(unsupported, f"{path}.trainingRuntimeSpec", runtime_spec, {"template"})
+        path += ".trainingRuntimeSpec.template"
+        template = _mapping(runtime_spec.get("template"), path)
+        _unsupported(unsupported, path, template, {"metadata", "spec"})
+        meta = _mapping(template.get("metadata"), f"{path}.metadata")
+        _unsupported(unsupported, f"{path}.metadata", meta, {"annotations"})
+        _unsupported(unsupported, f"{path}.metadata.annotations", _mapping(meta.get("annotations"), path),
+                     {QUEUE_ANNOTATION})  # fmt: skip
+        jobset = _mapping(template.get("spec"), f"{path}.spec")
+        _unsupported(unsupported, f"{path}.spec", jobset, {"replicatedJobs"})
+        for job_index, replicated in enumerate(jobset.get("replicatedJobs") or []):
+            job_path = f"{path}.spec.replicatedJobs[{job_index}]"
+            replicated = _mapping(replicated, job_path)
+            if replicated.get("name") != kind.container:
+                unsupported.append(f"{job_path} (only the {kind.container} replicated job)")
+                continue
+            job_template = _mapping(_mapping(replicated.get("template"), f"{job_path}.template").get("spec"),
+                                    f"{job_path}.template.spec")  # fmt: skip
+            _unsupported(unsupported, f"{job_path}.template.spec", job_template, {"template"})
+            path_of_pod = f"{job_path}.template.spec"  # as `_volumes` names the pod's fields
+            where = f"{path_of_pod}.template"
+            pod_template = _mapping(job_template.get("template"), where)
+            _unsupported(unsupported, where, pod_template, {"spec"})
+            pod = _mapping(pod_template.get("spec"), f"{where}.spec")
+            _unsupported(unsupported, f"{where}.spec", pod, {"volumes", "containers"} | MANAGED)
+            for number, item in enumerate(pod.get("containers") or []):
+                item = _mapping(item, f"{where}.spec.containers[{number}]")
+                if item.get("name") == kind.container:
+                    container = item
+                    _unsupported(unsupported, f"{where}.spec.containers[{number}]", item, {"name", "volumeMounts"})
+                else:
+                    unsupported.append(f"{where}.spec.containers[{number}] (only the {kind.container} container)")
+    return pod, container, (path_of_pod if pod else "")
+
+
+# How each layout's manifests are read; a kind of a layout listed here needs nothing more than its registry entry.
+READERS = {
+    kinds.Layout.REPLICA_SPECS: spec_from_replica_specs,
+    kinds.Layout.TRAINER: spec_from_trainjob,
+}
+
+
 def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
-    where = f"{path}.template.spec.containers[0].resources"
-    resources = _mapping(container.get("resources"), where)
+    return _amounts(container.get("resources"), f"{path}.template.spec.containers[0].resources", unsupported)
+
+
+def _amounts(resources: object, where: str, unsupported: list[str]) -> dict:
+    """gpu, cpu and memory of a ResourceRequirements at `where` (limits over requests); other resources are listed."""
+    resources = _mapping(resources, where)
     requests = _mapping(resources.get("requests"), f"{where}.requests")
     limits = _mapping(resources.get("limits"), f"{where}.limits")
     merged = {**requests, **limits}  # Gangway sets requests = limits
@@ -154,7 +297,7 @@ def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
         elif key in ("cpu", "memory"):
             out[key] = str(value)
         else:
-            unsupported.append(f"{path}.template.spec.containers[0].resources.{key}")
+            unsupported.append(f"{where}.{key}")
     return out
 
 

@@ -240,7 +240,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.models.JobKind", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
+    "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.kinds.choices", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
     # Every operation documents the 4xx answers all views share (portal/schema.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.schema.document_error_answers"],
 }

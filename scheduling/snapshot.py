@@ -323,6 +323,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         namespace=job.team.slug,
         team=job.team.slug,
         kind=job.kind,
+        runtime=job.runtime,
         image=job.image,
         command=tuple(job.command),
         args=tuple(job.args),

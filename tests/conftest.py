@@ -11,6 +11,7 @@ import os
 import pytest
 from django.contrib.auth import get_user_model
 
+from jobs import kinds
 from jobs.services import job_submit
 from jobs.spec import parse_spec
 from scheduling.cluster.simulated import SimulatedCluster
@@ -21,6 +22,21 @@ from tenants.models import Membership, PriorityTier, Quota, Team
 
 def pytest_configure(config):
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop beside the ORM
+
+
+# A job kind Gangway does not ship, registered by tests that check every consumer reads the registry.
+MPIJOB = kinds.JobKind(
+    name="MPIJob", group="kubeflow.org", version="v1", plural="mpijobs", layout=kinds.Layout.REPLICA_SPECS,
+    roles=(kinds.Role("Launcher", singleton=True), kinds.Role("Worker")), container="mpi",
+    operator="the Kubeflow MPI Operator", replica_specs="mpiReplicaSpecs",
+)  # fmt: skip
+
+
+@pytest.fixture
+def mpijob():
+    """MPIJob, registered for the test's duration."""
+    with kinds.registered(MPIJOB) as kind:
+        yield kind
 
 
 @pytest.fixture

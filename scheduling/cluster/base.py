@@ -99,7 +99,7 @@ class ClusterJob:
     name: str  # the deterministic cluster object name, see `cluster_name`
     namespace: str  # the team slug
     team: str
-    kind: str  # "TFJob" | "PyTorchJob"
+    kind: str  # a `jobs.kinds` name: TFJob, PyTorchJob...
     image: str
     command: tuple[str, ...]
     args: tuple[str, ...]
@@ -119,6 +119,7 @@ class ClusterJob:
     job_token: str = ""
     volumes: tuple[VolumeMount, ...] = ()
     shm: int = 0  # bytes of a memory-backed /dev/shm; already part of each replica's memory
+    runtime: str = ""  # what it runs on, for a kind that takes a runtime (e.g. a ClusterTrainingRuntime), or ""
 
 
 class Phase(enum.StrEnum):

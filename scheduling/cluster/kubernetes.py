@@ -1,7 +1,7 @@
 """The Kubernetes adapter of the Cluster port: the official client against a real cluster.
 
-Jobs are TFJobs and PyTorchJobs (`kubeflow.org/v1`) built by
-`manifests.training_job`; the label `gangway.io/job-id` joins each one, and
+Jobs are of the kinds `jobs.kinds` registers, built by
+`job_manifests.job_manifest`; the label `gangway.io/job-id` joins each one, and
 every pod it owns, to its Gangway job. Every call goes through
 `kubernetes_api.Api.call`, which turns HTTP answers into success,
 `ClusterError` or `ClusterUnavailable`.
@@ -16,7 +16,8 @@ from datetime import datetime
 from kubernetes import config
 from kubernetes.client import ApiClient
 
-from scheduling.cluster import kubernetes_tenants, manifests
+from jobs import kinds
+from scheduling.cluster import job_manifests, kubernetes_tenants, manifests
 from scheduling.cluster.base import (
     LOG_LIMIT_BYTES,
     LOG_TAIL,
@@ -34,19 +35,11 @@ from scheduling.cluster.base import (
     missing_claims_error,
 )
 from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount
-from scheduling.cluster.manifests import JOB_ID_LABEL, TRAINING_GROUP, TRAINING_KINDS, TRAINING_VERSION
+from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # Taints that keep pods off a node, unless the pod tolerates them.
 BLOCKING_TAINTS = {"NoSchedule", "NoExecute"}
 
-# The job's phase is its most decisive true condition, in this order. A job
-# that finished after a restart keeps an old Restarting condition, so the
-# terminal ones are read first.
-# Labels the Training Operator puts on every replica pod.
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-
-PHASE_ORDER = (Phase.FAILED, Phase.SUCCEEDED, Phase.SUSPENDED, Phase.RESTARTING, Phase.RUNNING, Phase.CREATED)
 
 
 class KubernetesCluster:
@@ -129,9 +122,9 @@ class KubernetesCluster:
             error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
             if error is not None:
                 raise error
-        desired = manifests.training_job(job)
-        training = TRAINING_KINDS[job.kind]
-        args = (TRAINING_GROUP, TRAINING_VERSION, job.namespace, training.plural)
+        desired = job_manifests.job_manifest(job)
+        kind = kinds.get(job.kind)
+        args = (kind.group, kind.version, job.namespace, kind.plural)
         what = f"{job.namespace}/{job.name}"
         created = self.api.call(
             "create", job.kind, what, self.api.custom.create_namespaced_custom_object,
@@ -142,42 +135,36 @@ class KubernetesCluster:
         existing = self.api.call(
             "read", job.kind, what, self.api.custom.get_namespaced_custom_object, *args, job.name,
         )
-        if not ((existing.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
+        if not job_manifests.is_suspended(kind, existing):
             return
-        # Resume: the replica templates are sent again so the pods of the new
-        # attempt see GANGWAY_ATTEMPT + 1 (a merge patch replaces the lists).
-        patch = {"spec": {
-            "runPolicy": {"suspend": False},
-            training.replica_specs: desired["spec"][training.replica_specs],
-        }}
         self.api.call(
             "resume", job.kind, what, self.api.custom.patch_namespaced_custom_object,
-            *args, job.name, patch,
+            *args, job.name, job_manifests.resume_patch(job),
         )
 
     def suspend_job(self, job: ClusterJob) -> None:
-        """Sets `runPolicy.suspend: true`; the operator stops the pods after their grace period.
+        """Sets the kind's suspend flag (`runPolicy.suspend`...); the operator stops the pods after their grace period.
 
         Returns nothing; a job that no longer exists is already stopped.
         """
-        training = TRAINING_KINDS[job.kind]
+        kind = kinds.get(job.kind)
         self.api.call(
             "suspend", job.kind, f"{job.namespace}/{job.name}",
             self.api.custom.patch_namespaced_custom_object,
-            TRAINING_GROUP, TRAINING_VERSION, job.namespace, training.plural, job.name,
-            {"spec": {"runPolicy": {"suspend": True}}}, tolerate=(NOT_FOUND,),
+            kind.group, kind.version, job.namespace, kind.plural, job.name,
+            job_manifests.suspend_patch(kind), tolerate=(NOT_FOUND,),
         )
 
     def delete_job(self, namespace: str, name: str) -> None:
-        """Deletes the TFJob or PyTorchJob of that name; its pods follow. Returns nothing.
+        """Deletes the job of that name, whatever its kind; its pods follow. Returns nothing.
 
-        The port passes no kind, so both are deleted; a missing one is success.
+        The port passes no kind, so one of each kind is deleted; a missing one is success.
         """
-        for training in TRAINING_KINDS.values():
+        for kind in kinds.all_kinds():
             self.api.call(
-                "delete", training.kind, f"{namespace}/{name}",
+                "delete", kind.name, f"{namespace}/{name}",
                 self.api.custom.delete_namespaced_custom_object,
-                TRAINING_GROUP, TRAINING_VERSION, namespace, training.plural, name,
+                kind.group, kind.version, namespace, kind.plural, name,
                 propagation_policy="Background", tolerate=(NOT_FOUND,),
             )
 
@@ -204,20 +191,20 @@ class KubernetesCluster:
             if node and phase in ("Running", "Pending"):
                 bound[key].append(_bound_pod(pod, node))
         result = []
-        for training in TRAINING_KINDS.values():
+        for kind in kinds.all_kinds():
             jobs = self.api.call(
-                "list", training.kind, "*", self.api.custom.list_cluster_custom_object,
-                TRAINING_GROUP, TRAINING_VERSION, training.plural, label_selector=JOB_ID_LABEL,
+                "list", kind.name, "*", self.api.custom.list_cluster_custom_object,
+                kind.group, kind.version, kind.plural, label_selector=JOB_ID_LABEL,
             )["items"]
             for obj in jobs:
                 meta = obj["metadata"]
                 label = meta["labels"][JOB_ID_LABEL]
                 if not label.isdigit():
                     continue
-                phase, message = job_phase(obj)
+                nodes = sorted(running.get((meta["namespace"], label), ()))
+                phase, message = job_phase(kind, obj, running_pods=len(nodes))
                 if phase is Phase.FAILED:
                     message = failure_sentence(owned.get((meta["namespace"], label), []), message)
-                nodes = sorted(running.get((meta["namespace"], label), ()))
                 result.append(JobStatus(
                     job_id=int(label), name=meta["name"], namespace=meta["namespace"],
                     phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
@@ -290,22 +277,27 @@ def tolerated(taint: dict) -> bool:
     )
 
 
-def job_phase(obj: dict) -> tuple[Phase, str]:
-    """Returns the phase of a TFJob or PyTorchJob and the message of the condition that decided it.
+def job_phase(kind: kinds.JobKind, obj: dict, *, running_pods: int = 0) -> tuple[Phase, str]:
+    """Returns the phase of a job and the message of the condition that decided it.
 
-    A job asked to suspend counts as suspended before the operator says so;
-    a job with no true condition yet is Created.
+    The phase is the kind's most decisive true condition (a job that finished
+    after a restart keeps an old Restarting condition, so the kind lists the
+    terminal ones first). A job asked to suspend counts as suspended before
+    the operator says so; a job with no true condition yet is Created, or
+    Running once its pods run when its operator has no Running condition.
     """
-    conditions = {
+    true = {
         c.get("type"): c.get("message", "")
         for c in (obj.get("status") or {}).get("conditions") or ()
         if c.get("status") == "True"
     }
-    phase = next((phase for phase in PHASE_ORDER if phase in conditions), Phase.CREATED)
-    suspended = ((obj.get("spec") or {}).get("runPolicy") or {}).get("suspend")
-    if suspended and phase not in (Phase.FAILED, Phase.SUCCEEDED):
-        return Phase.SUSPENDED, conditions.get(Phase.SUSPENDED) or "Suspended by Gangway."
-    return phase, conditions.get(phase, "")
+    decided = next(((Phase(phase), true[condition]) for condition, phase in kind.conditions if condition in true), None)
+    phase, message = decided or (Phase.CREATED, "")
+    if job_manifests.is_suspended(kind, obj) and phase not in (Phase.FAILED, Phase.SUCCEEDED):
+        return Phase.SUSPENDED, message if phase is Phase.SUSPENDED and message else "Suspended by Gangway."
+    if phase is Phase.CREATED and running_pods and Phase.RUNNING not in {Phase(p) for _, p in kind.conditions}:
+        return Phase.RUNNING, ""
+    return phase, message
 
 
 def _bound_pod(pod: dict, node: str) -> OutsidePod:
@@ -330,17 +322,25 @@ def failure_sentence(pods: list[dict], message: str) -> str:
     return f"{head} {message}".strip()
 
 
-def replica_name(pod: dict) -> str:
-    """Returns "worker-0" for a replica pod (from the Training Operator's labels), else the pod's name."""
+def _replica_labels(pod: dict) -> tuple[str, str]:
+    """Returns (role, index) of a replica pod from the labels its kind's operator puts on it; ("", "") when none."""
     labels = pod["metadata"].get("labels") or {}
-    kind, index = labels.get(REPLICA_TYPE_LABEL), labels.get(REPLICA_INDEX_LABEL)
-    return f"{kind.lower()}-{index}" if kind and index is not None else pod["metadata"]["name"]
+    for kind in kinds.all_kinds():
+        role, index = labels.get(kind.pod_role_label), labels.get(kind.pod_index_label)
+        if role and index is not None:
+            return role, index
+    return "", ""
+
+
+def replica_name(pod: dict) -> str:
+    """Returns "worker-0" for a replica pod (from its operator's labels), else the pod's name."""
+    role, index = _replica_labels(pod)
+    return f"{role.lower()}-{index}" if role else pod["metadata"]["name"]
 
 
 def replica_order(pod: dict) -> tuple:
-    labels = pod["metadata"].get("labels") or {}
-    index = labels.get(REPLICA_INDEX_LABEL, "")
-    return (labels.get(REPLICA_TYPE_LABEL, "").lower(), int(index) if index.isdigit() else 0, pod["metadata"]["name"])
+    role, index = _replica_labels(pod)
+    return (role.lower(), int(index) if index.isdigit() else 0, pod["metadata"]["name"])
 
 
 def replica_log(pod: dict, lines: tuple[str, ...]) -> ReplicaLog:

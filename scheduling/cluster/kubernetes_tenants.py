@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from core.quantities import memory_text
+from jobs import kinds
 from scheduling.cluster import manifests
 from scheduling.cluster.base import ClusterError, Finding, NodeInfo, Tenants
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, same_quantities
@@ -169,12 +170,13 @@ def _with_managed(actual: dict, desired: dict, paths: list[tuple[str, ...]]) -> 
 
 # -- doctor -------------------------------------------------------------------
 
-REQUIRED_CRDS = {
-    "tfjobs.kubeflow.org": "the Kubeflow Training Operator",
-    "pytorchjobs.kubeflow.org": "the Kubeflow Training Operator",
-    "podgroups.scheduling.volcano.sh": "Volcano",
-    "queues.scheduling.volcano.sh": "Volcano",
-}
+VOLCANO_CRDS = ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
+
+
+def required_crds() -> dict[str, str]:
+    """Returns every CustomResourceDefinition Gangway needs, with what installs it: each job kind's, then Volcano's."""
+    needed = {crd: kind.operator for kind in kinds.all_kinds() for crd in kind.crds}
+    return {**needed, **dict.fromkeys(VOLCANO_CRDS, "Volcano")}
 # The label the Volcano Helm chart and installer YAML put on the scheduler's pods.
 VOLCANO_SCHEDULER_SELECTOR = "app=volcano-scheduler"
 
@@ -187,12 +189,13 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
         tolerate=(NOT_FOUND,),
     )
     present = {crd["metadata"]["name"] for crd in (crds or {}).get("items", ())}
-    for crd, owner in REQUIRED_CRDS.items():
+    for crd, owner in required_crds().items():
         if crd not in present:
             findings.append(Finding(
                 f"The CustomResourceDefinition {crd} is missing, so Gangway cannot create what it needs.",
                 f"Install {owner} on the cluster.",
             ))
+    findings += _runtime_findings(api, present)
     schedulers = api.call(
         "list", "Pod", "*", api.core.list_pod_for_all_namespaces, label_selector=VOLCANO_SCHEDULER_SELECTOR,
     )["items"]
@@ -204,6 +207,36 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
         ))
     findings += _gpu_findings(raw_nodes, nodes)
     findings += _quota_findings(tenants, nodes)
+    return findings
+
+
+def _runtime_findings(api: Api, present: set[str]) -> list[Finding]:
+    """Returns a finding for each runtime (a ClusterTrainingRuntime) whose jobs Volcano would not gang-schedule.
+
+    A runtime without its kind's gang field (`spec.podGroupPolicy.volcano`) starts its jobs'
+    pods one by one, which is what Gangway exists to prevent. Kinds whose CRDs are missing
+    are reported as such, not here.
+    """
+    findings = []
+    for kind in kinds.all_kinds():
+        if not kind.runtime_plural or not set(kind.crds) <= present:
+            continue
+        runtimes = api.call(
+            "list", kind.runtime_kind, "*", api.custom.list_cluster_custom_object,
+            kind.group, kind.version, kind.runtime_plural,
+        )["items"]
+        for runtime in runtimes:
+            value: object = runtime
+            for key in kind.runtime_gang:
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is None:
+                name = runtime["metadata"]["name"]
+                findings.append(Finding(
+                    f"{kind.runtime_kind} {name} has no {'.'.join(kind.runtime_gang)}, so the pods of a {kind.name} "
+                    "on it are not gang-scheduled by Volcano.",
+                    f"Add {'.'.join(kind.runtime_gang[1:])}: {{}} to {kind.runtime_kind} {name}, or run no "
+                    f"{kind.name} on it.",
+                ))  # fmt: skip
     return findings
 
 

@@ -2,7 +2,9 @@
 
 Nothing here talks to a cluster, so every shape is tested against the
 Training Operator SDK models without one. The Kubernetes adapter sends these
-dicts as they are; `manage.py manifest` prints them.
+dicts as they are; `manage.py manifest` prints them. Jobs are built by their
+kind's layout (`job_manifests`); this module builds the Training Operator's
+and the objects every layout shares.
 
 Field names follow `kubeflow.org/v1` (training-operator `tensorflow_types.go`,
 `pytorch_types.go`, `common_types.go`) and `scheduling.volcano.sh/v1beta1`
@@ -11,16 +13,13 @@ Field names follow `kubeflow.org/v1` (training-operator `tensorflow_types.go`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from core.quantities import format_memory, format_quantity
+from jobs import kinds
 from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, TenantTier
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gangway"}
 JOB_ID_LABEL = "gangway.io/job-id"
 TEAM_LABEL = "gangway.io/team"
-TRAINING_GROUP = "kubeflow.org"
-TRAINING_VERSION = "v1"
 VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_VERSION = "v1beta1"
 SCHEDULER_NAME = "volcano"
@@ -41,21 +40,8 @@ TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSche
 RESOURCE_NAMES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
 
 
-@dataclass(frozen=True, slots=True)
-class TrainingKind:
-    """How the Training Operator spells one job kind."""
-
-    kind: str
-    plural: str
-    replica_specs: str  # the spec field holding role -> ReplicaSpec
-    container: str  # the container name the operator looks for (ports, env)
-
-
-# One registry for both kinds; the adapter reads plurals from it too.
-TRAINING_KINDS = {
-    "TFJob": TrainingKind("TFJob", "tfjobs", "tfReplicaSpecs", "tensorflow"),
-    "PyTorchJob": TrainingKind("PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", "pytorch"),
-}
+from core.quantities import format_memory, format_quantity
+from jobs import kinds
 
 
 def resource_list(amounts: dict[str, int], prefix: str = "") -> dict[str, str]:
@@ -73,7 +59,7 @@ def job_labels(job: ClusterJob) -> dict[str, str]:
 
 
 def training_job(job: ClusterJob) -> dict:
-    """Returns the TFJob or PyTorchJob (`kubeflow.org/v1`) for a Gangway job.
+    """Returns the Training Operator job (`kubeflow.org/v1`: TFJob, PyTorchJob...) for a Gangway job.
 
     Every replica pod is gang-scheduled by Volcano: `schedulerName: volcano`,
     and `runPolicy.schedulingPolicy` asks for all replicas at once in the
@@ -81,7 +67,7 @@ def training_job(job: ClusterJob) -> dict:
     (`suspend: false`); preemption flips `suspend` and the pods get the tier's
     grace period to write a checkpoint.
     """
-    training = TRAINING_KINDS[job.kind]
+    kind = kinds.get(job.kind)
     labels = job_labels(job)
     run_policy: dict = {
         # Running pods of a finished job (a TFJob's parameter servers never
@@ -97,18 +83,18 @@ def training_job(job: ClusterJob) -> dict:
     if job.max_runtime:
         run_policy["activeDeadlineSeconds"] = job.max_runtime
     return {
-        "apiVersion": f"{TRAINING_GROUP}/{TRAINING_VERSION}",
-        "kind": training.kind,
+        "apiVersion": kind.api_version,
+        "kind": kind.name,
         "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels},
         "spec": {
             "runPolicy": run_policy,
-            training.replica_specs: {
+            kind.replica_specs: {
                 replica.role: {
                     "replicas": replica.count,
                     # A crashed worker restarts in place on its node, keeping
                     # its GPU, instead of breaking up the gang.
                     "restartPolicy": "OnFailure",
-                    "template": _pod_template(job, training.container, replica, labels),
+                    "template": _pod_template(job, kind.container, replica, labels),
                 }
                 for replica in job.replicas
             },
@@ -116,15 +102,30 @@ def training_job(job: ClusterJob) -> dict:
     }
 
 
+def training_job_resume(job: ClusterJob) -> dict:
+    """Returns the merge patch that resumes a suspended Training Operator job.
+
+    The replica templates are sent again so the pods of the new attempt see
+    GANGWAY_ATTEMPT + 1 (a merge patch replaces the lists).
+    """
+    kind = kinds.get(job.kind)
+    return {"spec": {"runPolicy": {"suspend": False}, kind.replica_specs: training_job(job)["spec"][kind.replica_specs]}}
+
+
+def training_job_replicas(manifest: dict) -> list[tuple[str, int, dict]]:
+    """Returns (role, replicas, the container's resource limits) of each replica group of a built job."""
+    kind = kinds.get(manifest["kind"])
+    groups = (manifest.get("spec") or {}).get(kind.replica_specs) or {}
+    return [
+        (role, int(group.get("replicas", 1)),
+         group["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {}))
+        for role, group in groups.items()
+    ]  # fmt: skip
+
+
 def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, labels: dict) -> dict:
     """Returns the pod template of one replica group."""
     resources = resource_list({"gpu": replica.gpu, "cpu": replica.cpu, "memory": replica.memory})
-    env = dict(job.env)
-    env["GANGWAY_JOB_ID"] = str(job.job_id)
-    env["GANGWAY_ATTEMPT"] = str(job.attempt)
-    if job.gangway_url and job.job_token:
-        env["GANGWAY_URL"] = job.gangway_url
-        env["GANGWAY_JOB_TOKEN"] = job.job_token
     container: dict = {"name": container_name, "image": job.image}
     if job.command:
         container["command"] = list(job.command)
@@ -137,15 +138,30 @@ def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, la
         "tolerations": [dict(toleration) for toleration in TOLERATIONS],
         "containers": [container],
     }
-    if job.checkpoint_claim:
-        env["CHECKPOINT_DIR"] = CHECKPOINT_DIR
     volumes, mounts = pod_volumes(job)
     if volumes:
         container["volumeMounts"] = mounts
         spec["volumes"] = volumes
-    container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    container["env"] = job_env(job)
     container["resources"] = {"requests": resources, "limits": dict(resources)}
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
+
+
+def job_env(job: ClusterJob) -> list[dict]:
+    """Returns the environment of every replica's container: the job's own, then what Gangway adds.
+
+    GANGWAY_JOB_ID and GANGWAY_ATTEMPT always; GANGWAY_URL and GANGWAY_JOB_TOKEN when the
+    portal's address is known (checkpoint reports); CHECKPOINT_DIR when the team has a claim.
+    """
+    env = dict(job.env)
+    env["GANGWAY_JOB_ID"] = str(job.job_id)
+    env["GANGWAY_ATTEMPT"] = str(job.attempt)
+    if job.gangway_url and job.job_token:
+        env["GANGWAY_URL"] = job.gangway_url
+        env["GANGWAY_JOB_TOKEN"] = job.job_token
+    if job.checkpoint_claim:
+        env["CHECKPOINT_DIR"] = CHECKPOINT_DIR
+    return [{"name": name, "value": value} for name, value in env.items()]
 
 
 def pod_volumes(job: ClusterJob) -> tuple[list[dict], list[dict]]:

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
-from scheduling.cluster import simulated_logs
+from scheduling.cluster import job_manifests, simulated_logs
 from scheduling.cluster.base import (
     LOG_TAIL,
     ClaimInfo,
@@ -62,8 +62,6 @@ class SimulatedCluster:
     # --- writes -----------------------------------------------------------------
     def create_job(self, job: ClusterJob) -> None:
         """Create the job, or resume it when it exists suspended; a second create changes nothing."""
-        from scheduling.cluster.manifests import training_job
-
         if any(volume.source == "claim" for volume in job.volumes):
             error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
             if error is not None:
@@ -73,12 +71,12 @@ class SimulatedCluster:
             if existing is None:
                 SimJob.objects.create(
                     job_id=job.job_id, namespace=job.namespace, name=job.name, kind=job.kind,
-                    manifest=training_job(job), created_at=self.clock(), hint=list(job.placement),
+                    manifest=job_manifests.job_manifest(job), created_at=self.clock(), hint=list(job.placement),
                     duration=self._duration(job), fail=self._fails(job),
                 )  # fmt: skip
             elif existing.suspended:
                 existing.suspended, existing.hint = False, list(job.placement)
-                existing.manifest = training_job(job)
+                existing.manifest = job_manifests.job_manifest(job)
                 existing.save(update_fields=["suspended", "manifest", "hint"])
         self.advance()
 
@@ -171,20 +169,14 @@ class SimulatedCluster:
 def _replicas(job: SimJob) -> list[tuple[int, int, int]]:
     """(gpu, cpu millicores, memory bytes) of each replica, from the stored manifest."""
     needs = []
-    for spec in _replica_specs(job.manifest).values():
-        limits = spec["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
+    for _role, count, limits in job_manifests.replica_needs(job.manifest):
         need = (
             int(parse_quantity(limits.get("nvidia.com/gpu", 0))),
             int(cpu_millicores(limits.get("cpu", 0))),
             int(memory_bytes(limits.get("memory", 0))),
         )
-        needs.extend([need] * int(spec.get("replicas", 1)))
+        needs.extend([need] * count)
     return needs
-
-
-def _replica_specs(manifest: dict) -> dict:
-    spec = manifest.get("spec", {})
-    return spec.get("tfReplicaSpecs") or spec.get("pytorchReplicaSpecs") or {}
 
 
 def _take(room: list[int], need: tuple[int, int, int]) -> None:

@@ -11,6 +11,7 @@ import math
 import random
 from datetime import datetime, timedelta
 
+from scheduling.cluster import job_manifests
 from scheduling.cluster.base import LOG_LIMIT_BYTES, ReplicaLog
 from scheduling.models import SimJob
 
@@ -42,9 +43,7 @@ STOPPED_EXIT_CODE = 143  # SIGTERM: the replicas the operator stops once one has
 
 def replica_names(job: SimJob) -> list[str]:
     """Returns "worker-0", "worker-1", ... for every replica, in the manifest's order."""
-    spec = job.manifest.get("spec", {})
-    groups = spec.get("tfReplicaSpecs") or spec.get("pytorchReplicaSpecs") or {}
-    return [f"{role.lower()}-{index}" for role, group in groups.items() for index in range(int(group.get("replicas", 1)))]
+    return [f"{role.lower()}-{index}" for role, count, _ in job_manifests.replica_needs(job.manifest) for index in range(count)]
 
 
 def failing(job: SimJob, seed: int) -> tuple[str, str]:

@@ -33,7 +33,13 @@ BEYOND_THE_SCHEMA = (
     "but the spec names",  # ?team= and the spec's team agree
     "name the team in the spec",  # a person names the team in the spec or in ?team=
     "appears twice",  # one group per role
-    "A PyTorchJob role is one of",  # PyTorchJob: Master and Worker only
+    "role is one of",  # each kind's own roles (PyTorchJob: Master and Worker; TrainJob: Node)
+    "replica groups.",  # at most one group per role of the kind
+    "runs on",  # a runtime for a TrainJob, none for the other kinds
+    "not nodes",  # num_nodes only for a kind of identical nodes (TrainJob)
+    "not both",  # num_nodes or replicas
+    "Required: at least one replica group",  # replicas unless num_nodes
+    "starts with a letter",  # a TrainJob's name (RFC 1035)
     "has exactly one",  # one Chief, Master or Evaluator
     "replicas in all",  # at most 1000 replicas over all groups
     "Can never run",  # R10: the cluster and the team's quota

@@ -27,8 +27,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from jobs import kinds
+
 # Resources without a namespace; everything else lives in one.
-CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions"}
+CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions",
+                  "clustertrainingruntimes"}
 
 # kind -> (group/version path prefix, plural), for seeding and reading objects.
 KINDS = {
@@ -40,11 +43,20 @@ KINDS = {
     "LimitRange": ("api/v1", "limitranges"),
     "PriorityClass": ("apis/scheduling.k8s.io/v1", "priorityclasses"),
     "CustomResourceDefinition": ("apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
-    "TFJob": ("apis/kubeflow.org/v1", "tfjobs"),
-    "PyTorchJob": ("apis/kubeflow.org/v1", "pytorchjobs"),
     "Queue": ("apis/scheduling.volcano.sh/v1beta1", "queues"),
     "PodGroup": ("apis/scheduling.volcano.sh/v1beta1", "podgroups"),
+    "ClusterTrainingRuntime": ("apis/trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
 }
+
+
+
+def kind_path(kind: str) -> tuple[str, str]:
+    """Returns (group/version path prefix, plural) of a kind: a built-in one, or a job kind of the registry."""
+    if kind in KINDS:
+        return KINDS[kind]
+    job_kind = kinds.get(kind)
+    return f"apis/{job_kind.api_version}", job_kind.plural
+
 
 REASONS = {
     400: "BadRequest", 404: "NotFound", 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType",
@@ -181,7 +193,7 @@ class FakeApiServer:
 
     def add(self, obj: dict) -> dict:
         """Stores an object as a POST would, ignoring conflicts; returns the stored copy."""
-        prefix, plural = KINDS[obj["kind"]]
+        prefix, plural = kind_path(obj["kind"])
         meta = obj["metadata"]
         with self._lock:
             return self._write((prefix, plural, meta.get("namespace"), meta["name"]), obj, "ADDED")
@@ -192,12 +204,12 @@ class FakeApiServer:
             self.pod_logs[(namespace, pod)] = text
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
-        prefix, plural = KINDS[kind]
+        prefix, plural = kind_path(kind)
         with self._lock:
             return copy.deepcopy(self.objects.get((prefix, plural, namespace, name)))
 
     def list(self, kind: str) -> list[dict]:
-        prefix, plural = KINDS[kind]
+        prefix, plural = kind_path(kind)
         with self._lock:
             return [copy.deepcopy(o) for k, o in self.objects.items() if k[:2] == (prefix, plural)]
 
@@ -352,7 +364,8 @@ class FakeApiServer:
             if (p, pl) == (prefix, plural) and namespace in (None, ns)
             and _matches(obj["metadata"].get("labels") or {}, selector)
         ]
-        kind = next((k for k, v in KINDS.items() if v == (prefix, plural)), plural.title())
+        paths = {**KINDS, **{k.name: (f"apis/{k.api_version}", k.plural) for k in kinds.all_kinds()}}
+        kind = next((k for k, v in paths.items() if v == (prefix, plural)), plural.title())
         return 200, {
             "kind": f"{kind}List", "apiVersion": prefix.removeprefix("api/").removeprefix("apis/"),
             "metadata": {"resourceVersion": str(self._last_version())}, "items": items,

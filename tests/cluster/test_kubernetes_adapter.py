@@ -339,8 +339,8 @@ def test_an_unreachable_server_is_unavailable():
 
 # -- doctor ------------------------------------------------------------------------------
 
-CRDS = ("tfjobs.kubeflow.org", "pytorchjobs.kubeflow.org",
-        "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
+CRDS = ("tfjobs.kubeflow.org", "pytorchjobs.kubeflow.org", "trainjobs.trainer.kubeflow.org",
+        "clustertrainingruntimes.trainer.kubeflow.org", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 
 
 def _healthy(fake):

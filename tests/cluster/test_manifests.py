@@ -6,6 +6,7 @@ import pytest
 from kubeflow.training import models
 from kubeflow.training.api_client import ApiClient
 
+from jobs import kinds
 from scheduling.cluster import manifests
 from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, TenantTier
 
@@ -53,7 +54,7 @@ def _round_trip(manifest: dict, model: str):
 
 
 def _templates(manifest: dict) -> dict:
-    kind = manifests.TRAINING_KINDS[manifest["kind"]]
+    kind = kinds.get(manifest["kind"])
     return {role: spec["template"] for role, spec in manifest["spec"][kind.replica_specs].items()}
 
 

@@ -11,8 +11,10 @@ import re
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
+from jobs import kinds
 from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, Tenants, TenantTier, VolumeMount
 from scheduling.cluster.kubernetes import KubernetesCluster
+from scheduling.cluster.kubernetes_tenants import required_crds
 from tests.cluster.fake_apiserver import FakeApiServer
 from tests.deploy.manifests import by_kind, source_objects
 
@@ -84,14 +86,17 @@ def used() -> set[tuple[str, str, str]]:
         cluster.sync_tenants(tenants(nominal=6, value=200, weight=2))
         fake.add({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                   "metadata": {"name": "datasets", "namespace": "maps"}, "spec": {}})  # fmt: skip
-        # Jobs of both kinds, mounting a claim: created, read back, suspended, resumed, deleted.
-        for kind, job_id in (("TFJob", 1), ("PyTorchJob", 2)):
-            cluster.create_job(job(kind, job_id))
-            cluster.suspend_job(job(kind, job_id))
-            cluster.create_job(job(kind, job_id))
+        # Jobs of every registered kind, mounting a claim: created, read back, suspended, resumed, deleted.
+        for job_id, kind in enumerate(kinds.all_kinds(), start=1):
+            cluster.create_job(job(kind.name, job_id))
+            cluster.suspend_job(job(kind.name, job_id))
+            cluster.create_job(job(kind.name, job_id))
         cluster.job_statuses()
         cluster.nodes()
         cluster.outside_usage()
+        for crd in required_crds():  # so doctor goes on to read the runtimes
+            fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                      "metadata": {"name": crd}})  # fmt: skip
         cluster.doctor(tenants(nominal=6, value=200, weight=2))
         cluster.claims("maps")
         fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-g1-worker-0", "namespace": "maps",
@@ -108,7 +113,8 @@ def test_the_adapter_was_exercised_in_every_way_that_matters(used):
     verbs = {verb for _, _, verb in used}
     assert verbs == {"get", "list", "create", "update", "patch", "delete"}
     assert ("scheduling.k8s.io", "priorityclasses", "delete") in used  # the recreate happened
-    assert ("kubeflow.org", "pytorchjobs", "patch") in used
+    for kind in kinds.all_kinds():
+        assert {(kind.group, kind.plural, verb) for verb in ("create", "get", "list", "patch", "delete")} <= used
 
 
 def test_every_request_the_adapter_makes_is_granted(used):

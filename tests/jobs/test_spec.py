@@ -35,7 +35,7 @@ def test_it_accepts_the_design_example():
         ({"command": "python train.py"}, "command", "never run through a shell"),
         ({"env": {"1BAD": "x"}}, "env.1BAD", "Names are letters"),
         ({"env": {"OK": "x" * 5000}}, "env.OK", "at most 4096"),
-        ({"kind": "MPIJob"}, "kind", "TFJob or PyTorchJob"),
+        ({"kind": "MPIJob"}, "kind", "one of TFJob, PyTorchJob"),
         ({"max_runtime": -5}, "max_runtime", "1 to"),
         ({"replicas": []}, "replicas", "at least one"),
         ({"replicas": [{"role": "Worker", "count": 10**9}]}, "replicas[0].count", "1 to 1000"),

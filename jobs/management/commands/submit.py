@@ -11,7 +11,7 @@ from tenants.models import Team
 
 
 class Command(BaseCommand):
-    help = "Submit a job from a YAML file (Gangway's spec or a TFJob/PyTorchJob manifest) through the submission service."
+    help = "Submit a job from a YAML file (Gangway's spec or a manifest of one of its job kinds) through the submission service."
 
     def add_arguments(self, parser):
         parser.add_argument("--team", required=True, help="Team slug.")

@@ -2,12 +2,12 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.models import Job
-from scheduling.cluster.manifests import training_job
+from scheduling.cluster.job_manifests import job_manifest
 from scheduling.snapshot import to_cluster_job
 
 
 class Command(BaseCommand):
-    help = "Print the TFJob or PyTorchJob YAML the Kubernetes adapter would create for a job (either backend)."
+    help = "Print the manifest (TFJob, PyTorchJob...) the Kubernetes adapter would create for a job (either backend)."
 
     def add_arguments(self, parser):
         parser.add_argument("job_id", type=int, help="The Gangway job id.")
@@ -16,4 +16,4 @@ class Command(BaseCommand):
         job = Job.objects.select_related("team", "tier").filter(pk=job_id).first()
         if job is None:
             raise CommandError(f"No job with id {job_id}.")
-        self.stdout.write(yaml.safe_dump(training_job(to_cluster_job(job)), sort_keys=False))
+        self.stdout.write(yaml.safe_dump(job_manifest(to_cluster_job(job)), sort_keys=False))

@@ -15,10 +15,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from jobs import kinds
 from jobs.models import Job, JobEvent
 from jobs.services import job_submit
 from jobs.spec import parse_spec
-from scheduling.cluster.manifests import training_job
+from scheduling.cluster.job_manifests import job_manifest
 from scheduling.cluster.simulated_logs import failure_summary
 from scheduling.models import SimClaim, SimJob, SimNode
 from scheduling.snapshot import to_cluster_job
@@ -142,13 +143,13 @@ class Command(BaseCommand):
         User = get_user_model()
         owners = {"perception": "lead", "finance": "admin", "maps": "engineer", "research": "engineer"}
         made = 0
+        demo_kinds = kinds.all_kinds()[:2]  # TFJob and PyTorchJob, alternately
         for index, (slug, name, tier, workers, gpus, seconds, ended) in enumerate(JOBS):
             key = f"demo-{index}"
             if Job.objects.filter(team=teams[slug], idempotency_key=key).exists():
                 continue
             spec = parse_spec({
-                "team": slug, "name": name, "kind": "PyTorchJob" if index % 2 else "TFJob",
-                "image": "tensorflow/tensorflow:2.12.0-gpu" if index % 2 == 0 else "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime",
+                "team": slug, "name": name, "kind": demo_kinds[index % 2].name, "image": demo_kinds[index % 2].example_image,
                 "command": ["python", "/app/train.py"], "args": ["--epochs", "10"], "tier": tier,
                 "max_runtime": seconds * 3, "simulate": {"duration": seconds, "fail": ended == Job.State.FAILED},
                 "replicas": [{"role": "Worker", "count": workers, "gpu": gpus, "cpu": "4", "memory": "16Gi"}],
@@ -176,7 +177,7 @@ class Command(BaseCommand):
         job.refresh_from_db()
         cluster_job = to_cluster_job(job)
         sim = SimJob(job_id=job.pk, namespace=cluster_job.namespace, name=cluster_job.name, kind=job.kind,
-                     manifest=training_job(cluster_job), created_at=start, started_at=start, duration=seconds,
+                     manifest=job_manifest(cluster_job), created_at=start, started_at=start, duration=seconds,
                      fail=state == Job.State.FAILED, finished_at=end, succeeded=state == Job.State.SUCCEEDED)  # fmt: skip
         sim.message = "Completed." if sim.succeeded else failure_summary(sim, settings.SIM_SEED)
         sim.save()
