@@ -319,7 +319,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
     defaults = replica_defaults(job.team)
     return ClusterJob(
         job_id=job.pk,
-        name=cluster_name(job.pk, job.name),
+        name=job.cluster_name or cluster_name(job.pk, job.name),
         namespace=job.team.slug,
         team=job.team.slug,
         kind=job.kind,
@@ -344,5 +344,5 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         placement=placement or tuple(job.placement),
         gangway_url=settings.PUBLIC_URL,
         job_token=job_tokens.issue(job.pk) if settings.PUBLIC_URL else "",
-        volumes=volume_mounts(job.volumes), shm=job.shm,
+        volumes=volume_mounts(job.volumes), shm=job.shm, adopted=job.adopted,
     )

@@ -28,7 +28,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 # Resources without a namespace; everything else lives in one.
-CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions"}
+CLUSTER_SCOPED = {
+    "nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions",
+    "validatingadmissionpolicies", "validatingadmissionpolicybindings",
+}
 
 # kind -> (group/version path prefix, plural), for seeding and reading objects.
 KINDS = {
@@ -44,6 +47,10 @@ KINDS = {
     "PyTorchJob": ("apis/kubeflow.org/v1", "pytorchjobs"),
     "Queue": ("apis/scheduling.volcano.sh/v1beta1", "queues"),
     "PodGroup": ("apis/scheduling.volcano.sh/v1beta1", "podgroups"),
+    "Event": ("api/v1", "events"),
+    "Trial": ("apis/kubeflow.org/v1beta1", "trials"),
+    "ValidatingAdmissionPolicy": ("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies"),
+    "ValidatingAdmissionPolicyBinding": ("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings"),
 }
 
 REASONS = {
