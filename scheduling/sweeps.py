@@ -24,6 +24,7 @@ class SweepCode(StrEnum):
     """Reason codes of trials held back by their sweep's cap (the policy's codes are in `policy.reasons`)."""
 
     SWEEP_CAP = "sweep_cap"  # the sweep holds its cap: the trial starts when one of its trials ends
+    SWEEP_CAP_AHEAD = "sweep_cap_ahead"  # what it holds and its trials ahead in the queue ask fill the cap
     SWEEP_CAP_TOO_SMALL = "sweep_cap_too_small"  # the trial alone asks more than the cap
 
     def say(self, **numbers: object) -> str:
@@ -34,6 +35,10 @@ class SweepCode(StrEnum):
 TEMPLATES: dict[SweepCode, str] = {
     SweepCode.SWEEP_CAP: (
         "Sweep {sweep} holds {held} of its {cap} GPUs; this trial starts when one of its trials ends."
+    ),
+    SweepCode.SWEEP_CAP_AHEAD: (
+        "Sweep {sweep} holds {held} of its {cap} GPUs and its trials ahead of this one ask {ahead} more; "
+        "this trial waits until its sweep has {need} GPUs to spare."
     ),
     SweepCode.SWEEP_CAP_TOO_SMALL: (
         "This trial asks {need} GPUs, more than the {cap} GPUs sweep {sweep} may hold at once; "
@@ -67,19 +72,26 @@ def within_caps(pending: Iterable[Job], holding: Iterable[Job]) -> dict[int, Hel
     for job in holding:
         if job.sweep_id is not None:
             held_gpus[job.sweep_id] = held_gpus.get(job.sweep_id, 0) + job.gpu_total
+    offered: dict[int, int] = {}  # sweep id -> GPUs of its trials offered so far this cycle
     result: dict[int, Held] = {}
     full: set[int] = set()
     for job in sorted((job for job in pending if job.sweep_id is not None), key=r3_key):
         sweep = job.sweep
-        used = held_gpus.get(sweep.pk, 0)
+        held, ahead = held_gpus.get(sweep.pk, 0), offered.get(sweep.pk, 0)
         if job.gpu_total > sweep.gpu_cap:
             result[job.pk] = Held(SweepCode.SWEEP_CAP_TOO_SMALL.say(need=job.gpu_total, cap=sweep.gpu_cap,
                                                                     sweep=sweep.experiment), SweepCode.SWEEP_CAP_TOO_SMALL)  # fmt: skip
-            continue
-        if sweep.pk in full or used + job.gpu_total > sweep.gpu_cap:
+        elif sweep.pk in full or held + ahead + job.gpu_total > sweep.gpu_cap:
             full.add(sweep.pk)
-            result[job.pk] = Held(SweepCode.SWEEP_CAP.say(sweep=sweep.experiment, held=used, cap=sweep.gpu_cap),
-                                  SweepCode.SWEEP_CAP)  # fmt: skip
-            continue
-        held_gpus[sweep.pk] = used + job.gpu_total
+            result[job.pk] = _held(sweep, held=held, ahead=ahead, need=job.gpu_total)
+        else:
+            offered[sweep.pk] = ahead + job.gpu_total
     return result
+
+
+def _held(sweep, *, held: int, ahead: int, need: int) -> Held:
+    """Why a trial waits for its sweep's cap: what the sweep holds, and what its trials ahead ask."""
+    if not ahead:
+        return Held(SweepCode.SWEEP_CAP.say(sweep=sweep.experiment, held=held, cap=sweep.gpu_cap), SweepCode.SWEEP_CAP)
+    return Held(SweepCode.SWEEP_CAP_AHEAD.say(sweep=sweep.experiment, held=held, cap=sweep.gpu_cap, ahead=ahead,
+                                              need=need), SweepCode.SWEEP_CAP_AHEAD)  # fmt: skip

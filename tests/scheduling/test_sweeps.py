@@ -33,10 +33,14 @@ def test_trials_beyond_the_cap_wait_with_the_sweeps_reason(maps, clock, cycle):
 
     assert Sweep.objects.get().gpu_cap == 8
     assert _held_gpus() == 8
-    waiting = Job.objects.filter(state=Job.State.QUEUED).order_by("id")
-    assert [job.reason_code for job in waiting] == [SweepCode.SWEEP_CAP] * 2
+    waiting = list(Job.objects.filter(state=Job.State.QUEUED).order_by("id"))
+    assert [job.reason_code for job in waiting] == [SweepCode.SWEEP_CAP_AHEAD] * 2
+    assert waiting[0].reason == ("Sweep tune-lr holds 0 of its 8 GPUs and its trials ahead of this one ask 8 more; "
+                                 "this trial waits until its sweep has 4 GPUs to spare.")  # fmt: skip
+    cycle()  # the two admitted trials now hold the cap
+    waiting[0].refresh_from_db()
+    assert waiting[0].reason_code == SweepCode.SWEEP_CAP
     assert waiting[0].reason == "Sweep tune-lr holds 8 of its 8 GPUs; this trial starts when one of its trials ends."
-    assert waiting[0].events.filter(kind="waiting", code=SweepCode.SWEEP_CAP).count() == 1
     cycle()
     assert waiting[0].events.filter(kind="waiting", code=SweepCode.SWEEP_CAP).count() == 1  # said once
 
