@@ -48,7 +48,9 @@ class ReconcileResult:
             return "Another reconcile is running; nothing done."
         if self.error:
             return f"Cluster unreachable ({self.error}); nothing changed."
-        outside = f" Adopted {self.adopted} jobs from elsewhere, refused {self.refused}." if self.adopted or self.refused else ""
+        outside = ""
+        if self.adopted or self.refused:
+            outside = f" Adopted {self.adopted} jobs from elsewhere, refused {self.refused}."
         return (f"Moved {self.changed} jobs, created {self.created}, suspended {self.suspended}, "
                 f"deleted {self.deleted} cluster objects.{outside}")
 

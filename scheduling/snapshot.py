@@ -248,7 +248,8 @@ def build_world(
     node_order = {node.name: index for index, node in enumerate(nodes)}
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
-    capped = within_caps(queued, Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total"))
+    holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
+    capped = within_caps(queued, holding)
     for job in queued:
         if job.pk in capped:
             world.held[str(job.pk)] = (job, capped[job.pk])

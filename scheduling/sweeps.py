@@ -79,8 +79,8 @@ def within_caps(pending: Iterable[Job], holding: Iterable[Job]) -> dict[int, Hel
         sweep = job.sweep
         held, ahead = held_gpus.get(sweep.pk, 0), offered.get(sweep.pk, 0)
         if job.gpu_total > sweep.gpu_cap:
-            result[job.pk] = Held(SweepCode.SWEEP_CAP_TOO_SMALL.say(need=job.gpu_total, cap=sweep.gpu_cap,
-                                                                    sweep=sweep.experiment), SweepCode.SWEEP_CAP_TOO_SMALL)  # fmt: skip
+            reason = SweepCode.SWEEP_CAP_TOO_SMALL.say(need=job.gpu_total, cap=sweep.gpu_cap, sweep=sweep.experiment)
+            result[job.pk] = Held(reason, SweepCode.SWEEP_CAP_TOO_SMALL)
         elif sweep.pk in full or held + ahead + job.gpu_total > sweep.gpu_cap:
             full.add(sweep.pk)
             result[job.pk] = _held(sweep, held=held, ahead=ahead, need=job.gpu_total)

@@ -64,7 +64,7 @@ def _event(api: Api, job: OutsideJob, message: str) -> None:
     kind = outside.outside_kind(job.kind)
     body = {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{job.name[:200]}.gangway-rejected", "namespace": job.namespace},
+        "metadata": {"name": f"{job.name[:200]}.gangway-rejected-{job.uid[:8]}", "namespace": job.namespace},
         "involvedObject": {"apiVersion": f"{kind.group}/{kind.version}", "kind": kind.kind,
                            "name": job.name, "namespace": job.namespace, "uid": job.uid},
         "reason": EVENT_REASON, "message": message[:1000], "type": "Warning",

@@ -24,14 +24,16 @@ class Command(BaseCommand):
         parser.add_argument("--experiment", default="tune-lr", help="Katib experiment name (default tune-lr).")
         parser.add_argument("--trials", type=int, default=6, help="Trials of the experiment, 0-100 (default 6).")
         parser.add_argument("--trial-gpus", type=int, default=2, help="GPUs of each trial, 1-64 (default 2).")
-        parser.add_argument("--kubectl", default="bert-pretrain", help="Name of the kubectl-style TFJob; '' for none.")
+        parser.add_argument("--kubectl", default="bert-pretrain",
+                            help="Name of the kubectl-style TFJob; '' for none.")  # fmt: skip
         parser.add_argument("--user", default="alice", help="Who ran kubectl (the creator annotation).")
         parser.add_argument("--delete", metavar="NAME", help="Delete this outside job instead, as `kubectl delete` would.")
 
     def handle(self, *args, team: str, experiment: str, trials: int, trial_gpus: int, kubectl: str, user: str,
                delete: str | None, **options):  # fmt: skip
         if not Team.objects.filter(slug=team).exists():
-            raise CommandError(f"No team {team!r}; the teams are {', '.join(Team.objects.values_list('slug', flat=True)) or 'none (run seed_demo)'}.")
+            teams = ", ".join(Team.objects.values_list("slug", flat=True)) or "none (run seed_demo)"
+            raise CommandError(f"No team {team!r}; the teams are {teams}.")
         if delete:
             if not simulated_outside.remove(team, delete):
                 raise CommandError(f"No outside job {team}/{delete} in the simulated cluster.")
