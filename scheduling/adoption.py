@@ -55,8 +55,12 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
     listed = {job.uid for job in found}
     known = {uid: (pk, state, reason) for uid, pk, state, reason in
              Job.objects.exclude(cluster_uid="").values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
-    for job in Job.objects.filter(state__in=FOLLOWED).exclude(cluster_uid="").exclude(cluster_uid__in=listed):
-        result.cancelled += _cancel_deleted(job, now)
+    gone = list(Job.objects.filter(state__in=FOLLOWED).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
+                .select_related("team"))  # fmt: skip
+    # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
+    outcomes = {(t.namespace, t.trial): t.outcome for t in cluster.trials()} if any(j.sweep_id for j in gone) else {}
+    for job in gone:
+        result.cancelled += _end_deleted(job, outcomes.get((job.team.slug, job.cluster_name), ""), now)
     teams = {team.slug: team for team in Team.objects.all()}
     for item in found:
         try:
@@ -93,11 +97,22 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
     result.adopted += 1
 
 
-def _cancel_deleted(job: Job, now: datetime) -> int:
+def _end_deleted(job: Job, outcome: str, now: datetime) -> int:
+    """Ends a job whose adopted object is gone; returns 1, or 0 when someone moved it first.
+
+    A Katib trial that ran and whose Trial reports Succeeded or Failed ends so; anything else
+    was deleted by its owner and is cancelled.
+    """
+    ended = {"Succeeded": Job.State.SUCCEEDED, "Failed": Job.State.FAILED}.get(outcome)
     try:
         with transaction.atomic():
-            transition(job, Job.State.CANCELLING, message=f"Its {job.kind} {job.cluster_name} was deleted in "
-                       "the cluster; cancelled in Gangway.", code="deleted_outside")  # fmt: skip
+            if ended and job.state in (Job.State.ADMITTED, Job.State.RUNNING):
+                transition(job, ended, message=f"{outcome}, as its Katib trial reports; Katib removed its "
+                           f"{job.kind} {job.cluster_name}.", finished_at=now, placement=[])  # fmt: skip
+                return 1
+            if job.state != Job.State.CANCELLING:
+                transition(job, Job.State.CANCELLING, message=f"Its {job.kind} {job.cluster_name} was deleted in "
+                           "the cluster; cancelled in Gangway.", code="deleted_outside")  # fmt: skip
             transition(job, Job.State.CANCELLED, message="Cancelled: its cluster object is gone.", finished_at=now,
                        placement=[], position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
     except StaleJob:

@@ -183,6 +183,7 @@ class TrialResult:
     objective: str  # the metric's name
     maximize: bool
     value: float | None
+    outcome: str = ""  # "Succeeded" or "Failed" once the trial completed, else ""
 
 
 @dataclass(frozen=True, slots=True)

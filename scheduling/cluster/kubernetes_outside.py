@@ -96,7 +96,7 @@ def trials(api: Api) -> list[TrialResult]:
         name, maximize, value = outside.objective_of(trial)
         result.append(TrialResult(
             namespace=meta.get("namespace", ""), experiment=meta["labels"][outside.KATIB_EXPERIMENT_LABEL],
-            trial=meta["name"], objective=name, maximize=maximize, value=value,
+            trial=meta["name"], objective=name, maximize=maximize, value=value, outcome=outside.trial_outcome(trial),
         ))  # fmt: skip
     return result
 

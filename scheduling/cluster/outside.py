@@ -194,6 +194,12 @@ def suspend_patch(kind: OutsideKind, suspended: bool = True) -> dict:
     return patch
 
 
+def trial_outcome(trial: dict) -> str:
+    """Returns "Succeeded" or "Failed" when the Katib Trial's condition of that type is true, else ""."""
+    true = {c.get("type") for c in _at(trial, ("status", "conditions")) or () if c.get("status") == "True"}
+    return next((outcome for outcome in ("Failed", "Succeeded") if outcome in true), "")
+
+
 def objective_of(trial: dict) -> tuple[str, bool, float | None]:
     """Returns (objective metric, maximize, its latest value) of a Katib Trial object.
 

@@ -124,9 +124,10 @@ def trials(seed: int) -> list[TrialResult]:
         trial = labels.get(outside.KATIB_TRIAL_LABEL)
         if not trial:
             continue
-        value = None
-        if done.get((row.namespace, row.name)):
+        value, ended = None, done.get((row.namespace, row.name))
+        if ended:
             value = round(random.Random(f"{seed}:{row.namespace}/{trial}").uniform(0.70, 0.95), 4)
+        outcome = "" if ended is None else ("Succeeded" if ended else "Failed")
         result.append(TrialResult(namespace=row.namespace, experiment=labels.get(outside.KATIB_EXPERIMENT_LABEL, ""),
-                                  trial=trial, objective=OBJECTIVE, maximize=True, value=value))  # fmt: skip
+                                  trial=trial, objective=OBJECTIVE, maximize=True, value=value, outcome=outcome))  # fmt: skip
     return result

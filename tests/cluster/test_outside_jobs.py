@@ -288,3 +288,32 @@ def test_a_pipelines_step_says_which_run_it_came_from(world, fake, cluster):
     reconcile(cluster=cluster)
 
     assert Job.objects.get().submitted_via == "pipelines run nightly"
+
+
+def test_a_trial_job_katib_removed_after_it_succeeded_ends_as_succeeded(world, fake, cluster):
+    trial = {"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "metadata": {
+        "name": "tune-lr-x7k2", "namespace": "maps", "labels": {"katib.kubeflow.org/experiment": "tune-lr"}}}  # fmt: skip
+    fake.add(trial)
+    owner = [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-lr-x7k2", "controller": True}]
+    fake.add(outside_job(name="tune-lr-x7k2", gpu=1, ownerReferences=owner))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    fake.add({**trial, "status": {"conditions": [{"type": "Succeeded", "status": "True"}]}})
+    fake.objects.pop(("apis/kubeflow.org/v1", "tfjobs", "maps", "tune-lr-x7k2"))  # Katib cleans up the trial's job
+
+    reconcile(cluster=cluster)
+
+    assert Job.objects.get().state == Job.State.SUCCEEDED
+    assert _deletes(fake) == []
+
+
+def test_a_job_being_cancelled_whose_object_is_deleted_meanwhile_ends_cancelled(world, fake, cluster, staff):
+    fake.add(outside_job())
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job_cancel(job=Job.objects.get(), actor=staff)
+    fake.objects.pop(("apis/kubeflow.org/v1", "tfjobs", "maps", "bert-kubectl"))
+
+    reconcile(cluster=cluster)
+
+    assert Job.objects.get().state == Job.State.CANCELLED
