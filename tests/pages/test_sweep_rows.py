@@ -62,3 +62,12 @@ def test_a_finished_sweep_leaves_the_queue_but_stays_on_the_team_page(login, mem
     assert "sweep-row" not in login(member).get("/").content.decode()
     team_page = login(member).get("/teams/maps/").content.decode()
     assert f'id="sweep-row-{sweep.pk}"' in team_page and "4 trials" in team_page
+
+
+def test_a_trials_page_says_which_object_it_was_adopted_from(login, owner, sweep):
+    trial = Job.objects.filter(sweep=sweep).order_by("id").first()
+
+    body = login(owner).get(f"/jobs/{trial.pk}/").content.decode()
+
+    assert f"adopted from PyTorchJob maps/{trial.cluster_name}, sweep tune-lr" in body
+    assert f"by katib experiment tune-lr, trial {trial.cluster_name}" in body
