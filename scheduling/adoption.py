@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from functools import cache
 from datetime import datetime
 
 from django.db import transaction
@@ -23,7 +24,7 @@ from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
-from scheduling.cluster.base import Cluster, ClusterError, OutsideJob
+from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, TrialResult
 from tenants.models import PriorityTier, Team
 from tenants.selectors import tiers_of
 
@@ -57,8 +58,9 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
              Job.objects.exclude(cluster_uid="").values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=FOLLOWED).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
                 .select_related("team"))  # fmt: skip
+    trials = cache(cluster.trials)  # read at most once a pass, and only when a sweep needs it
     # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
-    outcomes = {(t.namespace, t.trial): t.outcome for t in cluster.trials()} if any(j.sweep_id for j in gone) else {}
+    outcomes = {(t.namespace, t.trial): t.outcome for t in trials()} if any(job.sweep_id for job in gone) else {}
     for job in gone:
         result.cancelled += _end_deleted(job, outcomes.get((job.team.slug, job.cluster_name), ""), now)
     teams = {team.slug: team for team in Team.objects.all()}
@@ -68,7 +70,8 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
         except ClusterError as error:
             # The cluster refused a label or an annotation on this one job: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
-    _learn_objectives(cluster)
+    if Sweep.objects.exists():
+        _learn_objectives(trials())
     return result
 
 
@@ -175,12 +178,10 @@ def _adopt(item: OutsideJob, team: Team) -> tuple[Job | None, str]:
     return job, ""
 
 
-def _learn_objectives(cluster: Cluster) -> None:
-    """Stores each sweep's best objective value, as Katib's trials report it (read only when a sweep exists)."""
-    if not Sweep.objects.exists():
-        return
+def _learn_objectives(trials: list[TrialResult]) -> None:
+    """Stores each sweep's best objective value, as Katib's trials report it."""
     reported: dict[tuple[str, str], list] = {}
-    for trial in cluster.trials():
+    for trial in trials:
         reported.setdefault((trial.namespace, trial.experiment), []).append(trial)
     experiments = {experiment for _, experiment in reported}
     for sweep in Sweep.objects.select_related("team").filter(experiment__in=experiments):
