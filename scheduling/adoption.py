@@ -43,7 +43,8 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
     """Adopt, refuse or cancel what the cluster's labelled jobs call for; returns how many of each.
 
     1. Read every labelled job Gangway did not create (ClusterUnavailable goes to the caller).
-    2. A Gangway job whose adopted object is gone was deleted by its owner: cancel it.
+    2. A Gangway job whose adopted object is gone was deleted by its owner: cancel it (a Katib
+       trial's job that Katib removed once the trial completed ends as its Trial reports).
     3. A labelled job already adopted gets its `gangway.io/job-id` label again if it lost it
        (the label joins its pods to the job), and the reason written back if a cycle rejected it.
     4. A new one, suspended, in a team namespace, not refused before and not finished: adopt it,
@@ -55,7 +56,7 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
     result = Adopted()
     listed = {job.uid for job in found}
     known = {uid: (pk, state, reason) for uid, pk, state, reason in
-             Job.objects.exclude(cluster_uid="").values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
+             Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=FOLLOWED).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
                 .select_related("team"))  # fmt: skip
     trials = cache(cluster.trials)  # read at most once a pass, and only when a sweep needs it
