@@ -22,3 +22,5 @@ class Because(StrEnum):
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff
+    DELETED_OUTSIDE = "deleted_outside"  # an adopted job deleted in the cluster: cancelled in Gangway
+    FIELDS_KEPT = "fields_kept"  # an adopted job has fields Gangway does not read: they stay as written

@@ -91,6 +91,12 @@ class Job(models.Model):
     # R8: when its training last reported a saved checkpoint (fewest unsaved work is preempted first).
     checkpointed_at = models.DateTimeField(null=True, blank=True)
 
+    # Adopted jobs (created elsewhere: kubectl, Katib, Pipelines): the cluster object's own name and
+    # uid. Empty for the jobs Gangway creates, whose names are deterministic (`cluster_name`).
+    cluster_name = models.CharField(max_length=253, blank=True, help_text="Name of the adopted cluster object.")
+    cluster_uid = models.CharField(max_length=36, blank=True, help_text="uid of the adopted cluster object.")
+    sweep = models.ForeignKey("Sweep", on_delete=models.SET_NULL, null=True, blank=True, related_name="trials")
+
     # Simulated cluster only: how long it runs and whether it fails.
     sim_duration = models.PositiveIntegerField(null=True, blank=True)
     sim_fail = models.BooleanField(default=False)
@@ -112,6 +118,8 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(gpu_total__gte=0), name="job_gpu_total_non_negative"),
             models.CheckConstraint(condition=Q(state__in=JobState.values), name="job_known_state"),
             models.CheckConstraint(condition=Q(attempt__gte=1), name="job_attempt_positive"),
+            # One Gangway job per adopted object, however many reconciles see it.
+            models.UniqueConstraint(fields=["cluster_uid"], condition=~Q(cluster_uid=""), name="unique_adopted_object"),
         ]
 
     def __str__(self) -> str:
@@ -136,10 +144,37 @@ class Job(models.Model):
     def replica_count(self) -> int:
         return sum(group["count"] for group in self.replicas)
 
+    @property
+    def adopted(self) -> bool:
+        """Created elsewhere and adopted: Gangway suspends and resumes it, never deletes it."""
+        return bool(self.cluster_uid)
+
     def get_absolute_url(self) -> str:
         from django.urls import reverse
 
         return reverse("jobs:detail", args=[self.pk])
+
+
+class Sweep(models.Model):
+    """The trials of one Katib experiment in a team: one row on the queue, and a cap on the GPUs
+    its trials hold at once (trials beyond it wait), so a sweep cannot take the cluster."""
+
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="sweeps")
+    experiment = models.CharField(max_length=253, help_text="The Katib experiment's name.")
+    gpu_cap = models.PositiveIntegerField(help_text="Most GPUs its trials hold at once (the team's setting when it began).")
+    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="sweeps",
+                             help_text="The tier of its trials that name none.")  # fmt: skip
+    objective = models.CharField(max_length=100, blank=True, help_text="The metric Katib optimizes.")
+    maximize = models.BooleanField(default=True)
+    best_objective = models.FloatField(null=True, blank=True, help_text="Best value a trial reported.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team", "experiment"]
+        constraints = [models.UniqueConstraint(fields=["team", "experiment"], name="unique_sweep_per_team")]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug}/{self.experiment}"
 
 
 class JobEvent(models.Model):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from jobs.models import Job
+from jobs.models import Job, Sweep
 from tenants.permissions import is_admin
 
 
@@ -41,3 +42,28 @@ def queue_for(user) -> QuerySet[Job]:
 def in_queue_order(jobs: QuerySet[Job]) -> QuerySet[Job]:
     """The waiting jobs among `jobs`, in queue order."""
     return jobs.filter(state=Job.State.QUEUED).order_by("position", "-tier__value", "queued_at", "id")
+
+
+# Trials of a sweep, by where they stand: holding GPUs (or about to, or still stopping), waiting, ended.
+SWEEP_HOLDING = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
+
+
+def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
+    """Katib sweeps the user may see (staff every one, else their teams'), newest first, each with
+    `running`, `waiting` and `done` trial counts and `gpus` (GPUs its trials hold, against `gpu_cap`).
+
+    `open_only` keeps the sweeps with a trial running or waiting (the queue shows only those).
+    """
+    sweeps = Sweep.objects.select_related("team", "tier").annotate(
+        running=Count("trials", filter=Q(trials__state__in=SWEEP_HOLDING)),
+        waiting=Count("trials", filter=Q(trials__state=Job.State.QUEUED)),
+        done=Count("trials", filter=Q(trials__state__in=Job.TERMINAL_STATES)),
+        gpus=Coalesce(Sum("trials__gpu_total", filter=Q(trials__state__in=SWEEP_HOLDING)), 0),
+    ).order_by("-created_at", "-id")  # fmt: skip
+    if not user.is_staff:
+        sweeps = sweeps.filter(team__in=user.teams.all())
+    if team is not None:
+        sweeps = sweeps.filter(team=team)
+    if open_only:
+        sweeps = sweeps.filter(Q(running__gt=0) | Q(waiting__gt=0))
+    return sweeps

@@ -268,6 +268,12 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
             "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
         }  # fmt: skip
         changed.append(job)
+    for job, held in world.held.values():  # trials beyond their sweep's cap, never offered to the policy
+        if held.code != job.reason_code:
+            note(job, JobEvent.Kind.WAITING, held.reason, code=held.code)
+        job.reason, job.reason_code = held.reason, held.code
+        job.position = job.team_position = job.eta = job.reservation = None
+        changed.append(job)
     Job.objects.bulk_update(changed, ["reason", "reason_code", "position", "team_position", "eta", "reservation"],
                             batch_size=500)  # fmt: skip
     return len(changed)

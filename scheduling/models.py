@@ -154,3 +154,23 @@ class SimJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+class SimOutsideJob(models.Model):
+    """A TFJob or PyTorchJob created in the simulated cluster by someone other than Gangway
+    (`manage.py simulate_outside`): the object as kubectl, Katib or Pipelines wrote it, with
+    the labels and patches Gangway put on it. Once admitted it also runs as a SimJob."""
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=36, unique=True)
+    kind = models.CharField(max_length=12)
+    manifest = models.JSONField(default=dict, help_text="The whole object: metadata (labels, annotations) and spec.")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["namespace", "name"], name="sim_outside_job_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"

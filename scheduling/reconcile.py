@@ -20,6 +20,7 @@ from django.utils import timezone
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
+from scheduling.adoption import adopt_outside_jobs
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
 from scheduling.locks import try_transaction_lock
 from scheduling.loop import backoff, requeue_refused
@@ -37,6 +38,8 @@ class ReconcileResult:
     created: int = 0
     suspended: int = 0
     deleted: int = 0
+    adopted: int = 0
+    refused: int = 0
     skipped: bool = False
     error: str = ""
 
@@ -46,17 +49,21 @@ class ReconcileResult:
             return "Another reconcile is running; nothing done."
         if self.error:
             return f"Cluster unreachable ({self.error}); nothing changed."
+        outside = ""
+        if self.adopted or self.refused:
+            outside = f" Adopted {self.adopted} jobs from elsewhere, refused {self.refused}."
         return (f"Moved {self.changed} jobs, created {self.created}, suspended {self.suspended}, "
-                f"deleted {self.deleted} cluster objects.")
+                f"deleted {self.deleted} cluster objects.{outside}")
 
 
 def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResult:
     """Bring job states in line with the cluster; returns what it corrected.
 
-    1. Read every Gangway job the cluster has.
+    1. Adopt the jobs created elsewhere that ask for a team's queue, and cancel the adopted
+       ones deleted in the cluster (`adoption.adopt_outside_jobs`); read every Gangway job the cluster has.
     2. For each job the database follows, jobs being stopped first, apply the
        one correction its pair of states calls for (see `_correct`).
-    3. Delete cluster jobs that belong to no Gangway job (orphans).
+    3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted.
     """
     now = now or timezone.now()
     result = ReconcileResult()
@@ -64,9 +71,11 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         if not try_transaction_lock(RECONCILE_LOCK):
             return ReconcileResult(skipped=True)
         try:
+            outside = adopt_outside_jobs(cluster=cluster, now=now)
             statuses = {status.job_id: status for status in cluster.job_statuses()}
         except ClusterUnavailable as error:
             return ReconcileResult(error=str(error))
+        result.adopted, result.refused, result.changed = outside.adopted, outside.refused, outside.cancelled
         known = set()
         jobs = Job.objects.filter(state__in=WATCHED).select_related("team", "tier").order_by("id")
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
@@ -85,7 +94,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 _refused(job, str(error), now)
         terminal = set(Job.objects.filter(pk__in=set(statuses) - known).values_list("pk", flat=True))
         for job_id, status in statuses.items():
-            if job_id not in known and job_id not in terminal:
+            if job_id not in known and job_id not in terminal and not status.adopted:
                 cluster.delete_job(status.namespace, status.name)
                 log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
                 result.deleted += 1
@@ -138,7 +147,10 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
                        placement=[], started_at=None, admitted_at=None)  # fmt: skip
             result.changed += 1
     elif state == Job.State.CANCELLING:
-        if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED):
+        if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED) and job.adopted:
+            cluster.suspend_job(to_cluster_job(job))  # never deleted: it is its owner's object
+            result.suspended += 1
+        elif status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED):
             cluster.delete_job(status.namespace, status.name)
             result.deleted += 1
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
@@ -149,6 +161,8 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
 def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
     """An admitted or running job: start, finish, re-create, or evict when stuck (R13)."""
     phase = status.phase if status else None
+    if status is None and job.adopted:
+        return  # not labelled yet, or deleted by its owner: the adoption step relabels or cancels it
     if status is None:
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).

@@ -22,6 +22,7 @@ from scheduling.policy import model as policy
 from scheduling.cluster.base import (
     ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
 )
+from scheduling.sweeps import HOLDING, Held, within_caps
 from tenants.models import PriorityTier, Quota, Team
 
 
@@ -32,6 +33,8 @@ class World:
     snapshot: policy.Snapshot
     jobs: dict[str, Job] = field(default_factory=dict)  # policy id -> job (running and pending)
     teams: dict[str, Team] = field(default_factory=dict)
+    # Pending Katib trials not offered to the policy, their sweep at its GPU cap (`sweeps.within_caps`).
+    held: dict[str, tuple[Job, Held]] = field(default_factory=dict)
 
 
 def epoch(moment: datetime) -> int:
@@ -204,7 +207,8 @@ def build_world(
     the database does not count as admitted or running (a job being
     preempted or cancelled whose pods have not stopped yet, a job it does not
     know) take room as outside usage (R12). Queued jobs backing off after a
-    stuck admission (R13) are left out until their time comes.
+    stuck admission (R13) are left out until their time comes, and so are Katib trials
+    beyond their sweep's GPU cap (`world.held`, with the reason they wait).
     """
     teams = teams if teams is not None else teams_with_quotas()
     by_slug = {team.slug: team for team in teams}
@@ -242,9 +246,13 @@ def build_world(
     pending: list[policy.PendingJob] = []
     reservations: list[policy.Reservation] = []
     node_order = {node.name: index for index, node in enumerate(nodes)}
-    queued = Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier").order_by("id")
+    queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
+              .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
+    holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
+    capped = within_caps(queued, holding)
     for job in queued:
-        if job.not_before and job.not_before > now:
+        if job.pk in capped:
+            world.held[str(job.pk)] = (job, capped[job.pk])
             continue
         world.jobs[str(job.pk)] = job
         pending.append(
@@ -319,7 +327,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
     defaults = replica_defaults(job.team)
     return ClusterJob(
         job_id=job.pk,
-        name=cluster_name(job.pk, job.name),
+        name=job.cluster_name or cluster_name(job.pk, job.name),
         namespace=job.team.slug,
         team=job.team.slug,
         kind=job.kind,
@@ -345,5 +353,5 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         placement=placement or tuple(job.placement),
         gangway_url=settings.PUBLIC_URL,
         job_token=job_tokens.issue(job.pk) if settings.PUBLIC_URL else "",
-        volumes=volume_mounts(job.volumes), shm=job.shm,
+        volumes=volume_mounts(job.volumes), shm=job.shm, adopted=job.adopted,
     )

@@ -17,7 +17,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.vary import vary_on_headers
 
 from jobs.models import Job
-from jobs.selectors import queue_for
+from jobs.selectors import queue_for, sweeps_for
 from jobs.templatetags.gangway import palette, plural
 from scheduling.models import ClusterNode
 from scheduling.selectors import cluster_summary, node_rows, reserved_by_node
@@ -34,12 +34,17 @@ def dashboard(request):
     """The whole page, or (for htmx polling) its `live` fragment; ?page= pages the queue."""
     summary = cluster_summary()
     mine = set(teams_for(request.user).values_list("slug", flat=True))
-    queue = Paginator(queue_for(request.user), QUEUE_PAGE).get_page(request.GET.get("page"))
-    waiting_total = queue.paginator.count if is_admin(request.user) else Job.objects.filter(state=Job.State.QUEUED).count()
+    # A Katib sweep's trials are one row of their own (`sweeps`), not one row each.
+    queue = Paginator(queue_for(request.user).filter(sweep__isnull=True), QUEUE_PAGE).get_page(request.GET.get("page"))
+    waiting_total = (queue.paginator.count if is_admin(request.user)
+                     else Job.objects.filter(state=Job.State.QUEUED, sweep__isnull=True).count())  # fmt: skip
+    sweeps = list(sweeps_for(request.user, open_only=True))
     context = {
         "summary": summary,
         "bars": _team_bars(summary.teams, palette(request)),
         "queue": queue,
+        "sweeps": sweeps,
+        "sweep_waiting": sum(sweep.waiting for sweep in sweeps),
         "hidden_waiting": max(0, waiting_total - queue.paginator.count),
         "node_map": _node_map_html(request, mine),
         "poll_seconds": POLL_SECONDS,

@@ -71,6 +71,13 @@ class Team(models.Model):
         validators=[dns_label_validator],
         help_text="PersistentVolumeClaim mounted at /checkpoint in every pod, if set.",
     )
+    # Katib sweeps: the tier their trials get unless they name one (empty = the team's lowest: search low,
+    # final training high), and the most GPUs one sweep's trials hold at once.
+    sweep_tier = models.ForeignKey(
+        PriorityTier, on_delete=models.SET_NULL, related_name="sweep_default_for", null=True, blank=True,
+        help_text="Tier of Katib trials that name none; empty = the team's lowest tier.",
+    )  # fmt: skip
+    sweep_gpu_cap = models.PositiveIntegerField(default=8, help_text="Most GPUs one Katib sweep holds at once.")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from jobs.models import Job
+from jobs.selectors import sweeps_for
 from scheduling.selectors import loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
@@ -24,6 +25,7 @@ from tenants.services import quota_update, quota_values
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
+SWEEPS_SHOWN = 10  # the team page's newest Katib sweeps
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
 
 
@@ -68,6 +70,7 @@ def team_detail(request, slug: str):
         "page": page,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
         "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:20],
+        "sweeps": list(sweeps_for(request.user, team=team)[:SWEEPS_SHOWN]),
     }
     return render(request, "tenants/detail.html", context)
 

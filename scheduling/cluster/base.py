@@ -120,6 +120,9 @@ class ClusterJob:
     volumes: tuple[VolumeMount, ...] = ()
     shm: int = 0  # bytes of a memory-backed /dev/shm; already part of each replica's memory
     runtime: str = ""  # what it runs on, for a kind that takes a runtime (e.g. a ClusterTrainingRuntime), or ""
+    # Created elsewhere (kubectl, Katib, Pipelines) and adopted: admission patches the scheduling fields
+    # Gangway owns and unsuspends it, instead of creating it; Gangway never deletes it.
+    adopted: bool = False
 
 
 class Phase(enum.StrEnum):
@@ -145,6 +148,43 @@ class JobStatus:
     # Every pod of the job bound to a node (running, or pending but bound), with what it asks:
     # the loop counts these as outside usage (R12) whenever it does not count the job itself.
     pods: tuple[OutsidePod, ...] = ()
+    adopted: bool = False  # created elsewhere and adopted (see OutsideJob): never deleted by Gangway
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideJob:
+    """A training job created elsewhere that asks for a team's queue (the label `gangway.io/queue`).
+
+    `job_id` is the Gangway job that adopted it (its `gangway.io/job-id` label), None before;
+    `rejected` the reason Gangway wrote back on it when it refused to adopt it ("" when none).
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    queue: str  # the team the label names
+    suspended: bool
+    finished: bool
+    manifest: dict
+    job_id: int | None = None
+    rejected: str = ""
+    origin: str = ""  # where it came from, for `submitted_via` (see `outside.origin`)
+    trial: str = ""  # the Katib trial that created it, and its experiment
+    experiment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialResult:
+    """What Katib reports of one trial: its objective metric's latest value, when it reported one."""
+
+    namespace: str
+    experiment: str
+    trial: str
+    objective: str  # the metric's name
+    maximize: bool
+    value: float | None
+    outcome: str = ""  # "Succeeded" or "Failed" once the trial completed, else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +283,19 @@ class Cluster(Protocol):
         """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
 
     def delete_job(self, namespace: str, name: str) -> None:
-        """Delete the job and its pods. Deleting a missing job is success."""
+        """Delete the job and its pods. Deleting a missing job is success. Never called for an adopted job."""
+
+    def outside_jobs(self) -> list[OutsideJob]:
+        """Every TFJob or PyTorchJob Gangway did not create that carries `gangway.io/queue`, adopted or not."""
+
+    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
+        """Label an outside job with the Gangway job that adopted it, or write back why it was refused.
+
+        Idempotent; a job deleted meanwhile is success.
+        """
+
+    def trials(self) -> list[TrialResult]:
+        """Every Katib trial with its objective; empty when Katib is not installed."""
 
     def job_statuses(self) -> list[JobStatus]:
         """Every Gangway job the cluster has, with its phase."""

@@ -98,6 +98,15 @@ class FaultyCluster:
     def delete_job(self, namespace: str, name: str) -> None:
         return self._call("delete_job", namespace, name)
 
+    def outside_jobs(self):
+        return self.inner.outside_jobs()
+
+    def mark_outside(self, job, *, job_id=None, rejected=""):
+        return self.inner.mark_outside(job, job_id=job_id, rejected=rejected)
+
+    def trials(self):
+        return self.inner.trials()
+
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return self.inner.sync_tenants(tenants)
 

@@ -17,7 +17,7 @@ from kubernetes import config
 from kubernetes.client import ApiClient
 
 from jobs import kinds
-from scheduling.cluster import job_manifests, kubernetes_tenants, manifests
+from scheduling.cluster import job_manifests, kubernetes_outside, kubernetes_tenants, manifests, outside
 from scheduling.cluster.base import (
     LOG_LIMIT_BYTES,
     LOG_TAIL,
@@ -27,10 +27,12 @@ from scheduling.cluster.base import (
     Finding,
     JobStatus,
     NodeInfo,
+    OutsideJob,
     OutsidePod,
     Phase,
     ReplicaLog,
     Tenants,
+    TrialResult,
     failing_replica,
     missing_claims_error,
 )
@@ -116,8 +118,11 @@ class KubernetesCluster:
         """Creates the job; when it exists suspended, resumes it with the current attempt's pods.
 
         Returns nothing. The name is deterministic, so a retried create finds
-        the job it made before.
+        the job it made before. An adopted job exists already: it is admitted in place.
         """
+        if job.adopted:
+            kubernetes_outside.admit(self.api, job)
+            return
         if any(volume.source == "claim" for volume in job.volumes):
             error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
             if error is not None:
@@ -209,6 +214,7 @@ class KubernetesCluster:
                     job_id=int(label), name=meta["name"], namespace=meta["namespace"],
                     phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
                     pods=tuple(bound.get((meta["namespace"], label), ())),
+                    adopted=not outside.created_by_gangway(obj),
                 ))
         return sorted(result, key=lambda status: status.job_id)
 
@@ -239,6 +245,18 @@ class KubernetesCluster:
             result.append(replica_log(pod, tuple((text or "").splitlines())))
         return result
 
+    def outside_jobs(self) -> list[OutsideJob]:
+        """Returns every TFJob or PyTorchJob labelled `gangway.io/queue` that Gangway did not create."""
+        return kubernetes_outside.outside_jobs(self.api)
+
+    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
+        """Labels an outside job with its Gangway job, or annotates why it was refused. Returns nothing."""
+        kubernetes_outside.mark(self.api, job, job_id=job_id, rejected=rejected)
+
+    def trials(self) -> list[TrialResult]:
+        """Returns every Katib trial with its objective; empty when Katib is not installed."""
+        return kubernetes_outside.trials(self.api)
+
     # -- tenants and health --------------------------------------------------
 
     def claims(self, namespace: str) -> list[ClaimInfo]:
@@ -264,7 +282,8 @@ class KubernetesCluster:
 
     def doctor(self, tenants: Tenants) -> list[Finding]:
         """Returns what keeps Gangway from working on this cluster; empty when all is well."""
-        return kubernetes_tenants.doctor(self.api, tenants, self._nodes(), self.nodes())
+        findings = kubernetes_tenants.doctor(self.api, tenants, self._nodes(), self.nodes())
+        return findings + kubernetes_outside.doctor(self.api, tenants)
 
 
 def tolerated(taint: dict) -> bool:

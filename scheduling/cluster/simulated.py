@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
-from scheduling.cluster import job_manifests, simulated_logs
+from scheduling.cluster import job_manifests, simulated_logs, simulated_outside
 from scheduling.cluster.base import (
     LOG_TAIL,
     ClaimInfo,
@@ -28,10 +28,12 @@ from scheduling.cluster.base import (
     Finding,
     JobStatus,
     NodeInfo,
+    OutsideJob,
     OutsidePod,
     Phase,
     ReplicaLog,
     Tenants,
+    TrialResult,
     missing_claims_error,
 )
 from scheduling.models import SimClaim, SimJob, SimNode
@@ -57,7 +59,19 @@ class SimulatedCluster:
 
     def job_statuses(self) -> list[JobStatus]:
         self.advance()
-        return [_status(job) for job in SimJob.objects.all()]
+        adopted = simulated_outside.adopted_ids()
+        return [_status(job, adopted=job.job_id in adopted) for job in SimJob.objects.all()]
+
+    def outside_jobs(self) -> list[OutsideJob]:
+        self.advance()
+        return simulated_outside.outside_jobs()
+
+    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
+        simulated_outside.mark(job, job_id=job_id, rejected=rejected)
+
+    def trials(self) -> list[TrialResult]:
+        self.advance()
+        return simulated_outside.trials(self.seed)
 
     # --- writes -----------------------------------------------------------------
     def create_job(self, job: ClusterJob) -> None:
@@ -66,6 +80,10 @@ class SimulatedCluster:
             error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
             if error is not None:
                 raise error
+        if job.adopted:
+            if not simulated_outside.exists(job):
+                return  # deleted by its owner: reconcile cancels it in Gangway
+            simulated_outside.admitted(job)
         with transaction.atomic():
             existing = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
             if existing is None:
@@ -82,6 +100,8 @@ class SimulatedCluster:
 
     def suspend_job(self, job: ClusterJob) -> None:
         now = self.clock()
+        if job.adopted:
+            simulated_outside.suspended(job)
         with transaction.atomic():
             sim = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
             if sim is None or sim.suspended or sim.finished_at:
@@ -201,7 +221,7 @@ def _place(job: SimJob, free: dict[str, list[int]]) -> list[str] | None:
     return chosen
 
 
-def _status(job: SimJob) -> JobStatus:
+def _status(job: SimJob, *, adopted: bool = False) -> JobStatus:
     if job.finished_at:
         phase = Phase.SUCCEEDED if job.succeeded else Phase.FAILED
     elif job.suspended:
@@ -220,4 +240,5 @@ def _status(job: SimJob) -> JobStatus:
     return JobStatus(
         job_id=job.job_id, name=job.name, namespace=job.namespace, phase=phase, message=message,
         running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes), pods=pods,
+        adopted=adopted,
     )  # fmt: skip

@@ -30,8 +30,10 @@ from urllib.parse import parse_qs, urlsplit
 from jobs import kinds
 
 # Resources without a namespace; everything else lives in one.
-CLUSTER_SCOPED = {"nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions",
-                  "clustertrainingruntimes"}
+CLUSTER_SCOPED = {
+    "nodes", "namespaces", "priorityclasses", "queues", "customresourcedefinitions",
+    "clustertrainingruntimes", "validatingadmissionpolicies", "validatingadmissionpolicybindings",
+}
 
 # kind -> (group/version path prefix, plural), for seeding and reading objects.
 KINDS = {
@@ -46,6 +48,10 @@ KINDS = {
     "Queue": ("apis/scheduling.volcano.sh/v1beta1", "queues"),
     "PodGroup": ("apis/scheduling.volcano.sh/v1beta1", "podgroups"),
     "ClusterTrainingRuntime": ("apis/trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
+    "Event": ("api/v1", "events"),
+    "Trial": ("apis/kubeflow.org/v1beta1", "trials"),
+    "ValidatingAdmissionPolicy": ("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies"),
+    "ValidatingAdmissionPolicyBinding": ("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings"),
 }
 
 

@@ -351,6 +351,8 @@ def _healthy(fake):
     fake.add(_pod("volcano-scheduler-7d9f", "volcano-system", labels={"app": "volcano-scheduler"}))
     fake.add(_node("n1", gpu="8"))
     fake.add(_node("n2", gpu="8"))
+    fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
 
 
 def test_doctor_finds_nothing_on_a_healthy_cluster(fake, cluster):

@@ -6,6 +6,7 @@ updates and a recreate, doctor) against the fake API server; each request it
 made is mapped to the (apiGroup, resource, verb) RBAC checks it against.
 """
 
+import dataclasses
 import re
 
 import pytest
@@ -104,6 +105,17 @@ def used() -> set[tuple[str, str, str]]:
                   "status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})  # fmt: skip
         cluster.logs("maps", 1)
         cluster.delete_job("maps", "train-g1")
+        # A job from elsewhere (a Katib trial): listed with its trial, labelled, admitted, refused.
+        fake.add({"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "metadata": {
+            "name": "tune-x1", "namespace": "maps", "labels": {"katib.kubeflow.org/experiment": "tune"}}})  # fmt: skip
+        fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {
+            "name": "tune-x1", "namespace": "maps", "labels": {"gangway.io/queue": "maps"},
+            "ownerReferences": [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-x1"}]},
+            "spec": {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {}}})  # fmt: skip
+        [found] = cluster.outside_jobs()
+        cluster.mark_outside(found, job_id=3)
+        cluster.create_job(dataclasses.replace(job("TFJob", 3), name="tune-x1", adopted=True))
+        cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")
         return {rbac_check(method, path) for method, path in fake.log}
     finally:
         fake.stop()

@@ -87,7 +87,7 @@ def test_seed_demo_twice_gives_the_same_rows(db):
     rows = snapshot_of_rows()
     second = run("seed_demo")
     assert snapshot_of_rows() == rows
-    assert "0 rows created" in second and "0 rows created" not in first
+    assert "(0 rows created)" in second and "(0 rows created)" not in first
     assert sum(nominal for _, resource, nominal, _ in rows[1] if resource == "gpu") == 32, "quotas sum to the 4 x 8 GPU cluster"
 
 
@@ -112,3 +112,36 @@ def test_seed_demo_gives_every_team_a_datasets_claim(db):
     run("seed_demo")
     teams = set(Team.objects.values_list("slug", flat=True))
     assert set(SimClaim.objects.filter(name="datasets").values_list("namespace", flat=True)) == teams
+
+
+def test_simulate_outside_creates_a_kubectl_job_and_a_sweep_that_reconcile_adopts(maps, nodes):
+    from scheduling.cluster.simulated import SimulatedCluster
+    from scheduling.loop import admission_cycle
+    from scheduling.reconcile import reconcile
+
+    out = run("simulate_outside", "--team", "maps", "--experiment", "tune", "--trials", "5", "--trial-gpus", "4")
+    assert "Created 1 kubectl job and 5 trials of experiment tune in namespace maps" in out
+    assert "Created 0 kubectl job and 0 trials" in run("simulate_outside", "--team", "maps", "--experiment", "tune",
+                                                       "--trials", "5")  # fmt: skip
+    cluster = SimulatedCluster(failure_rate=0)
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    trials = Job.objects.filter(sweep__experiment="tune")
+    assert trials.count() == 5
+    assert sum(job.gpu_total for job in trials if job.state == Job.State.ADMITTED) <= maps.sweep_gpu_cap
+    assert Job.objects.get(sweep=None).submitted_via == "kubectl-create (alice)"
+
+    assert "Deleted maps/bert-pretrain" in run("simulate_outside", "--team", "maps", "--delete", "bert-pretrain")
+    reconcile(cluster=cluster)
+    assert Job.objects.get(sweep=None).state == Job.State.CANCELLED
+
+
+def test_simulate_outside_refuses_an_unknown_team(db):
+    with pytest.raises(CommandError, match="No team 'nope'"):
+        run("simulate_outside", "--team", "nope")
+
+
+def test_simulate_outside_has_help():
+    from scheduling.management.commands.simulate_outside import Command
+
+    assert "Katib-style experiment of N trials" in Command.help

@@ -21,7 +21,8 @@ from jobs.services import job_submit
 from jobs.spec import parse_spec
 from scheduling.cluster.job_manifests import job_manifest
 from scheduling.cluster.simulated_logs import failure_summary
-from scheduling.models import SimClaim, SimJob, SimNode
+from scheduling.cluster import outside_examples, simulated_outside
+from scheduling.models import SimClaim, SimJob, SimNode, SimOutsideJob
 from scheduling.snapshot import to_cluster_job
 from tenants.models import Membership, PriorityTier, Quota, Team
 
@@ -55,7 +56,8 @@ JOBS = [
 
 
 class Command(BaseCommand):
-    help = "Create the demo world (simulated nodes, teams with a datasets claim, tiers, users admin/lead/engineer, jobs); safe to rerun."
+    help = ("Create the demo world (simulated nodes, teams with a datasets claim, tiers, users admin/lead/engineer, "
+            "jobs, a kubectl job and a Katib sweep for reconcile to adopt); safe to rerun.")  # fmt: skip
 
     def add_arguments(self, parser):
         parser.add_argument("--nodes", type=int, default=4, help="Simulated nodes (default 4).")
@@ -75,8 +77,21 @@ class Command(BaseCommand):
             created += self.seed_claims(teams)
             created += self.seed_users(password, teams)
             created += self.seed_jobs(teams)
+            created += self.seed_outside()
         self.stdout.write(f"Demo world ready ({created} rows created). Log in as admin, lead or engineer "
                           f"with password {password!r}.")  # fmt: skip
+
+    def seed_outside(self) -> int:
+        """Jobs from elsewhere, for reconcile to adopt: a kubectl TFJob in perception and a Katib
+        experiment of 6 trials in research, a sweep that flows through the queue within its cap."""
+        if SimOutsideJob.objects.exists():
+            return 0
+        now = timezone.now()
+        made = [outside_examples.kubectl_job(team="perception", name="bert-pretrain", user="engineer")]
+        made += outside_examples.katib_trials(team="research", experiment="tune-lr", trials=6, gpu=2)
+        for manifest in made:
+            simulated_outside.add(manifest, now=now)
+        return len(made)
 
     def seed_nodes(self, count: int, gpus: int) -> int:
         made = 0

@@ -1,0 +1,198 @@
+"""Jobs from elsewhere join the queue: reconcile's first step, level-triggered.
+
+A TFJob or PyTorchJob created with kubectl, by a Katib trial or a Pipelines step, suspended,
+in a team namespace, with the label `gangway.io/queue: <team>`, becomes a Gangway job through
+the same submission as every other path (the manifest import, then `job_submit`'s validation);
+what that refuses is written back onto the object. Its Katib experiment's trials form a sweep.
+Gangway never deletes an adopted object: admission unsuspends it, preemption and cancelling
+suspend it, and its deletion in the cluster cancels the Gangway job.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from functools import cache
+from datetime import datetime
+
+from django.db import transaction
+
+from jobs.codes import Because
+from jobs.models import Job, JobEvent, Sweep
+from jobs.services import NeverFits, job_submit
+from jobs.spec import NAME_MAX, SpecError, parse_spec
+from jobs.transitions import StaleJob, transition
+from jobs.yaml_import import spec_from_manifest
+from scheduling.cluster import outside
+from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, TrialResult
+from tenants.models import PriorityTier, Team
+from tenants.selectors import tiers_of
+
+log = logging.getLogger("gangway.adoption")
+FOLLOWED = (Job.State.QUEUED, Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
+
+
+@dataclass
+class Adopted:
+    adopted: int = 0
+    refused: int = 0
+    cancelled: int = 0
+
+
+def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
+    """Adopt, refuse or cancel what the cluster's labelled jobs call for; returns how many of each.
+
+    1. Read every labelled job Gangway did not create (ClusterUnavailable goes to the caller).
+    2. A Gangway job whose adopted object is gone was deleted by its owner: cancel it (a Katib
+       trial's job that Katib removed once the trial completed ends as its Trial reports).
+    3. A labelled job already adopted gets its `gangway.io/job-id` label again if it lost it
+       (the label joins its pods to the job), and the reason written back if a cycle rejected it.
+    4. A new one, suspended, in a team namespace, not refused before and not finished: adopt it,
+       or refuse it with the reason written back. One not suspended skipped the queue: it is
+       never touched (its pods count as outside usage, R12, and `doctor` reports it).
+    5. Sweeps learn their best objective from Katib's trials.
+    """
+    found = cluster.outside_jobs()
+    result = Adopted()
+    listed = {job.uid for job in found}
+    known = {uid: (pk, state, reason) for uid, pk, state, reason in
+             Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
+    gone = list(Job.objects.filter(state__in=FOLLOWED).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
+                .select_related("team"))  # fmt: skip
+    trials = cache(cluster.trials)  # read at most once a pass, and only when a sweep needs it
+    # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
+    outcomes = {(t.namespace, t.trial): t.outcome for t in trials()} if any(job.sweep_id for job in gone) else {}
+    for job in gone:
+        result.cancelled += _end_deleted(job, outcomes.get((job.team.slug, job.cluster_name), ""), now)
+    teams = {team.slug: team for team in Team.objects.all()}
+    for item in found:
+        try:
+            _adopt_or_refuse(item, known, teams, cluster, result)
+        except ClusterError as error:
+            # The cluster refused a label or an annotation on this one job: the next pass tries again.
+            log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
+    if Sweep.objects.exists():
+        _learn_objectives(trials())
+    return result
+
+
+def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str, Team], cluster: Cluster,
+                     result: Adopted) -> None:  # fmt: skip
+    if item.uid in known:
+        pk, state, reason = known[item.uid]
+        if item.job_id != pk:
+            cluster.mark_outside(item, job_id=pk)
+        if state == Job.State.REJECTED and not item.rejected:
+            # The first cycle found it can never fit (R10): its owner reads why on the object.
+            cluster.mark_outside(item, rejected=f"Refused by Gangway: {reason}")
+        return
+    team = teams.get(item.namespace)
+    if team is None or not item.suspended or item.rejected or item.finished:
+        return
+    job, reason = _adopt(item, team)
+    if job is None:
+        cluster.mark_outside(item, rejected=reason)
+        log.info("refused %s %s/%s: %s", item.kind, item.namespace, item.name, reason)
+        result.refused += 1
+        return
+    known[item.uid] = (job.pk, job.state, "")
+    cluster.mark_outside(item, job_id=job.pk)
+    log.info("adopted %s %s/%s as job %s (%s)", item.kind, item.namespace, item.name, job.pk, item.origin)
+    result.adopted += 1
+
+
+def _end_deleted(job: Job, outcome: str, now: datetime) -> int:
+    """Ends a job whose adopted object is gone; returns 1, or 0 when someone moved it first.
+
+    A Katib trial that ran and whose Trial reports Succeeded or Failed ends so; anything else
+    was deleted by its owner and is cancelled.
+    """
+    ended = {"Succeeded": Job.State.SUCCEEDED, "Failed": Job.State.FAILED}.get(outcome)
+    try:
+        with transaction.atomic():
+            if ended and job.state in (Job.State.ADMITTED, Job.State.RUNNING):
+                transition(job, ended, message=f"{outcome}, as its Katib trial reports; Katib removed its "
+                           f"{job.kind} {job.cluster_name}.", finished_at=now, placement=[])  # fmt: skip
+                return 1
+            if job.state != Job.State.CANCELLING:
+                transition(job, Job.State.CANCELLING, message=f"Its {job.kind} {job.cluster_name} was deleted in "
+                           "the cluster; cancelled in Gangway.", code=Because.DELETED_OUTSIDE)  # fmt: skip
+            transition(job, Job.State.CANCELLED, message="Cancelled: its cluster object is gone.", finished_at=now,
+                       placement=[], position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
+    except StaleJob:
+        return 0
+    return 1
+
+
+def gangway_name(name: str) -> str:
+    """The Gangway name of an adopted object: a DNS label of at most NAME_MAX characters.
+
+    Only for people to read: the object keeps its own name (Job.cluster_name).
+    """
+    label = re.sub(r"[^a-z0-9-]+", "-", name.lower())[:NAME_MAX].strip("-")
+    return label or "job"
+
+
+def sweep_tier(team: Team) -> PriorityTier | None:
+    """The tier a sweep's trials get unless they name one: the team's sweep tier, else its lowest."""
+    allowed = tiers_of(team)
+    chosen = next((tier for tier in allowed if tier.pk == team.sweep_tier_id), None)
+    return chosen or min(allowed, key=lambda tier: tier.value, default=None)
+
+
+def _sweep(item: OutsideJob, team: Team) -> Sweep | None:
+    if not item.trial:
+        return None
+    tier = sweep_tier(team)
+    if tier is None:
+        return None  # the submission refuses the trial: the team may use no tier
+    sweep, _ = Sweep.objects.get_or_create(team=team, experiment=item.experiment,
+                                           defaults={"gpu_cap": team.sweep_gpu_cap, "tier": tier})  # fmt: skip
+    return sweep
+
+
+def _adopt(item: OutsideJob, team: Team) -> tuple[Job | None, str]:
+    """Returns (the new Gangway job, "") or (None, why the submission refuses it)."""
+    if item.queue != team.slug:
+        return None, (f"The label {outside.QUEUE_LABEL} names {item.queue!r}, but the job is in namespace "
+                      f"{team.slug}; a job joins the queue of its own namespace's team ({team.slug}).")  # fmt: skip
+    try:
+        data, unsupported = spec_from_manifest(outside.import_manifest(item.manifest))
+        data["name"] = gangway_name(item.name)
+        with transaction.atomic():
+            sweep = _sweep(item, team)
+            tier = outside.asked_tier(item.manifest) or data.get("tier") or (sweep.tier.name if sweep else "")
+            data["tier"] = tier
+            spec = parse_spec(data, team=team.slug)
+            job, _ = job_submit(team=team, spec=spec, via=item.origin)
+            Job.objects.filter(pk=job.pk).update(cluster_name=item.name, cluster_uid=item.uid, sweep=sweep)
+            if unsupported:
+                job.events.create(kind=JobEvent.Kind.NOTE, code=Because.FIELDS_KEPT, message=(
+                    f"Adopted from {item.kind} {item.namespace}/{item.name}; fields Gangway does not read "
+                    f"stay as written: {', '.join(unsupported)[:900]}."))  # fmt: skip
+    except SpecError as error:
+        return None, "Refused by Gangway: " + "; ".join(
+            f"{path}: {' '.join(messages)}" for path, messages in error.errors.items()
+        )  # fmt: skip
+    except NeverFits as error:
+        return None, f"Refused by Gangway: {error.reason}"
+    return job, ""
+
+
+def _learn_objectives(trials: list[TrialResult]) -> None:
+    """Stores each sweep's best objective value, as Katib's trials report it."""
+    reported: dict[tuple[str, str], list] = {}
+    for trial in trials:
+        reported.setdefault((trial.namespace, trial.experiment), []).append(trial)
+    experiments = {experiment for _, experiment in reported}
+    for sweep in Sweep.objects.select_related("team").filter(experiment__in=experiments):
+        trials = reported.get((sweep.team.slug, sweep.experiment))
+        if not trials:
+            continue
+        values = [trial.value for trial in trials if trial.value is not None]
+        maximize = trials[0].maximize
+        best = (max(values) if maximize else min(values)) if values else None
+        if (sweep.objective, sweep.maximize, sweep.best_objective) != (trials[0].objective, maximize, best):
+            Sweep.objects.filter(pk=sweep.pk).update(objective=trials[0].objective, maximize=maximize,
+                                                     best_objective=best)  # fmt: skip

@@ -1,0 +1,138 @@
+"""The Kubernetes adapter's calls for jobs from elsewhere: list, label, admit, refuse; Katib's trials; doctor.
+
+Every call goes through `kubernetes_api.Api.call`. Nothing here deletes: an outside job
+is only ever patched (labels, the scheduling fields Gangway owns, `suspend`) or annotated.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from scheduling.cluster import outside
+from scheduling.cluster.base import ClusterJob, Finding, OutsideJob, Tenants, TrialResult
+from scheduling.cluster.kubernetes_api import NOT_FOUND, Api
+from scheduling.cluster.manifests import JOB_ID_LABEL
+
+# The ValidatingAdmissionPolicy deploy/kubernetes ships (admission-policy.yaml).
+POLICY_NAME = "gangway-queue-required"
+ADMISSION_GROUP, ADMISSION_VERSION = "admissionregistration.k8s.io", "v1"
+EVENT_REASON = "GangwayRejected"
+
+
+def _experiments(api: Api) -> dict[str, str]:
+    """Katib trial name -> its experiment, over every namespace; empty when Katib is not installed."""
+    return {trial.trial: trial.experiment for trial in trials(api)}
+
+
+def outside_jobs(api: Api) -> list[OutsideJob]:
+    """Returns every job of the adopted kinds labelled `gangway.io/queue` that Gangway did not create."""
+    result, experiments = [], None
+    for kind in outside.outside_kinds():
+        items = api.call(
+            "list", kind.kind, "*", api.custom.list_cluster_custom_object,
+            kind.group, kind.version, kind.plural, label_selector=outside.QUEUE_LABEL,
+        )["items"]  # fmt: skip
+        for obj in items:
+            if outside.created_by_gangway(obj):
+                continue
+            if experiments is None and outside.trial_owner(obj):
+                experiments = _experiments(api)  # read once, only when a Katib trial is among them
+            result.append(outside.read_outside(obj, kind, experiments=experiments))
+    return sorted(result, key=lambda job: (job.namespace, job.name))
+
+
+def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict) -> None:
+    kind = outside.outside_kind(job.kind)
+    api.call(
+        verb, kind.kind, f"{job.namespace}/{job.name}", api.custom.patch_namespaced_custom_object,
+        kind.group, kind.version, job.namespace, kind.plural, job.name, body, tolerate=(NOT_FOUND,),
+    )  # fmt: skip
+
+
+def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str) -> None:
+    """Labels the job with the Gangway job that adopted it, or annotates why it was refused and says so
+    in a Warning event on it (what `kubectl describe` shows). Returns nothing."""
+    if job_id is not None:
+        _patch(api, job, "label", outside.adoption_labels(job_id))
+    if rejected:
+        _patch(api, job, "annotate", outside.rejection_patch(rejected))
+        _event(api, job, rejected)
+
+
+def _event(api: Api, job: OutsideJob, message: str) -> None:
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kind = outside.outside_kind(job.kind)
+    body = {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{job.name[:200]}.gangway-rejected-{job.uid[:8]}", "namespace": job.namespace},
+        "involvedObject": {"apiVersion": f"{kind.group}/{kind.version}", "kind": kind.kind,
+                           "name": job.name, "namespace": job.namespace, "uid": job.uid},
+        "reason": EVENT_REASON, "message": message[:1000], "type": "Warning",
+        "source": {"component": "gangway"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+    }  # fmt: skip
+    # 409: the event of an earlier refusal of the same job is there already.
+    api.call("create", "Event", f"{job.namespace}/{job.name}", api.core.create_namespaced_event,
+             job.namespace, body, tolerate=(409,))  # fmt: skip
+
+
+def admit(api: Api, job: ClusterJob) -> None:
+    """Patches the scheduling fields Gangway owns onto an adopted job and unsuspends it. Returns nothing.
+
+    A job deleted meanwhile is left deleted: reconcile then cancels it in Gangway.
+    """
+    _patch(api, job, "admit", outside.admission_patch(job))
+
+
+def trials(api: Api) -> list[TrialResult]:
+    """Returns every Katib trial with its objective's latest value; empty when Katib is not installed."""
+    answer = api.call(
+        "list", "Trial", "*", api.custom.list_cluster_custom_object,
+        outside.KATIB_GROUP, outside.KATIB_VERSION, outside.KATIB_TRIALS,
+        label_selector=outside.KATIB_EXPERIMENT_LABEL, tolerate=(NOT_FOUND,),
+    )  # fmt: skip
+    result = []
+    for trial in (answer or {}).get("items", ()):
+        meta = trial["metadata"]
+        name, maximize, value = outside.objective_of(trial)
+        result.append(TrialResult(
+            namespace=meta.get("namespace", ""), experiment=meta["labels"][outside.KATIB_EXPERIMENT_LABEL],
+            trial=meta["name"], objective=name, maximize=maximize, value=value, outcome=outside.trial_outcome(trial),
+        ))  # fmt: skip
+    return result
+
+
+def doctor(api: Api, tenants: Tenants) -> list[Finding]:
+    """Returns what lets jobs skip the queue: no admission policy, and jobs running in team namespaces
+    that Gangway does not know (created without the label, or not suspended)."""
+    findings = []
+    policy = api.call(
+        "read", "ValidatingAdmissionPolicy", POLICY_NAME, api.custom.get_cluster_custom_object,
+        ADMISSION_GROUP, ADMISSION_VERSION, "validatingadmissionpolicies", POLICY_NAME, tolerate=(NOT_FOUND,),
+    )  # fmt: skip
+    if policy is None:
+        findings.append(Finding(
+            f"The ValidatingAdmissionPolicy {POLICY_NAME} is not installed: TFJobs and PyTorchJobs created "
+            "in team namespaces with kubectl, Katib or Pipelines can start without waiting in Gangway's queue.",
+            "Apply deploy/kubernetes (kubectl apply -k deploy/kubernetes); it ships the policy and its binding.",
+        ))  # fmt: skip
+    teams = {team.slug for team in tenants.teams}
+    for kind in outside.outside_kinds():
+        items = api.call(
+            "list", kind.kind, "*", api.custom.list_cluster_custom_object,
+            kind.group, kind.version, kind.plural, label_selector=f"!{JOB_ID_LABEL}",
+        )["items"]  # fmt: skip
+        for obj in items:
+            meta = obj["metadata"]
+            job = outside.read_outside(obj, kind)
+            if meta.get("namespace") not in teams or job.suspended or job.finished:
+                continue
+            why = ("it carries no gangway.io/queue label" if not job.queue
+                   else "it was created running instead of suspended")  # fmt: skip
+            findings.append(Finding(
+                f"{kind.kind} {meta['namespace']}/{meta['name']} runs in team namespace {meta['namespace']} "
+                f"outside Gangway's queue ({why}); its GPUs count as outside usage.",
+                f"Recreate it with the label gangway.io/queue: {meta['namespace']} and spec.runPolicy.suspend: "
+                "true, and install the admission policy so no job skips the queue.",
+            ))  # fmt: skip
+    return findings
+

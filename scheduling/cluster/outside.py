@@ -1,0 +1,212 @@
+"""Jobs from elsewhere, in pure functions: reading a TFJob or PyTorchJob Gangway did not create,
+and the patches that carry Gangway's decisions onto it. Dicts in, dicts out; no cluster.
+
+A job created with kubectl, by a Katib trial or a Pipelines step joins the queue when it is
+created suspended in a team namespace with the label `gangway.io/queue: <team>`. Gangway adopts
+it (the label `gangway.io/job-id` then joins it, and the pods it starts, to the Gangway job),
+admits it by patching the scheduling fields it owns and unsuspending it, preempts it by
+suspending it, and never deletes it.
+
+Labels and fields as their projects spell them: Katib's trial controller sets a controller
+owner reference to its Trial (`kubeflow.org/v1beta1`) on the job it creates, and Trials carry
+`katib.kubeflow.org/experiment`; Kubeflow Pipelines labels what a run creates `pipeline/runid`;
+`metadata.managedFields[].manager` names the client that wrote an object ("kubectl-create",
+"kubectl-client-side-apply").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobs import kinds
+from scheduling.cluster.base import ClusterJob, OutsideJob
+from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL
+
+QUEUE_LABEL = "gangway.io/queue"
+TIER_LABEL = "gangway.io/tier"
+REJECTED_ANNOTATION = "gangway.io/rejected"
+# Who created it, when the cluster stamps it (a mutating admission policy) or the person writes it.
+CREATOR_ANNOTATION = "gangway.io/created-by"
+KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
+KATIB_TRIAL_LABEL = "katib.kubeflow.org/trial"
+KATIB_GROUP, KATIB_VERSION, KATIB_TRIALS = "kubeflow.org", "v1beta1", "trials"
+PIPELINE_RUN_LABEL = "pipeline/runid"
+PIPELINE_RUN_NAME_ANNOTATION = "pipelines.kubeflow.org/run_name"
+VIA_MAX = 100  # Job.submitted_via
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideKind:
+    """Where one job kind lives in the API and where its scheduling fields are."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    replica_specs: str  # the spec field holding role -> replica spec
+    suspend_path: tuple[str, ...] = ("spec", "runPolicy", "suspend")
+
+
+def outside_kinds() -> tuple[OutsideKind, ...]:
+    """Returns every kind Gangway adopts, read from the kind registry when called: the kinds made of replica
+    groups (TFJob, PyTorchJob); a TrainJob from elsewhere is not adopted yet."""
+    return tuple(
+        OutsideKind(kind=kind.name, group=kind.group, version=kind.version, plural=kind.plural,
+                    replica_specs=kind.replica_specs, suspend_path=kind.suspend)  # fmt: skip
+        for kind in kinds.all_kinds() if kind.layout is kinds.Layout.REPLICA_SPECS
+    )
+
+
+def outside_kind(kind: str) -> OutsideKind:
+    return next(candidate for candidate in outside_kinds() if candidate.kind == kind)
+
+
+def _at(obj: dict, path: tuple[str, ...]):
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def created_by_gangway(obj: dict) -> bool:
+    labels = obj.get("metadata", {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
+
+
+def trial_owner(obj: dict) -> str:
+    """Returns the name of the Katib Trial that owns the job, or "" when none does."""
+    for owner in obj.get("metadata", {}).get("ownerReferences") or ():
+        if owner.get("kind") == "Trial" and str(owner.get("apiVersion", "")).startswith(f"{KATIB_GROUP}/"):
+            return owner.get("name", "")
+    return ""
+
+
+def origin(obj: dict, *, experiment: str = "") -> str:
+    """Returns where an outside job came from, as `submitted_via` reads it.
+
+    "katib experiment tune-lr, trial tune-lr-x7k2", "pipelines run 5c1f...", "kubectl (alice)"
+    (the creator annotation), "kubectl-create" (the first field manager), else "kubernetes".
+    """
+    meta = obj.get("metadata", {})
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    trial = labels.get(KATIB_TRIAL_LABEL) or trial_owner(obj)
+    if trial:
+        experiment = labels.get(KATIB_EXPERIMENT_LABEL) or experiment
+        return (f"katib experiment {experiment}, trial {trial}" if experiment else f"katib trial {trial}")[:VIA_MAX]
+    if PIPELINE_RUN_LABEL in labels:
+        run = annotations.get(PIPELINE_RUN_NAME_ANNOTATION) or labels[PIPELINE_RUN_LABEL]
+        return f"pipelines run {run}"[:VIA_MAX]
+    creator = annotations.get(CREATOR_ANNOTATION, "")
+    managers = [entry.get("manager", "") for entry in meta.get("managedFields") or () if entry.get("manager")]
+    if creator:
+        return f"{managers[0] if managers else 'kubectl'} ({creator})"[:VIA_MAX]
+    return (managers[0] if managers else "kubernetes")[:VIA_MAX]
+
+
+def read_outside(obj: dict, kind: OutsideKind, *, experiments: dict[str, str] | None = None) -> OutsideJob:
+    """Returns the port's view of a labelled job; `experiments` maps Katib trial names to their experiment."""
+    meta = obj["metadata"]
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    conditions = {c.get("type") for c in _at(obj, ("status", "conditions")) or () if c.get("status") == "True"}
+    trial = labels.get(KATIB_TRIAL_LABEL) or trial_owner(obj)
+    experiment = ""
+    if trial:
+        # Katib names a trial `<experiment>-<suffix>`: the fallback when no Trial object says more.
+        experiment = labels.get(KATIB_EXPERIMENT_LABEL) or (experiments or {}).get(trial) or trial.rsplit("-", 1)[0]
+    job_id = labels.get(JOB_ID_LABEL, "")
+    return OutsideJob(
+        kind=kind.kind, namespace=meta.get("namespace", ""), name=meta["name"], uid=meta.get("uid", ""),
+        queue=labels.get(QUEUE_LABEL, ""), suspended=bool(_at(obj, kind.suspend_path)),
+        finished=bool(conditions & {"Succeeded", "Failed"}), manifest=obj,
+        job_id=int(job_id) if job_id.isdigit() else None, rejected=annotations.get(REJECTED_ANNOTATION, ""),
+        origin=origin(obj, experiment=experiment), trial=trial, experiment=experiment,
+    )  # fmt: skip
+
+
+def asked_tier(obj: dict) -> str:
+    """Returns the tier the job asks for by label ("" when it names none: its priority class then counts)."""
+    return (obj.get("metadata", {}).get("labels") or {}).get(TIER_LABEL, "")
+
+
+def import_manifest(obj: dict) -> dict:
+    """Returns the parts of an outside job the submission's manifest import reads.
+
+    Its name and namespace, and its spec; what the cluster keeps (status, uid, managedFields,
+    labels, annotations, owner references) is Kubernetes' bookkeeping, not the job's request.
+    """
+    return {
+        "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+        "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"].get("namespace", "")},
+        "spec": obj.get("spec") or {},
+    }  # fmt: skip
+
+
+def adoption_labels(job_id: int) -> dict:
+    """Returns the merge patch that joins an outside job to the Gangway job that adopted it."""
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job_id)}}}
+
+
+def rejection_patch(reason: str) -> dict:
+    """Returns the merge patch that writes back why Gangway refused an outside job."""
+    return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000]}}}
+
+
+def admission_patch(job: ClusterJob) -> dict:
+    """Returns the merge patch that admits an adopted job: the scheduling fields Gangway owns, unsuspended.
+
+    Each replica group's pods are gang-scheduled by Volcano in the team's queue at the tier's
+    priority, as Gangway's own jobs are, and carry the Gangway job's labels so their usage
+    counts as the job's (not as outside usage). Everything else of the job stays its owner's.
+    """
+    kind = outside_kind(job.kind)
+    labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team}
+    run_policy = {
+        "suspend": False,
+        "schedulingPolicy": {
+            "minAvailable": sum(replica.count for replica in job.replicas),
+            "queue": job.team,
+            "priorityClass": job.tier,
+        },
+    }
+    replicas = {
+        replica.role: {"template": {
+            "metadata": {"labels": dict(labels)},
+            "spec": {"schedulerName": SCHEDULER_NAME, "priorityClassName": job.tier},
+        }}
+        for replica in job.replicas
+    }  # fmt: skip
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id)}},
+            "spec": {"runPolicy": run_policy, kind.replica_specs: replicas}}  # fmt: skip
+
+
+def suspend_patch(kind: OutsideKind, suspended: bool = True) -> dict:
+    """Returns the merge patch that suspends (or resumes) a job of `kind`."""
+    patch: dict = {}
+    node = patch
+    for key in kind.suspend_path[:-1]:
+        node = node.setdefault(key, {})
+    node[kind.suspend_path[-1]] = suspended
+    return patch
+
+
+def trial_outcome(trial: dict) -> str:
+    """Returns "Succeeded" or "Failed" when the Katib Trial's condition of that type is true, else ""."""
+    true = {c.get("type") for c in _at(trial, ("status", "conditions")) or () if c.get("status") == "True"}
+    return next((outcome for outcome in ("Failed", "Succeeded") if outcome in true), "")
+
+
+def objective_of(trial: dict) -> tuple[str, bool, float | None]:
+    """Returns (objective metric, maximize, its latest value) of a Katib Trial object.
+
+    Katib reports `status.observation.metrics[]` as {name, min, max, latest} strings; the value is
+    None until the objective metric is reported (or when it is not a number).
+    """
+    objective = _at(trial, ("spec", "objective")) or {}
+    name = objective.get("objectiveMetricName", "")
+    maximize = objective.get("type") == "maximize"
+    for metric in _at(trial, ("status", "observation", "metrics")) or ():
+        if metric.get("name") == name:
+            try:
+                return name, maximize, float(metric.get("latest"))
+            except (TypeError, ValueError):
+                return name, maximize, None
+    return name, maximize, None

@@ -1,0 +1,133 @@
+"""Jobs from elsewhere on the simulated cluster: objects kept as written (SimOutsideJob), patched as
+the Kubernetes adapter patches them, and Katib's objective reported when a trial's job succeeds.
+
+The SimulatedCluster delegates its outside calls here; an adopted job that is admitted runs as
+any SimJob does (created under its own name), and its object says it is unsuspended.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import datetime
+
+from django.db import transaction
+
+from scheduling.cluster import outside
+from scheduling.cluster.base import ClusterJob, OutsideJob, TrialResult
+from scheduling.models import SimJob, SimOutsideJob
+
+OBJECTIVE = "accuracy"  # the metric the simulated Katib trials report, maximized
+
+
+def merge(target: object, patch: object) -> object:
+    """Returns `target` with an RFC 7386 merge patch applied (null deletes a key), as the API server does."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
+
+
+def add(manifest: dict, *, now: datetime) -> SimOutsideJob:
+    """Stores an outside job as a create would (a uid assigned); returns it."""
+    meta = manifest["metadata"]
+    uid = str(uuid.uuid4())
+    stored = merge(manifest, {"metadata": {"uid": uid}})
+    return SimOutsideJob.objects.create(namespace=meta["namespace"], name=meta["name"], uid=uid,
+                                        kind=manifest["kind"], manifest=stored, created_at=now)  # fmt: skip
+
+
+def remove(namespace: str, name: str) -> bool:
+    """Deletes an outside job as `kubectl delete` would, its pods with it; returns whether it existed."""
+    with transaction.atomic():
+        row = SimOutsideJob.objects.filter(namespace=namespace, name=name).first()
+        if row is None:
+            return False
+        SimJob.objects.filter(namespace=namespace, name=name).delete()
+        row.delete()
+    return True
+
+
+def _kind(row: SimOutsideJob) -> outside.OutsideKind:
+    return outside.outside_kind(row.kind)
+
+
+def outside_jobs() -> list[OutsideJob]:
+    experiments = {}
+    rows = list(SimOutsideJob.objects.all())
+    for row in rows:
+        labels = row.manifest["metadata"].get("labels") or {}
+        if outside.KATIB_TRIAL_LABEL in labels:
+            experiments[labels[outside.KATIB_TRIAL_LABEL]] = labels.get(outside.KATIB_EXPERIMENT_LABEL, "")
+    finished = {(job.namespace, job.name): job for job in SimJob.objects.filter(finished_at__isnull=False)}
+    result = []
+    for row in rows:
+        manifest = row.manifest
+        ended = finished.get((row.namespace, row.name))
+        if ended is not None:
+            kind = "Succeeded" if ended.succeeded else "Failed"
+            manifest = merge(manifest, {"status": {"conditions": [{"type": kind, "status": "True"}]}})
+        if outside.QUEUE_LABEL in (manifest["metadata"].get("labels") or {}):
+            result.append(outside.read_outside(manifest, _kind(row), experiments=experiments))
+    return result
+
+
+def patch(namespace: str, name: str, body: dict) -> None:
+    """Applies a merge patch to an outside job; a job deleted meanwhile is success."""
+    with transaction.atomic():
+        row = SimOutsideJob.objects.select_for_update().filter(namespace=namespace, name=name).first()
+        if row is not None:
+            row.manifest = merge(row.manifest, body)
+            row.save(update_fields=["manifest"])
+
+
+def mark(job: OutsideJob, *, job_id: int | None, rejected: str) -> None:
+    if job_id is not None:
+        patch(job.namespace, job.name, outside.adoption_labels(job_id))
+    if rejected:
+        patch(job.namespace, job.name, outside.rejection_patch(rejected))
+
+
+def exists(job: ClusterJob) -> bool:
+    return SimOutsideJob.objects.filter(namespace=job.namespace, name=job.name).exists()
+
+
+def admitted(job: ClusterJob) -> None:
+    patch(job.namespace, job.name, outside.admission_patch(job))
+
+
+def suspended(job: ClusterJob) -> None:
+    patch(job.namespace, job.name, outside.suspend_patch(outside.outside_kind(job.kind)))
+
+
+def adopted_ids() -> set[int]:
+    """The Gangway job ids that adopted an outside job (their SimJobs must never be deleted)."""
+    ids = set()
+    for manifest in SimOutsideJob.objects.values_list("manifest", flat=True):
+        label = (manifest["metadata"].get("labels") or {}).get(outside.JOB_ID_LABEL, "")
+        if label.isdigit():
+            ids.add(int(label))
+    return ids
+
+
+def trials(seed: int) -> list[TrialResult]:
+    """Every simulated Katib trial; one whose job succeeded reports an accuracy drawn from the seed."""
+    done = {(job.namespace, job.name): job.succeeded for job in SimJob.objects.filter(finished_at__isnull=False)}
+    result = []
+    for row in SimOutsideJob.objects.all():
+        labels = row.manifest["metadata"].get("labels") or {}
+        trial = labels.get(outside.KATIB_TRIAL_LABEL)
+        if not trial:
+            continue
+        value, ended = None, done.get((row.namespace, row.name))
+        if ended:
+            value = round(random.Random(f"{seed}:{row.namespace}/{trial}").uniform(0.70, 0.95), 4)
+        outcome = "" if ended is None else ("Succeeded" if ended else "Failed")
+        result.append(TrialResult(namespace=row.namespace, experiment=labels.get(outside.KATIB_EXPERIMENT_LABEL, ""),
+                                  trial=trial, objective=OBJECTIVE, maximize=True, value=value, outcome=outcome))  # fmt: skip
+    return result

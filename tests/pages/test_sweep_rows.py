@@ -1,0 +1,73 @@
+"""A Katib sweep is one row on the dashboard's queue and on its team's page."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from jobs.models import Job, Sweep
+from scheduling.cluster import outside_examples, simulated_outside
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sweep(maps, nodes):
+    """Experiment tune-lr of team maps: 4 trials of 4 GPUs under the team's cap of 8 (two run, two wait)."""
+    for manifest in outside_examples.katib_trials(team="maps", experiment="tune-lr", trials=4, gpu=4):
+        simulated_outside.add(manifest, now=timezone.now())
+    cluster = SimulatedCluster(failure_rate=0)
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    return Sweep.objects.get()
+
+
+def test_the_dashboard_shows_a_sweep_as_one_row_with_its_trials_and_gpus(login, owner, sweep):
+    body = login(owner).get("/").content.decode()
+
+    assert body.count(f'id="sweep-row-{sweep.pk}"') == 1
+    assert "tune-lr" in body and "8 of 8 GPUs" in body
+    assert "2 trials" in body  # running, and waiting
+    assert "not reported yet" in body
+    for trial in Job.objects.filter(state=Job.State.QUEUED):
+        assert f'id="queue-row-{trial.pk}"' not in body  # the sweep's row stands for them
+
+
+def test_the_best_objective_shows_once_katib_reports_it(login, owner, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(objective="accuracy", best_objective=0.9312, maximize=True)
+
+    body = login(owner).get("/").content.decode()
+
+    assert "accuracy <b class=\"num\">0.9312</b>" in body and "(highest)" in body
+
+
+def test_another_teams_sweep_is_not_shown(login, outsider, sweep):
+    body = login(outsider).get("/").content.decode()
+
+    assert "tune-lr" not in body and "sweep-row" not in body
+
+
+def test_the_team_page_lists_its_sweeps(login, member, sweep):
+    body = login(member).get("/teams/maps/").content.decode()
+
+    assert "Katib sweeps" in body and f'id="sweep-row-{sweep.pk}"' in body and "8 of 8 GPUs" in body
+
+
+def test_a_finished_sweep_leaves_the_queue_but_stays_on_the_team_page(login, member, sweep):
+    Job.objects.filter(sweep=sweep).update(state=Job.State.SUCCEEDED)
+
+    assert "sweep-row" not in login(member).get("/").content.decode()
+    team_page = login(member).get("/teams/maps/").content.decode()
+    assert f'id="sweep-row-{sweep.pk}"' in team_page and "4 trials" in team_page
+
+
+def test_a_trials_page_says_which_object_it_was_adopted_from(login, owner, sweep):
+    trial = Job.objects.filter(sweep=sweep).order_by("id").first()
+
+    body = login(owner).get(f"/jobs/{trial.pk}/").content.decode()
+
+    assert f"adopted from PyTorchJob maps/{trial.cluster_name}, sweep tune-lr" in body
+    assert f"by katib experiment tune-lr, trial {trial.cluster_name}" in body
