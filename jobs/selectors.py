@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.http import Http404
 
 from jobs.models import Job
@@ -40,3 +40,12 @@ def queue_for(user) -> QuerySet[Job]:
 def in_queue_order(jobs: QuerySet[Job]) -> QuerySet[Job]:
     """The waiting jobs among `jobs`, in queue order."""
     return jobs.filter(state=Job.State.QUEUED).order_by("position", "-tier__value", "queued_at", "id")
+
+
+def unfinished_of_team(team) -> QuerySet[Job]:
+    """The team's jobs that have not ended, waiting ones first in queue position, then the rest by queue time.
+
+    What an outsider reads on the team's page: names and sizes, never details.
+    """
+    return (Job.objects.select_related("tier").filter(team=team).exclude(state__in=Job.TERMINAL_STATES)
+            .order_by(F("position").asc(nulls_last=True), "queued_at", "id"))  # fmt: skip

@@ -17,13 +17,15 @@ from jobs.models import Job
 from scheduling.selectors import loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
-from tenants.models import AuditEntry, Team
-from tenants.selectors import role_in, teams_for
+from tenants.models import AuditEntry, Quota, Team
+from jobs.selectors import unfinished_of_team
+from tenants.selectors import get_team_to_view, is_insider, role_in, teams_for
 from tenants.services import quota_update, quota_values
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
+QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
 
 
 def _get_team(request, slug: str) -> Team:
@@ -36,27 +38,37 @@ def _get_team(request, slug: str) -> Team:
 
 @login_required
 def team_list(request):
-    teams = list(teams_for(request.user).order_by("slug"))
+    """Every team with its GPUs now; the viewer's own teams are marked (every team's page is open to read)."""
+    teams = list(Team.objects.order_by("slug"))
+    mine = set(teams_for(request.user).values_list("slug", flat=True))
     usages = {usage.slug: usage for usage in team_usage()}
-    rows = [(team, usages.get(team.slug)) for team in teams]
+    rows = [(team, usages.get(team.slug), team.slug in mine) for team in teams]
     return render(request, "tenants/list.html", {"rows": rows})
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def team_detail(request, slug: str):
-    team = _get_team(request, slug)
+    """Any team's page. Members and staff read all its jobs with links to them; an outsider reads the
+    waiting and running jobs' names and sizes only, and the quota history without tokens or members' changes."""
+    team = get_team_to_view(request.user, slug)
+    insider = is_insider(request.user, team)
     usages = team_usage()
     usage = next((u for u in usages if u.slug == team.slug), None)
     loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
-    jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
+    if insider:
+        jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
+    else:
+        jobs = unfinished_of_team(team)
     page = Paginator(jobs, JOBS_PAGE).get_page(request.GET.get("page"))
     if request.htmx:
-        return render(request, "tenants/detail.html#jobs", {"team": team, "page": page})
+        return render(request, "tenants/detail.html#jobs", {"team": team, "page": page, "insider": insider})
     now = timezone.now()
+    audit = AuditEntry.objects.filter(team=team).select_related("actor")
     context = {
         "team": team,
         "usage": usage,
+        "insider": insider,
         "role": role_in(request.user, team),
         "quotas": {quota.resource: quota for quota in team.quotas.all()},
         "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
@@ -64,7 +76,7 @@ def team_detail(request, slug: str):
         "chart": usage_chart(usage_series(team, now - timedelta(hours=24)), now),
         "page": page,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
-        "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:20],
+        "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
     }
     return render(request, "tenants/detail.html", context)
 

@@ -12,7 +12,7 @@ from tenants.models import AuditEntry, Quota
 
 pytestmark = pytest.mark.django_db
 
-SEES = {"owner": 200, "member": 200, "lead": 200, "outsider": 404, "staff": 200}
+SEES = {"owner": 200, "member": 200, "lead": 200, "outsider": 200, "staff": 200}  # read-only for the outsider
 EDITS = {"owner": 403, "member": 403, "lead": 403, "outsider": 403, "staff": 200}
 
 
@@ -41,9 +41,14 @@ def test_pages_require_login(client, maps):
         assert client.get(path).status_code == 302
 
 
-def test_the_list_shows_my_teams_only(login, outsider, maps):
+def test_the_list_shows_every_team_marking_mine(login, outsider, maps):
     body = login(outsider).get("/teams/").content.decode()
-    assert "/teams/vision/" in body and "/teams/maps/" not in body
+    assert "/teams/vision/" in body and "/teams/maps/" in body
+    assert body.count("your team") == 1 and "/quota/" not in body
+
+
+def test_a_team_that_does_not_exist_answers_404(login, outsider):
+    assert login(outsider).get("/teams/nobody/").status_code == 404
 
 
 def test_staff_see_every_team_with_a_quota_link(login, staff, maps, vision):
