@@ -15,6 +15,7 @@ from django import forms
 
 from jobs.models import Job
 from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
+from scheduling.policy.reasons import Code
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import PriorityTier, Team
 
@@ -189,6 +190,35 @@ def add_spec_errors(form: JobForm, formset, errors: dict[str, list[str]], *, ski
                 form.add_error(field, prefix + message)
             else:
                 form.add_error(None, f"{path}: {message}" if path != "non_field_errors" else message)
+
+
+# A job that can never run (R10) for its tier alone is fixed in the tier field; every
+# other refusal is about the replica groups' sizes.
+FIT_ERROR_ON_TIER = {Code.ABOVE_NOMINAL_STEADY}
+REPLICA_SIZE_FIELDS = ("count", "gpu", "cpu", "memory")
+
+
+def add_fit_error(form: JobForm, formset, code: str, reason: str) -> None:
+    """Put the policy's refusal ("Can never run: ...") by the field behind it: the tier, or the replica groups."""
+    message = f"Can never run: {reason}"
+    if code in FIT_ERROR_ON_TIER:
+        form.add_error("tier", message)
+    else:
+        form.replica_errors.append(message)
+        form.fit_on_replicas = True
+
+
+def mark_invalid(form: JobForm, formset) -> None:
+    """Every field with an error gets aria-invalid and aria-describedby naming its error (by id)."""
+    for bound in [*form, *(field for row in formset.forms for field in row)]:
+        if bound.errors:
+            bound.field.widget.attrs.update({"aria-invalid": "true", "aria-describedby": f"error-{bound.html_name}"})
+    if getattr(form, "fit_on_replicas", False) or form.replica_errors:
+        for row in formset.forms:
+            for name in REPLICA_SIZE_FIELDS:
+                attrs = row.fields[name].widget.attrs
+                if "aria-invalid" not in attrs:
+                    attrs.update({"aria-invalid": "true", "aria-describedby": "replica-errors"})
 
 
 def _has_error(form: JobForm, formset, field, index, sub) -> bool:

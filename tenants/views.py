@@ -14,7 +14,8 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from jobs.models import Job
-from scheduling.selectors import loans_now, team_usage, usage_series
+from scheduling.selectors import live_version, loans_now, team_usage, usage_series
+from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Quota, Team
@@ -47,38 +48,70 @@ def team_list(request):
 
 
 @login_required
-@vary_on_headers("HX-Request")
+@vary_on_headers(*VARY)
 def team_detail(request, slug: str):
     """Any team's page. Members and staff read all its jobs with links to them; an outsider reads the
-    waiting and running jobs' names and sizes only, and the quota history without tokens or members' changes."""
+    waiting and running jobs' names and sizes only, and the quota history without tokens or members' changes.
+
+    Two parts are polled, each answering 304 while unchanged: ?part=tiles (GPUs now) and the
+    jobs (any other htmx request, ?page= pages them).
+    """
     team = get_team_to_view(request.user, slug)
     insider = is_insider(request.user, team)
-    usages = team_usage()
-    usage = next((u for u in usages if u.slug == team.slug), None)
-    loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
+    if request.htmx and request.GET.get("part") == "tiles":
+        scope, version = f"team-tiles:{team.pk}", live_version()
+        held = held_at(request, scope, version)
+        if held is not None:
+            return held
+        tiles = _tiles(team)
+        etag = fingerprint(request, "team-tiles", team.pk, _figures(tiles))
+        remember(request, scope, version, etag)
+        return unchanged(request, etag) or live(render(request, "tenants/detail.html#tiles", {
+            "team": team, "etag_tiles": etag, **tiles}), etag)  # fmt: skip
     if insider:
         jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
     else:
         jobs = unfinished_of_team(team)
     page = Paginator(jobs, JOBS_PAGE).get_page(request.GET.get("page"))
+    shown = [(job.pk, job.state, job.updated_at, job.position, job.reason, job.preemption_count) for job in page.object_list]
+    etag_jobs = fingerprint(request, "team-jobs", team.pk, insider, page.number, page.paginator.count, shown, clock=True)
     if request.htmx:
-        return render(request, "tenants/detail.html#jobs", {"team": team, "page": page, "insider": insider})
+        return unchanged(request, etag_jobs) or live(render(request, "tenants/detail.html#jobs", {
+            "team": team, "page": page, "insider": insider, "etag_jobs": etag_jobs}), etag_jobs)  # fmt: skip
     now = timezone.now()
     audit = AuditEntry.objects.filter(team=team).select_related("actor")
+    tiles = _tiles(team)
     context = {
         "team": team,
-        "usage": usage,
         "insider": insider,
         "role": role_in(request.user, team),
-        "quotas": {quota.resource: quota for quota in team.quotas.all()},
-        "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
-        "lending_to": [loan for loan in loans if loan.lender == team.slug],
+        **tiles,
+        "etag_tiles": fingerprint(request, "team-tiles", team.pk, _figures(tiles)),
+        "etag_jobs": etag_jobs,
         "chart": usage_chart(usage_series(team, now - timedelta(hours=24)), now),
         "page": page,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
     }
     return render(request, "tenants/detail.html", context)
+
+
+def _figures(tiles: dict) -> tuple:
+    """What the tiles show, as plain values (a Quota's own text leaves its limits out)."""
+    quotas = sorted((q.resource, q.nominal, q.borrowing_limit, q.lending_limit) for q in tiles["quotas"].values())
+    return tiles["usage"], quotas, tiles["borrowing_from"], tiles["lending_to"]
+
+
+def _tiles(team: Team) -> dict:
+    """The team's GPUs now: its usage, its quotas and who it borrows from and lends to."""
+    usages = team_usage()
+    loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
+    return {
+        "usage": next((u for u in usages if u.slug == team.slug), None),
+        "quotas": {quota.resource: quota for quota in team.quotas.all()},
+        "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
+        "lending_to": [loan for loan in loans if loan.lender == team.slug],
+    }
 
 
 def usage_chart(samples: list, now) -> dict:
