@@ -7,7 +7,7 @@ and a team page with the Django test client as a staff user, and prints the
 median and p95 time, the query count and the size of each. Target: p95 under
 50 ms for every polled request.
 
-    PYTHONPATH=. .venv/bin/python bench/pages_bench.py [--runs 40]
+    .venv/bin/python -m bench.pages_bench [--runs 40]
 """
 
 from __future__ import annotations
