@@ -23,12 +23,15 @@ def quantity_text(resource: str, amount: int | None) -> str:
     return f"{amount} GPU{'' if amount == 1 else 's'}"
 
 
-def cpu(amount: int | None) -> str:
-    return quantity_text(Resource.CPU, amount)
+def amount_column(field: str, resource: str, description: str):
+    """A list_display column showing the model's `field` (an amount of `resource`) as a quantity."""
 
+    @admin.display(description=description, ordering=field)
+    def column(obj) -> str:
+        return quantity_text(resource, getattr(obj, field))
 
-def memory(amount: int | None) -> str:
-    return quantity_text(Resource.MEMORY, amount)
+    column.__name__ = f"{field}_shown"
+    return column
 
 
 class LoopRecordAdmin(admin.ModelAdmin):

@@ -1,24 +1,20 @@
 from django.contrib import admin
 
-from portal.admin_display import LoopRecordAdmin, cpu, memory
+from portal.admin_display import LoopRecordAdmin, amount_column
 from scheduling.models import ClusterNode, Cycle, CycleTotals, SimJob, SimNode, UsageSample
+from tenants.models import Resource
+
+CPU = amount_column("cpu", Resource.CPU, "CPU")
+MEMORY = amount_column("memory", Resource.MEMORY, "Memory")
 
 
 @admin.register(SimNode)
 class SimNodeAdmin(admin.ModelAdmin):
     """The simulated cluster's nodes: what an admin sets up for the demo, so they stay editable."""
 
-    list_display = ("name", "gpu", "cpu_shown", "memory_shown", "schedulable")
+    list_display = ("name", "gpu", CPU, MEMORY, "schedulable")
     list_filter = ("schedulable",)
     search_fields = ("name",)
-
-    @admin.display(description="CPU", ordering="cpu")
-    def cpu_shown(self, node: SimNode) -> str:
-        return cpu(node.cpu)
-
-    @admin.display(description="Memory", ordering="memory")
-    def memory_shown(self, node: SimNode) -> str:
-        return memory(node.memory)
 
 
 @admin.register(SimJob)
@@ -34,24 +30,9 @@ class SimJobAdmin(LoopRecordAdmin):
 class ClusterNodeAdmin(LoopRecordAdmin):
     """The loop's mirror of the cluster's nodes, rewritten on every cycle."""
 
-    list_display = ("name", "gpu", "cpu_shown", "memory_shown", "outside_gpu", "outside_cpu_shown", "outside_memory_shown", "seen_at")
+    list_display = ("name", "gpu", CPU, MEMORY, "outside_gpu", amount_column("outside_cpu", Resource.CPU, "Outside CPU"),
+                    amount_column("outside_memory", Resource.MEMORY, "Outside memory"), "seen_at")
     search_fields = ("name",)
-
-    @admin.display(description="CPU", ordering="cpu")
-    def cpu_shown(self, node: ClusterNode) -> str:
-        return cpu(node.cpu)
-
-    @admin.display(description="Memory", ordering="memory")
-    def memory_shown(self, node: ClusterNode) -> str:
-        return memory(node.memory)
-
-    @admin.display(description="Outside CPU", ordering="outside_cpu")
-    def outside_cpu_shown(self, node: ClusterNode) -> str:
-        return cpu(node.outside_cpu)
-
-    @admin.display(description="Outside memory", ordering="outside_memory")
-    def outside_memory_shown(self, node: ClusterNode) -> str:
-        return memory(node.outside_memory)
 
 
 @admin.register(Cycle)

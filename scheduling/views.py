@@ -89,13 +89,13 @@ def _nodes(request):
 
 def _queue(request):
     """A page of the waiting jobs the viewer may see, and how many more of other teams wait."""
-    shown = queue_for(request.user).only(*QUEUE_COLUMNS)  # not the specs' JSON: 50 rows of it cost more than the rest
+    shown = queue_for(request.user).only(*QUEUE_COLUMNS)  # not the specs' JSON: a page of it costs more than the rest
     queue = Paginator(shown, QUEUE_PAGE).get_page(request.GET.get("page"))
     hidden = 0 if request.user.is_staff else max(0, _waiting(request) - queue.paginator.count)
     rows = [(job.pk, job.name, job.team_id, job.tier_id, job.gpu_total, job.position, job.reason, job.eta,
              job.queued_at, job.preemption_count) for job in queue.object_list]  # fmt: skip
     etag = fingerprint(request, "queue", queue.number, queue.paginator.count, hidden, rows, clock=True)
-    return etag, lambda: {"queue": queue, "hidden_waiting": hidden, "my_teams": _my_teams(request)}
+    return etag, lambda: {"queue": queue, "hidden_waiting": hidden}
 
 
 PARTS = {"tiles": _tiles, "teams": _teams, "nodes": _nodes, "queue": _queue}
