@@ -134,30 +134,35 @@ def measure(ids: dict, runs: int) -> None:
 
     client = Client()
     client.force_login(ids["staff"])
-    cases = [("dashboard", "/", {}), ("dashboard live block", "/", HX)]
+    # (name, path, headers, send back the last ETag as a polling page does)
+    cases = [("dashboard", "/", {}, False), ("dashboard live block", "/", HX, False)]
     for part in ("tiles", "teams", "nodes", "queue"):
-        path = f"/?part={part}"
-        cases += [(f"poll {part}", path, HX), (f"poll {part}, unchanged", path, {**HX, "HTTP_IF_NONE_MATCH": client.get(path, **HX)["ETag"]})]
+        cases += [(f"poll {part}", f"/?part={part}", HX, False), (f"poll {part}, unchanged", f"/?part={part}", HX, True)]
     job = f"/jobs/{ids['job']}/"
-    cases += [("job page", job, {}), ("poll job, unchanged", job, {**HX, "HTTP_IF_NONE_MATCH": client.get(job, **HX)["ETag"]}),
-              ("team page", f"/teams/{ids['team']}/", {})]  # fmt: skip
+    cases += [("job page", job, {}, False), ("poll job, unchanged", job, HX, True),
+              ("team page", f"/teams/{ids['team']}/", {}, False)]  # fmt: skip
     print(f"{'page':<26}{'median ms':>11}{'p95 ms':>9}{'queries':>9}{'KiB':>8}   target p95 < {TARGET_MS} ms for polls")
-    for name, path, headers in cases:
-        for _ in range(3):  # warm caches: templates, connections
-            client.get(path, **headers)
-        times = []
+    for name, path, headers, conditional in cases:
+        held = {}
+        for _ in range(3):  # warm caches: templates, connections, the remembered ETags
+            held = {"HTTP_IF_NONE_MATCH": client.get(path, **headers, **held).get("ETag", "")} if conditional else {}
+        times, fresh = [], 0
         for _ in range(runs):
             reset_queries()
             start = time.perf_counter()
-            response = client.get(path, **headers)
+            response = client.get(path, **headers, **held)
             times.append((time.perf_counter() - start) * 1000)
             assert response.status_code in (200, 304), (path, response.status_code)
+            if conditional and response.status_code == 200:  # the minute turned: relative times moved on
+                fresh += 1
+                held = {"HTTP_IF_NONE_MATCH": response["ETag"]}
         with CaptureQueriesContext(connection) as queries:
-            response = client.get(path, **headers)
+            response = client.get(path, **headers, **held)
         times.sort()
         p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
         verdict = ("ok" if p95 < TARGET_MS else "SLOW") if headers.get("HTTP_HX_REQUEST") else ""
-        print(f"{name:<26}{statistics.median(times):>11.1f}{p95:>9.1f}{len(queries):>9}{len(response.content) / 1024:>8.0f}   {verdict}")
+        note = f" ({fresh} of {runs} answered 200)" if fresh else ""
+        print(f"{name:<26}{statistics.median(times):>11.1f}{p95:>9.1f}{len(queries):>9}{len(response.content) / 1024:>8.0f}   {verdict}{note}")
 
 
 if __name__ == "__main__":
