@@ -8,7 +8,7 @@
   "use strict";
 
   var lastHeard = Date.now();
-  var skew = 0; // server clock minus this browser's clock, from the last part rendered
+  var skew = 0; // server clock minus this browser's clock: from the page as loaded, then each answer's Date
   var offline = false;
 
   function clock(ms) {
@@ -22,15 +22,10 @@
     return Math.floor(seconds / 3600) + " h ago";
   }
 
-  function readSkew(root) {
-    var part = root && root.matches && root.matches("[data-server-now]") ? root : (root || document).querySelector("[data-server-now]");
-    if (!part) return;
-    var server = Date.parse(part.getAttribute("data-server-now"));
+  function readSkew() {
+    var part = document.querySelector("[data-server-now]");
+    var server = part ? Date.parse(part.getAttribute("data-server-now")) : NaN;
     if (!isNaN(server)) skew = server - Date.now();
-  }
-
-  function isLive(elt) {
-    return !!(elt && elt.closest && elt.closest("[data-live]"));
   }
 
   function tick() {
@@ -75,10 +70,10 @@
     }
   });
   document.addEventListener("htmx:afterRequest", function (event) {
-    if (event.detail.successful) setOnline();
-  });
-  document.addEventListener("htmx:afterSwap", function (event) {
-    if (isLive(event.detail.elt) || (event.detail.target && event.detail.target.querySelector && event.detail.target.querySelector("[data-live]"))) readSkew(event.detail.elt);
+    if (!event.detail.successful) return;
+    var date = event.detail.xhr && Date.parse(event.detail.xhr.getResponseHeader("Date") || "");
+    if (date && Math.abs(date - Date.now() - skew) > 2000) skew = date - Date.now(); // Date is whole seconds: no jitter
+    setOnline();
   });
   document.addEventListener("htmx:sendError", function () { setOffline("Cannot reach the server."); });
   document.addEventListener("htmx:timeout", function () { setOffline("The server does not answer."); });
@@ -91,7 +86,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     var status = document.getElementById("live-status");
     if (status && document.querySelector("[data-live]")) status.hidden = false;
-    readSkew(document);
+    readSkew();
     tick();
     window.setInterval(tick, 1000);
   });

@@ -153,3 +153,10 @@ def test_pages_with_live_parts_have_an_offline_banner_and_an_updated_line(login,
     body = login(owner).get("/").content.decode()
     assert 'id="offline-banner"' in body and 'id="live-status"' in body
     assert "js/live.js" in body and "<script>" not in body
+
+
+@pytest.mark.parametrize("part", DASHBOARD_PARTS)
+def test_an_outsider_polls_every_part_without_reading_another_teams_jobs(login, outsider, fill_and_wait, part):
+    (job,) = fill_and_wait(1, prefix="maps-only")
+    body = poll(login(outsider), f"/?part={part}").content.decode()
+    assert job.name not in body and "filler" not in body

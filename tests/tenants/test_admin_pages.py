@@ -66,3 +66,10 @@ def test_it_still_lets_admins_edit_what_they_own(admin_client, maps):
     assert 'name="_save"' in admin_client.get(f"/admin/tenants/quota/{quota.pk}/change/").content.decode()
     assert admin_client.get("/admin/scheduling/simnode/add/").status_code == 200
     assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("model", LOOP_RECORDS)
+def test_an_outsider_is_sent_to_the_admin_login(client, outsider, model):
+    client.force_login(outsider)
+    response = client.get(f"/admin/{model}/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
