@@ -143,6 +143,7 @@ class QuotaWhatIf:
 
 
 SHOWN_WAITING = 10
+RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}  # as a sentence names the policy's RESOURCES
 LIMIT_NAMES = (("nominal", "nominal"), ("borrowing_limit", "borrowing limit"), ("lending_limit", "lending limit"))
 
 
@@ -220,7 +221,7 @@ def _limit_text(team, r: int, key: str) -> str:
 def _limit_changes(before, after) -> list[LimitChange]:
     """Every limit of every resource either side names, before and after."""
     named = [r for r, resource in enumerate(RESOURCES) if resource in before.nominal or resource in after.nominal]
-    return [LimitChange(RESOURCES[r], words, _limit_text(before, r, key), _limit_text(after, r, key))
+    return [LimitChange(RESOURCE_WORDS[RESOURCES[r]], words, _limit_text(before, r, key), _limit_text(after, r, key))
             for r in named for key, words in LIMIT_NAMES]  # fmt: skip
 
 
@@ -238,7 +239,7 @@ def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
     for r in range(len(RESOURCES)):
         assigned = sum(quota.nominal[name][r] for name in quota.named if r in quota.named[name])
         if assigned > capacity[r]:
-            warnings.append(f"Nominal {RESOURCES[r]} quotas would add up to {amount(r, assigned)}, more than the "
+            warnings.append(f"Nominal {RESOURCE_WORDS[RESOURCES[r]]} quotas would add up to {amount(r, assigned)}, more than the "
                             f"cluster's {amount(r, capacity[r])}: not every team can get its guaranteed share at once.")  # fmt: skip
     if slug in quota.usage:
         for r in quota.named[slug]:
@@ -247,5 +248,5 @@ def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
                 warnings.append(f"Team {slug} uses {amount(r, used)} now, above its new limit of {amount(r, ceiling)} "
                                 f"({amount(r, quota.nominal[slug][r])} nominal + "
                                 f"{amount(r, ceiling - quota.nominal[slug][r])} borrowing): its running jobs keep "
-                                f"running, and it starts nothing more that needs {RESOURCES[r]} until it is back under.")  # fmt: skip
+                                f"running, and it starts nothing more that needs {RESOURCE_WORDS[RESOURCES[r]]} until it is back under.")  # fmt: skip
     return warnings

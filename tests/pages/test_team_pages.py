@@ -160,15 +160,15 @@ def test_the_what_if_lists_the_jobs_that_keep_waiting(login, staff, submit, cycl
 def test_the_what_if_shows_each_limit_before_and_after(login, staff, htmx, maps):
     body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="12", gpu_borrowing_limit=""), **htmx).content.decode()
     assert "Limits, now → after the change" in body
-    assert '<td>gpu</td><td>nominal</td><td class="num">8 GPUs</td><td class="num"><b>12 GPUs</b></td>' in body
-    assert '<td>gpu</td><td>borrowing limit</td><td class="num">8 GPUs</td><td class="num"><b>no limit</b></td>' in body
-    assert '<td>gpu</td><td>lending limit</td><td class="num">all unused nominal</td><td class="num">all unused nominal</td>' in body
+    assert '<td>GPU</td><td>nominal</td><td class="num">8 GPUs</td><td class="num"><b>12 GPUs</b></td>' in body
+    assert '<td>GPU</td><td>borrowing limit</td><td class="num">8 GPUs</td><td class="num"><b>no limit</b></td>' in body
+    assert '<td>GPU</td><td>lending limit</td><td class="num">all unused nominal</td><td class="num">all unused nominal</td>' in body
 
 
 def test_the_what_if_warns_when_nominals_pass_the_cluster(login, staff, htmx, cycle, maps, vision):
     cycle()  # reads the two nodes: 16 GPUs; vision holds 8 nominal
     body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="12"), **htmx).content.decode()
-    assert "Nominal gpu quotas would add up to 20 GPUs, more than the cluster&#x27;s 16 GPUs" in body
+    assert "Nominal GPU quotas would add up to 20 GPUs, more than the cluster&#x27;s 16 GPUs" in body
     quiet = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="8"), **htmx).content.decode()
     assert "would add up to" not in quiet
 
