@@ -17,7 +17,7 @@ from jobs.models import Job
 from jobs.spec import ROLES, SpecError, format_cpu, format_memory, parse_spec
 from scheduling.policy.reasons import Code
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
-from tenants.models import PriorityTier, Team
+from tenants.models import DNS_LABEL, PriorityTier, Team
 
 MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
 ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["Chief", "Master", "PS", "Worker", "Evaluator"].index)
@@ -25,11 +25,18 @@ ALL_ROLES = sorted({role for roles in ROLES.values() for role in roles}, key=["C
 ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
 
 
+def html_pattern(regex: str) -> str:
+    """The spec's rule as an HTML pattern (anchored already; a leading '-' in a class escaped, as the
+    browsers' v-flag patterns require), so the page can tell when a field's error is fixed."""
+    return regex.removeprefix("^").removesuffix("$").replace("[-", "[\\-")
+
+
 class JobForm(forms.Form):
     team = forms.ChoiceField()
     kind = forms.ChoiceField(choices=Job.Kind.choices, initial=Job.Kind.TFJOB)
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
-                           widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off"}))
+                           widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off",
+                                                         "pattern": html_pattern(DNS_LABEL)}))  # fmt: skip
     image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
     command = forms.CharField(required=False, help_text="Run as is, never through a shell.",
                               widget=forms.TextInput(attrs={"placeholder": "python /app/train.py"}))

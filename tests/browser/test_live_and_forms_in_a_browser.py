@@ -116,6 +116,8 @@ def test_an_invalid_submit_on_a_phone_focuses_the_summary_in_view(browser, live_
         expect(page.locator("#id_name")).to_have_attribute("aria-describedby", "error-name")
         shot(page, "submit-error-phone")
         page.screenshot(path=str(SCREENSHOTS / "submit-error-phone-viewport.png"))  # what the phone's screen shows
+        page.fill("#id_name", "Still_Bad")  # not fixed yet: the error stays
+        expect(page.locator("#error-name")).to_have_count(1)
         page.fill("#id_name", "now-valid")  # the field's own error clears as it is fixed
         expect(page.locator("#error-name")).to_have_count(0)
         expect(page.locator("#id_name")).not_to_have_attribute("aria-invalid", "true")
