@@ -1,11 +1,13 @@
 """Server time of the pages at scale: 100 teams, 500 nodes, 10,000 jobs of which 3,000 wait.
 
 Seeds a scratch PostgreSQL database (created, then dropped), then renders the
-dashboard, its polled live fragment, a job page and a team page with the
-Django test client as a staff user, and prints the median and p95 time and
-the query count of each. Target: p95 under 150 ms.
+dashboard, each of its polled parts (tiles, team bars, node map, queue) both
+rendered and answered 304 (the poll already holds that version), a job page
+and a team page with the Django test client as a staff user, and prints the
+median and p95 time, the query count and the size of each. Target: p95 under
+50 ms for every polled request.
 
-    .venv/bin/python bench/pages_bench.py [--runs 40]
+    .venv/bin/python -m bench.pages_bench [--runs 40]
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from datetime import timedelta
 PG = "postgres://postgres@127.0.0.1:5432"
 DB = f"gangway_pages_bench_{os.getpid()}"
 TEAMS, NODES, GPUS_PER_NODE, JOBS, WAITING = 100, 500, 8, 10_000, 3_000
-TARGET_MS = 150
+TARGET_MS = 50
+HX = {"HTTP_HX_REQUEST": "true"}
 
 
 def main() -> None:
@@ -117,6 +120,10 @@ def seed() -> dict:
                                                  gpu_nominal=40) for team in teams for m in range(0, 1440, 1)),
                                     batch_size=10_000)  # fmt: skip
     Cycle.objects.create(started_at=now, duration=0.5, waiting=WAITING)
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # what autovacuum does after a bulk load: the planner sees 10,000 jobs, not 0
+        cursor.execute("ANALYZE")
     return {"staff": staff, "job": jobs[0].pk, "team": teams[0].slug}
 
 
@@ -127,29 +134,35 @@ def measure(ids: dict, runs: int) -> None:
 
     client = Client()
     client.force_login(ids["staff"])
-    cases = [
-        ("dashboard", "/", {}),
-        ("dashboard live fragment", "/", {"HTTP_HX_REQUEST": "true"}),
-        ("job page", f"/jobs/{ids['job']}/", {}),
-        ("team page", f"/teams/{ids['team']}/", {}),
-    ]
-    print(f"{'page':<26}{'median ms':>11}{'p95 ms':>9}{'queries':>9}{'KiB':>8}   target p95 < {TARGET_MS} ms")
-    for name, path, headers in cases:
-        for _ in range(3):  # warm caches: templates, connections
-            client.get(path, **headers)
-        times = []
+    # (name, path, headers, send back the last ETag as a polling page does)
+    cases = [("dashboard", "/", {}, False), ("dashboard live block", "/", HX, False)]
+    for part in ("tiles", "teams", "nodes", "queue"):
+        cases += [(f"poll {part}", f"/?part={part}", HX, False), (f"poll {part}, unchanged", f"/?part={part}", HX, True)]
+    job = f"/jobs/{ids['job']}/"
+    cases += [("job page", job, {}, False), ("poll job, unchanged", job, HX, True),
+              ("team page", f"/teams/{ids['team']}/", {}, False)]  # fmt: skip
+    print(f"{'page':<26}{'median ms':>11}{'p95 ms':>9}{'queries':>9}{'KiB':>8}   target p95 < {TARGET_MS} ms for polls")
+    for name, path, headers, conditional in cases:
+        held = {}
+        for _ in range(3):  # warm caches: templates, connections, the remembered ETags
+            held = {"HTTP_IF_NONE_MATCH": client.get(path, **headers, **held).get("ETag", "")} if conditional else {}
+        times, fresh = [], 0
         for _ in range(runs):
             reset_queries()
             start = time.perf_counter()
-            response = client.get(path, **headers)
+            response = client.get(path, **headers, **held)
             times.append((time.perf_counter() - start) * 1000)
-            assert response.status_code == 200, (path, response.status_code)
+            assert response.status_code in (200, 304), (path, response.status_code)
+            if conditional and response.status_code == 200:  # the minute turned: relative times moved on
+                fresh += 1
+                held = {"HTTP_IF_NONE_MATCH": response["ETag"]}
         with CaptureQueriesContext(connection) as queries:
-            response = client.get(path, **headers)
+            response = client.get(path, **headers, **held)
         times.sort()
         p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
-        verdict = "ok" if p95 < TARGET_MS else "SLOW"
-        print(f"{name:<26}{statistics.median(times):>11.1f}{p95:>9.1f}{len(queries):>9}{len(response.content) / 1024:>8.0f}   {verdict}")
+        verdict = ("ok" if p95 < TARGET_MS else "SLOW") if headers.get("HTTP_HX_REQUEST") else ""
+        note = f" ({fresh} of {runs} answered 200)" if fresh else ""
+        print(f"{name:<26}{statistics.median(times):>11.1f}{p95:>9.1f}{len(queries):>9}{len(response.content) / 1024:>8.0f}   {verdict}{note}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from jobs.models import Job, JobEvent
+from portal.admin_display import LoopRecordAdmin
 
 
 class JobEventInline(admin.TabularInline):
@@ -30,14 +31,10 @@ class JobAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobEvent)
-class JobEventAdmin(admin.ModelAdmin):
+class JobEventAdmin(LoopRecordAdmin):
+    """A job's history, written with each transition: read here, never edited."""
+
     list_display = ("at", "job", "kind", "from_state", "to_state", "message")
     list_filter = ("kind",)
     search_fields = ("job__name", "message")
-    readonly_fields = [field.name for field in JobEvent._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
+    list_select_related = ("job",)

@@ -17,19 +17,27 @@ from jobs import kinds
 from jobs.models import Job
 from core.quantities import format_cpu, format_memory
 from jobs.spec import SpecError, parse_spec
+from scheduling.policy.reasons import Code
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
-from tenants.models import PriorityTier, Team
+from tenants.models import DNS_LABEL, PriorityTier, Team
 
 MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
 # "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
 ERROR_PATH = re.compile(r"^(?P<field>[a-z_]+)(?:\[(?P<index>\d+)\])?(?:\.(?P<sub>.+))?$")
 
 
+def html_pattern(regex: str) -> str:
+    """The spec's rule as an HTML pattern (anchored already; a leading '-' in a class escaped, as the
+    browsers' v-flag patterns require), so the page can tell when a field's error is fixed."""
+    return regex.removeprefix("^").removesuffix("$").replace("[-", "[\\-")
+
+
 class JobForm(forms.Form):
     team = forms.ChoiceField()
     kind = forms.ChoiceField(choices=kinds.choices, initial=lambda: kinds.default().name)
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
-                           widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off"}))
+                           widget=forms.TextInput(attrs={"placeholder": "resnet50-baseline", "autocomplete": "off",
+                                                         "pattern": html_pattern(DNS_LABEL)}))  # fmt: skip
     image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
     runtime = forms.CharField(required=False, max_length=253,
                               widget=forms.TextInput(attrs={"placeholder": "torch-distributed", "autocomplete": "off"}))
@@ -206,6 +214,35 @@ def add_spec_errors(form: JobForm, formset, errors: dict[str, list[str]], *, ski
                 form.add_error(field, prefix + message)
             else:
                 form.add_error(None, f"{path}: {message}" if path != "non_field_errors" else message)
+
+
+# A job that can never run (R10) for its tier alone is fixed in the tier field; every
+# other refusal is about the replica groups' sizes.
+FIT_ERROR_ON_TIER = {Code.ABOVE_NOMINAL_STEADY}
+REPLICA_SIZE_FIELDS = ("count", "gpu", "cpu", "memory")
+
+
+def add_fit_error(form: JobForm, formset, code: str, reason: str) -> None:
+    """Put the policy's refusal ("Can never run: ...") by the field behind it: the tier, or the replica groups."""
+    message = f"Can never run: {reason}"
+    if code in FIT_ERROR_ON_TIER:
+        form.add_error("tier", message)
+    else:
+        form.replica_errors.append(message)
+        form.fit_on_replicas = True
+
+
+def mark_invalid(form: JobForm, formset) -> None:
+    """Every field with an error gets aria-invalid and aria-describedby naming its error (by id)."""
+    for bound in [*form, *(field for row in formset.forms for field in row)]:
+        if bound.errors:
+            bound.field.widget.attrs.update({"aria-invalid": "true", "aria-describedby": f"error-{bound.html_name}"})
+    if getattr(form, "fit_on_replicas", False) or form.replica_errors:
+        for row in formset.forms:
+            for name in REPLICA_SIZE_FIELDS:
+                attrs = row.fields[name].widget.attrs
+                if "aria-invalid" not in attrs:
+                    attrs.update({"aria-invalid": "true", "aria-describedby": "replica-errors"})
 
 
 def _has_error(form: JobForm, formset, field, index, sub) -> bool:

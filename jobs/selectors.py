@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
@@ -60,10 +60,19 @@ def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
         done=Count("trials", filter=Q(trials__state__in=Job.TERMINAL_STATES)),
         gpus=Coalesce(Sum("trials__gpu_total", filter=Q(trials__state__in=SWEEP_HOLDING)), 0),
     ).order_by("-created_at", "-id")  # fmt: skip
-    if not user.is_staff:
+    if not is_admin(user):
         sweeps = sweeps.filter(team__in=user.teams.all())
     if team is not None:
         sweeps = sweeps.filter(team=team)
     if open_only:
         sweeps = sweeps.filter(Q(running__gt=0) | Q(waiting__gt=0))
     return sweeps
+
+
+def unfinished_of_team(team) -> QuerySet[Job]:
+    """The team's jobs that have not ended, waiting ones first in queue position, then the rest by queue time.
+
+    What an outsider reads on the team's page: names and sizes, never details.
+    """
+    return (Job.objects.select_related("tier").filter(team=team).exclude(state__in=Job.TERMINAL_STATES)
+            .order_by(F("position").asc(nulls_last=True), "queued_at", "id"))  # fmt: skip

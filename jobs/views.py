@@ -22,6 +22,7 @@ from jobs.services import (
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
+from portal.live import VARY, fingerprint, live, unchanged
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from tenants.auth import rate_limited
 from tenants.permissions import can_cancel, can_cancel_now
@@ -45,9 +46,12 @@ def _submit_teams(user) -> list:
 
 
 @login_required
-@vary_on_headers("HX-Request")
+@vary_on_headers(*VARY)
 def job_list(request):
-    """The signed-in user's own jobs across teams, filtered by state group or a single state."""
+    """The signed-in user's own jobs across teams, filtered by state group or a single state.
+
+    The `rows` fragment is polled; it answers 304 while none of the rows shown has changed.
+    """
     state = request.GET.get("state", "")
     jobs = jobs_for(request.user).filter(owner=request.user).order_by("-submitted_at", "-id")
     if state in STATE_FILTERS:
@@ -57,12 +61,20 @@ def job_list(request):
     else:
         state = ""
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "state": state, "filters": ["", *STATE_FILTERS], "states": Job.State}
-    template = "jobs/list.html#rows" if request.htmx else "jobs/list.html"
-    return render(request, template, context)
+    shown = [(job.pk, job.state, job.updated_at, job.position, job.reason, job.preemption_count) for job in page.object_list]
+    etag = fingerprint(request, "my-jobs", state, page.number, page.paginator.count, shown, clock=True)
+    held = unchanged(request, etag)
+    if held is not None:
+        return held
+    context = {"page": page, "state": state, "filters": ["", *STATE_FILTERS], "states": Job.State, "etag": etag}
+    if request.htmx:
+        return live(render(request, "jobs/list.html#rows", context), etag)
+    return render(request, "jobs/list.html", context)
 
 
 def _submit_context(request, form, formset, **extra) -> dict:
+    if form.is_bound:
+        job_forms.mark_invalid(form, formset)
     return {"form": form, "formset": formset, "error_count": job_forms.error_count(form, formset) if form.is_bound else 0,
             "kinds": kinds.all_kinds(), **extra}  # fmt: skip
 
@@ -110,7 +122,7 @@ def _submit_spec(request, form, formset, spec) -> Job | None:
         job_forms.add_spec_errors(form, formset, error.errors)
         return None
     except NeverFits as error:
-        form.add_error(None, f"Can never run: {error.reason}")
+        job_forms.add_fit_error(form, formset, error.code, error.reason)
         return None
     except IdempotencyConflict as error:  # the form sends no key; kept for completeness
         form.add_error(None, str(error))
@@ -176,16 +188,24 @@ def import_yaml(request):
         except SpecError as error:
             job_forms.add_spec_errors(form, formset, error.errors)
         except NeverFits as error:
-            form.add_error(None, f"Can never run: {error.reason}")
+            job_forms.add_fit_error(form, formset, error.code, error.reason)
     context = _submit_context(request, form, formset, imported=True, unsupported=unsupported)
     return _render_form(request, context, status=422 if context["error_count"] or form.non_field_errors() else 200)
 
 
 @login_required
-@vary_on_headers("HX-Request")
+@vary_on_headers(*VARY)
 def detail(request, job_id: int):
-    """The job page; the polled `live` fragment answers 286 once the job has ended, which stops polling."""
+    """The job page; the polled `live` fragment answers 304 while the job and its events are unchanged,
+    and 286 once the job has ended, which stops polling."""
     job = _get_job(request, job_id)
+    cancellable = can_cancel_now(request.user, job)
+    etag = fingerprint(request, "job", job.pk, job.state, job.updated_at, job.position, job.team_position, job.eta,
+                       job.reason, job.reservation, job.checkpointed_at, job.preemption_count, job.placement,
+                       job.events.order_by("-id").values_list("id", flat=True).first(), cancellable, clock=True)  # fmt: skip
+    held = unchanged(request, etag)
+    if held is not None:
+        return held
     events = list(job.events.select_related("actor"))
     context = {
         "job": job,
@@ -193,13 +213,14 @@ def detail(request, job_id: int):
         "ending": _ending(job, events),
         "replicas": _replica_rows(job),
         "has_run": has_run(job),
-        "can_cancel": can_cancel_now(request.user, job),
+        "can_cancel": cancellable,
+        "etag": etag,
     }
     if request.htmx:
         response = render(request, "jobs/detail.html#live", context)
         if job.is_terminal:
             return HttpResponseStopPolling(response.content)
-        return response
+        return live(response, etag)
     context["manifest"] = _manifest(job)
     return render(request, "jobs/detail.html", context)
 

@@ -64,7 +64,7 @@ def load_yaml(text: str) -> object:
     except _TooDeep as error:
         raise SpecError({"yaml": [str(error)]}) from None
     except yaml.YAMLError as error:
-        raise SpecError({"yaml": [f"Not valid YAML: {str(error).splitlines()[0]}"]}) from None
+        raise SpecError({"yaml": [_yaml_problem(error)]}) from None
     if len(documents) != 1:
         raise SpecError({"yaml": [f"Expected one YAML document, got {len(documents)}."]})
     return documents[0]
@@ -73,6 +73,15 @@ def load_yaml(text: str) -> object:
 def is_manifest(data: object) -> bool:
     """Whether `data` is a manifest of a registered kind (an apiVersion and a kind), rather than Gangway's spec."""
     return isinstance(data, dict) and kinds.find(data.get("kind")) is not None and "apiVersion" in data
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """The parser's complaint with where it is: "Not valid YAML at line 3, column 7: mapping values are not allowed here"."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    if mark is None:
+        return f"Not valid YAML: {problem}"
+    return f"Not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def spec_from_yaml(text: str) -> tuple[dict, list[str]]:

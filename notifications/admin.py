@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from notifications.models import Delivery, Subscription, TeamWebhook
+from portal.admin_display import LoopRecordAdmin
 
 
 @admin.register(Subscription)
@@ -15,15 +16,8 @@ class TeamWebhookAdmin(admin.ModelAdmin):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(LoopRecordAdmin):
     """Every message sent, as the worker recorded it; written only by the notification tasks."""
 
     list_display = ["created_at", "job", "channel", "target", "state", "attempts", "sent_at"]
     list_filter = ["state", "channel"]
-    readonly_fields = [field.name for field in Delivery._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

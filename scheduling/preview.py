@@ -7,7 +7,7 @@ the cluster (ClusterNode), so no preview ever calls the cluster.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone as dt_timezone
 
 from django.utils import timezone
@@ -17,7 +17,9 @@ from portal.compiled import CompiledQuery
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
-from scheduling.policy.model import Node, PendingJob, Rejection, Snapshot, Tier as PolicyTier
+from scheduling.policy.model import RESOURCES, Node, PendingJob, Rejection, Snapshot, Tier as PolicyTier
+from scheduling.policy.reasons import amount
+from scheduling.policy.state import State
 from scheduling.snapshot import build_world, epoch, policy_replicas, policy_settings, policy_teams, replica_defaults
 from tenants.models import PriorityTier, Team
 
@@ -110,16 +112,39 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
 
 
 @dataclass(frozen=True)
+class LimitChange:
+    """One limit of one resource, before and after the change, as a person reads it ("8 GPUs", "no limit")."""
+
+    resource: str
+    limit: str  # "nominal", "borrowing limit", "lending limit"
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
 class QuotaWhatIf:
     """What a quota change would do right now, before it is saved."""
 
     preempted: list  # running jobs that would be preempted or reclaimed: (job, reason)
     starting: list  # queued jobs that would start
     rejected: list  # queued jobs that could then never fit: (job, reason)
+    waiting: list = field(default_factory=list)  # the team's queued jobs that would keep waiting: (job, reason)
+    others_waiting: int = 0  # queued jobs of other teams that would keep waiting
+    limits: list = field(default_factory=list)  # LimitChange per resource and limit, the team's quota after the change
+    warnings: list = field(default_factory=list)  # sentences: nominals past capacity, usage above a new limit
 
     @property
     def is_quiet(self) -> bool:
         return not (self.preempted or self.starting or self.rejected)
+
+
+SHOWN_WAITING = 10
+RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}  # as a sentence names the policy's RESOURCES
+LIMIT_NAMES = (("nominal", "nominal"), ("borrowing_limit", "borrowing limit"), ("lending_limit", "lending limit"))
 
 
 def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
@@ -127,39 +152,25 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
 
     `quotas` maps a resource to {"nominal", "borrowing_limit", "lending_limit"}
     (None = no limit), or to None to remove its quota; a resource left out
-    keeps its current row. Only the
-    differences the change makes are returned.
+    keeps its current row. Only the differences the change makes are
+    returned as preemptions, starts and rejections; the team's jobs that
+    would keep waiting, its limits before and after, and warnings come along.
     """
-    from scheduling.policy.model import Team as PolicyTeam
     from jobs.models import Job
 
     nodes, outside = _known_nodes()
     now = timezone.now()
     world = build_world(now=now, nodes=nodes, outside=outside)
     current = make_plan(world.snapshot, with_eta=False)
-    changed_teams = []
-    for policy_team in world.snapshot.teams:
-        if policy_team.name == team.slug:
-            nominal, borrowing, lending = dict(policy_team.nominal), dict(policy_team.borrowing_limit), dict(policy_team.lending_limit)
-            for resource, values in quotas.items():
-                if values is None:  # the quota is removed: limited by node capacity only
-                    for target in (nominal, borrowing, lending):
-                        target.pop(resource, None)
-                    continue
-                nominal[resource] = values["nominal"]
-                for target, key in ((borrowing, "borrowing_limit"), (lending, "lending_limit")):
-                    target.pop(resource, None)
-                    if values.get(key) is not None:
-                        target[resource] = values[key]
-            policy_team = PolicyTeam(name=policy_team.name, nominal=nominal, borrowing_limit=borrowing,
-                                     lending_limit=lending, weight=policy_team.weight,
-                                     per_replica_max=policy_team.per_replica_max)  # fmt: skip
-        changed_teams.append(policy_team)
-    proposed = make_plan(replace(world.snapshot, teams=tuple(changed_teams)), with_eta=False)
+    before = next((t for t in world.snapshot.teams if t.name == team.slug), None)
+    changed_teams = [_with_quotas(t, quotas) if t.name == team.slug else t for t in world.snapshot.teams]
+    after = next((t for t in changed_teams if t.name == team.slug), None)
+    proposed_snapshot = replace(world.snapshot, teams=tuple(changed_teams))
+    proposed = make_plan(proposed_snapshot, with_eta=False)
     victims_now = {victim for admission in current.admit for victim in admission.victims}
     admitted_now = {admission.id for admission in current.admit}
     rejected_now = {rejection.id for rejection in current.reject}
-    jobs = world.jobs
+    jobs: dict[str, Job] = world.jobs
     preempted = []
     for admission in proposed.admit:
         for victim in admission.victims:
@@ -167,4 +178,75 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
                 preempted.append((jobs[victim], f"to make room for {jobs[admission.id].name} (#{admission.id})"))
     starting = [jobs[a.id] for a in proposed.admit if a.id not in admitted_now and a.id in jobs]
     rejected = [(jobs[r.id], r.reason) for r in proposed.reject if r.id not in rejected_now and r.id in jobs]
-    return QuotaWhatIf(preempted=preempted, starting=starting, rejected=rejected)
+    waits = [(jobs[w.id], w.reason) for w in proposed.wait if w.id in jobs]
+    own = [(job, reason) for job, reason in waits if job.team_id == team.pk]
+    return QuotaWhatIf(
+        preempted=preempted, starting=starting, rejected=rejected,
+        waiting=own[:SHOWN_WAITING], others_waiting=len(waits) - len(own),
+        limits=_limit_changes(before, after) if before and after else [],
+        warnings=_warnings(proposed_snapshot, team.slug),
+    )  # fmt: skip
+
+
+def _with_quotas(policy_team, quotas: dict[str, dict]):
+    """The policy's team with `quotas` put in place of its own (None removes a resource's quota)."""
+    from scheduling.policy.model import Team as PolicyTeam
+
+    nominal, borrowing, lending = dict(policy_team.nominal), dict(policy_team.borrowing_limit), dict(policy_team.lending_limit)
+    for resource, values in quotas.items():
+        if values is None:  # the quota is removed: limited by node capacity only
+            for target in (nominal, borrowing, lending):
+                target.pop(resource, None)
+            continue
+        nominal[resource] = values["nominal"]
+        for target, key in ((borrowing, "borrowing_limit"), (lending, "lending_limit")):
+            target.pop(resource, None)
+            if values.get(key) is not None:
+                target[resource] = values[key]
+    return PolicyTeam(name=policy_team.name, nominal=nominal, borrowing_limit=borrowing, lending_limit=lending,
+                      weight=policy_team.weight, per_replica_max=policy_team.per_replica_max)  # fmt: skip
+
+
+def _limit_text(team, r: int, key: str) -> str:
+    """One limit as the policy reads it: a missing borrowing limit is none, a missing lending limit lends all."""
+    resource = RESOURCES[r]
+    if resource not in team.nominal:
+        return "no quota"
+    limits = {"nominal": team.nominal, "borrowing_limit": team.borrowing_limit, "lending_limit": team.lending_limit}[key]
+    if resource not in limits:
+        return "no limit" if key == "borrowing_limit" else "all unused nominal"
+    return amount(r, limits[resource])
+
+
+def _limit_changes(before, after) -> list[LimitChange]:
+    """Every limit of every resource either side names, before and after."""
+    named = [r for r, resource in enumerate(RESOURCES) if resource in before.nominal or resource in after.nominal]
+    return [LimitChange(RESOURCE_WORDS[RESOURCES[r]], words, _limit_text(before, r, key), _limit_text(after, r, key))
+            for r in named for key, words in LIMIT_NAMES]  # fmt: skip
+
+
+def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
+    """What the new quotas promise that the cluster cannot keep, read from the policy's own quota state.
+
+    - nominals that add up to more than the cluster has (guarantees past capacity);
+    - the team using more now than its new ceiling (nominal + borrowing limit): its
+      running jobs keep running, and it starts nothing that needs that resource until
+      it is back under.
+    """
+    quota = State(snapshot).quota
+    warnings = []
+    capacity = (sum(n.gpu for n in snapshot.nodes), sum(n.cpu for n in snapshot.nodes), sum(n.memory for n in snapshot.nodes))
+    for r in range(len(RESOURCES)):
+        assigned = sum(quota.nominal[name][r] for name in quota.named if r in quota.named[name])
+        if assigned > capacity[r]:
+            warnings.append(f"Nominal {RESOURCE_WORDS[RESOURCES[r]]} quotas would add up to {amount(r, assigned)}, more than the "
+                            f"cluster's {amount(r, capacity[r])}: not every team can get its guaranteed share at once.")  # fmt: skip
+    if slug in quota.usage:
+        for r in quota.named[slug]:
+            ceiling, used = quota.ceiling[slug][r], quota.usage[slug][r]
+            if ceiling is not None and used > ceiling:
+                warnings.append(f"Team {slug} uses {amount(r, used)} now, above its new limit of {amount(r, ceiling)} "
+                                f"({amount(r, quota.nominal[slug][r])} nominal + "
+                                f"{amount(r, ceiling - quota.nominal[slug][r])} borrowing): its running jobs keep "
+                                f"running, and it starts nothing more that needs {RESOURCE_WORDS[RESOURCES[r]]} until it is back under.")  # fmt: skip
+    return warnings

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Sum
 
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from scheduling.models import ClusterNode, Cycle
-from tenants.models import Quota, Team
+from tenants.models import AuditEntry, Quota, Team
 
 
 @dataclass(frozen=True)
@@ -206,3 +207,15 @@ def reserved_by_node() -> dict[str, list[Reserved]]:
             if count:
                 reserved[node].append(Reserved(slug, job_id, name, count, held.get("start", "")))
     return reserved
+
+
+def live_version() -> tuple:
+    """What every live part of the pages moves with, in one query of three primary-key maxima:
+    the last cycle recorded (positions, reasons, estimates, the node mirror and reservations
+    are written with it), the last job event (every transition records one) and the last
+    audit entry (quota, tier, team and membership changes record one).
+    """
+    tables = (Cycle._meta.db_table, JobEvent._meta.db_table, AuditEntry._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(f"(SELECT max(id) FROM {table})" for table in tables))
+        return tuple(cursor.fetchone())

@@ -1,4 +1,4 @@
-"""The dashboard: cluster GPUs, per-team bars, the queue and the node map, live through one polled fragment."""
+"""The dashboard: cluster GPUs, per-team bars, the queue and the node map, each a part polled on its own."""
 
 from __future__ import annotations
 
@@ -14,44 +14,122 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
-from django.views.decorators.vary import vary_on_headers
+from django.utils.cache import patch_vary_headers
 
 from jobs.models import Job
 from jobs.selectors import queue_for, sweeps_for
 from jobs.templatetags.gangway import palette, plural
+from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.models import ClusterNode
-from scheduling.selectors import cluster_summary, node_rows, reserved_by_node
+from scheduling.selectors import cluster_summary, live_version, node_rows, reserved_by_node
 from tenants.permissions import is_admin
 from tenants.selectors import teams_for
 
-QUEUE_PAGE = 50
+QUEUE_PAGE = 25  # the head of the queue; the pager and each team's page show the rest
 POLL_SECONDS = 5
+QUEUE_COLUMNS = ("name", "team__slug", "tier__name", "tier__value", "gpu_total", "position", "reason", "eta",
+                 "queued_at", "preemption_count", "state", "owner__username")  # fmt: skip
 
 
 @login_required
-@vary_on_headers("HX-Request")
 def dashboard(request):
-    """The whole page, or (for htmx polling) its `live` fragment; ?page= pages the queue."""
-    summary = cluster_summary()
-    mine = set(teams_for(request.user).values_list("slug", flat=True))
-    # A Katib sweep's trials are one row of their own (`sweeps`), not one row each.
-    queue = Paginator(queue_for(request.user).filter(sweep__isnull=True), QUEUE_PAGE).get_page(request.GET.get("page"))
-    waiting_total = (queue.paginator.count if is_admin(request.user)
-                     else Job.objects.filter(state=Job.State.QUEUED, sweep__isnull=True).count())  # fmt: skip
-    sweeps = list(sweeps_for(request.user, open_only=True))
-    context = {
-        "summary": summary,
-        "bars": _team_bars(summary.teams, palette(request)),
-        "queue": queue,
-        "sweeps": sweeps,
-        "sweep_waiting": sum(sweep.waiting for sweep in sweeps),
-        "hidden_waiting": max(0, waiting_total - queue.paginator.count),
-        "node_map": _node_map_html(request, mine),
-        "poll_seconds": POLL_SECONDS,
-        "my_teams": mine,
-    }
+    """The whole page; for htmx, one polled part (?part=tiles|teams|nodes|queue), else the `live` block.
+
+    Each part is polled on its own and answers 304 while what it shows is
+    unchanged, so a poll sends only the parts that changed (portal.live).
+    ?page= pages the queue.
+    """
+    part = request.GET.get("part", "")
+    if request.htmx and part in PARTS:
+        version = live_version()
+        held = held_at(request, _scope(request, part), version)
+        if held is not None:
+            return held
+        etag, build = PARTS[part](request)
+        remember(request, _scope(request, part), version, etag)
+        held = unchanged(request, etag)
+        if held is not None:
+            return held
+        context = {"poll_seconds": POLL_SECONDS, "etags": {part: etag}, **build()}
+        return live(render(request, f"scheduling/dashboard.html#{part}", context), etag)
+    context = {"poll_seconds": POLL_SECONDS, "etags": {}}
+    for name, read in PARTS.items():
+        context["etags"][name], build = read(request)
+        context.update(build())
     template = "scheduling/dashboard.html#live" if request.htmx else "scheduling/dashboard.html"
-    return render(request, template, context)
+    response = render(request, template, context)
+    patch_vary_headers(response, VARY)
+    return response
+
+
+# Each part: (request) -> (its ETag, a function building the rest of its context). The
+# ETag is read from what the part shows; the build runs only when it must be rendered.
+
+def _tiles(request):
+    summary = _summary(request)
+    waiting = _waiting(request)
+    cycle = summary.last_cycle
+    seen = (cycle.pk, cycle.started_at, cycle.cluster_reachable, cycle.failed) if cycle else None
+    figures = (summary.capacity, summary.used, summary.outside, summary.reserved_idle, waiting, seen)
+    return fingerprint(request, "tiles", figures), lambda: {"summary": summary, "waiting_total": waiting}
+
+
+def _teams(request):
+    summary = _summary(request)
+    colours = palette(request)
+    return fingerprint(request, "teams", summary.teams, colours), lambda: {"bars": _team_bars(summary.teams, colours)}
+
+
+def _nodes(request):
+    mine = _my_teams(request)
+    state, rows = _node_rows()
+    reserved = reserved_by_node()
+    etag = fingerprint(request, "nodes", state, sorted(reserved.items()), sorted(mine), palette(request))
+    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved)}
+
+
+def _queue(request):
+    """A page of the waiting jobs the viewer may see, and how many more of other teams wait."""
+    # A Katib sweep's trials are one row of their own (`sweeps`), not one row each.
+    shown = queue_for(request.user).filter(sweep__isnull=True).only(*QUEUE_COLUMNS)  # not the specs' JSON: a page of it costs more than the rest
+    queue = Paginator(shown, QUEUE_PAGE).get_page(request.GET.get("page"))
+    sweeps = list(sweeps_for(request.user, open_only=True))
+    trials = sum(sweep.waiting for sweep in sweeps)
+    hidden = 0 if is_admin(request.user) else max(0, _waiting(request) - queue.paginator.count - trials)
+    rows = [(job.pk, job.name, job.team_id, job.tier_id, job.gpu_total, job.position, job.reason, job.eta,
+             job.queued_at, job.preemption_count) for job in queue.object_list]  # fmt: skip
+    sweep_rows = [(sweep.pk, sweep.running, sweep.waiting, sweep.done, sweep.gpus, sweep.gpu_cap, sweep.best_objective)
+                  for sweep in sweeps]  # fmt: skip
+    etag = fingerprint(request, "queue", queue.number, queue.paginator.count, hidden, rows, sweep_rows, clock=True)
+    return etag, lambda: {"queue": queue, "sweeps": sweeps, "hidden_waiting": hidden}
+
+
+PARTS = {"tiles": _tiles, "teams": _teams, "nodes": _nodes, "queue": _queue}
+
+
+def _scope(request, part: str) -> str:
+    """What a part's remembered ETag is kept under: the part, and the queue's page."""
+    return f"dashboard:{part}:{request.GET.get('page', '1') if part == 'queue' else ''}"
+
+
+def _summary(request):
+    """The cluster summary, read once per request whichever parts need it."""
+    if not hasattr(request, "_cluster_summary"):
+        request._cluster_summary = cluster_summary()
+    return request._cluster_summary
+
+
+def _waiting(request) -> int:
+    """How many jobs wait, in every team."""
+    if not hasattr(request, "_waiting"):
+        request._waiting = Job.objects.filter(state=Job.State.QUEUED).count()
+    return request._waiting
+
+
+def _my_teams(request) -> set[str]:
+    if not hasattr(request, "_my_teams"):
+        request._my_teams = set(teams_for(request.user).values_list("slug", flat=True))
+    return request._my_teams
 
 
 def _team_bars(teams, colours: dict[str, int]) -> list[dict]:
@@ -77,7 +155,7 @@ def _team_bars(teams, colours: dict[str, int]) -> list[dict]:
     return bars
 
 
-def _node_map_html(request, mine: set[str]) -> str:
+def _node_map_html(request, mine: set[str], rows, reserved) -> str:
     """One cell per GPU, coloured by the team whose job holds it; a job's cells on a node share one tooltip.
 
     Built as a string rather than template loops: 500 nodes of 8 GPUs are 4,000
@@ -86,9 +164,8 @@ def _node_map_html(request, mine: set[str]) -> str:
     """
     colours = palette(request)
     staff = is_admin(request.user)
-    reserved = reserved_by_node()
     html = []
-    for node in _node_rows():
+    for node in rows:
         cells, left = [], node.gpu
         for slug, job_id, name, count in node.runs:
             count = min(count, left)
@@ -113,8 +190,8 @@ def _node_map_html(request, mine: set[str]) -> str:
     return mark_safe("".join(html))
 
 
-def _node_rows():
-    """node_rows(), reused while neither the active jobs nor the nodes have changed.
+def _node_rows() -> tuple[str, list]:
+    """(the state the map depends on, node_rows()), the rows reused while that state is the same.
 
     The map only changes when a job is admitted or stops holding GPUs, or a
     node changes; two small aggregates tell, where reading every active job's
@@ -128,4 +205,4 @@ def _node_rows():
     if rows is None:
         rows = node_rows()
         cache.set(key, rows, 300)
-    return rows
+    return state, rows

@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.db import transaction
 
+from portal.admin_display import quantity_text
+
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Quota, Team
 from tenants.services import admission_inputs_changed
@@ -103,9 +105,26 @@ class MembershipAdmin(AuditedAdmin):
 @admin.register(Quota)
 class QuotaAdmin(AuditedAdmin):
     admission_input = True
-    list_display = ("team", "resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica")
+    list_display = ("team", "resource", "nominal_shown", "borrowing_shown", "lending_shown", "per_replica_shown")
     list_filter = ("resource", "team")
     search_fields = ("team__slug",)
+    list_select_related = ("team",)
+
+    @admin.display(description="nominal", ordering="nominal")
+    def nominal_shown(self, quota: Quota) -> str:
+        return quantity_text(quota.resource, quota.nominal)
+
+    @admin.display(description="borrowing limit", ordering="borrowing_limit")
+    def borrowing_shown(self, quota: Quota) -> str:
+        return "no limit" if quota.borrowing_limit is None else quantity_text(quota.resource, quota.borrowing_limit)
+
+    @admin.display(description="lending limit", ordering="lending_limit")
+    def lending_shown(self, quota: Quota) -> str:
+        return "all unused" if quota.lending_limit is None else quantity_text(quota.resource, quota.lending_limit)
+
+    @admin.display(description="max per replica", ordering="max_per_replica")
+    def per_replica_shown(self, quota: Quota) -> str:
+        return "no limit" if quota.max_per_replica is None else quantity_text(quota.resource, quota.max_per_replica)
 
 
 @admin.register(ApiToken)

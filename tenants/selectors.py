@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.http import Http404
 
 from portal.compiled import CompiledQuery, columns, instance
 from tenants.models import Membership, PriorityTier, Team
@@ -49,3 +50,20 @@ def tier_for(team: Team, name: str) -> tuple[PriorityTier | None, str]:
         if tier.name == name:
             return tier, ""
     return None, f"Team {team.slug} may not use tier {name!r}; it may use {names}."
+
+
+def get_team_to_view(user, slug: str) -> Team:
+    """Any team, for its read-only page: every signed-in user sees every team's usage, quota and queue.
+
+    Raises Http404 for a slug no team has. What only members may read (job
+    details, logs, tokens) stays behind `is_insider` and the job lookups.
+    """
+    team = Team.objects.filter(slug=slug).prefetch_related("tiers", "quotas").first()
+    if team is None:
+        raise Http404("No such team.")
+    return team
+
+
+def is_insider(user, team: Team) -> bool:
+    """True when the user may open the team's jobs (a member, or staff); an outsider sees its page read-only."""
+    return user.is_staff or Membership.objects.filter(user=user, team=team).exists()

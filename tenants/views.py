@@ -14,19 +14,21 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from jobs.models import Job
-from jobs.selectors import sweeps_for
-from scheduling.selectors import loans_now, team_usage, usage_series
+from jobs.selectors import sweeps_for, unfinished_of_team
+from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
+from scheduling.selectors import live_version, loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
-from tenants.models import AuditEntry, Team
+from tenants.models import AuditEntry, Quota, Team
 from tenants.permissions import can_edit_quota, can_manage_tokens
-from tenants.selectors import role_in, teams_for
+from tenants.selectors import get_team_to_view, is_insider, role_in, teams_for
 from tenants.services import quota_update, quota_values
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
 SWEEPS_SHOWN = 10  # the team page's newest Katib sweeps
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
+QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
 
 
 def _get_team(request, slug: str) -> Team:
@@ -39,40 +41,82 @@ def _get_team(request, slug: str) -> Team:
 
 @login_required
 def team_list(request):
-    teams = list(teams_for(request.user).order_by("slug"))
+    """Every team with its GPUs now; the viewer's own teams are marked (every team's page is open to read)."""
+    teams = list(Team.objects.order_by("slug"))
+    mine = set(teams_for(request.user).values_list("slug", flat=True))
     usages = {usage.slug: usage for usage in team_usage()}
-    rows = [(team, usages.get(team.slug)) for team in teams]
+    rows = [(team, usages.get(team.slug), team.slug in mine) for team in teams]
     return render(request, "tenants/list.html", {"rows": rows, "can_edit_quota": can_edit_quota(request.user)})
 
 
 @login_required
-@vary_on_headers("HX-Request")
+@vary_on_headers(*VARY)
 def team_detail(request, slug: str):
-    team = _get_team(request, slug)
-    usages = team_usage()
-    usage = next((u for u in usages if u.slug == team.slug), None)
-    loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
-    jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
+    """Any team's page. Members and staff read all its jobs with links to them; an outsider reads the
+    waiting and running jobs' names and sizes only, and the quota history without tokens or members' changes.
+
+    Two parts are polled, each answering 304 while unchanged: ?part=tiles (GPUs now) and the
+    jobs (any other htmx request, ?page= pages them).
+    """
+    team = get_team_to_view(request.user, slug)
+    insider = is_insider(request.user, team)
+    if request.htmx and request.GET.get("part") == "tiles":
+        scope, version = f"team-tiles:{team.pk}", live_version()
+        held = held_at(request, scope, version)
+        if held is not None:
+            return held
+        tiles = _tiles(team)
+        etag = fingerprint(request, "team-tiles", team.pk, _figures(tiles))
+        remember(request, scope, version, etag)
+        return unchanged(request, etag) or live(render(request, "tenants/detail.html#tiles", {
+            "team": team, "etag_tiles": etag, **tiles}), etag)  # fmt: skip
+    if insider:
+        jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
+    else:
+        jobs = unfinished_of_team(team)
     page = Paginator(jobs, JOBS_PAGE).get_page(request.GET.get("page"))
+    shown = [(job.pk, job.state, job.updated_at, job.position, job.reason, job.preemption_count) for job in page.object_list]
+    etag_jobs = fingerprint(request, "team-jobs", team.pk, insider, page.number, page.paginator.count, shown, clock=True)
     if request.htmx:
-        return render(request, "tenants/detail.html#jobs", {"team": team, "page": page})
+        return unchanged(request, etag_jobs) or live(render(request, "tenants/detail.html#jobs", {
+            "team": team, "page": page, "insider": insider, "etag_jobs": etag_jobs}), etag_jobs)  # fmt: skip
     now = timezone.now()
+    audit = AuditEntry.objects.filter(team=team).select_related("actor")
+    tiles = _tiles(team)
     context = {
         "team": team,
-        "usage": usage,
+        "insider": insider,
         "role": role_in(request.user, team),
-        "can_manage_tokens": can_manage_tokens(request.user, team),
-        "can_edit_quota": can_edit_quota(request.user),
-        "quotas": {quota.resource: quota for quota in team.quotas.all()},
-        "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
-        "lending_to": [loan for loan in loans if loan.lender == team.slug],
+        **tiles,
+        "etag_tiles": fingerprint(request, "team-tiles", team.pk, _figures(tiles)),
+        "etag_jobs": etag_jobs,
         "chart": usage_chart(usage_series(team, now - timedelta(hours=24)), now),
         "page": page,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
-        "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:20],
+        "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
+        "can_manage_tokens": can_manage_tokens(request.user, team),
+        "can_edit_quota": can_edit_quota(request.user),
         "sweeps": list(sweeps_for(request.user, team=team)[:SWEEPS_SHOWN]),
     }
     return render(request, "tenants/detail.html", context)
+
+
+def _figures(tiles: dict) -> tuple:
+    """What the tiles show, as plain values (a Quota's own text leaves its limits out)."""
+    quotas = sorted((q.resource, q.nominal, q.borrowing_limit, q.lending_limit) for q in tiles["quotas"].values())
+    return tiles["usage"], quotas, tiles["borrowing_from"], tiles["lending_to"]
+
+
+def _tiles(team: Team) -> dict:
+    """The team's GPUs now: its usage, its quotas and who it borrows from and lends to."""
+    usages = team_usage()
+    loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
+    return {
+        "usage": next((u for u in usages if u.slug == team.slug), None),
+        "quotas": {quota.resource: quota for quota in team.quotas.all()},
+        "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
+        "lending_to": [loan for loan in loans if loan.lender == team.slug],
+    }
 
 
 def usage_chart(samples: list, now) -> dict:

@@ -117,3 +117,20 @@ def cores(millicores) -> str:
 def gib(size) -> str:
     """Bytes in binary units: 4294967296 -> "4 GiB"."""
     return memory_text(size) if size else "default"
+
+
+@register.simple_tag
+def live_attrs(etag: str) -> str:
+    """The attributes of a polled part: its version (sent back as If-None-Match by gangway.js) and the
+    server's clock, so the page can tell how old what it shows is (portal.live)."""
+    return format_html(' data-live data-etag="{}" data-server-now="{}"', etag, timezone.now().isoformat())
+
+
+@register.simple_tag
+def ticking(moment: datetime | None, empty: str = "—") -> str:
+    """A past time that gangway.js keeps counting ("12 s ago") and marks stale while the server is out of reach."""
+    if moment is None:
+        return format_html('<span class="muted">{}</span>', empty)
+    local = timezone.localtime(moment)
+    return format_html('<time datetime="{}" title="{}" data-age>{}</time>', local.isoformat(),
+                       local.strftime("%Y-%m-%d %H:%M:%S %Z"), naturaltime(moment))

@@ -75,3 +75,13 @@ def test_the_page_lists_what_was_sent_to_the_person_only(login, owner, outsider,
     assert "Could not send the e-mail: refused" in login(owner).get(URL).content.decode()
     body = login(outsider).get(URL).content.decode()
     assert "Nothing sent yet" in body and job.name not in body
+
+
+def test_a_message_about_a_team_left_since_names_the_job_without_a_link(login, owner, submit, maps):
+    job = submit()
+    Delivery.objects.create(event=job.events.get(), job=job, channel="email", target="owner@example.com", user=owner,
+                            state="sent")  # fmt: skip
+    assert f'href="/jobs/{job.pk}/"' in login(owner).get(URL).content.decode()
+    owner.memberships.all().delete()
+    body = login(owner).get(URL).content.decode()
+    assert job.name in body and f'href="/jobs/{job.pk}/"' not in body

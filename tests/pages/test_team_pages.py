@@ -12,7 +12,7 @@ from tenants.models import AuditEntry, Quota
 
 pytestmark = pytest.mark.django_db
 
-SEES = {"owner": 200, "member": 200, "lead": 200, "outsider": 404, "staff": 200}
+SEES = {"owner": 200, "member": 200, "lead": 200, "outsider": 200, "staff": 200}  # read-only for the outsider
 EDITS = {"owner": 403, "member": 403, "lead": 403, "outsider": 403, "staff": 200}
 
 
@@ -41,9 +41,14 @@ def test_pages_require_login(client, maps):
         assert client.get(path).status_code == 302
 
 
-def test_the_list_shows_my_teams_only(login, outsider, maps):
+def test_the_list_shows_every_team_marking_mine(login, outsider, maps):
     body = login(outsider).get("/teams/").content.decode()
-    assert "/teams/vision/" in body and "/teams/maps/" not in body
+    assert "/teams/vision/" in body and "/teams/maps/" in body
+    assert body.count("your team") == 1 and "/quota/" not in body
+
+
+def test_a_team_that_does_not_exist_answers_404(login, outsider):
+    assert login(outsider).get("/teams/nobody/").status_code == 404
 
 
 def test_staff_see_every_team_with_a_quota_link(login, staff, maps, vision):
@@ -141,3 +146,37 @@ def test_an_invalid_quota_answers_422_by_the_field(login, staff, maps):
 def test_non_staff_cannot_save_a_quota(login, lead, maps):
     assert login(lead).post("/teams/maps/quota/", quota_post(gpu_nominal="80")).status_code == 403
     assert Quota.objects.get(team=maps, resource="gpu").nominal == 8
+
+
+def test_the_what_if_lists_the_jobs_that_keep_waiting(login, staff, submit, cycle, htmx, maps):
+    submit(name="filler", replicas=[{"role": "Worker", "count": 2, "gpu": 8}])
+    cycle()
+    still = submit(name="still-waits", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="10"), **htmx).content.decode()
+    assert "Would keep waiting (1 of maps)" in body and f"#{still.pk}" in body
+    assert "No job would change" in body
+
+
+def test_the_what_if_shows_each_limit_before_and_after(login, staff, htmx, maps):
+    body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="12", gpu_borrowing_limit=""), **htmx).content.decode()
+    assert "Limits, now → after the change" in body
+    assert '<td>GPU</td><td>nominal</td><td class="num">8 GPUs</td><td class="num"><b>12 GPUs</b></td>' in body
+    assert '<td>GPU</td><td>borrowing limit</td><td class="num">8 GPUs</td><td class="num"><b>no limit</b></td>' in body
+    assert '<td>GPU</td><td>lending limit</td><td class="num">all unused nominal</td><td class="num">all unused nominal</td>' in body
+
+
+def test_the_what_if_warns_when_nominals_pass_the_cluster(login, staff, htmx, cycle, maps, vision):
+    cycle()  # reads the two nodes: 16 GPUs; vision holds 8 nominal
+    body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="12"), **htmx).content.decode()
+    assert "Nominal GPU quotas would add up to 20 GPUs, more than the cluster&#x27;s 16 GPUs" in body
+    quiet = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="8"), **htmx).content.decode()
+    assert "would add up to" not in quiet
+
+
+def test_the_what_if_warns_when_the_team_stays_above_a_new_borrowing_limit(login, staff, submit, cycle, htmx, maps):
+    submit(name="borrower", replicas=[{"role": "Worker", "count": 3, "gpu": 4}])  # 12: 4 above nominal
+    cycle()
+    body = login(staff).post("/teams/maps/quota/", quota_post(gpu_borrowing_limit="2"), **htmx).content.decode()
+    assert "Team maps uses 12 GPUs now, above its new limit of 10 GPUs (8 GPUs nominal + 2 GPUs borrowing)" in body
+    fine = login(staff).post("/teams/maps/quota/", quota_post(gpu_borrowing_limit="4"), **htmx).content.decode()
+    assert "above its new limit" not in fine
