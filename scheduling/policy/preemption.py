@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import heapq
 from dataclasses import dataclass
+from enum import IntEnum
 
 from .demand import Demand, Vector
 from .model import Settings, Tier
@@ -43,6 +44,44 @@ class Preemption:
     victims: tuple[Holder, ...]
     placement: Placement
     before: dict[int, Vector]
+
+
+class Bound(IntEnum):
+    """What the upper bound of a search (every job that could become a
+    victim, all gone at once) says before the walk starts.
+
+    NO_CANDIDATES and NO_ROOM are *lasting* proofs: they stay true while the
+    candidates and the room only shrink (see `hopeless.py`). NO_ROOM is
+    lasting only for a gang of one replica group, whose placement succeeds
+    exactly when the nodes hold enough replicas, so more room never hurts
+    and less never helps; and for any gang when the cluster's free total
+    (plus all the bound frees) is short of it.
+    """
+
+    MAY_FIT = 0
+    NO_QUOTA = 1  # quota refuses even with the bound gone: not lasting
+    NO_CANDIDATES = 2
+    NO_ROOM = 3
+    NO_ROOM_FOR_NOW = 4  # a gang of several groups: not lasting
+
+    @property
+    def lasting(self) -> bool:
+        return self is Bound.NO_CANDIDATES or self is Bound.NO_ROOM
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a search's upper bound said, and whether it counted other teams'
+    jobs: with `reclaims` False the preemptor's team could not reclaim even
+    with all its own candidates gone, so no other team's job was a
+    candidate (and none becomes one while the team's usage does not drop)."""
+
+    bound: Bound
+    reclaims: bool
+
+    @property
+    def lasting(self) -> bool:
+        return self.bound.lasting
 
 
 class _Search:
@@ -66,6 +105,7 @@ class _Search:
         self.own = state.held(team)
         self.own_at = 0
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
+        self.reclaims = True  # see upper_bound
 
     def fits(self) -> Placement | None:
         """Returns the preemptor's placement when it fits now (R2 and R1), else None."""
@@ -136,7 +176,8 @@ class _Search:
         own = [h for h in self.own if self.own_eligible(h)]
         gone = [sum(h.usage[r] for h in own) for r in range(3)]
         others = []
-        if self.may_reclaim((gone[0], gone[1], gone[2])):
+        self.reclaims = self.may_reclaim((gone[0], gone[1], gone[2]))
+        if self.reclaims:
             quota = self.state.quota
             for team in self.state.teams:
                 if team != self.team and quota.above_nominal(team, self.relevant):
@@ -183,6 +224,14 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     The state is left as found when it returns None; otherwise the victims
     stay counted as gone and the caller admits the preemptor.
     """
+    return search_victims(state, team, tier, demand, settings, now)[0]
+
+
+def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings: Settings,
+                   now: int) -> tuple[Preemption | None, Verdict]:
+    """Returns `find_victims`' answer and what the upper bound said: a
+    preemption comes with MAY_FIT; None comes with why the bound failed, or
+    MAY_FIT when the walk ran out of candidates."""
     search = _Search(state, team, tier, demand, settings, now)
     victims: list[Holder] = []
     restores: dict[str, Callable[[], None]] = {}
@@ -194,15 +243,16 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
                 before[i] = state.room.free(i)
         restores[h.id] = state.remove(h)
 
-    if not _fits_without(search, search.upper_bound()):
-        return None
+    bound = Verdict(_fits_without(search, search.upper_bound()), search.reclaims)
+    if bound.bound is not Bound.MAY_FIT:
+        return None, bound
     placement = None
     while True:
         candidate = search.first_candidate()
         if candidate is None:
             for h in reversed(victims):
                 restores[h.id]()
-            return None
+            return None, bound
         take(candidate)
         search.taken(candidate)
         victims.append(candidate)
@@ -213,7 +263,7 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     victims = _put_back(search, victims, restores)
     placement = search.fits()
     assert placement is not None
-    return Preemption(tuple(victims), placement, before)
+    return Preemption(tuple(victims), placement, before), bound
 
 
 def _put_back(search: _Search, victims: list[Holder],
@@ -259,16 +309,16 @@ def _put_back(search: _Search, victims: list[Holder],
     return victims
 
 
-def _fits_without(search: _Search, holders: list[Holder]) -> bool:
-    """Returns whether the preemptor fits with all of `holders` gone; the
-    state is left as found."""
+def _fits_without(search: _Search, holders: list[Holder]) -> Bound:
+    """Returns MAY_FIT when the preemptor fits with all of `holders` gone,
+    else why not; the state is left as found."""
     if not holders:
-        return False
+        return Bound.NO_CANDIDATES
     state = search.state
     need, total = search.demand.total, state.room.total
     freed = [sum(h.usage[r] for h in holders) for r in range(3)]
     if any(need[r] > total[r] + freed[r] for r in range(3)):
-        return False
+        return Bound.NO_ROOM
     # One what-if removal per team and per node, not per job: cheaper, same
     # sums; quota first, as it is cheaper and refuses most often.
     by_team: dict[tuple[str, bool], list[int]] = {}
@@ -278,7 +328,7 @@ def _fits_without(search: _Search, holders: list[Holder]) -> bool:
             acc[r] += h.usage[r]
     charges = [state.quota.what_if_gone(team, tuple(v), steady)
                for (team, steady), v in by_team.items()]
-    fits = state.quota.refuse(search.team, need, search.steady) is None
+    fits = quota_ok = state.quota.refuse(search.team, need, search.steady) is None
     if fits:
         on_nodes: dict[int, list[int]] = {}
         for h in holders:
@@ -290,7 +340,11 @@ def _fits_without(search: _Search, holders: list[Holder]) -> bool:
         fits = placeable_with(state.room, search.demand, on_nodes)
     for charge in reversed(charges):
         charge()
-    return fits
+    if fits:
+        return Bound.MAY_FIT
+    if not quota_ok:
+        return Bound.NO_QUOTA
+    return Bound.NO_ROOM if len(search.demand.groups) == 1 else Bound.NO_ROOM_FOR_NOW
 
 
 def _may_fit(state: State, demand: Demand) -> bool:
