@@ -100,6 +100,7 @@ class Lines:
         self.order = sorted((heads[0][0], team) for team, heads in self.team_heads.items())
         self.asleep: dict[str, int] = {}  # team -> its sleep's number
         self.stalled: dict[str, set[int]] = {}  # team out of `order` -> its shapes
+        self.team_shapes: dict[str, set[int]] = {}  # the shapes of a team's lines, once asked
         self.slept = 0
         # Per resource, (-pool draw at which to wake, sleep number, team).
         self.wake_at: list[list[tuple[int, int, str]]] = [[], [], []]
@@ -313,7 +314,10 @@ class Lines:
         if not heads or team in self.asleep:
             return
         del self.order[bisect_left(self.order, (heads[0][0], team))]
-        self.stalled[team] = {self.shape[n] for _, n in heads}
+        shapes = self.team_shapes.get(team)
+        if shapes is None:
+            shapes = self.team_shapes[team] = {self.shape[n] for _, n in heads}
+        self.stalled[team] = shapes
 
     def _wake_stalled(self, room, passing: bool) -> dict[str, set[int]]:
         """Puts back in `order` the stalled teams that a cycle beginning on
@@ -417,6 +421,7 @@ class Lines:
             if at[n] < len(jobs[n]):
                 insort(heads, (keys[n][at[n]], n))
         for team in changed:
+            self.team_shapes.pop(team, None)
             if team_heads[team]:
                 insort(order, (team_heads[team][0][0], team))
 
