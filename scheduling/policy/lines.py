@@ -150,7 +150,7 @@ class Lines:
         # The same two, on all room, reserved room included.
         no_room_at_all: set[int] = set()
         fits_at_all: set[int] = set()
-        live: dict[str, int] = {}  # see _stuck
+        live: dict[str, int] = {}  # see stuck
         latest = max((h.start for h in holds.holds), default=None) if holds else None
         # Could some job use reserved room, its max_runtime ending it in time?
         spare = latest is not None and self.shortest is not None and t + self.shortest <= latest
@@ -277,7 +277,7 @@ class Lines:
                     heapq.heappush(up, (keys[n][at[n]], n))
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
-            if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
+            if placement is None and settled and self.stuck(team, heads, c, up, dead, live):
                 stalled.append(team)
                 continue  # none of the team's jobs left could start, reserve or hold
             if passing:
@@ -366,7 +366,7 @@ class Lines:
                 unfit.add(k)
         return False
 
-    def _stuck(self, team: str, heads, c: int, up, no_room: set[int],
+    def stuck(self, team: str, heads, c: int, up, no_room: set[int],
                live: dict[str, int]) -> bool:
         """Returns whether every line of a team still to be visited in this
         cycle (sorted heads from `c`, and those risen in the cycle) has a

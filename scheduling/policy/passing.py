@@ -103,7 +103,7 @@ def pass_inert(lines: Lines, team: str, heads, up, cursor: dict[str, int], quota
     head's turn (the team is held), and a head passed by refuses at its
     turn exactly when it does with the draw as it will be then. Those
     starving heads are owed: `Owed.held` answers at the next head's
-    turn. The walk's test for a stuck team (`_stuck`, False when this
+    turn. The walk's test for a stuck team (`Lines.stuck`, False when this
     is called) runs again only after a head with room is passed (quota
     refused it): the sets it reads do not change meanwhile (no head is
     tried), and passing a head in `dead` leaves the line with room it
@@ -147,5 +147,5 @@ def pass_inert(lines: Lines, team: str, heads, up, cursor: dict[str, int], quota
         cursor[team] = c
         # The walk's test found a line with room ahead when this scan
         # began; passing a head without room leaves it ahead.
-        if shape[n] not in dead and lines._stuck(team, heads, c, up, dead, live):
+        if shape[n] not in dead and lines.stuck(team, heads, c, up, dead, live):
             return STUCK

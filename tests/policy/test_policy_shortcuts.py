@@ -11,28 +11,20 @@ with reservations (hypothesis).
 
 from __future__ import annotations
 
-import os
 import random
 from unittest.mock import patch
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.policy.random_snapshots import place_randomly
-from tests.policy.test_policy_eta import reference_starts
+from tests.policy.test_policy_eta import PROFILE, TIERS, reference_starts
 from scheduling.policy import (
-    Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
+    Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, plan,
 )
 from scheduling.policy import cycle
 from scheduling.policy.hopeless import Hopeless
 from scheduling.policy.quota import Quota
-
-TIERS = (Tier("production", 1000, False), Tier("standard", 100), Tier("experiment", 10))
-PROFILE = settings(
-    max_examples=int(os.environ.get("POLICY_EXAMPLES", "150")), deadline=None,
-    derandomize=os.environ.get("CI") == "true",
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 SHAPES = ((1, 1, 1000), (1, 2, 2000), (1, 4, 0), (2, 4, 1000), (1, 8, 0), (2, 8, 0), (3, 2, 0))
 
 
