@@ -190,8 +190,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
             if preemption is None:
                 hopeless.note(shape, lasting, job.team, bound)
         if preemption is not None:
-            for victim in preemption.victims:
-                victim.taken = True
+            state.take(preemption.victims)
             state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
             hopeless.preempted(job.team, {v.team for v in preemption.victims}, state.quota)
             if holds:

@@ -84,6 +84,36 @@ class Verdict:
         return self.bound.lasting
 
 
+@dataclass(slots=True)
+class Reach:
+    """The jobs of one team a search's upper bound counts, with their usage
+    summed: in all, per tier kind (non-preemptible or not), per node."""
+
+    team: str | None
+    holders: list[Holder]
+    total: list[int]
+    by_steady: dict[bool, list[int]]
+    on_nodes: dict[int, list[int]]
+
+    @classmethod
+    def of(cls, team: str | None, holders: list[Holder]) -> Reach:
+        total = [0, 0, 0]
+        by_steady: dict[bool, list[int]] = {}
+        on_nodes: dict[int, list[int]] = {}
+        for h in holders:
+            u = h.usage
+            acc = by_steady.setdefault(h.steady, [0, 0, 0])
+            for r in range(3):
+                total[r] += u[r]
+                acc[r] += u[r]
+            for i, v in h.on_nodes.items():
+                acc = on_nodes.setdefault(i, [0, 0, 0])
+                acc[0] += v[0]
+                acc[1] += v[1]
+                acc[2] += v[2]
+        return cls(team, holders, total, by_steady, on_nodes)
+
+
 class _Search:
     """The ordered candidate list of one preemptor, walked without rescans.
 
@@ -166,23 +196,40 @@ class _Search:
         _, team, k = heapq.heappop(self.heap)
         self._next_other(team, k + 1)
 
-    def upper_bound(self) -> list[Holder]:
-        """Returns every job that could become a victim in this search: if the
-        preemptor does not fit with all of them gone, it never will.
+    def upper_bound(self) -> list[Reach]:
+        """Returns, per team, every job that could become a victim in this
+        search: if the preemptor does not fit with all of them gone, it
+        never will.
 
         Of another team, only the jobs the walk could reach: in R8 order,
         while the team is still above nominal with the earlier ones gone.
+        A team's part depends only on its jobs and usage (and the
+        preemptor's tier, or the resources it needs), so it is kept until
+        the team changes (`State.reaches`).
         """
-        own = [h for h in self.own if self.own_eligible(h)]
-        gone = [sum(h.usage[r] for h in own) for r in range(3)]
-        others = []
+        state = self.state
+        kept = state.reaches(self.team)
+        key = (self.tier.value,)
+        own = kept.get(key)
+        if own is None:
+            own = kept[key] = Reach.of(self.team, [h for h in self.own if self.own_eligible(h)])
+        gone = own.total
+        reaches = []
         self.reclaims = self.may_reclaim((gone[0], gone[1], gone[2]))
         if self.reclaims:
-            quota = self.state.quota
-            for team in self.state.teams:
+            quota = state.quota
+            key = (self.relevant, len(self.demand.groups) != 1)
+            for team in state.teams:
                 if team != self.team and quota.above_nominal(team, self.relevant):
-                    others.extend(self._reachable(team, self.state.held(team)))
-        return others + own
+                    kept = state.reaches(team)
+                    reach = kept.get(key)
+                    if reach is None:
+                        reach = kept[key] = Reach.of(team, self._reachable(team, state.held(team)))
+                    if reach.holders:
+                        reaches.append(reach)
+        if own.holders:
+            reaches.append(own)
+        return reaches
 
     def _reachable(self, team: str, held: list[Holder]) -> list[Holder]:
         """Returns the eligible jobs of `team` the walk may take: in R8 order,
@@ -309,34 +356,32 @@ def _put_back(search: _Search, victims: list[Holder],
     return victims
 
 
-def _fits_without(search: _Search, holders: list[Holder]) -> Bound:
-    """Returns MAY_FIT when the preemptor fits with all of `holders` gone,
-    else why not; the state is left as found."""
-    if not holders:
+def _fits_without(search: _Search, reaches: list[Reach]) -> Bound:
+    """Returns MAY_FIT when the preemptor fits with all the jobs of
+    `reaches` gone, else why not; the state is left as found."""
+    if not reaches:
         return Bound.NO_CANDIDATES
     state = search.state
     need, total = search.demand.total, state.room.total
-    freed = [sum(h.usage[r] for h in holders) for r in range(3)]
+    freed = [sum(reach.total[r] for reach in reaches) for r in range(3)]
     if any(need[r] > total[r] + freed[r] for r in range(3)):
         return Bound.NO_ROOM
     # One what-if removal per team and per node, not per job: cheaper, same
     # sums; quota first, as it is cheaper and refuses most often.
-    by_team: dict[tuple[str, bool], list[int]] = {}
-    for h in holders:
-        acc = by_team.setdefault((h.team, h.steady), [0, 0, 0])
-        for r in range(3):
-            acc[r] += h.usage[r]
-    charges = [state.quota.what_if_gone(team, tuple(v), steady)
-               for (team, steady), v in by_team.items()]
+    charges = [state.quota.what_if_gone(reach.team, (v[0], v[1], v[2]), steady)
+               for reach in reaches for steady, v in reach.by_steady.items()]
     fits = quota_ok = state.quota.refuse(search.team, need, search.steady) is None
     if fits:
         on_nodes: dict[int, list[int]] = {}
-        for h in holders:
-            for i, v in h.on_nodes.items():
-                acc = on_nodes.setdefault(i, [0, 0, 0])
-                acc[0] += v[0]
-                acc[1] += v[1]
-                acc[2] += v[2]
+        for reach in reaches:
+            for i, v in reach.on_nodes.items():
+                acc = on_nodes.get(i)
+                if acc is None:
+                    on_nodes[i] = [v[0], v[1], v[2]]
+                else:
+                    acc[0] += v[0]
+                    acc[1] += v[1]
+                    acc[2] += v[2]
         fits = placeable_with(state.room, search.demand, on_nodes)
     for charge in reversed(charges):
         charge()
