@@ -108,17 +108,6 @@ class Quota:
         self.credit(team, v, steady)
         return lambda: self.charge(team, v, steady)
 
-    def drawn(self, above: Vector) -> Callable[[], None]:
-        """Sets what borrowers draw from the pool to `above` (a what-if of an
-        earlier moment); returns the closure that puts it back."""
-        saved = self.above
-        self.above = list(above)
-
-        def restore() -> None:
-            self.above = saved
-
-        return restore
-
     def available(self, team: str, r: int) -> int:
         """Returns how much more of resource `r` the team may use: what is left
         of its guaranteed share plus what is left in the pool.
@@ -150,22 +139,6 @@ class Quota:
             if q > self.available(team, r):
                 return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], self.available(team, r))
         return None
-
-    def most(self, team: str, steady: bool) -> list[int | None]:
-        """Returns, per resource, the most a job of `team` may ask now (None:
-        no limit, the team's nominal does not name it): `refuse` refuses a
-        need exactly when some positive amount is above it."""
-        used, nominal = self.usage[team], self.nominal[team]
-        most: list[int | None] = [None, None, None]
-        for r in self.named[team]:
-            limit = self.available(team, r)
-            ceiling = self.ceiling[team][r]
-            if ceiling is not None:
-                limit = min(limit, ceiling - used[r])
-            if steady:
-                limit = min(limit, nominal[r] - self.steady[team][r])
-            most[r] = limit
-        return most
 
     def regained_at(self, team: str, refusal: Refusal) -> int:
         """Returns, for a NOTHING_TO_BORROW refusal, how much borrowers may draw

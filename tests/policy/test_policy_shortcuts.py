@@ -3,10 +3,8 @@ with reservations (hypothesis).
 
 - Victim searches remembered as hopeless (hopeless.py): the plan equals the
   plan of a cycle that forgets every answer and runs every search.
-- The replay's passing of inert heads and stalled teams (eta.py): the
-  estimates equal the straightforward replay's, on queues long enough for
-  teams to hold many lines.
-- `Quota.most` refuses exactly what `Quota.refuse` refuses.
+- The replay (eta.py): the estimates equal the straightforward replay's on
+  queues long enough for teams to hold many lines.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from scheduling.policy import (
 )
 from scheduling.policy import cycle
 from scheduling.policy.hopeless import Hopeless
-from scheduling.policy.quota import Quota
+
 SHAPES = ((1, 1, 1000), (1, 2, 2000), (1, 4, 0), (2, 4, 1000), (1, 8, 0), (2, 8, 0), (3, 2, 0))
 
 
@@ -96,24 +94,3 @@ def test_remembering_hopeless_searches_changes_no_decision(snapshot):
 def test_estimates_match_the_straightforward_replay_on_long_queues(snapshot):
     result = plan(snapshot)
     assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)
-
-
-@PROFILE
-@given(st.randoms(use_true_random=False))
-def test_most_refuses_what_refuse_refuses(rng):
-    teams = tuple(
-        Team(f"t{k}", {name: rng.randint(0, 16) for name in ("gpu", "cpu") if rng.random() < 0.8},
-             {"gpu": rng.randint(0, 8)} if rng.random() < 0.4 else {},
-             {"gpu": rng.randint(0, 8)} if rng.random() < 0.4 else {})
-        for k in range(rng.randint(1, 4)))
-    quota = Quota(teams, (rng.randint(0, 64), rng.randint(0, 64), 0))
-    for _ in range(rng.randint(0, 8)):
-        quota.charge(rng.choice(teams).name, (rng.randint(0, 8), rng.randint(0, 8), 0),
-                     rng.random() < 0.3)
-    for team in teams:
-        for steady in (False, True):
-            most = quota.most(team.name, steady)
-            for _ in range(10):
-                need = (rng.randint(0, 12), rng.randint(0, 12), rng.randint(0, 2))
-                above = any(q > 0 and m is not None and q > m for q, m in zip(need, most))
-                assert above == (quota.refuse(team.name, need, steady) is not None)
