@@ -328,7 +328,8 @@ def _put_back(search: _Search, victims: list[Holder],
             of_team.setdefault(v.team, []).append(v)
     lost = {team for team, held in of_team.items() if not search.still_eligible(held[-1])}
     others = sum(len(held) for held in of_team.values())
-    for h in reversed(list(victims)):
+    back: set[str] = set()  # the victims put back
+    for h in reversed(victims):
         restores[h.id]()
         team = h.team
         rest = None
@@ -341,7 +342,7 @@ def _put_back(search: _Search, victims: list[Holder],
         eligible = not left or (
             team_ok and search.may_reclaim() and not (lost and lost != {team}))
         if eligible and search.fits() is not None:
-            victims = [v for v in victims if v is not h]
+            back.add(h.id)
             if rest is not None:
                 others -= 1
                 lost.discard(team)
@@ -353,7 +354,7 @@ def _put_back(search: _Search, victims: list[Holder],
                     del of_team[team]
             continue
         restores[h.id] = search.state.remove(h)
-    return victims
+    return [v for v in victims if v.id not in back]
 
 
 def _fits_without(search: _Search, reaches: list[Reach]) -> Bound:
