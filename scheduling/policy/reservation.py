@@ -18,6 +18,7 @@ their job is expected to end: conservative, and never in conflict with them.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -187,22 +188,21 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                 room.take(i, v)
         events.append((h.end, "", len(held)))
         held.append(h)
-    events.sort()
+    # A heap, not a sort: the walk stops at the first end that lets it fit.
+    heapq.heapify(events)
     need = demand.total
     total = room.total
-    k = 0
-    while k < len(events):
-        t = events[k][0]
+    while events:
+        t = events[0][0]
         ending = []
-        while k < len(events) and events[k][0] == t:
-            _, name, number = events[k]
+        while events and events[0][0] == t:
+            _, name, number = heapq.heappop(events)
             h = held[number]
             for i, v in h.on_nodes.items():
                 if i not in out:
                     room.give(i, v)
             if name:
                 ending.append(h)
-            k += 1
         if need[0] > total[0] or need[1] > total[1] or need[2] > total[2]:
             continue
         placement = place(room, demand)
