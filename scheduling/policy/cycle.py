@@ -29,6 +29,7 @@ from core.durations import duration
 
 from .demand import Demand
 from .eta import estimate_starts
+from .hopeless import Hopeless
 from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
 from .order import admission_order, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
@@ -136,11 +137,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
     no_room: set[Demand] = set()  # shapes that found no room; room only shrinks
-    # (team, tier value, preemptible, shape, spared until) that found no
-    # victims. Candidates and room only shrink, so it stays true until a
-    # preemption frees quota or a team starts borrowing and so becomes
-    # reclaimable.
-    cannot_preempt: set[tuple] = set()
+    hopeless = Hopeless()  # victim searches known to find nothing (hopeless.py)
     holds = Holds(state.room)
     reserve = settings.starvation_guard == "reserve"
     previous = {r.id: r for r in snapshot.reservations}
@@ -176,7 +173,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
             if placement is not None:
                 fit = Fit.FIT
                 holds.charge(usage_on_nodes(demand, placement), until)
-                _admit(state, job, tier, demand, placement, end, admitted, cannot_preempt)
+                _admit(state, job, tier, demand, placement, end, admitted, hopeless)
             restore()
         elif refusal is None and demand not in no_room:
             placement = place(state.room, demand)
@@ -186,22 +183,22 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                 fit = Fit.FIT
                 if holds:
                     holds.charge(usage_on_nodes(demand, placement), None)
-                _admit(state, job, tier, demand, placement, end, admitted, cannot_preempt)
+                _admit(state, job, tier, demand, placement, end, admitted, hopeless)
         if fit is Fit.FIT:
             continue
         # A job that may use reserved room searches on more room than others.
         shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None)
+        lasting = (tier.value, tier.preemptible, demand)
         preemption = None
-        if shape not in cannot_preempt:
-            preemption = preempt_around(state, holds, job.team, tier, demand, settings, now,
-                                        until)
+        if not hopeless.known(shape, lasting, job.team):
+            preemption, bound = preempt_around(state, holds, job.team, tier, demand, settings,
+                                               now, until)
             if preemption is None:
-                cannot_preempt.add(shape)
+                hopeless.note(shape, lasting, job.team, bound)
         if preemption is not None:
-            cannot_preempt.clear()
-            for victim in preemption.victims:
-                victim.taken = True
+            state.take(preemption.victims)
             state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
+            hopeless.preempted(job.team, {v.team for v in preemption.victims}, state.quota)
             if holds:
                 holds.charge(usage_on_nodes(demand, preemption.placement), until)
             state.reserve(preemption.before)
@@ -237,13 +234,12 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,
-           admitted: list[Admission], cannot_preempt: set) -> None:
+           admitted: list[Admission], hopeless: Hopeless) -> None:
     """Admits a job that fits without victims: its usage counts from now on."""
     above = state.quota.above_nominal(job.team, (0, 1, 2))
     state.admit(job.id, job.team, tier, demand, placement, state.now, end)
-    if not above and state.quota.above_nominal(job.team, (0, 1, 2)):
-        # A team now borrowing offers reclaim candidates it did not before.
-        cannot_preempt.clear()
+    # A team borrowing offers reclaim candidates, more as it grows.
+    hopeless.admitted(job.team, above, state.quota)
     admitted.append(Admission(job.id, _names(state, placement),
                               nodes=replica_nodes(placement, state.room.names)))
 

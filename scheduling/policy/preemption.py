@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 import heapq
 from dataclasses import dataclass
+from enum import IntEnum
 
 from .demand import Demand, Vector
 from .model import Settings, Tier
@@ -43,6 +44,74 @@ class Preemption:
     victims: tuple[Holder, ...]
     placement: Placement
     before: dict[int, Vector]
+
+
+class Bound(IntEnum):
+    """What the upper bound of a search (every job that could become a
+    victim, all gone at once) says before the walk starts.
+
+    NO_CANDIDATES and NO_ROOM are *lasting* proofs: they stay true while the
+    candidates and the room only shrink (see `hopeless.py`). NO_ROOM is
+    lasting only for a gang of one replica group, whose placement succeeds
+    exactly when the nodes hold enough replicas, so more room never hurts
+    and less never helps; and for any gang when the cluster's free total
+    (plus all the bound frees) is short of it.
+    """
+
+    MAY_FIT = 0
+    NO_QUOTA = 1  # quota refuses even with the bound gone: not lasting
+    NO_CANDIDATES = 2
+    NO_ROOM = 3
+    NO_ROOM_FOR_NOW = 4  # a gang of several groups: not lasting
+
+    @property
+    def lasting(self) -> bool:
+        return self is Bound.NO_CANDIDATES or self is Bound.NO_ROOM
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a search's upper bound said, and whether it counted other teams'
+    jobs: with `reclaims` False the preemptor's team could not reclaim even
+    with all its own candidates gone, so no other team's job was a
+    candidate (and none becomes one while the team's usage does not drop)."""
+
+    bound: Bound
+    reclaims: bool
+
+    @property
+    def lasting(self) -> bool:
+        return self.bound.lasting
+
+
+@dataclass(slots=True)
+class Reach:
+    """The jobs of one team a search's upper bound counts, with their usage
+    summed: in all, per tier kind (non-preemptible or not), per node."""
+
+    team: str | None
+    holders: list[Holder]
+    total: list[int]
+    by_steady: dict[bool, list[int]]
+    on_nodes: dict[int, list[int]]
+
+    @classmethod
+    def of(cls, team: str | None, holders: list[Holder]) -> Reach:
+        total = [0, 0, 0]
+        by_steady: dict[bool, list[int]] = {}
+        on_nodes: dict[int, list[int]] = {}
+        for h in holders:
+            u = h.usage
+            acc = by_steady.setdefault(h.steady, [0, 0, 0])
+            for r in range(3):
+                total[r] += u[r]
+                acc[r] += u[r]
+            for i, v in h.on_nodes.items():
+                acc = on_nodes.setdefault(i, [0, 0, 0])
+                acc[0] += v[0]
+                acc[1] += v[1]
+                acc[2] += v[2]
+        return cls(team, holders, total, by_steady, on_nodes)
 
 
 class _Search:
@@ -66,6 +135,7 @@ class _Search:
         self.own = state.held(team)
         self.own_at = 0
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
+        self.reclaims = True  # see upper_bound
 
     def fits(self) -> Placement | None:
         """Returns the preemptor's placement when it fits now (R2 and R1), else None."""
@@ -126,22 +196,40 @@ class _Search:
         _, team, k = heapq.heappop(self.heap)
         self._next_other(team, k + 1)
 
-    def upper_bound(self) -> list[Holder]:
-        """Returns every job that could become a victim in this search: if the
-        preemptor does not fit with all of them gone, it never will.
+    def upper_bound(self) -> list[Reach]:
+        """Returns, per team, every job that could become a victim in this
+        search: if the preemptor does not fit with all of them gone, it
+        never will.
 
         Of another team, only the jobs the walk could reach: in R8 order,
         while the team is still above nominal with the earlier ones gone.
+        A team's part depends only on its jobs and usage (and the
+        preemptor's tier, or the resources it needs), so it is kept until
+        the team changes (`State.reaches`).
         """
-        own = [h for h in self.own if self.own_eligible(h)]
-        gone = [sum(h.usage[r] for h in own) for r in range(3)]
-        others = []
-        if self.may_reclaim((gone[0], gone[1], gone[2])):
-            quota = self.state.quota
-            for team in self.state.teams:
+        state = self.state
+        kept = state.reaches(self.team)
+        key = (self.tier.value,)
+        own = kept.get(key)
+        if own is None:
+            own = kept[key] = Reach.of(self.team, [h for h in self.own if self.own_eligible(h)])
+        gone = own.total
+        reaches = []
+        self.reclaims = self.may_reclaim((gone[0], gone[1], gone[2]))
+        if self.reclaims:
+            quota = state.quota
+            key = (self.relevant, len(self.demand.groups) != 1)
+            for team in state.teams:
                 if team != self.team and quota.above_nominal(team, self.relevant):
-                    others.extend(self._reachable(team, self.state.held(team)))
-        return others + own
+                    kept = state.reaches(team)
+                    reach = kept.get(key)
+                    if reach is None:
+                        reach = kept[key] = Reach.of(team, self._reachable(team, state.held(team)))
+                    if reach.holders:
+                        reaches.append(reach)
+        if own.holders:
+            reaches.append(own)
+        return reaches
 
     def _reachable(self, team: str, held: list[Holder]) -> list[Holder]:
         """Returns the eligible jobs of `team` the walk may take: in R8 order,
@@ -183,6 +271,14 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     The state is left as found when it returns None; otherwise the victims
     stay counted as gone and the caller admits the preemptor.
     """
+    return search_victims(state, team, tier, demand, settings, now)[0]
+
+
+def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings: Settings,
+                   now: int) -> tuple[Preemption | None, Verdict]:
+    """Returns `find_victims`' answer and what the upper bound said: a
+    preemption comes with MAY_FIT; None comes with why the bound failed, or
+    MAY_FIT when the walk ran out of candidates."""
     search = _Search(state, team, tier, demand, settings, now)
     victims: list[Holder] = []
     restores: dict[str, Callable[[], None]] = {}
@@ -194,15 +290,16 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
                 before[i] = state.room.free(i)
         restores[h.id] = state.remove(h)
 
-    if not _fits_without(search, search.upper_bound()):
-        return None
+    bound = Verdict(_fits_without(search, search.upper_bound()), search.reclaims)
+    if bound.bound is not Bound.MAY_FIT:
+        return None, bound
     placement = None
     while True:
         candidate = search.first_candidate()
         if candidate is None:
             for h in reversed(victims):
                 restores[h.id]()
-            return None
+            return None, bound
         take(candidate)
         search.taken(candidate)
         victims.append(candidate)
@@ -213,7 +310,7 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     victims = _put_back(search, victims, restores)
     placement = search.fits()
     assert placement is not None
-    return Preemption(tuple(victims), placement, before)
+    return Preemption(tuple(victims), placement, before), bound
 
 
 def _put_back(search: _Search, victims: list[Holder],
@@ -231,7 +328,8 @@ def _put_back(search: _Search, victims: list[Holder],
             of_team.setdefault(v.team, []).append(v)
     lost = {team for team, held in of_team.items() if not search.still_eligible(held[-1])}
     others = sum(len(held) for held in of_team.values())
-    for h in reversed(list(victims)):
+    back: set[str] = set()  # the victims put back
+    for h in reversed(victims):
         restores[h.id]()
         team = h.team
         rest = None
@@ -244,7 +342,7 @@ def _put_back(search: _Search, victims: list[Holder],
         eligible = not left or (
             team_ok and search.may_reclaim() and not (lost and lost != {team}))
         if eligible and search.fits() is not None:
-            victims = [v for v in victims if v is not h]
+            back.add(h.id)
             if rest is not None:
                 others -= 1
                 lost.discard(team)
@@ -256,41 +354,43 @@ def _put_back(search: _Search, victims: list[Holder],
                     del of_team[team]
             continue
         restores[h.id] = search.state.remove(h)
-    return victims
+    return [v for v in victims if v.id not in back]
 
 
-def _fits_without(search: _Search, holders: list[Holder]) -> bool:
-    """Returns whether the preemptor fits with all of `holders` gone; the
-    state is left as found."""
-    if not holders:
-        return False
+def _fits_without(search: _Search, reaches: list[Reach]) -> Bound:
+    """Returns MAY_FIT when the preemptor fits with all the jobs of
+    `reaches` gone, else why not; the state is left as found."""
+    if not reaches:
+        return Bound.NO_CANDIDATES
     state = search.state
     need, total = search.demand.total, state.room.total
-    freed = [sum(h.usage[r] for h in holders) for r in range(3)]
+    freed = [sum(reach.total[r] for reach in reaches) for r in range(3)]
     if any(need[r] > total[r] + freed[r] for r in range(3)):
-        return False
+        return Bound.NO_ROOM
     # One what-if removal per team and per node, not per job: cheaper, same
     # sums; quota first, as it is cheaper and refuses most often.
-    by_team: dict[tuple[str, bool], list[int]] = {}
-    for h in holders:
-        acc = by_team.setdefault((h.team, h.steady), [0, 0, 0])
-        for r in range(3):
-            acc[r] += h.usage[r]
-    charges = [state.quota.what_if_gone(team, tuple(v), steady)
-               for (team, steady), v in by_team.items()]
-    fits = state.quota.refuse(search.team, need, search.steady) is None
+    charges = [state.quota.what_if_gone(reach.team, (v[0], v[1], v[2]), steady)
+               for reach in reaches for steady, v in reach.by_steady.items()]
+    fits = quota_ok = state.quota.refuse(search.team, need, search.steady) is None
     if fits:
         on_nodes: dict[int, list[int]] = {}
-        for h in holders:
-            for i, v in h.on_nodes.items():
-                acc = on_nodes.setdefault(i, [0, 0, 0])
-                acc[0] += v[0]
-                acc[1] += v[1]
-                acc[2] += v[2]
+        for reach in reaches:
+            for i, v in reach.on_nodes.items():
+                acc = on_nodes.get(i)
+                if acc is None:
+                    on_nodes[i] = [v[0], v[1], v[2]]
+                else:
+                    acc[0] += v[0]
+                    acc[1] += v[1]
+                    acc[2] += v[2]
         fits = placeable_with(state.room, search.demand, on_nodes)
     for charge in reversed(charges):
         charge()
-    return fits
+    if fits:
+        return Bound.MAY_FIT
+    if not quota_ok:
+        return Bound.NO_QUOTA
+    return Bound.NO_ROOM if len(search.demand.groups) == 1 else Bound.NO_ROOM_FOR_NOW
 
 
 def _may_fit(state: State, demand: Demand) -> bool:

@@ -54,6 +54,8 @@ class Quota:
         self.guaranteed: dict[str, list[int]] = {}
         self.pool = [0, 0, 0]
         self.above = [0, 0, 0]
+        # Per resource, the teams whose nominal names it using more than it.
+        self.over: list[set[str]] = [set(), set(), set()]
         assigned = [0, 0, 0]
         for t in teams:
             named = tuple(r for r, name in enumerate(RESOURCES) if name in t.nominal)
@@ -83,11 +85,15 @@ class Quota:
         """Adds `v` to a team's usage; `steady` marks a non-preemptible tier."""
         if team is None or team not in self.usage:
             return
-        used = self.usage[team]
+        used, nominal = self.usage[team], self.nominal[team]
         for r in self.named[team]:
             before = self._above(team, r, used[r])
             used[r] += v[r]
             self.above[r] += self._above(team, r, used[r]) - before
+            if used[r] > nominal[r]:
+                self.over[r].add(team)
+            else:
+                self.over[r].discard(team)
         if steady:
             s = self.steady[team]
             for r in range(3):
@@ -150,10 +156,11 @@ class Quota:
 
     def above_nominal(self, team: str, resources: tuple[int, ...]) -> bool:
         """Returns whether `team` uses more than its nominal in one of `resources`."""
-        if team not in self.usage:
-            return False
-        used, nominal, named = self.usage[team], self.nominal[team], self.named[team]
-        return any(r in named and used[r] > nominal[r] for r in resources)
+        over = self.over
+        for r in resources:
+            if team in over[r]:
+                return True
+        return False
 
     def dominant_share(self, team: str) -> float:
         """Returns usage / nominal over the named resources, divided by weight (R9)."""

@@ -18,12 +18,13 @@ their job is expected to end: conservative, and never in conflict with them.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .demand import Demand, Vector
 from .placement import Placement, place, usage_on_nodes
-from .preemption import Preemption, find_victims
+from .preemption import Preemption, Verdict, find_victims, search_victims
 from .room import Room
 from .state import Holder, State
 
@@ -187,22 +188,21 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                 room.take(i, v)
         events.append((h.end, "", len(held)))
         held.append(h)
-    events.sort()
+    # A heap, not a sort: the walk stops at the first end that lets it fit.
+    heapq.heapify(events)
     need = demand.total
     total = room.total
-    k = 0
-    while k < len(events):
-        t = events[k][0]
+    while events:
+        t = events[0][0]
         ending = []
-        while k < len(events) and events[k][0] == t:
-            _, name, number = events[k]
+        while events and events[0][0] == t:
+            _, name, number = heapq.heappop(events)
             h = held[number]
             for i, v in h.on_nodes.items():
                 if i not in out:
                     room.give(i, v)
             if name:
                 ending.append(h)
-            k += 1
         if need[0] > total[0] or need[1] > total[1] or need[2] > total[2]:
             continue
         placement = place(room, demand)
@@ -246,10 +246,11 @@ def charge_holder(holds: Holds, holder: Holder, sign: int) -> None:
 
 
 def preempt_around(state: State, holds: Holds, team: str, tier, demand: Demand,
-                   settings, now: int, until: int | None) -> Preemption | None:
-    """Returns `find_victims`' answer with holds in force: reclaim (R6, a
-    victim of another team) may take reserved room; a preemption within the
-    team (R5) may not, and is refused when it would.
+                   settings, now: int, until: int | None) -> tuple[Preemption | None, Verdict]:
+    """Returns `find_victims`' answer with holds in force, and what the upper
+    bound of the search on all room said (a lasting verdict proves the
+    None): reclaim (R6, a victim of another team) may take reserved room; a
+    preemption within the team (R5) may not, and is refused when it would.
 
     The search runs first on all room, reserved room included: when even
     that finds nothing, nothing would with less room. A preemption within
@@ -260,23 +261,23 @@ def preempt_around(state: State, holds: Holds, team: str, tier, demand: Demand,
     the caller admits the job, charges its room, then calls `holds.refresh`.
     """
     if not holds:
-        return find_victims(state, team, tier, demand, settings, now)
+        return search_victims(state, team, tier, demand, settings, now)
     restore = holds.lifted()
-    found = find_victims(state, team, tier, demand, settings, now)
+    found, bound = search_victims(state, team, tier, demand, settings, now)
     if found is None:
         restore()
-        return None
+        return None, bound
     if _may_stand(holds, found, team, demand, until):
-        return found
+        return found, bound
     _undo(state, found)
     restore()
     restore = holds.spared(until)
     found = find_victims(state, team, tier, demand, settings, now)
     if found is not None and _may_stand(holds, found, team, demand, until):
-        return found
+        return found, bound
     _undo(state, found)
     restore()
-    return None
+    return None, bound
 
 
 def _may_stand(holds: Holds, found: Preemption, team: str, demand: Demand,

@@ -81,6 +81,9 @@ class State:
         self._held: dict[str | None, list[Holder]] = {}
         self._holders: dict[str, Holder] | None = None
         self._fresh: dict[str, Holder] = {}
+        # team -> what victim searches' upper bounds counted of it, kept
+        # while its jobs and usage stay as they are (preemption.Reach).
+        self._reaches: dict[str | None, dict[tuple, object]] = {}
         self._charge_running(snapshot.running)
 
     def _charge_running(self, running: tuple[RunningJob, ...]) -> None:
@@ -167,6 +170,21 @@ class State:
         holders.sort(key=lambda h: h.key)
         return holders
 
+    def reaches(self, team: str | None) -> dict[tuple, object]:
+        """Returns what victim searches keep about a team's jobs, emptied
+        whenever the team admits a job or loses one to a preemptor."""
+        kept = self._reaches.get(team)
+        if kept is None:
+            kept = self._reaches[team] = {}
+        return kept
+
+    def take(self, victims) -> None:
+        """Marks a preemptor's victims, already counted as gone, as taken:
+        no later preemptor may take them again (R8)."""
+        for victim in victims:
+            victim.taken = True
+            self._reaches.pop(victim.team, None)
+
     @property
     def holders(self) -> dict[str, Holder]:
         """Returns every holder by job id: running, admitted or held."""
@@ -209,6 +227,7 @@ class State:
         holder = Holder.of(job_id, team, tier, started, demand.total, on_nodes, fresh=True,
                            end=end)
         self.quota.charge(team, demand.total, holder.steady)
+        self._reaches.pop(team, None)
         self._keep(holder)
         return holder
 

@@ -1,0 +1,94 @@
+"""Victim searches proven hopeless, remembered while the proof holds (R8).
+
+A search for a job that fits neither as things are nor around reservations
+is keyed by what it depends on besides the state: (team, tier value,
+preemptible, shape, and, for a job that may use reserved room, the end its
+`max_runtime` is sure of). Within one cycle two kinds of answer are kept:
+
+- *for now*: any search that found nothing. It stays true until a
+  preemption frees room and quota, or a team starts borrowing and so offers
+  reclaim candidates it did not before: then everything is forgotten.
+- *lasting*: the search's upper bound (every job that could become a victim,
+  all gone at once) has no candidates, or leaves the job without room on
+  the cluster's free room (`Bound.lasting`). Such a proof survives a
+  preemption by team X with victims of teams Y when the job's team is
+  neither X nor one of Y and X ends within its nominal in every resource:
+  - room only shrinks: X takes room, and the room its victims freed beyond
+    what their nodes had free before serves only X (`State.reserve`);
+  - the bound only shrinks: the job's team keeps its usage and its own
+    candidates; the teams Y lose usage and jobs, so fewer of theirs are
+    above nominal or reachable in R8 order; X, within nominal, offers no
+    reclaim candidates; every other team is as it was;
+  - with less room and fewer candidates the bound still finds no
+    candidates, or still leaves no room (a free total short of the job, or
+    a gang of one group, placed exactly when the nodes hold enough
+    replicas); quota does not enter either proof.
+  An admission without victims also keeps room and candidates shrinking,
+  except that a team above its nominal after it may offer more reclaim
+  candidates (more of its jobs reachable in R8 order): then the answers
+  for now are forgotten if the team only started borrowing, and the
+  lasting proofs of other teams that counted reclaim candidates. A proof
+  whose team could not reclaim even with all its own candidates gone
+  (`Verdict.reclaims` False) counted none, and none appears while that
+  team's usage does not drop, which takes a preemption involving it; so
+  such a proof outlives every other team's borrowing.
+
+A job whose key is remembered would find nothing: the cycle skips its
+search, and its decisions are those of a cycle that ran every search.
+"""
+
+from __future__ import annotations
+
+from .preemption import Verdict
+from .quota import Quota
+
+
+class Hopeless:
+    """The searches of one cycle known to find nothing."""
+
+    def __init__(self) -> None:
+        self.for_now: set[tuple] = set()
+        # team -> lasting key of each of its proofs (the key without the sure
+        # end: a lasting proof is made on all room, which does not depend on
+        # it) -> whether the proof counted reclaim candidates.
+        self.lasting: dict[str, dict[tuple, bool]] = {}
+
+    def known(self, key: tuple, lasting_key: tuple, team: str) -> bool:
+        """Returns whether a search with these keys is known to find nothing."""
+        if key in self.for_now:
+            return True
+        proofs = self.lasting.get(team)
+        return proofs is not None and lasting_key in proofs
+
+    def note(self, key: tuple, lasting_key: tuple, team: str, verdict: Verdict) -> None:
+        """Remembers a search that found nothing, with its bound's verdict."""
+        self.for_now.add(key)
+        if verdict.lasting:
+            self.lasting.setdefault(team, {})[lasting_key] = verdict.reclaims
+
+    def admitted(self, team: str, borrowing_before: bool, quota: Quota) -> None:
+        """Forgets what an admission without victims by `team` may have made
+        possible; `borrowing_before` tells whether the team was above its
+        nominal before it."""
+        if not quota.above_nominal(team, (0, 1, 2)):
+            return
+        if not borrowing_before:
+            self.for_now.clear()
+        self._forget_reclaims(but=team)
+
+    def preempted(self, team: str, victim_teams: set[str | None], quota: Quota) -> None:
+        """Forgets what a preemption by `team` (its job admitted, its victims
+        gone) may have made possible."""
+        self.for_now.clear()
+        self.lasting.pop(team, None)
+        for other in victim_teams:
+            self.lasting.pop(other, None)
+        if quota.above_nominal(team, (0, 1, 2)):
+            self._forget_reclaims(but=team)
+
+    def _forget_reclaims(self, but: str) -> None:
+        """Forgets the lasting proofs that counted reclaim candidates, but
+        those of team `but`, whose own jobs are never its reclaim candidates."""
+        for team, proofs in self.lasting.items():
+            if team != but and any(proofs.values()):
+                self.lasting[team] = {k: r for k, r in proofs.items() if not r}

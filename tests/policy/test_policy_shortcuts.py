@@ -1,0 +1,96 @@
+"""The cycle's shortcuts against the plain path, on random busy snapshots
+with reservations (hypothesis).
+
+- Victim searches remembered as hopeless (hopeless.py): the plan equals the
+  plan of a cycle that forgets every answer and runs every search.
+- The replay (eta.py): the estimates equal the straightforward replay's on
+  queues long enough for teams to hold many lines.
+"""
+
+from __future__ import annotations
+
+import random
+from unittest.mock import patch
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.policy.random_snapshots import place_randomly
+from tests.policy.test_policy_eta import PROFILE, TIERS, reference_starts
+from scheduling.policy import (
+    Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, plan,
+)
+from scheduling.policy import cycle
+from scheduling.policy.hopeless import Hopeless
+
+SHAPES = ((1, 1, 1000), (1, 2, 2000), (1, 4, 0), (2, 4, 1000), (1, 8, 0), (2, 8, 0), (3, 2, 0))
+
+
+@st.composite
+def snapshots(draw):
+    """A full cluster shared by several teams, some borrowing, and a long
+    queue of a few gang shapes, most of it starving: searches that find no
+    victims repeat, preemptions and reservations happen."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    nodes = tuple(Node(f"n{i}", 8, rng.choice((16000, 32000))) for i in range(rng.randint(2, 6)))
+    capacity = sum(n.gpu for n in nodes)
+    teams = tuple(
+        Team(f"t{k}", {"gpu": rng.randint(0, capacity // 2)},
+             {"gpu": rng.randint(0, 8)} if rng.random() < 0.3 else {},
+             {"gpu": rng.randint(0, 4)} if rng.random() < 0.2 else {})
+        for k in range(rng.randint(2, 6)))
+    free = {n.name: [n.gpu, n.cpu] for n in nodes}
+    now = 10_000
+    running = []
+    for k in range(rng.randint(4, 30)):
+        count, gpu, cpu = rng.choice(SHAPES[:4])
+        placed = place_randomly(rng, free, count, gpu, cpu)
+        if placed is None:
+            continue
+        team, tier = rng.choice(teams).name, rng.choice([t.name for t in TIERS])
+        if rng.random() < 0.05:
+            team, tier = None, None
+        started = rng.randint(0, now)
+        running.append(RunningJob(
+            f"r{k:02d}", team, tier, started, (ReplicaGroup(count, gpu, cpu),), tuple(placed),
+            rng.choice((None, now - started + rng.randint(1, 9000))),
+            estimate=rng.choice((None, rng.randint(1, 20_000))),
+            checkpointed=rng.choice((None, None, started + rng.randint(0, now - started)))))
+    shapes = rng.sample(SHAPES, rng.randint(2, 4))
+    pending = []
+    for k in range(rng.randint(5, 40)):
+        count, gpu, cpu = rng.choice(shapes)
+        groups = (ReplicaGroup(count, gpu, cpu),)
+        if rng.random() < 0.1:
+            groups += (ReplicaGroup(1, 0, 1000),)
+        pending.append(PendingJob(
+            f"p{k:02d}", rng.choice(teams).name, rng.choice([t.name for t in TIERS]),
+            rng.randint(0, now), groups, rng.choice((None, 300, 2000, 6000)),
+            rng.choice((None, 1000))))
+    return Snapshot(now, nodes, TIERS, teams, tuple(running), tuple(pending),
+                    Settings(starvation_after=rng.choice((600, 1800, 5000)),
+                             min_runtime_before_preemption=rng.choice((0, 600)),
+                             max_reservations=rng.choice((0, 1, 1, 2))))
+
+
+class Forgetful(Hopeless):
+    """A memo that never answers: every search runs."""
+
+    def known(self, key, lasting_key, team) -> bool:
+        return False
+
+
+@PROFILE
+@given(snapshots())
+def test_remembering_hopeless_searches_changes_no_decision(snapshot):
+    remembered = plan(snapshot)
+    with patch.object(cycle, "Hopeless", Forgetful):
+        searched = plan(snapshot)
+    assert remembered == searched
+
+
+@PROFILE
+@given(snapshots())
+def test_estimates_match_the_straightforward_replay_on_long_queues(snapshot):
+    result = plan(snapshot)
+    assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)
