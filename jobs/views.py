@@ -23,6 +23,7 @@ from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from tenants.auth import rate_limited
+from tenants.inputs import lone_surrogate_problem
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
@@ -154,6 +155,8 @@ def import_yaml(request):
         data, unsupported = spec_from_yaml(text)
         if not isinstance(data, dict):
             raise SpecError({"yaml": ["Expected a mapping: a TFJob, a PyTorchJob or a Gangway job spec."]})
+        if problem := lone_surrogate_problem(data):  # the filled form could not be written out
+            raise SpecError({"yaml": [problem]})
     except SpecError as error:
         form, formset = job_forms.bind(request.POST, teams=teams)
         form.is_valid(), formset.is_valid()

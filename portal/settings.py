@@ -195,6 +195,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_RENDERER_CLASSES": ["portal.renderers.JsonRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
 }
 
 # --- REST API (/api/v1/): tokens, throttling, the OpenAPI schema ---------------

@@ -31,6 +31,11 @@ reproducer exactly, it is named here rather than written twice:
 - Unknown top-level manifest keys dropped with `unsupported: []`: tests/jobs/test_yaml_import.py
   (test_unknown_top_level_keys_are_listed_too and test_the_api_answers_them_in_unsupported).
 - `replicas-TOTAL_FORMS=100000` (3.6 s a post) and pages without a rate limit: tests/hardening/test_page_limits.py.
+
+Found since, replaying these with other fields (here): a lone surrogate in a key or an unknown resource,
+quoted back in the API's answer; one in any value of a YAML pasted on the page import, written back into
+the filled form; a quota PATCH naming a resource without its nominal (a null stored in a NOT NULL column);
+an API path with a line break, answered by the HTML 404 page.
 """
 
 from __future__ import annotations
@@ -62,6 +67,12 @@ NEW_JOB_REASON = "Waiting for the next admission cycle."
 @pytest.fixture
 def admin(client, staff, maps):
     client.force_login(staff)
+    return client
+
+
+@pytest.fixture
+def api_person(client, owner, nodes):
+    client.force_login(owner)
     return client
 
 
@@ -195,3 +206,50 @@ def test_jobs_whose_creates_answer_503_say_so_instead_of_waiting_for_the_next_cy
     assert reconcile(cluster=cluster).created == 2
     assert {j.reason_code for j in Job.objects.all()} == {""}
     assert len(apiserver.list("TFJob")) == 2
+
+
+# -- Found since, replaying the ones above with other fields -------------------------------------
+
+SURROGATE = "\ud800"
+
+
+def test_an_answer_quoting_a_lone_surrogate_writes_it_as_its_escape(admin, nodes):
+    """An unknown key or resource is named in the answer; UTF-8 has no bytes for a lone surrogate (once a 500)."""
+    body = json.dumps({"team": "maps", "name": "x", "image": "busybox", "replicas": [{"role": "Worker"}],
+                       SURROGATE: 1})  # fmt: skip
+    response = admin.post("/api/v1/jobs/", data=body, content_type="application/json")
+    assert response.status_code == 400 and b"\\ud800" in response.content
+    quota = json.dumps({"quotas": {SURROGATE: {"nominal": 1}}})
+    response = admin.patch("/api/v1/teams/maps/quota/", data=quota, content_type="application/json")
+    assert response.status_code == 400 and "Unknown resource \ud800" in response.json()["quotas"][0]
+    assert admin.get("/api/v1/jobs/").content.decode("utf-8"), "other answers stay UTF-8"
+
+
+@pytest.mark.parametrize("text, where", [
+    pytest.param('team: maps\nname: "x\\uD800"\nimage: busybox\nreplicas: [{role: Worker}]\n', "name holds",
+                 id="in the name"),
+    pytest.param('team: maps\nname: x\nimage: busybox\nreplicas: [{role: Worker, "\\uD800": 1}]\n',
+                 "A key in replicas[0] holds", id="in a key"),
+    pytest.param('team: maps\nname: x\nimage: busybox\nreplicas: [{role: Worker, cpu: "\\uDC00"}]\n',
+                 "replicas[0].cpu holds", id="in a replica's cpu"),
+])  # fmt: skip
+def test_the_page_import_refuses_a_lone_surrogate_naming_where_it_is(api_person, text, where):
+    response = api_person.post("/jobs/new/import/", {"yaml": text, "team": "maps"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 422
+    assert f"{where} a lone surrogate (not a character)" in response.content.decode()
+
+
+
+@pytest.mark.parametrize("limits", [{}, {"borrowing_limit": 2}, {"lending_limit": 0}])
+def test_a_patch_of_a_resource_without_its_nominal_is_a_400_not_a_null_nominal(admin, limits):
+    response = admin.patch("/api/v1/teams/maps/quota/", {"quotas": {"gpu": limits}}, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert "nominal included" in response.json()["quotas"]["gpu"]["nominal"][0]
+    assert gpu_nominal() == 8 and not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/api/v1/jobs/1%0A/checkpoint/", "/api/v1/%0A", "/api/v1/queue/%0D%0A"])
+def test_an_api_path_with_a_line_break_is_a_json_404(admin, path):
+    response = admin.post(path, {}, content_type="application/json")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert "No API endpoint" in response.json()["detail"]
