@@ -58,22 +58,11 @@ from tenants.inputs import INT32_MAX, QUOTA_MAX
 from tenants.models import AuditEntry, Quota
 from tenants.tokens import token_create
 from tests.cluster.fake_apiserver import FakeApiServer
-from tests.hardening.test_event_leaks import reclaim  # noqa: F401  (a fixture)
+from tests.hardening.test_event_leaks import reclaim  # noqa: F401  (fixtures)
+from tests.hardening.test_numbers_and_text import admin, api  # noqa: F401
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
 NEW_JOB_REASON = "Waiting for the next admission cycle."
-
-
-@pytest.fixture
-def admin(client, staff, maps):
-    client.force_login(staff)
-    return client
-
-
-@pytest.fixture
-def api_person(client, owner, nodes):
-    client.force_login(owner)
-    return client
 
 
 def gpu_nominal() -> int:
@@ -127,7 +116,7 @@ def test_dry_run_null_is_a_400_and_saves_nothing(admin):
 # -- Reclaim events read with a team token ---------------------------------------------------
 
 
-def test_a_team_token_gets_404_for_the_reclaiming_job_and_no_name_or_id_of_it_in_events(reclaim, vision):  # noqa: F811
+def test_a_team_token_gets_404_for_the_reclaiming_job_and_no_name_or_id_of_it_in_events(reclaim, vision):
     token = APIClient()
     token.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(name='ci', team=vision)[1]}")
     claimer = reclaim["maps"][0]
@@ -233,8 +222,8 @@ def test_an_answer_quoting_a_lone_surrogate_writes_it_as_its_escape(admin, nodes
     pytest.param('team: maps\nname: x\nimage: busybox\nreplicas: [{role: Worker, cpu: "\\uDC00"}]\n',
                  "replicas[0].cpu holds", id="in a replica's cpu"),
 ])  # fmt: skip
-def test_the_page_import_refuses_a_lone_surrogate_naming_where_it_is(api_person, text, where):
-    response = api_person.post("/jobs/new/import/", {"yaml": text, "team": "maps"}, HTTP_HX_REQUEST="true")
+def test_the_page_import_refuses_a_lone_surrogate_naming_where_it_is(api, nodes, text, where):
+    response = api.post("/jobs/new/import/", {"yaml": text, "team": "maps"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 422
     assert f"{where} a lone surrogate (not a character)" in response.content.decode()
 
