@@ -1,4 +1,4 @@
-"""Trace replay benchmark: the Philly conventions of issue 8 at loads 1, 4, 8.
+"""Trace replay benchmark: Philly's jobs of October and November 2017, at loads 1, 4, 8.
 
     .venv/bin/python -m bench.replay [--load 1 --load 4 ...] [--policy gangway ...] [--out docs/replay]
 

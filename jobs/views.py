@@ -25,6 +25,7 @@ from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from tenants.auth import rate_limited
+from tenants.inputs import lone_surrogate_problem
 from tenants.permissions import can_cancel, can_cancel_now
 from tenants.selectors import teams_for, tier_for
 
@@ -168,6 +169,8 @@ def import_yaml(request):
         data, unsupported = spec_from_yaml(text)
         if not isinstance(data, dict):
             raise SpecError({"yaml": [f"Expected a mapping: a {', '.join(kinds.names())} manifest or a Gangway job spec."]})
+        if problem := lone_surrogate_problem(data):  # the filled form could not be written out
+            raise SpecError({"yaml": [problem]})
     except SpecError as error:
         form, formset = job_forms.bind(request.POST, teams=teams)
         form.is_valid(), formset.is_valid()

@@ -49,5 +49,5 @@ urlpatterns = [
     # The Swagger UI's start-up script is served as a file (the split view), so no page needs an inline script.
     path("schema/swagger/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="swagger"),
     path("schema/redoc/", _docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
-    re_path(r"^(?P<rest>.*)$", no_such_endpoint),
+    re_path(r"^(?P<rest>[\s\S]*)$", no_such_endpoint),  # any path, a newline in it too
 ]

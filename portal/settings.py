@@ -7,6 +7,7 @@ CLUSTER_BACKEND=kubernetes, SECRET_KEY and ALLOWED_HOSTS.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -20,7 +21,15 @@ VAR_DIR = Path(env.text("GANGWAY_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env.flag("DJANGO_DEBUG", False)
 SECRET_KEY = env.text("SECRET_KEY", "insecure-demo-key" if DEBUG else "")
-if not SECRET_KEY or (not DEBUG and SECRET_KEY.startswith("insecure-")):
+# `manage.py` commands that sign nothing, keep no session and serve nothing start without a secret, so
+# `plan` and `replay` run on a fresh checkout; the key stays empty, and whatever would sign with it
+# raises. Every other process (web, worker, beat, the other commands) refuses to start without one.
+COMMANDS_WITHOUT_SECRETS = ("plan", "replay", "manifest", "settings_reference")
+_command = sys.argv[1] if len(sys.argv) > 1 and Path(sys.argv[0]).name == "manage.py" else ""
+_unfit_key = not SECRET_KEY or (not DEBUG and SECRET_KEY.startswith("insecure-"))
+if _unfit_key and _command in COMMANDS_WITHOUT_SECRETS:
+    SECRET_KEY = ""
+elif _unfit_key:
     raise ImproperlyConfigured(
         "SECRET_KEY must be set to a long random value (or DJANGO_DEBUG=1 for a local demo)."
     )
@@ -186,6 +195,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_RENDERER_CLASSES": ["portal.renderers.JsonRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
 }
 
 # --- REST API (/api/v1/): tokens, throttling, the OpenAPI schema ---------------

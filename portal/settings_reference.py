@@ -47,7 +47,8 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     # -- Django ------------------------------------------------------------------
     Setting("DJANGO_DEBUG", False, "Debug mode; the demo turns it on. Never on in production."),
-    Setting("SECRET_KEY", COMPUTED, "Django's signing key: long and random (or `SECRET_KEY_FILE`, a mounted file).",
+    Setting("SECRET_KEY", COMPUTED, "Django's signing key: long and random (or `SECRET_KEY_FILE`, a mounted file). "
+            "The commands `plan`, `replay`, `manifest` and `settings_reference` run without one.",
             shown="required unless debug", secret=True),
     Setting("ALLOWED_HOSTS", COMPUTED, "Comma-separated host names the portal answers to.",
             shown="`127.0.0.1,localhost` in debug, else none"),

@@ -41,6 +41,8 @@ TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off"})
 
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+PRINTABLE = "text must be printable Unicode."
 # A string runs to its closing quote or, unterminated, to the end; possessive, so each is read once (an
 # unterminated string full of escaped quotes made a plain pattern retry from every quote: seconds).
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.?)*+(?:"|\Z)', re.DOTALL)
@@ -74,7 +76,28 @@ def text_problem(value: str) -> str:
     if match is None:
         return ""
     what = "a NUL character" if match.group() == "\x00" else "a lone surrogate (not a character)"
-    return f"Contains {what} at position {match.start()}; text must be printable Unicode."
+    return f"Contains {what} at position {match.start()}; {PRINTABLE}"
+
+
+def lone_surrogate_problem(document: object, where: str = "") -> str:
+    """Why a parsed document cannot be shown back on a page ("" when it can): a key or a value holds a lone
+    surrogate (a JSON or YAML escape such as \\ud800), which no page can encode. Names where, never the text.
+    """
+    if isinstance(document, str):
+        found = _SURROGATE.search(document)
+        return f"{where or 'The document'} holds a lone surrogate (not a character); {PRINTABLE}" if found else ""
+    if isinstance(document, dict):
+        items = [(key, f"{where}.{key}" if where else str(key)) for key in document]
+    elif isinstance(document, list):
+        items = [(index, f"{where}[{index}]") for index in range(len(document))]
+    else:
+        return ""
+    for key, path in items:
+        if isinstance(key, str) and _SURROGATE.search(key):
+            return f"A key in {where or 'the document'} holds a lone surrogate (not a character); {PRINTABLE}"
+        if problem := lone_surrogate_problem(document[key], path):
+            return problem
+    return ""
 
 
 def finite(value: Decimal) -> bool:

@@ -70,6 +70,15 @@ class QuotaLimitsSerializer(serializers.Serializer):
         min_value=0, max_value=BIG, allow_null=True, default=None, help_text="null = all unused nominal may be lent."
     )
 
+    def validate(self, attrs):
+        # A PATCH skips required fields at every level, but a resource's quota is given whole: without
+        # its nominal there is nothing to store.
+        if "nominal" not in attrs:
+            raise serializers.ValidationError(
+                {"nominal": ["Required: a resource's quota is set whole, nominal included (a limit left out is null)."]}
+            )
+        return attrs
+
 
 @extend_schema_field({
     "type": "object", "additionalProperties": False,

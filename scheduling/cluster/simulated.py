@@ -85,14 +85,13 @@ class SimulatedCluster:
                 return  # deleted by its owner: reconcile cancels it in Gangway
             simulated_outside.admitted(job)
         with transaction.atomic():
-            existing = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
-            if existing is None:
-                SimJob.objects.create(
-                    job_id=job.job_id, namespace=job.namespace, name=job.name, kind=job.kind,
-                    manifest=job_manifests.job_manifest(job), created_at=self.clock(), hint=list(job.placement),
-                    duration=self._duration(job), fail=self._fails(job),
-                )  # fmt: skip
-            elif existing.suspended:
+            # get_or_create: a reconcile and a cycle in two workers may create the same job at once; the
+            # second finds the first's row (a 409 from the real API server), never a duplicate-key error.
+            existing, created = SimJob.objects.select_for_update().get_or_create(job_id=job.job_id, defaults=dict(
+                namespace=job.namespace, name=job.name, kind=job.kind, manifest=job_manifests.job_manifest(job),
+                created_at=self.clock(), hint=list(job.placement), duration=self._duration(job), fail=self._fails(job),
+            ))  # fmt: skip
+            if not created and existing.suspended:
                 existing.suspended, existing.hint = False, list(job.placement)
                 existing.manifest = job_manifests.job_manifest(job)
                 existing.save(update_fields=["suspended", "manifest", "hint"])

@@ -1,4 +1,4 @@
-"""The JSON snapshot in, the JSON plan out (DESIGN "The plan command").
+"""The JSON snapshot in, the JSON plan out: what `manage.py plan` reads and prints.
 
 `snapshot_from_dict` checks every field and raises `SnapshotError` naming the
 field path and what was wrong; `plan_to_dict` gives the output JSON, sorted so
@@ -241,8 +241,9 @@ def _optional_runtime(item: dict, where: str, name: str = "max_runtime") -> int 
 
 
 def plan_to_dict(plan: Plan) -> dict:
-    """Returns the plan as DESIGN's output JSON: admitted jobs by id, waiting
-    jobs by position, rejections by id, each team's GPU figures in snapshot order."""
+    """Returns the plan as `manage.py plan` prints it: admitted jobs by id, waiting jobs by
+    position, rejections by id, the reservations the next snapshot takes back, and each team's
+    GPU figures in snapshot order."""
     return {
         "admit": [
             {"id": a.id, "placement": dict(a.placement), "victims": list(a.victims)}

@@ -101,8 +101,8 @@ class PendingJob:
         object.__setattr__(self, "demand", demand_of(self.replicas))
 
 
-# R4's two guards against starvation: reservations with backfill (DESIGN's
-# rule), or the older whole-cluster hold kept for comparison in the replay.
+# R4's two guards against starvation: reservations with backfill (the rule the
+# loop runs), or the older whole-cluster hold kept for comparison in the replay.
 GUARDS: tuple[str, ...] = ("reserve", "hold")
 
 
@@ -110,7 +110,7 @@ GUARDS: tuple[str, ...] = ("reserve", "hold")
 class Settings:
     """Policy settings, times in seconds.
 
-    `starvation_guard` "reserve" is R4 as DESIGN writes it; "hold" is the
+    `starvation_guard` "reserve" is R4 as the loop runs it; "hold" is the
     older guard, where a job starved for room holds the whole cluster and
     nothing reserves room (the replay's `gangway-hold`).
     """

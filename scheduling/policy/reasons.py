@@ -1,4 +1,4 @@
-"""Reason codes and the sentences a person reads (STYLE.md "Messages").
+"""Reason codes and the sentences a person reads: one sentence each, numbers included, naming the limit.
 
 Every code is stable (pages, events and the API key on it) and has exactly one
 sentence template; `Code.say(**numbers)` fills it in. Amounts carry units:

@@ -19,7 +19,7 @@ from .trace import Trace, TraceError, read_teams, read_trace, synthetic
 from .world import build_world
 
 TEAM_COLUMNS = COLUMNS[:2] + ("team",) + COLUMNS[2:]
-# The conventions of the published comparisons (issue 8): the Philly window.
+# The published comparisons replay Philly jobs submitted in these two months.
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:59")
 
 

@@ -226,6 +226,11 @@ class FakeApiServer:
             self._faults.append(Fault(code, method, re.compile(path), times, retry_after,
                                       message or f"injected {code}"))
 
+    def heal(self) -> None:
+        """Drops the faults not yet answered: the server is healthy again."""
+        with self._lock:
+            self._faults.clear()
+
     def compact(self) -> None:
         """Forgets history: watches from any earlier resourceVersion answer 410 Gone."""
         with self._lock:

@@ -33,6 +33,27 @@ def test_a_second_create_changes_nothing(cluster):
     assert SimJob.objects.count() == 1
 
 
+def test_a_create_racing_another_workers_create_finds_its_job(cluster, monkeypatch):
+    """Two workers create the same job at once (a reconcile and a cycle): the one whose lookup came too
+    early collides with the other's row and takes it, as a 409 on the real API server is success."""
+    from django.db.models.query import QuerySet
+
+    cluster.create_job(a_job(1))  # the other worker's create
+    real_fetch, missed = QuerySet._fetch_all, []
+
+    def first_lookup_misses(self):
+        if self.model is SimJob and not missed:
+            missed.append(self)
+            self._result_cache = []  # it looked before the other worker's row was committed
+            return
+        real_fetch(self)
+
+    monkeypatch.setattr(QuerySet, "_fetch_all", first_lookup_misses)
+    cluster.create_job(a_job(1))
+    monkeypatch.undo()
+    assert missed and SimJob.objects.count() == 1
+
+
 def test_a_gang_that_does_not_fit_starts_no_replica(cluster):
     cluster.create_job(a_job(1, workers=3, gpu=8))  # 24 GPUs on 16
     status = cluster.job_statuses()[0]

@@ -13,7 +13,7 @@ from scheduling.policy import SnapshotError, plan, plan_to_dict, snapshot_from_d
 
 class Command(BaseCommand):
     help = (
-        "Print the admission plan for a snapshot (DESIGN 'The plan command and its JSON'). "
+        "Print the admission plan for a JSON snapshot (nodes, tiers, teams, running and pending jobs). "
         "The plan JSON goes to stdout; --explain prints a summary table to stderr. "
         "A malformed snapshot exits 2 with one line naming the field."
     )
