@@ -260,8 +260,16 @@ class _World:
 @given(snapshots())
 def test_the_first_victim_set_makes_room_and_is_minimal(snapshot):
     """A job with victims fits once they are gone; putting any one victim back
-    makes it not fit, or leaves another team's victim no longer reclaimable."""
+    makes it not fit, or leaves another team's victim no longer reclaimable.
+
+    The reference world here knows no reservations (R4): room a starving job
+    reserves is not free for a job that may still run at its start, so while
+    the plan holds reservations, a victim can be needed although the plain sums
+    show room elsewhere (test_policy_reservations has such a case). Then only
+    "fits once they are gone" is checked here.
+    """
     result = plan(snapshot, with_eta=False)
+    judge_minimal = not result.reservations
     pending = {p.id: p for p in snapshot.pending}
     running = {j.id: j for j in snapshot.running}
     holding = [(j, list(j.nodes)) for j in snapshot.running]
@@ -275,7 +283,7 @@ def test_the_first_victim_set_makes_room_and_is_minimal(snapshot):
         assert world.fits(job, victims), (a, snapshot)
         if any(v.team != job.team for v in victims):
             assert world.reclaim_allowed(job, victims)
-        for v in victims:
+        for v in victims if judge_minimal else ():
             rest = [x for x in victims if x is not v]
             still_reclaim = not any(x.team != job.team for x in rest) or world.reclaim_allowed(job, rest)
             assert not (world.fits(job, rest) and still_reclaim), (a, v.id)

@@ -154,3 +154,23 @@ def test_the_hold_guard_reserves_nothing(snapshot):
     assert result.reservations == ()
     assert all(w.code not in ("reserving", "reserved_room", "no_reservation")
                for w in result.wait)
+
+
+def test_a_job_kept_off_reserved_room_preempts_a_lower_tier_of_its_team():
+    """Found by the victim-minimality property: n0 has 5 free GPUs, but they are reserved (R4) for p0
+    from t=9703, and p1 (no max_runtime) may still run then, so it takes r1 (a lower tier of its own
+    team, R5) to start on n1 instead of waiting."""
+    snapshot = Snapshot(
+        now=5000,
+        nodes=(Node("n0", 8, 16000), Node("n1", 4, 16000), Node("n2", 8, 8000)),
+        tiers=TIERS,
+        teams=(Team("t0", {"gpu": 3, "cpu": 4000}, {}),),
+        running=(RunningJob("r0", None, None, 1406, (ReplicaGroup(2, 3, 2000),), ("n2", "n2"), max_runtime=1000),
+                 RunningJob("r1", "t0", "experiment", 1703, (ReplicaGroup(2, 3, 0),), ("n1", "n0"), max_runtime=8000)),
+        pending=(PendingJob("p0", "t0", "standard", 2502, (ReplicaGroup(2, 6, 0),)),
+                 PendingJob("p1", "t0", "standard", 4060, (ReplicaGroup(1, 4, 4000),), estimate=2000)),
+        settings=Settings(starvation_after=600),
+    )
+    result = plan(snapshot, with_eta=False)
+    assert [(r.id, r.start, dict(r.placement)) for r in result.reservations] == [("p0", 9703, {"n0": 1, "n2": 1})]
+    assert [(a.id, dict(a.placement), a.victims) for a in result.admit] == [("p1", {"n1": 1}, ("r1",))]
