@@ -23,7 +23,8 @@ class Queue:
     tiers: dict[str, Tier]
     runtimes: Runtimes | None = None
     jobs: dict[str, PendingJob] = field(default_factory=dict)
-    entries: dict[str, Entry] = field(default_factory=dict)
+    # (team, GPUs) -> the queued entries R14 learns one estimate for, by id
+    by_kind: dict[tuple[str, int], dict[str, Entry]] = field(default_factory=dict)
     queued: dict[str, int] = field(default_factory=dict)  # team -> GPUs
     values: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> tier value -> jobs
     sizes: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> GPUs -> jobs
@@ -35,12 +36,12 @@ class Queue:
     def add(self, entry: Entry) -> None:
         job = self._pending(entry)
         self.jobs[job.id] = job
-        self.entries[job.id] = entry
+        self.by_kind.setdefault((entry.team, entry.gpus), {})[job.id] = entry
         insort(self.times, entry.queued)
         self._count(job, entry, 1)
 
     def remove(self, entry: Entry) -> None:
-        del self.entries[entry.id]
+        del self.by_kind[(entry.team, entry.gpus)][entry.id]
         del self.times[bisect_left(self.times, entry.queued)]
         self._count(self.jobs.pop(entry.id), entry, -1)
 
@@ -50,9 +51,8 @@ class Queue:
 
     def relearn(self, key: tuple[str, int]) -> None:
         """Lists the queued jobs of `key` (team, GPUs) with their new estimate."""
-        for job_id, entry in self.entries.items():
-            if (entry.team, entry.gpus) == key:
-                self.jobs[job_id] = self._pending(entry)
+        for job_id, entry in self.by_kind.get(key, {}).items():
+            self.jobs[job_id] = self._pending(entry)
 
     def _pending(self, entry: Entry) -> PendingJob:
         runtimes = self.runtimes
