@@ -1,9 +1,10 @@
-"""Trace replay benchmark: Philly's jobs of October and November 2017, at loads 1, 4, 8.
+"""Trace replay benchmark: the Philly window of October-November 2017 at loads 1, 4, 8.
 
     .venv/bin/python -m bench.replay [--load 1 --load 4 ...] [--policy gangway ...] [--out docs/replay]
 
-Prints the comparison table and how long each replay took (the targets:
-gangway x1 under 3 minutes, x8 under 10 minutes on a 2-core machine).
+Prints the comparison table and how long each replay took, in wall and CPU
+seconds (the targets: gangway x1 under 3 minutes, x8 under 10 minutes on a
+2-core machine; CPU seconds tell a busy machine apart from a slow replay).
 Reads the traces from ../shared/traces beside the repository, or
 GANGWAY_TRACES_DIR, or --trace/--vc.
 """
@@ -24,10 +25,10 @@ def main() -> None:
     options["until"] = options["until"] or WINDOW[1]
     result = run(config_from(options))
     print(result.table)
-    print("| policy | load | replay time |")
-    print("|---|--:|--:|")
-    for load, outcome, seconds in result.outcomes:
-        print(f"| {outcome.policy} | x{load:g} | {seconds:.1f} s |")
+    print("| policy | load | replay time | CPU time |")
+    print("|---|--:|--:|--:|")
+    for load, outcome, seconds, cpu in result.outcomes:
+        print(f"| {outcome.policy} | x{load:g} | {seconds:.1f} s | {cpu:.1f} s |")
 
 
 if __name__ == "__main__":

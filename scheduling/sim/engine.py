@@ -65,10 +65,12 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class News:
-    """What changed since the previous admission pass."""
+    """What changed since the previous admission pass: whether GPUs were
+    freed, the jobs that arrived, and the jobs that finished (succeeded)."""
 
     freed: bool
     arrived: tuple[Entry, ...]
+    finished: tuple[Entry, ...] = ()
 
 
 class Actions(Protocol):
@@ -80,6 +82,9 @@ class Actions(Protocol):
 
     def reject(self, entry: Entry) -> None:
         """Drops a job that can never be admitted."""
+
+    def reserve(self, gpus: dict[int, int]) -> None:
+        """Records the room now reserved (R4), node -> GPUs, replacing the last."""
 
 
 class Policy(Protocol):
@@ -93,8 +98,9 @@ class Cluster:
     and per-team GPUs in use and asked for. Policies read it; the engine alone
     changes it."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, checkpoint_interval: int = 1800) -> None:
         self.world = world
+        self.checkpoint_interval = checkpoint_interval
         self.free = Free(len(world.nodes), world.nodes[0].gpu if world.nodes else 8)
         self.pending: dict[str, Entry] = {}
         self.running: dict[str, Entry] = {}
@@ -110,6 +116,29 @@ class Cluster:
         # started again after a preemption goes last): the most recently
         # started are last, as a victim search wants them first.
         self.by_tier: dict[str, dict[str, dict[str, Entry]]] = {t.name: {} for t in world.teams}
+        # node -> GPUs reserved (R4) by the last admission pass.
+        self.reserved: dict[int, int] = {}
+
+    def checkpointed(self, entry: Entry, now: int) -> int | None:
+        """Returns when running `entry` last checkpointed in its current run
+        (as a live job reports it), None when it has not yet."""
+        saved = saved_work(entry, now, self.checkpoint_interval)
+        return entry.started + entry.overhead + saved if saved > 0 else None
+
+    def next_checkpoint(self, entry: Entry, now: int) -> int:
+        """Returns when running `entry` checkpoints next, after `now`: until
+        then `checkpointed` gives the same answer."""
+        interval = self.checkpoint_interval
+        if interval <= 0:
+            return now + 1  # every second's work is saved
+        saved = saved_work(entry, now, interval)
+        return entry.started + entry.overhead + saved + interval
+
+    def reserved_idle(self) -> int:
+        """Returns the reserved GPUs that are free now: room held idle for a
+        starving job."""
+        gpu = self.free.gpu
+        return sum(min(gpu[i], g) for i, g in self.reserved.items())
 
     def place(self, entry: Entry, nodes: tuple[int, ...]) -> bool:
         """Places the next pods of `entry`; returns whether it now runs."""
@@ -167,7 +196,7 @@ def replay(
         run.now = now
         ledger.advance(cluster, now)
         # 1. Finishes.
-        run.finish_due()
+        finished = run.finish_due()
         # 2. Arrivals.
         arrived = []
         while following < total and jobs[following].submit == now:
@@ -179,7 +208,7 @@ def replay(
             cluster.demand[entry.team] += entry.gpus
             arrived.append(entry)
         # 3. One admission pass.
-        news = News(run.freed, tuple(arrived))
+        news = News(run.freed, tuple(arrived), finished)
         run.freed = False
         policy.admit(cluster, now, news, run)
         if observe is not None:
@@ -194,15 +223,17 @@ class _Run:
     running jobs (a heap of `(end, line, id, run)`), and the `Actions`."""
 
     def __init__(self, world: World, jobs, interval: int) -> None:
-        self.cluster = Cluster(world)
+        self.cluster = Cluster(world, interval)
         self.ledger = Ledger(world, jobs)
         self.interval = interval
         self.ends: list[tuple[int, int, str, int]] = []
         self.now = 0
         self.freed = False
 
-    def finish_due(self) -> None:
+    def finish_due(self) -> tuple[Entry, ...]:
+        """Ends the jobs due now; returns them in the order they ended."""
         cluster, ends = self.cluster, self.ends
+        finished = []
         while ends and ends[0][0] == self.now:
             _, _, job_id, run = heapq.heappop(ends)
             entry = cluster.running.get(job_id)
@@ -213,6 +244,8 @@ class _Run:
             cluster.demand[entry.team] -= entry.gpus
             self.ledger.finish(entry, self.now)
             self.freed = True
+            finished.append(entry)
+        return tuple(finished)
 
     def start(self, entry: Entry, nodes: tuple[int, ...], victims: tuple[str, ...] = ()) -> None:
         cluster = self.cluster
@@ -230,6 +263,9 @@ class _Run:
         del self.cluster.pending[entry.id]
         self.cluster.demand[entry.team] -= entry.gpus
         self.ledger.reject(entry)
+
+    def reserve(self, gpus: dict[int, int]) -> None:
+        self.cluster.reserved = gpus
 
 
 def _next_time(jobs, following, ends) -> int | None:
@@ -249,18 +285,24 @@ def _start(entry: Entry, now: int) -> None:
         entry.first_start = now
 
 
+def saved_work(entry: Entry, now: int, interval: int) -> int:
+    """Returns the seconds of work running `entry` has checkpointed in its
+    current run: checkpoints fall every `interval` seconds of the job's
+    progress (all work is saved when `interval` is 0); 0 or less when none
+    fell yet."""
+    useful = max(0, now - entry.started - entry.overhead)
+    if interval <= 0:
+        return useful
+    done = entry.job.duration - entry.remaining
+    return (done + useful) // interval * interval - done
+
+
 def _preempt(cluster: Cluster, entry: Entry, now: int, interval: int, ledger: Ledger) -> None:
     """Stops a running job: it keeps the work up to its last checkpoint (all of
     it when `interval` is 0) and pays a restart overhead when it starts again."""
     cluster.release(entry)
-    elapsed = now - entry.started
-    useful = max(0, elapsed - entry.overhead)
-    done = entry.job.duration - entry.remaining
-    if interval > 0:
-        saved = (done + useful) // interval * interval - done
-    else:
-        saved = useful
-    saved = max(0, min(saved, entry.remaining - 1))
+    useful = max(0, now - entry.started - entry.overhead)
+    saved = max(0, min(saved_work(entry, now, interval), entry.remaining - 1))
     overhead = restart_overhead(entry.gpus)
     ledger.preempt(entry, (useful - saved + overhead) * entry.gpus)
     entry.remaining -= saved

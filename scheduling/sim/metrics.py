@@ -13,6 +13,11 @@ Definitions (seconds; fractions in 0..1):
   its running and queued jobs), the share it ran on at least its nominal.
 - Jain's index of slowdown (JCT / duration): over the teams' mean slowdowns;
   in `teams.csv`, over the team's own jobs.
+- Reserved idle GPU-hours: GPUs reserved for a starving job (R4) while free,
+  integrated over time: room kept from backfill that did no work (cluster
+  wide only; `teams.csv` has no such column).
+- Big jobs: those of at least `BIG_GANG` GPUs; their p99 and longest
+  queueing delays tell whether big gangs are starved.
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ from .trace import TraceJob
 from .world import World
 
 SAMPLES = 400
+BIG_GANG = 32  # GPUs: four whole nodes or more
 
 COLUMNS = ("policy", "load", "jobs", "avg_jct", "median_jct", "p95_jct", "p99_jct",
            "avg_queue", "median_queue", "p99_queue", "makespan", "utilization",
            "preemptions", "lost_gpu_hours", "partial_gang_gpu_hours", "guarantee_kept",
-           "jain_slowdown")
+           "jain_slowdown", "reserved_idle_gpu_hours", "p99_queue_big", "max_queue_big")
+# Per team: every column but the reserved room, which belongs to the cluster.
+TEAM_COLUMNS = COLUMNS[:2] + ("team",) + tuple(
+    c for c in COLUMNS[2:] if c != "reserved_idle_gpu_hours")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +76,7 @@ class Outcome:
     team_preemptions: dict[str, int]
     times: tuple[int, ...]  # sample times, for the plot of use per team
     use: tuple[tuple[int, ...], ...]  # GPUs in use per team at each sample
+    reserved_idle: int = 0  # GPU-seconds reserved (R4) while free
 
 
 class Ledger:
@@ -87,6 +97,7 @@ class Ledger:
         self.use: list[tuple[int, ...]] = []
         self.records: list[Record] = []
         self.busy = self.partial = self.lost = self.preemptions = self.rejected = 0
+        self.reserved_idle = 0
         self.stuck_jobs = 0
         self.stuck_at: int | None = None
         zero = dict.fromkeys(self.teams, 0)
@@ -110,6 +121,8 @@ class Ledger:
         self.last = now
         used = cluster.used
         self.busy += (self.capacity - cluster.free.total - cluster.partial) * dt
+        if cluster.reserved:
+            self.reserved_idle += cluster.reserved_idle() * dt
         if cluster.partial:
             self.partial += cluster.partial * dt
             for team, held in cluster.partial_by_team.items():
@@ -147,7 +160,7 @@ class Ledger:
             self.busy, self.partial, self.lost, self.preemptions, self.rejected,
             self.stuck_jobs, self.stuck_at, self.team_busy, self.team_partial,
             self.team_kept, self.team_asked, self.team_lost, self.team_preemptions,
-            tuple(self.times), tuple(self.use),
+            tuple(self.times), tuple(self.use), self.reserved_idle,
         )
 
 
@@ -183,6 +196,7 @@ def summarize(outcome: Outcome, load: float) -> dict[str, object]:
         partial_gang_gpu_hours=outcome.partial / 3600,
         guarantee_kept=sum(outcome.team_kept.values()) / asked if asked else 1.0,
         jain_slowdown=jain([sum(v) / len(v) for v in slowdowns.values()]),
+        reserved_idle_gpu_hours=outcome.reserved_idle / 3600,
     )
     return row
 
@@ -217,6 +231,7 @@ def _makespan(outcome: Outcome) -> int:
 def _times(policy: str, load: float, records) -> dict[str, object]:
     jct = sorted(r.end - r.submit for r in records)
     queue = sorted(r.queue for r in records)
+    big = sorted(r.queue for r in records if r.gpus >= BIG_GANG)
     count = len(records)
     return dict(
         policy=policy, load=load, jobs=count,
@@ -225,4 +240,5 @@ def _times(policy: str, load: float, records) -> dict[str, object]:
         p99_jct=percentile(jct, 0.99),
         avg_queue=sum(queue) / count if count else 0.0,
         median_queue=percentile(queue, 0.5), p99_queue=percentile(queue, 0.99),
+        p99_queue_big=percentile(big, 0.99), max_queue_big=float(big[-1]) if big else 0.0,
     )

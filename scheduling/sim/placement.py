@@ -3,7 +3,8 @@
 The conventions' placement: a replica of at most 8 GPUs goes to the node left
 with the fewest free GPUs that holds it (best fit), ties to node order; a gang
 puts its whole-node replicas on the first empty nodes and the rest best fit on
-another node. Gangway and kueue-like place through the policy itself.
+another node. Gangway and kueue-like place through the policy itself. A
+search may be confined to a range of nodes (a team's own nodes).
 """
 
 from __future__ import annotations
@@ -47,29 +48,34 @@ class Free:
                 return b
         return 0
 
-    def best_fit(self, gpus: int, skip: tuple[int, ...] = ()) -> int | None:
-        """Returns the node that holds `gpus` with the fewest left over, or None."""
+    def best_fit(self, gpus: int, skip: tuple[int, ...] = (),
+                 within: range | None = None) -> int | None:
+        """Returns the node (of `within`, when given) that holds `gpus` with
+        the fewest left over, or None."""
         for b in range(max(gpus, 0), len(self.buckets)):
             for i in self.buckets[b]:
-                if i not in skip:
+                if i not in skip and (within is None or i in within):
                     return i
         return None
 
-    def gang(self, pods: tuple[int, ...]) -> tuple[int, ...] | None:
-        """Returns the node of each pod for a whole gang, or None when it does not fit now."""
+    def gang(self, pods: tuple[int, ...], within: range | None = None) -> tuple[int, ...] | None:
+        """Returns the node of each pod for a whole gang (on nodes of `within`,
+        when given), or None when it does not fit now."""
         if sum(pods) > self.total:
             return None
         if len(pods) == 1:
-            i = self.best_fit(pods[0])
+            i = self.best_fit(pods[0], within=within)
             return None if i is None else (i,)
         size = len(self.buckets) - 1
         whole = [p for p in pods if p == size]
         empty = self.buckets[size]
+        if within is not None:
+            empty = [i for i in empty if i in within]
         if len(whole) > len(empty):
             return None
         chosen = tuple(empty[: len(whole)])
         rest = [p for p in pods if p != size]
         if not rest:
             return chosen
-        i = self.best_fit(rest[0], skip=chosen)
+        i = self.best_fit(rest[0], skip=chosen, within=within)
         return None if i is None else chosen + (i,)

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import replay
-from .metrics import COLUMNS, Outcome, summarize, summarize_teams
+from .metrics import COLUMNS, TEAM_COLUMNS, Outcome, summarize, summarize_teams
 from .policies import POLICIES
 from .progress import bar
 from .report import markdown, plot, write_csv
+from .runtimes import ESTIMATES
 from .trace import Trace, TraceError, read_teams, read_trace, synthetic
-from .world import build_world
+from .world import PARTITIONS, build_world
 
-TEAM_COLUMNS = COLUMNS[:2] + ("team",) + COLUMNS[2:]
-# The published comparisons replay Philly jobs submitted in these two months.
+# The published comparisons' window of the Philly trace: October and November 2017.
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:59")
 
 
@@ -47,11 +47,14 @@ class Config:
     checkpoint_interval: int = 1800
     progress: bool = True
     teams: bool = False
+    estimates: str = "history"
+    partition: str = "shared"
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    outcomes: tuple[tuple[float, Outcome, float], ...]  # (load, outcome, seconds)
+    # (load, outcome, wall seconds, CPU seconds of this process)
+    outcomes: tuple[tuple[float, Outcome, float, float], ...]
     rows: tuple[dict, ...]
     bad: int
     table: str
@@ -75,6 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="map fields to the file's headers, e.g. num_gpus=gpus,cluster=vc")
     parser.add_argument("--checkpoint-interval", type=int, default=1800,
                         help="seconds between checkpoints; 0 = nothing is lost on preemption")
+    parser.add_argument("--estimates", choices=ESTIMATES, default="history",
+                        help="R14 runtimes in gangway's snapshots: learned from successes "
+                             "(history), each job's true duration as its max_runtime (oracle, "
+                             "an upper bound), or none (default_runtime for all)")
+    parser.add_argument("--partition", choices=PARTITIONS, default="shared",
+                        help="shared: quotas over shared nodes; nodes: each team owns whole "
+                             "nodes, where the isolated baselines place its jobs")
     parser.add_argument("--teams", action="store_true", help="also print the table per team")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -102,6 +112,8 @@ def config_from(options: dict) -> Config:
         checkpoint_interval=options.get("checkpoint_interval", 1800),
         progress=not options.get("quiet"),
         teams=bool(options.get("teams")),
+        estimates=options.get("estimates") or "history",
+        partition=options.get("partition") or "shared",
     )
 
 
@@ -129,14 +141,16 @@ def run(config: Config, err=None) -> Result:
             err.write(f"Skipped {bad} bad rows: " + "; ".join(
                 f"line {b.line}: {b.reason}" for b in trace.bad[:5])
                 + ("; ..." if bad > 5 else "") + "\n")
-        world = build_world(trace, config.seed)
+        world = build_world(trace, config.seed, partition=config.partition,
+                            estimates=config.estimates)
         for name in config.policies:
             policy = POLICIES[name](world)
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             progress = bar(f"{name} x{load:g}", err) if config.progress else None
             outcome = replay(trace.jobs, world, policy,
                              checkpoint_interval=config.checkpoint_interval, progress=progress)
-            outcomes.append((load, outcome, time.perf_counter() - began))
+            outcomes.append((load, outcome, time.perf_counter() - began,
+                             time.process_time() - cpu))
             rows.append(summarize(outcome, load))
             team_rows.extend(summarize_teams(outcome, load))
             notes[(name, load)] = _note(outcome)
@@ -149,7 +163,7 @@ def run(config: Config, err=None) -> Result:
         write_csv(os.path.join(config.out, "teams.csv"), team_rows, TEAM_COLUMNS)
         with open(os.path.join(config.out, "summary.md"), "w", encoding="utf-8") as handle:
             handle.write(table)
-        plot([(load, outcome) for load, outcome, _ in outcomes], config.out)
+        plot([(load, outcome) for load, outcome, _, _ in outcomes], config.out)
     return Result(tuple(outcomes), tuple(rows), bad, table)
 
 

@@ -6,12 +6,21 @@ a job of g GPUs is a gang of one replica when g <= 8, of g/8 whole-node
 replicas when g is a multiple of 8, otherwise floor(g/8) whole-node replicas
 plus one replica of the rest. Tiers are drawn per job with a seeded random:
 10% production (not preemptible), 60% standard, 30% experiment.
+
+Two ways to give teams their nodes (`--partition`): `shared` (the default),
+where a team's nominal is a quota over nodes every team shares, and
+`nodes`, where each team owns whole nodes (as many as its size, given in the
+order the teams are listed) and the isolated baselines place its jobs only
+there, as the Helios simulator and most published replays do. Policies that
+share the cluster ignore the partition.
+
+`estimates` says how the replay fills R14's runtimes (see runtimes.py).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduling.policy import Node, ReplicaGroup, Team, Tier
 
@@ -24,24 +33,35 @@ TIERS = (PRODUCTION, STANDARD, EXPERIMENT)
 TIER_DRAW = ((0.1, PRODUCTION), (0.7, STANDARD), (1.0, EXPERIMENT))
 
 
+PARTITIONS: tuple[str, ...] = ("shared", "nodes")
+
+
 @dataclass(frozen=True, slots=True)
 class World:
-    """Nodes (in node order), teams with their nominal GPUs, and each job's tier."""
+    """Nodes (in node order), teams with their nominal GPUs, each job's tier,
+    the nodes each team owns (empty when nodes are shared) and how R14's
+    runtimes are filled."""
 
     nodes: tuple[Node, ...]
     teams: tuple[Team, ...]
     tiers: tuple[Tier, ...]
     tier_of: dict[str, Tier]
     nominal: dict[str, int]
+    owned: dict[str, range] = field(default_factory=dict)
+    estimates: str = "history"
 
     @property
     def capacity(self) -> int:
         return sum(n.gpu for n in self.nodes)
 
 
-def build_world(trace: Trace, seed: int) -> World:
+def build_world(trace: Trace, seed: int, *, partition: str = "shared",
+                estimates: str = "history") -> World:
     """Returns the cluster for `trace`: one 8-GPU node per 8 GPUs of team size,
-    teams with nominal = size, and a seeded tier for every job."""
+    teams with nominal = size, a seeded tier for every job and, under the
+    `nodes` partition, each team's nodes (see the module docstring)."""
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}, got {partition!r}")
     total = sum(size for _, size in trace.teams)
     count = -(-total // GPUS_PER_NODE)
     width = len(str(count))
@@ -52,7 +72,16 @@ def build_world(trace: Trace, seed: int) -> World:
     for job in trace.jobs:
         draw = rng.random()
         tier_of[job.id] = next(tier for edge, tier in TIER_DRAW if draw < edge)
-    return World(nodes, teams, TIERS, tier_of, dict(trace.teams))
+    owned = {}
+    if partition == "nodes":
+        first = 0
+        for name, size in trace.teams:
+            if size % GPUS_PER_NODE:
+                raise ValueError(f"team {name} has {size} GPUs: owning nodes takes a "
+                                 f"multiple of {GPUS_PER_NODE}")
+            owned[name] = range(first, first + size // GPUS_PER_NODE)
+            first = owned[name].stop
+    return World(nodes, teams, TIERS, tier_of, dict(trace.teams), owned, estimates)
 
 
 def replicas_of(gpus: int) -> tuple[ReplicaGroup, ...]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.policy import PendingJob, RunningJob, Snapshot
+from scheduling.policy import PendingJob, Snapshot
 from scheduling.sim import POLICIES, build_world, replay, summarize, synthetic
+from scheduling.sim.policies import planner as planner_module
 from scheduling.sim.policies.planner import BEYOND, Planner
+from scheduling.sim.runtimes import Runtimes
 from scheduling.sim.world import replicas_of
 
-GANG = ("isolated-fifo", "isolated-sjf", "pooled-fifo", "kueue-like", "gangway")
+GANG = ("isolated-fifo", "isolated-sjf", "pooled-fifo", "kueue-like", "gangway", "gangway-hold")
 ISOLATED = ("isolated-fifo", "isolated-sjf")
 
 
@@ -42,7 +44,7 @@ def checker(name, world):
             assert team_used[team] == cluster.used[team]
             if name in ISOLATED:
                 assert team_used[team] <= nominal  # borrowing limit 0
-            if name == "gangway":
+            if name.startswith("gangway"):
                 assert steady[team] <= nominal, f"non-preemptible work above nominal in {team}"
         # No borrowing limit is set: nominal + limit is the cluster.
         assert sum(team_used.values()) <= world.capacity
@@ -78,42 +80,62 @@ def test_another_seed_draws_other_tiers():
 
 class FullSnapshots(Planner):
     """The planner without its shortcuts: every running job, every node, the
-    queue read afresh from the cluster, a pass at every second something happens."""
+    queue read afresh from the cluster, a pass at every second something
+    happens; runtimes, checkpoints and reservations as the planner reports them."""
 
     def _unchanged(self, cluster, now, news):
         return False
 
     def _snapshot(self, cluster, now):
-        names = [n.name for n in self.world.nodes]
-        running = tuple(
-            RunningJob(e.id, e.team, e.tier.name, e.started, replicas_of(e.gpus),
-                       tuple(names[i] for i in e.nodes), queued=e.queued)
-            for e in cluster.running.values())
-        pending = tuple(PendingJob(e.id, e.team, e.tier.name, e.queued, replicas_of(e.gpus))
-                        for e in cluster.pending.values())
+        runtimes = self.runtimes
+        running = tuple(self.running_job(cluster, e, now) for e in cluster.running.values())
+        pending = tuple(
+            PendingJob(e.id, e.team, e.tier.name, e.queued, replicas_of(e.gpus),
+                       max_runtime=runtimes and runtimes.max_runtime(e),
+                       estimate=runtimes and runtimes.estimate(e))
+            for e in cluster.pending.values())
         return Snapshot(now, self.world.nodes, tuple(self.tiers.values()), self.world.teams,
-                        running, pending, self.settings)
+                        running, pending, self.settings, self.reservations)
 
 
-@pytest.mark.parametrize("name", ["gangway", "kueue-like"])
+def full_twin(fast, world):
+    """Returns a `FullSnapshots` planner configured as `fast`, with its own runtimes."""
+    runtimes = fast.runtimes and Runtimes(fast.runtimes.mode, fast.runtimes.default_runtime)
+    return FullSnapshots(fast.name, world, fast.settings, fast.tiers, runtimes=runtimes,
+                         checkpoints=fast.checkpoints)
+
+
+@pytest.mark.parametrize("name,estimates", [
+    ("gangway", "history"), ("gangway", "oracle"), ("gangway", "none"),
+    ("gangway-hold", "history"), ("kueue-like", "history")])
 @pytest.mark.parametrize("seed,load", [(0, 4), (2, 4), (4, 1)])
-def test_reduced_snapshots_plan_as_the_full_ones(name, seed, load, monkeypatch):
+def test_reduced_snapshots_plan_as_the_full_ones(name, estimates, seed, load, monkeypatch):
     bounded = [0]  # passes that folded jobs past the reclaim bound
+    reserving = [0]  # passes that reserved room
     reduced = Planner._reduced
+    planned = planner_module.plan
 
     def counting(self, cluster, now, asked):
         nodes, running = reduced(self, cluster, now, asked)
         bounded[0] += any(job.tier == BEYOND.name for job in running)
         return nodes, running
 
+    def counting_plan(snapshot, **kwargs):
+        result = planned(snapshot, **kwargs)
+        reserving[0] += bool(result.reservations)
+        return result
+
     monkeypatch.setattr(Planner, "_reduced", counting)
+    monkeypatch.setattr(planner_module, "plan", counting_plan)
     tr = synthetic(300, seed=seed, load=load)
-    world = build_world(tr, seed=seed)
+    world = build_world(tr, seed=seed, estimates=estimates)
     fast = POLICIES[name](world)
-    full = FullSnapshots(fast.name, world, fast.settings, fast.tiers)
     a = replay(tr.jobs, world, fast)
-    b = replay(tr.jobs, world, full)
+    b = replay(tr.jobs, world, full_twin(fast, world))
     assert a.records == b.records
     assert (a.preemptions, a.lost, a.rejected) == (b.preemptions, b.lost, b.rejected)
+    assert a.reserved_idle == b.reserved_idle
     assert a.preemptions > 0 or load == 1
     assert bounded[0] > 0 or load == 1
+    if name == "gangway" and load > 1:
+        assert reserving[0] > 0

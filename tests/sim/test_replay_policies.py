@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduling.sim import POLICIES, replay, summarize
+from scheduling.sim import POLICIES, build_world, replay, summarize
 
 from .helpers import ends, trace, world
 
@@ -109,3 +109,32 @@ def test_kueue_like_has_no_starvation_guard_and_backfills():
     assert kueue[2][1] == 0 and gang[2][1] == 0  # first small job backfills in both
     assert gang[2002][1] > 0  # held behind the starving big job
     assert kueue[2002][1] == 0
+
+
+def test_partitioned_nodes_give_each_team_its_own_nodes_in_file_order():
+    tr = trace([("a", 16), ("b", 8), ("c", 24)], (0, 10, 1, "a"))
+    w = build_world(tr, seed=0, partition="nodes")
+    assert w.owned == {"a": range(0, 2), "b": range(2, 3), "c": range(3, 6)}
+    assert build_world(tr, seed=0).owned == {}
+
+
+def test_isolated_fifo_places_a_team_only_on_its_own_nodes_when_partitioned():
+    # Teams a and b of one node each. With nodes shared, b's 6-GPU job takes
+    # n0 (all empty: node order), best fit puts a's first 2-GPU job beside it
+    # and the second on n1. With nodes owned, b's job runs on b's node (n1)
+    # and both of a's on a's (n0).
+    tr = trace([("a", 8), ("b", 8)], (0, 100, 6, "b"), (1, 100, 2, "a"), (2, 100, 2, "a"))
+    shared = world(tr)
+    placed = {}
+
+    def observe(cluster, now):
+        for entry in cluster.running.values():
+            placed.setdefault(entry.id, tuple(entry.nodes))
+
+    replay(tr.jobs, shared, POLICIES["isolated-fifo"](shared), observe=observe)
+    assert placed == {"j1": (0,), "j2": (0,), "j3": (1,)}  # best fit packs a beside b
+    parted = type(shared)(shared.nodes, shared.teams, shared.tiers, shared.tier_of,
+                          shared.nominal, build_world(tr, 0, partition="nodes").owned)
+    placed.clear()
+    replay(tr.jobs, parted, POLICIES["isolated-fifo"](parted), observe=observe)
+    assert placed == {"j1": (1,), "j2": (0,), "j3": (0,)}

@@ -29,6 +29,6 @@ class Command(BaseCommand):
             sys.exit(2)
         self.stdout.write(result.table)
         jobs = sum(row["jobs"] for row in result.rows)
-        seconds = sum(s for _, _, s in result.outcomes)
+        seconds = sum(s for _, _, s, _ in result.outcomes)
         self.stdout.write(f"Replayed {len(result.rows)} policy runs, {jobs:,} jobs finished, "
                           f"{result.bad} bad rows skipped, in {seconds:.0f} s.")

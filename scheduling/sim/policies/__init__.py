@@ -12,7 +12,7 @@ from ..engine import Policy
 from ..world import World
 from .fifo import isolated_fifo, isolated_sjf, pooled_fifo
 from .kube import KubeDefault
-from .planner import gangway, kueue_like
+from .planner import gangway, gangway_hold, kueue_like
 
 POLICIES: dict[str, Callable[[World], Policy]] = {
     "kube-default": lambda world: KubeDefault(),
@@ -21,6 +21,7 @@ POLICIES: dict[str, Callable[[World], Policy]] = {
     "pooled-fifo": pooled_fifo,
     "kueue-like": kueue_like,
     "gangway": gangway,
+    "gangway-hold": gangway_hold,
 }
 
 __all__ = ["POLICIES"]

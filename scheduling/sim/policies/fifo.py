@@ -2,7 +2,10 @@
 
 - `isolated-fifo`: every team confined to its nominal quota; each team's queue
   in submit order, strict: the first job that cannot be placed stops the
-  team's queue (no backfill, no preemption). The published Helios baseline.
+  team's queue (no backfill, no preemption). With nodes shared (the default
+  partition) a team's quota is GPUs anywhere in the cluster; with
+  `--partition nodes` it is the team's own nodes, the baseline the Helios
+  simulator and most published replays use.
 - `isolated-sjf`: as above, shortest job first by the trace's own durations
   (an oracle), a published reference for checking the replay.
 - `pooled-fifo`: one pool, strict FIFO over all teams, no quotas: the upper
@@ -63,7 +66,7 @@ class Fifo:
                 entry = queue[0][2]
                 if not self.pooled and cluster.used[pool] + entry.gpus > self._limit(pool):
                     break
-                nodes = cluster.free.gang(entry.pods)
+                nodes = cluster.free.gang(entry.pods, self.world.owned.get(pool))
                 if nodes is None:
                     break
                 heapq.heappop(queue)

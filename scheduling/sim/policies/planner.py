@@ -1,10 +1,14 @@
-"""`gangway` and `kueue-like`: the real admission policy, `plan`, on the
-replayed cluster.
+"""`gangway`, `gangway-hold` and `kueue-like`: the real admission policy,
+`plan`, on the replayed cluster.
 
-`gangway` is `plan` with default settings but the whole-cluster starvation
-guard (`starvation_guard="hold"`): the replay's planner folds running jobs
-it cannot preempt, so it does not yet carry the expected ends reservations
-(R4) are computed from. `kueue-like` is `plan` configured
+`gangway` is `plan` with default settings, as the admission loop runs it:
+R4's reservations (carried from one plan into the next snapshot), R14's
+runtimes as `--estimates` fills them (runtimes.py; learned from successes
+by default), and R8's unsaved work from the checkpoints a live job would
+report (the engine's, every `--checkpoint-interval` seconds of progress).
+`gangway-hold` is the older guard kept for comparison: a job starved for
+room holds the whole cluster (`starvation_guard="hold"`); it reports no
+runtimes and no checkpoints, as gangway did before reservations. `kueue-like` is `plan` configured
 as Kueue's defaults with reclaim turned on: no starvation guard (best-effort
 FIFO backfill), no thrash guard, and every tier preemptible (a Kueue priority
 class orders work but never protects it); victims in Kueue's order (other
@@ -43,7 +47,18 @@ second something happens:
   queue has replicas (best fit takes empty nodes in node order, so no pass
   reaches further), at least as many as the widest gang (R10 places each
   job on the empty listed nodes). Every GPU is in some team's nominal, so
-  fewer nodes leave no unassigned capacity to borrow either way.
+  fewer nodes leave no unassigned capacity to borrow either way;
+- with reservations, a pass where some queued job has waited longer than
+  `starvation_after` may reserve room, and a reservation is the earliest
+  time room frees on any node as running jobs end when expected (R14). Such
+  a pass lists every node, and every running job it does not list as a
+  victim is outside usage (R12) on its own nodes with its own expected end
+  (its expected runtime as an `estimate`), so room frees at the same times
+  as in the full snapshot; only the quota side stays folded (a reservation
+  is about room; quota is judged now). Without such a job no pass reserves
+  anything, and ends are not read. A pass is also due when a queued job
+  starts starving, since it may then reserve room. Victims are listed in
+  R8's order with checkpoints: least unsaved work first.
 
 `tests/sim/test_replay_invariants.py` replays with and without these
 shortcuts and requires the same outcome.
@@ -54,10 +69,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from scheduling.policy import PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
+from scheduling.policy import ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
+from scheduling.policy.runtime import expected_runtime
 
 from ..engine import Actions, Cluster, Entry, News
+from ..runtimes import Runtimes
 from ..world import World, replicas_of
+from .listing import Listing
+from .queue import Asked, Queue
 
 FOLDED = Tier("~folded", -1, preemptible=False)
 # Preemptible usage no victim search can reach in a pass: the highest tier,
@@ -79,17 +98,32 @@ class Planner:
     started: bool = False  # did the last pass start anything?
     passes: int = 0
     victim_tiers: tuple[Tier, ...] = ()  # the preemptible tiers, lowest first (R8)
-    queue: _Queue | None = None
+    queue: Queue | None = None
+    # R14's runtimes in snapshots; None: none (every job runs default_runtime).
+    runtimes: Runtimes | None = None
+    checkpoints: bool = False  # report the running jobs' checkpoints (R8)
+    reservations: tuple = ()  # the last plan's, carried into the next snapshot (R4)
+    starving: int = 0  # queued jobs past starvation_after at the last pass
 
     def __post_init__(self) -> None:
         self.index = {n.name: i for i, n in enumerate(self.world.nodes)}
-        self.queue = _Queue(self.tiers)
+        self.queue = Queue(self.tiers, self.runtimes)
         self.victim_tiers = tuple(sorted((t for t in self.tiers.values() if t.preemptible),
                                          key=lambda t: t.value))
         if self.world.capacity > sum(self.world.nominal.values()):
             raise ValueError("the replay's reduced snapshots need every GPU in some team's nominal")
 
+    @property
+    def reserve(self) -> bool:
+        return self.settings.starvation_guard == "reserve"
+
     def admit(self, cluster: Cluster, now: int, news: News, act: Actions) -> None:
+        if self.runtimes is not None:
+            for entry in news.finished:
+                # The loop learns from the last run, start to finish.
+                key = self.runtimes.learn(entry, now - entry.started)
+                if key is not None:
+                    self.queue.relearn(key)
         for entry in news.arrived:
             self.queue.add(entry)
         if not cluster.pending or self._unchanged(cluster, now, news):
@@ -111,19 +145,83 @@ class Planner:
             for victim in victims:
                 self.queue.add(victim)  # queued again, with its old queue time
             self.starts.append(now)
+        if self.reserve:
+            self.starving = self.queue.starving(now - self.settings.starvation_after)
+            if result.reservations or self.reservations:
+                act.reserve(self._reserved(cluster, result.reservations))
+            self.reservations = result.reservations
+
+    def _reserved(self, cluster: Cluster, reservations) -> dict[int, int]:
+        """Returns the GPUs `reservations` hold, node index -> GPUs."""
+        gpus: dict[int, int] = {}
+        for reservation in reservations:
+            pods = cluster.pending[reservation.id].pods
+            for k, name in enumerate(reservation.nodes):
+                i = self.index[name]
+                gpus[i] = gpus.get(i, 0) + pods[k]
+        return gpus
 
     def _snapshot(self, cluster: Cluster, now: int) -> Snapshot:
         """Returns the reduced snapshot of this pass (see the module docstring)."""
         asked = self.queue.asked()
         nodes, running = self._reduced(cluster, now, asked)
         return Snapshot(now, nodes, tuple(self.tiers.values()) + (FOLDED, BEYOND),
-                        self.world.teams, running, tuple(self.queue.jobs.values()), self.settings)
+                        self.world.teams, running, tuple(self.queue.jobs.values()), self.settings,
+                        self.reservations)
+
+    def _may_reserve(self, now: int) -> bool:
+        """Returns whether a pass at `now` may reserve room: some queued job
+        waited longer than `starvation_after`, under reservations."""
+        return self.reserve and self.queue.starving(now - self.settings.starvation_after) > 0
+
+    def running_job(self, cluster: Cluster, entry: Entry, now: int) -> RunningJob:
+        """Returns `entry` as the snapshot lists it, with its runtimes and
+        last checkpoint when this planner reports them."""
+        # Called for every listed job in every pass: reads only caches
+        # unless the job started again, checkpointed or got a new estimate.
+        cache = entry.cache
+        runtimes = self.runtimes
+        estimate = None if runtimes is None else runtimes.learned.get(runtimes.key(entry))
+        checkpointed = self.checkpointed(cluster, entry, now) if self.checkpoints else None
+        job = cache.get("running")
+        if (job is None or job.started != entry.started or job.estimate != estimate
+                or job.checkpointed != checkpointed):
+            names = self.world.nodes
+            job = cache["running"] = RunningJob(
+                entry.id, entry.team, entry.tier.name, entry.started,
+                replicas_of(entry.gpus), tuple(names[i].name for i in entry.nodes),
+                max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
+                queued=entry.queued, estimate=estimate, checkpointed=checkpointed)
+        return job
+
+    @staticmethod
+    def checkpointed(cluster: Cluster, entry: Entry, now: int) -> int | None:
+        """Returns the engine's last checkpoint of running `entry`, read
+        again only once its next checkpoint is due."""
+        cached = entry.cache.get("checkpoint")  # (run, next checkpoint, last)
+        if cached is None or cached[0] != entry.run or now >= cached[1]:
+            cached = entry.cache["checkpoint"] = (
+                entry.run, cluster.next_checkpoint(entry, now), cluster.checkpointed(entry, now))
+        return cached[2]
+
+    def _outside(self, entry: Entry, job: RunningJob) -> RunningJob:
+        """Returns a running job no victim search reaches as outside usage
+        on its nodes that is expected to end when the job is (R12, R14)."""
+        runtime = expected_runtime(job.max_runtime, job.estimate, self.settings)
+        folded = entry.cache.get("outside")
+        if folded is None or folded.started != job.started or folded.estimate != runtime:
+            folded = entry.cache["outside"] = RunningJob(
+                f"~{entry.id}", None, None, job.started, job.replicas, job.nodes,
+                estimate=runtime)
+        return folded
 
     def _unchanged(self, cluster: Cluster, now: int, news: News) -> bool:
         """Returns True when this pass would start nothing, by the rules in the
         module docstring; False when it might start something."""
         if self.last_pass is None or news.freed or self.started:
             return False
+        if self.reserve and self.queue.starving(now - self.settings.starvation_after) > self.starving:
+            return False  # a job starts starving: it may reserve room
         guard = self.settings.min_runtime_before_preemption
         if guard and bisect_right(self.starts, now - guard) > bisect_right(self.starts, self.last_pass - guard):
             return False  # a job passed the thrash guard: it may now be a victim
@@ -152,7 +250,7 @@ class Planner:
                    for name, gpus in cluster.tier_gpus[team].items() if gpus)
 
     def _reduced(self, cluster: Cluster, now: int,
-                 asked: _Asked) -> tuple[tuple, tuple[RunningJob, ...]]:
+                 asked: Asked) -> tuple[tuple, tuple[RunningJob, ...]]:
         """Returns the nodes and running jobs of a snapshot that plans as the
         full one does (see the module docstring)."""
         world, nominal, tiers = self.world, self.world.nominal, self.tiers
@@ -166,7 +264,13 @@ class Planner:
             if floor + least <= nominal[team]:
                 reclaim = True
                 break
-        listing = _Listing(world.nodes, now - self.settings.min_runtime_before_preemption)
+        mark = None
+        if self.checkpoints:
+            def mark(entry: Entry) -> int:
+                # R8: unsaved work since the last checkpoint, else the start.
+                return self.checkpointed(cluster, entry, now) or entry.started
+        listing = Listing(now - self.settings.min_runtime_before_preemption,
+                           lambda entry: self.running_job(cluster, entry, now), mark)
         folded: list[RunningJob] = []
         for team in nominal:
             # How far above nominal the team may end this pass: its usage
@@ -190,6 +294,14 @@ class Planner:
             if steady:
                 folded.append(RunningJob(f"~quota-{team}", team, FOLDED.name, 0,
                                          (ReplicaGroup(1, gpu=steady),), (NOWHERE,)))
+        nodes = world.nodes
+        running = listing.jobs
+        if self._may_reserve(now):
+            # Every node, and every running job's room with its expected end.
+            running.extend(self._outside(entry, self.running_job(cluster, entry, now))
+                           for entry in cluster.running.values() if entry.id not in listing.ids)
+            running.extend(folded)
+            return nodes, tuple(running)
         free = cluster.free
         size = len(free.buckets) - 1
         keep = set(listing.on_node)
@@ -202,7 +314,6 @@ class Planner:
             if len(keep) >= asked.widest:
                 break
             keep.add(i)
-        nodes = world.nodes
         kept = tuple(nodes[i] for i in sorted(keep))
         # What the listed jobs do not hold is folded: room per node, quota per team.
         by_size: dict[int, list[str]] = {}
@@ -210,7 +321,6 @@ class Planner:
             gpus = nodes[i].gpu - free.gpu[i] - listing.on_node.get(i, 0)
             if gpus:
                 by_size.setdefault(gpus, []).append(nodes[i].name)
-        running = listing.jobs
         if by_size:
             running.append(RunningJob(
                 "~room", None, None, 0,
@@ -220,132 +330,15 @@ class Planner:
         return kept, tuple(running)
 
 
-@dataclass(slots=True)
-class _Queue:
-    """The queue as the snapshot lists it, kept up to date as jobs arrive,
-    start, are rejected and are preempted, with counts that tell what it
-    asks for without a pass over it."""
-
-    tiers: dict[str, Tier]
-    jobs: dict[str, PendingJob] = field(default_factory=dict)
-    queued: dict[str, int] = field(default_factory=dict)  # team -> GPUs
-    values: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> tier value -> jobs
-    sizes: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> GPUs -> jobs
-    widths: dict[int, int] = field(default_factory=dict)  # replicas -> jobs
-    pods: int = 0
-    mixed: int = 0  # jobs of several replica groups
-
-    def add(self, entry: Entry) -> None:
-        job = entry.cache.get("pending")
-        if job is None:
-            job = entry.cache["pending"] = PendingJob(
-                entry.id, entry.team, entry.tier.name, entry.queued, replicas_of(entry.gpus))
-        self.jobs[job.id] = job
-        self._count(job, entry, 1)
-
-    def remove(self, entry: Entry) -> None:
-        self._count(self.jobs.pop(entry.id), entry, -1)
-
-    def _count(self, job: PendingJob, entry: Entry, sign: int) -> None:
-        team, gpus, width = job.team, entry.gpus, len(entry.pods)
-        self.queued[team] = self.queued.get(team, 0) + sign * gpus
-        _tally(self.values.setdefault(team, {}), self.tiers[job.tier].value, sign)
-        _tally(self.sizes.setdefault(team, {}), gpus, sign)
-        _tally(self.widths, width, sign)
-        self.pods += sign * width
-        self.mixed += sign * (len(job.replicas) > 1)
-
-    def asked(self) -> _Asked:
-        return _Asked(
-            queued=self.queued,
-            top={team: max(values) for team, values in self.values.items() if values},
-            least={team: min(sizes) for team, sizes in self.sizes.items() if sizes},
-            pods=self.pods, widest=max(self.widths, default=0), mixed=self.mixed > 0)
-
-
-def _tally(counts: dict[int, int], key: int, sign: int) -> None:
-    """Adds `sign` to a count, dropping it at zero (so max and min see only live keys)."""
-    n = counts.get(key, 0) + sign
-    if n:
-        counts[key] = n
-    else:
-        del counts[key]
-
-
-@dataclass(slots=True)
-class _Asked:
-    """What the queue asks for, per team and in all."""
-
-    queued: dict[str, int] = field(default_factory=dict)  # GPUs
-    top: dict[str, int] = field(default_factory=dict)  # highest tier value
-    least: dict[str, int] = field(default_factory=dict)  # smallest job's GPUs
-    pods: int = 0
-    widest: int = 0  # most replicas of one job
-    mixed: bool = False  # some job has several replica groups
-
-
-@dataclass(slots=True)
-class _Listing:
-    """The running jobs a reduced snapshot lists, and their GPUs per node."""
-
-    nodes: tuple
-    since: int  # started at or before: past the thrash guard
-    jobs: list[RunningJob] = field(default_factory=list)
-    on_node: dict[int, int] = field(default_factory=dict)
-
-    def team(self, running: dict[str, dict[str, Entry]], tiers: tuple[Tier, ...],
-             above: int, own_below: int | None, *, bounded: bool) -> int:
-        """Lists a team's jobs that may be victims in this pass; returns their GPUs.
-
-        `running` is the team's running entries per tier in start order,
-        `tiers` the preemptible tiers, lowest first (R8). When `above` > 0 the
-        team may be reclaimed from: its jobs in R8 order while the GPUs
-        listed before them are fewer than `above` (all of them when not
-        `bounded`). When a queued job of the team has tier value `own_below`,
-        its jobs of lower tiers past the thrash guard.
-        """
-        gpus = before = 0
-        for tier in tiers:
-            group = running.get(tier.name)
-            if not group:
-                continue
-            entries = list(group.values())
-            cut = len(entries)
-            if above > 0:
-                # Most recently started first, a whole second at a time, so
-                # that jobs started together (R8 orders them by id) go together.
-                while cut and (not bounded or before < above):
-                    second = entries[cut - 1].started
-                    while cut and entries[cut - 1].started == second:
-                        cut -= 1
-                        before += entries[cut].gpus
-                gpus += self._add(entries[cut:])
-            if own_below is not None and tier.value < own_below:
-                k = 0
-                while k < cut and entries[k].started <= self.since:
-                    k += 1
-                gpus += self._add(entries[:k])
-        return gpus
-
-    def _add(self, entries: list[Entry]) -> int:
-        nodes, on_node = self.nodes, self.on_node
-        gpus = 0
-        for entry in entries:
-            job = entry.cache.get("running")
-            if job is None or job.started != entry.started:
-                job = entry.cache["running"] = RunningJob(
-                    entry.id, entry.team, entry.tier.name, entry.started,
-                    replicas_of(entry.gpus), tuple(nodes[i].name for i in entry.nodes),
-                    queued=entry.queued)
-            self.jobs.append(job)
-            gpus += entry.gpus
-            for k, i in enumerate(entry.nodes):
-                on_node[i] = on_node.get(i, 0) + entry.pods[k]
-        return gpus
-
-
 def gangway(world: World) -> Planner:
-    return Planner("gangway", world, Settings(starvation_guard="hold"),
+    settings = Settings()
+    return Planner("gangway", world, settings, {t.name: t for t in world.tiers},
+                   runtimes=Runtimes(world.estimates, settings.default_runtime),
+                   checkpoints=True)
+
+
+def gangway_hold(world: World) -> Planner:
+    return Planner("gangway-hold", world, Settings(starvation_guard="hold"),
                    {t.name: t for t in world.tiers})
 
 

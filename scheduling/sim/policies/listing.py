@@ -1,0 +1,77 @@
+"""The running jobs a reduced snapshot lists as possible victims, in R8's
+order (see the planner's docstring for which and why)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scheduling.policy import RunningJob, Tier
+
+from ..engine import Entry
+
+
+@dataclass(slots=True)
+class Listing:
+    """The running jobs a reduced snapshot lists, and their GPUs per node.
+
+    `describe` returns an entry as the snapshot lists it; `mark`, when given,
+    the time its unsaved work counts from (R8), else its start is used."""
+
+    since: int  # started at or before: past the thrash guard
+    describe: Callable[[Entry], RunningJob]
+    mark: Callable[[Entry], int] | None = None
+    jobs: list[RunningJob] = field(default_factory=list)
+    on_node: dict[int, int] = field(default_factory=dict)
+    ids: set[str] = field(default_factory=set)
+
+    def team(self, running: dict[str, dict[str, Entry]], tiers: tuple[Tier, ...],
+             above: int, own_below: int | None, *, bounded: bool) -> int:
+        """Lists a team's jobs that may be victims in this pass; returns their GPUs.
+
+        `running` is the team's running entries per tier in start order,
+        `tiers` the preemptible tiers, lowest first (R8). When `above` > 0 the
+        team may be reclaimed from: its jobs in R8 order while the GPUs
+        listed before them are fewer than `above` (all of them when not
+        `bounded`). When a queued job of the team has tier value `own_below`,
+        its jobs of lower tiers past the thrash guard.
+        """
+        gpus = before = 0
+        for tier in tiers:
+            group = running.get(tier.name)
+            if not group:
+                continue
+            entries = list(group.values())
+            cut = len(entries)
+            if above > 0 and not bounded:
+                cut = 0
+                gpus += self._add(entries)
+            elif above > 0 and before < above:
+                if self.mark is None:
+                    marks = [e.started for e in entries]  # start order already
+                else:
+                    pairs = sorted((self.mark(e), k) for k, e in enumerate(entries))
+                    entries = [entries[k] for _, k in pairs]
+                    marks = [m for m, _ in pairs]
+                # Least unsaved work first, one mark at a time, so that jobs
+                # with the same mark (R8 orders them by id) go together.
+                while cut and before < above:
+                    second = marks[cut - 1]
+                    while cut and marks[cut - 1] == second:
+                        cut -= 1
+                        before += entries[cut].gpus
+                gpus += self._add(entries[cut:])
+            if own_below is not None and tier.value < own_below:
+                gpus += self._add([e for e in entries[:cut] if e.started <= self.since])
+        return gpus
+
+    def _add(self, entries: list[Entry]) -> int:
+        on_node = self.on_node
+        gpus = 0
+        for entry in entries:
+            self.jobs.append(self.describe(entry))
+            self.ids.add(entry.id)
+            gpus += entry.gpus
+            for k, i in enumerate(entry.nodes):
+                on_node[i] = on_node.get(i, 0) + entry.pods[k]
+        return gpus
