@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from statistics import median
 from typing import NamedTuple
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from jobs import job_tokens
 from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
+from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.cluster.base import (
     ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
 )
@@ -156,8 +156,8 @@ def policy_settings() -> policy.Settings:
     )
 
 
-# R14: how many of a kind's latest successes make an estimate, and how far back the loop reads.
-ESTIMATE_FROM, ESTIMATE_AT_LEAST, ESTIMATE_READS = 5, 2, 5000
+# R14: how far back the loop reads successes to learn estimates from.
+ESTIMATE_READS = 5000
 
 
 def learned_runtimes() -> dict[tuple[int, str, int], int]:
@@ -171,8 +171,8 @@ def learned_runtimes() -> dict[tuple[int, str, int], int]:
         seen = runs.setdefault((team, kind, gpus), [])
         if len(seen) < ESTIMATE_FROM:
             seen.append((finished - started).total_seconds())
-    return {key: min(settings.DEFAULT_RUNTIME, int(median(seconds)))
-            for key, seconds in runs.items() if len(seconds) >= ESTIMATE_AT_LEAST}  # fmt: skip
+    learned = {key: learned_estimate(seconds, settings.DEFAULT_RUNTIME) for key, seconds in runs.items()}
+    return {key: estimate for key, estimate in learned.items() if estimate is not None}
 
 
 def _estimate(job: Job, learned: dict[tuple[int, str, int], int]) -> int | None:

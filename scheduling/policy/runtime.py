@@ -6,7 +6,22 @@ never stop a job: only `max_runtime` does.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from statistics import median
+
 from .model import Settings
+
+# How many of a group's latest successes make an estimate, and the fewest that do.
+ESTIMATE_FROM, ESTIMATE_AT_LEAST = 5, 2
+
+
+def learned_estimate(latest: Collection[float], default_runtime: int) -> int | None:
+    """Returns R14's estimate from the runtimes of a group's latest successes (at most
+    ESTIMATE_FROM of them, one group being a team, kind and GPU count): their median,
+    capped at `default_runtime`; None when fewer than ESTIMATE_AT_LEAST succeeded."""
+    if len(latest) < ESTIMATE_AT_LEAST:
+        return None
+    return min(default_runtime, int(median(latest)))
 
 
 def expected_runtime(max_runtime: int | None, estimate: int | None, settings: Settings) -> int:

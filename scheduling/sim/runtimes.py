@@ -16,13 +16,12 @@ How the replay fills `max_runtime` and `estimate` (`--estimates`):
 from __future__ import annotations
 
 from collections import deque
-from statistics import median
+
+from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 
 from .engine import Entry
 
 ESTIMATES: tuple[str, ...] = ("history", "oracle", "none")
-# R14: how many of the latest successes make an estimate, and the fewest that do.
-ESTIMATE_FROM, ESTIMATE_AT_LEAST = 5, 2
 
 
 class Runtimes:
@@ -62,10 +61,8 @@ class Runtimes:
         if runs is None:
             runs = self.runs[key] = deque(maxlen=ESTIMATE_FROM)
         runs.append(runtime)
-        if len(runs) < ESTIMATE_AT_LEAST:
-            return None
-        learned = min(self.default_runtime, int(median(runs)))
-        if self.learned.get(key) == learned:
+        learned = learned_estimate(runs, self.default_runtime)
+        if learned is None or self.learned.get(key) == learned:
             return None
         self.learned[key] = learned
         return key
