@@ -10,6 +10,7 @@ import os
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import caches
 
 from jobs import kinds
 from jobs.services import job_submit
@@ -80,6 +81,33 @@ def cycle(nodes):
         return admission_cycle(cluster=SimulatedCluster())
 
     return _cycle
+
+
+@pytest.fixture
+def login(client):
+    """Log `client` in as a user; returns the client (None logs nobody in)."""
+
+    def _login(user):
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return _login
+
+
+THROTTLE_REDIS = "redis://127.0.0.1:6379/13"
+
+
+@pytest.fixture
+def throttle_cache(settings):
+    """API throttle counts in Redis database 13, empty at the start and the end of the test."""
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": THROTTLE_REDIS},
+    }
+    caches["throttle"].clear()
+    yield caches["throttle"]
+    caches["throttle"].clear()
 
 
 def make_user(username: str, *, staff: bool = False, teams=(), role=Membership.Role.MEMBER):

@@ -6,12 +6,9 @@ Every persona is a ready APIClient: `as_persona("maps_token").get(...)`.
 from __future__ import annotations
 
 import pytest
-from django.core.cache import caches
 from rest_framework.test import APIClient
 
 from tenants.tokens import token_create, token_revoke
-
-THROTTLE_REDIS = "redis://127.0.0.1:6379/13"
 
 PEOPLE = ("owner", "member", "lead", "outsider", "staff")
 TOKENS = ("maps_token", "vision_token", "revoked_token")
@@ -19,15 +16,9 @@ PERSONAS = PEOPLE + TOKENS + ("anonymous",)
 
 
 @pytest.fixture(autouse=True)
-def throttle_cache(settings):
-    """Throttle counts in Redis database 13, empty at the start of every test."""
-    settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": THROTTLE_REDIS},
-    }
-    caches["throttle"].clear()
-    yield caches["throttle"]
-    caches["throttle"].clear()
+def fresh_throttle(throttle_cache):
+    """Every API test starts with no throttle counts (the root conftest's `throttle_cache`)."""
+    return throttle_cache
 
 
 @pytest.fixture

@@ -72,17 +72,6 @@ def shot():
 
 
 @pytest.fixture
-def cycle(nodes):
-    from scheduling.cluster.simulated import SimulatedCluster
-    from scheduling.loop import admission_cycle
-
-    def _cycle():
-        return admission_cycle(cluster=SimulatedCluster())
-
-    return _cycle
-
-
-@pytest.fixture
 def fill(submit, cycle):
     """Both nodes busy with one job of maps, so a new 8-GPU job must wait."""
     cycle()

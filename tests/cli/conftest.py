@@ -8,7 +8,6 @@ import sys
 import threading
 
 import pytest
-from django.core.cache import caches
 from django.db import connection
 
 from scheduling.cluster.simulated import SimulatedCluster
@@ -18,12 +17,9 @@ from tenants.tokens import token_create
 
 
 @pytest.fixture(autouse=True)
-def throttle_cache(settings):
-    settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": "redis://127.0.0.1:6379/13"},
-    }
-    caches["throttle"].clear()
+def fresh_throttle(throttle_cache):
+    """Every CLI test starts with no throttle counts (the root conftest's `throttle_cache`)."""
+    return throttle_cache
 
 
 @pytest.fixture

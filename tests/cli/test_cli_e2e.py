@@ -1,10 +1,11 @@
 """`gangway` end to end: a real server, the simulated cluster, and the exit codes CI relies on."""
 
-import textwrap
+import time
 
 import pytest
 
 from jobs.models import Job
+from scheduling.models import ClusterNode
 
 JOB = """
 team: maps
@@ -56,9 +57,10 @@ def test_an_invalid_job_exits_2_with_the_field_errors(gangway, tmp_path, transac
 
 
 def test_a_job_that_can_never_fit_exits_1(gangway, loop, tmp_path):
-    import time
-
-    time.sleep(0.5)  # one cycle records the nodes R10 checks against
+    deadline = time.monotonic() + 30
+    while not ClusterNode.objects.exists():  # a cycle of the loop records the nodes R10 checks against
+        assert time.monotonic() < deadline, "no admission cycle recorded the nodes"
+        time.sleep(0.05)
     path = tmp_path / "huge.yaml"
     path.write_text(JOB.format(name="huge", fail="false").replace("count: 2, gpu: 1", "count: 4, gpu: 8"))
     result = gangway("submit", str(path))

@@ -123,13 +123,3 @@ def eager_tasks(settings):
     app.conf.task_always_eager = before
 
 
-@pytest.fixture
-def login(client):
-    """Log `client` in as a user; returns the client (None logs nobody in)."""
-
-    def _login(user):
-        if user is not None:
-            client.force_login(user)
-        return client
-
-    return _login

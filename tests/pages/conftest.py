@@ -6,19 +6,6 @@ import pytest
 from django.test import Client
 
 
-
-@pytest.fixture
-def login(client):
-    """Log `client` in as a user; returns the client (None logs nobody in)."""
-
-    def _login(user):
-        if user is not None:
-            client.force_login(user)
-        return client
-
-    return _login
-
-
 @pytest.fixture
 def htmx():
     """Headers of an htmx request."""
