@@ -88,9 +88,6 @@ class Client:
     def get(self, path: str, **query) -> object:
         return self.request("GET", path, query={k: v for k, v in query.items() if v is not None}).body
 
-    def post_json(self, path: str, body: object) -> object:
-        return self.request("POST", path, data=json.dumps(body).encode()).body
-
 
 def _json(raw: bytes) -> object:
     if not raw:
