@@ -14,6 +14,7 @@ from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.spec import JobSpec, SpecError, counted_replicas, spec_to_data
 from jobs.transitions import transition
+from portal import triggers
 from tenants.models import Quota, Team
 from tenants.selectors import tier_for
 
@@ -133,7 +134,7 @@ def job_submit(
                 message=f"Submitted by {owner or via}: {_count(spec.gpu_total, 'GPU')} over "
                 f"{_count(sum(g.count for g in spec.replicas), 'replica')}, tier {tier.name}.",
             )  # fmt: skip
-            transaction.on_commit(_trigger_admission)
+            triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     except IntegrityError:
         # A concurrent submission with the same key won the insert.
         existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
@@ -170,20 +171,8 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
                 job, Job.State.CANCELLED, message="Cancelled before it was admitted; nothing ran.",
                 actor=actor, finished_at=timezone.now(), position=None, team_position=None, eta=None,
             )  # fmt: skip
-        transaction.on_commit(_trigger_reconcile if not was_queued else _trigger_admission)
+        triggers.trigger_on_commit(triggers.ADMISSION_CYCLE if was_queued else triggers.RECONCILE)
     return job
-
-
-def _trigger_admission() -> None:
-    from scheduling.tasks import trigger_admission
-
-    trigger_admission()
-
-
-def _trigger_reconcile() -> None:
-    from scheduling.tasks import trigger_reconcile
-
-    trigger_reconcile()
 
 
 class NotRunning(Exception):
