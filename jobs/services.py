@@ -6,6 +6,9 @@ import hashlib
 import json
 from dataclasses import replace
 
+from collections.abc import Callable
+
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -15,6 +18,7 @@ from jobs.models import Job, JobEvent
 from jobs.spec import JobSpec, SpecError, counted_replicas, spec_to_data
 from jobs.transitions import transition
 from portal import triggers
+from scheduling.policy.model import Rejection
 from tenants.models import Quota, Team
 from tenants.selectors import tier_for
 
@@ -91,10 +95,25 @@ def job_check(*, team: Team, spec: JobSpec):
     return tier
 
 
-def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
-    from scheduling.preview import rejection_for  # the policy decides R10
+# R10 is the policy's to decide, over the nodes the loop last read: scheduling, which sits
+# above jobs, names its judge when it loads (SchedulingConfig.ready), so submission asks
+# the policy without importing the loop's app.
+FitJudge = Callable[..., Rejection | None]
+_fit_judge: dict[str, FitJudge] = {}
 
-    rejection = rejection_for(team=team, spec=spec, tier=tier)
+
+def judge_fit_with(judge: FitJudge) -> None:
+    """Names the function that answers R10: called as judge(team=, spec=, tier=), it returns
+    the policy's refusal of the job, or None when the job could fit some day."""
+    _fit_judge["R10"] = judge
+
+
+def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
+    try:
+        judge = _fit_judge["R10"]
+    except KeyError:
+        raise ImproperlyConfigured("No R10 judge: the scheduling app must be in INSTALLED_APPS.") from None
+    rejection = judge(team=team, spec=spec, tier=tier)
     if rejection is not None:
         raise NeverFits(rejection.reason, rejection.code)
 
