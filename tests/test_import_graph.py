@@ -1,8 +1,8 @@
 """Imports run one way between the apps, and no two modules import each other.
 
-The layers, bottom to top: the shared core (`core/`, `scheduling/policy/`, and the
-standard-library-only `jobs/kinds.py` and `jobs/codes.py`), then tenants, jobs,
-scheduling, notifications, portal. Every import is read with `ast`, the ones inside
+The layers, bottom to top: the shared core (`core/`, `scheduling/policy/`, the
+standard-library-only `jobs/kinds.py` and `jobs/codes.py`, and the portal's helpers that
+import no app), then tenants, jobs, scheduling, notifications, portal. Every import is read with `ast`, the ones inside
 functions too, so a cycle cannot be hidden by moving an import into a function.
 """
 
