@@ -19,6 +19,9 @@ import statistics
 import time
 from datetime import timedelta
 
+# Gangway's modules are imported inside the functions that use them: this script sets up
+# Django itself, on a database it picks at run time, before any of them may load.
+
 PG = "postgres://postgres@127.0.0.1:5432"
 DB = f"gangway_pages_bench_{os.getpid()}"
 TEAMS, NODES, GPUS_PER_NODE, JOBS, WAITING = 100, 500, 8, 10_000, 3_000

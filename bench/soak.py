@@ -27,6 +27,9 @@ import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
+# Gangway's modules are imported inside the functions that use them: this script sets up
+# Django itself, on a database it picks at run time, before any of them may load.
+
 SETTLE_EVERY = 25
 SHAPES = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 4), (2, 8), (3, 2))  # (replicas, GPUs each)
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from jobs.models import Job, JobEvent
-from portal.admin_display import LoopRecordAdmin
+from tenants.admin_display import LoopRecordAdmin
 
 
 class JobEventInline(admin.TabularInline):

@@ -39,11 +39,11 @@ from jobs.services import (
     IdempotencyConflict, NeverFits, NotRunning, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import SpecError, parse_spec
-from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX
-from scheduling.logs import job_logs
+from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, job_logs
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
 from tenants.permissions import can_cancel, can_submit
+from tenants.schema_examples import ERROR
 from tenants.selectors import teams_for, tier_for
 
 IDEMPOTENCY_KEY_MAX = 200  # Job.idempotency_key
@@ -164,10 +164,10 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         responses={
             201: SubmittedJobSerializer,
             200: OpenApiResponse(SubmittedJobSerializer, description="Replay of an earlier submission with this key."),
-            400: OpenApiResponse(examples.ERROR, description="Invalid spec (field dict) or a job that can never fit."),
-            401: OpenApiResponse(examples.ERROR, description="No or bad credentials."),
-            403: OpenApiResponse(examples.ERROR, description="Not allowed to submit for this team or tier."),
-            409: OpenApiResponse(examples.ERROR, description="Idempotency key reused with a different body."),
+            400: OpenApiResponse(ERROR, description="Invalid spec (field dict) or a job that can never fit."),
+            401: OpenApiResponse(ERROR, description="No or bad credentials."),
+            403: OpenApiResponse(ERROR, description="Not allowed to submit for this team or tier."),
+            409: OpenApiResponse(ERROR, description="Idempotency key reused with a different body."),
         },
         examples=[examples.SUBMIT_SPEC, examples.SUBMIT_MANIFEST, examples.SUBMITTED, examples.SPEC_ERRORS,
                   examples.NEVER_FITS, examples.CONFLICT],  # fmt: skip
@@ -209,8 +209,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         summary="Cancel a job", request=None, tags=["jobs"],
         description="A queued job is cancelled at once; an admitted or running one stops at the next reconcile "
         "(state `cancelling`). Cancelling a cancelled job changes nothing; a finished one answers 409.",
-        responses={200: JobSerializer, 403: OpenApiResponse(examples.ERROR), 404: OpenApiResponse(examples.ERROR),
-                   409: OpenApiResponse(examples.ERROR)},
+        responses={200: JobSerializer, 403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR),
+                   409: OpenApiResponse(ERROR)},
     )  # fmt: skip
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
@@ -246,9 +246,9 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             OpenApiParameter("tail", int, OpenApiParameter.QUERY, required=False,
                              description=f"Lines of each replica, 1 to {LOG_TAIL_MAX} (default {LOG_TAIL})."),
         ],
-        responses={200: JobLogsSerializer, 400: OpenApiResponse(examples.ERROR), 401: OpenApiResponse(examples.ERROR),
-                   404: OpenApiResponse(examples.ERROR),
-                   503: OpenApiResponse(examples.ERROR, description="The cluster could not be read.")},
+        responses={200: JobLogsSerializer, 400: OpenApiResponse(ERROR), 401: OpenApiResponse(ERROR),
+                   404: OpenApiResponse(ERROR),
+                   503: OpenApiResponse(ERROR, description="The cluster could not be read.")},
     )  # fmt: skip
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def logs(self, request, pk=None):
@@ -316,8 +316,8 @@ class JobCheckpointView(APIView):
         summary="Report that a running job just saved a checkpoint", tags=["jobs"], request=None,
         description="Authorised only by the job's own token (GANGWAY_JOB_TOKEN in its pods), for this job alone. "
         "Preemption takes jobs with the least unsaved work first (R8). `gangway checkpoint` sends it.",
-        responses={200: CheckpointSerializer, 401: OpenApiResponse(examples.ERROR), 403: OpenApiResponse(examples.ERROR),
-                   404: OpenApiResponse(examples.ERROR), 409: OpenApiResponse(examples.ERROR)},
+        responses={200: CheckpointSerializer, 401: OpenApiResponse(ERROR), 403: OpenApiResponse(ERROR),
+                   404: OpenApiResponse(ERROR), 409: OpenApiResponse(ERROR)},
     )  # fmt: skip
     def post(self, request, job_id: int):
         try:

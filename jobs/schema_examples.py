@@ -5,8 +5,6 @@ from drf_spectacular.utils import OpenApiExample
 from jobs.codes import Because
 from scheduling.policy import Code
 
-ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "additionalProperties": True}
-
 SPEC = {
     "team": "maps", "name": "resnet50-baseline", "kind": "TFJob", "image": "tensorflow/tensorflow:2.12.0-gpu",
     "command": ["python", "/app/train.py"], "args": ["--epochs", "90"], "env": {"DATASET": "imagenet"},

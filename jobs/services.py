@@ -6,6 +6,9 @@ import hashlib
 import json
 from dataclasses import replace
 
+from collections.abc import Callable
+
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -14,6 +17,8 @@ from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.spec import JobSpec, SpecError, counted_replicas, spec_to_data
 from jobs.transitions import transition
+from portal import triggers
+from scheduling.policy.model import Rejection
 from tenants.models import Quota, Team
 from tenants.selectors import tier_for
 
@@ -90,10 +95,25 @@ def job_check(*, team: Team, spec: JobSpec):
     return tier
 
 
-def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
-    from scheduling.preview import rejection_for  # the policy decides R10
+# R10 is the policy's to decide, over the nodes the loop last read: scheduling, which sits
+# above jobs, names its judge when it loads (SchedulingConfig.ready), so submission asks
+# the policy without importing the loop's app.
+FitJudge = Callable[..., Rejection | None]
+_fit_judge: dict[str, FitJudge] = {}
 
-    rejection = rejection_for(team=team, spec=spec, tier=tier)
+
+def judge_fit_with(judge: FitJudge) -> None:
+    """Names the function that answers R10: called as judge(team=, spec=, tier=), it returns
+    the policy's refusal of the job, or None when the job could fit some day."""
+    _fit_judge["R10"] = judge
+
+
+def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
+    try:
+        judge = _fit_judge["R10"]
+    except KeyError:
+        raise ImproperlyConfigured("No R10 judge: the scheduling app must be in INSTALLED_APPS.") from None
+    rejection = judge(team=team, spec=spec, tier=tier)
     if rejection is not None:
         raise NeverFits(rejection.reason, rejection.code)
 
@@ -133,7 +153,7 @@ def job_submit(
                 message=f"Submitted by {owner or via}: {_count(spec.gpu_total, 'GPU')} over "
                 f"{_count(sum(g.count for g in spec.replicas), 'replica')}, tier {tier.name}.",
             )  # fmt: skip
-            transaction.on_commit(_trigger_admission)
+            triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     except IntegrityError:
         # A concurrent submission with the same key won the insert.
         existing = Job.objects.filter(team=team, idempotency_key=idempotency_key).first()
@@ -170,20 +190,8 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
                 job, Job.State.CANCELLED, message="Cancelled before it was admitted; nothing ran.",
                 actor=actor, finished_at=timezone.now(), position=None, team_position=None, eta=None,
             )  # fmt: skip
-        transaction.on_commit(_trigger_reconcile if not was_queued else _trigger_admission)
+        triggers.trigger_on_commit(triggers.ADMISSION_CYCLE if was_queued else triggers.RECONCILE)
     return job
-
-
-def _trigger_admission() -> None:
-    from scheduling.tasks import trigger_admission
-
-    trigger_admission()
-
-
-def _trigger_reconcile() -> None:
-    from scheduling.tasks import trigger_reconcile
-
-    trigger_reconcile()
 
 
 class NotRunning(Exception):

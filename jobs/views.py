@@ -24,6 +24,8 @@ from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
+from scheduling.preview import Preview, fit_preview
+from scheduling.selectors import manifest_of
 from tenants.auth import rate_limited
 from tenants.inputs import lone_surrogate_problem
 from tenants.permissions import can_cancel, can_cancel_now
@@ -136,8 +138,6 @@ def _submit_spec(request, form, formset, spec) -> Job | None:
 @require_POST
 def preview(request):
     """The live fit preview: where the job in the form would stand if submitted now (the admission policy)."""
-    from scheduling.preview import Preview, fit_preview
-
     teams = _submit_teams(request.user)
     form, formset = job_forms.bind(request.POST, teams=teams)
     spec, missing = job_forms.preview_spec(form, formset)
@@ -277,10 +277,7 @@ def _replica_rows(job: Job) -> list[dict]:
 
 def _manifest(job: Job) -> str:
     """The manifest of its kind Gangway creates for this job, as YAML."""
-    from scheduling.cluster.job_manifests import job_manifest
-    from scheduling.snapshot import to_cluster_job
-
-    return yaml.safe_dump(job_manifest(to_cluster_job(job)), sort_keys=False, default_flow_style=False)
+    return yaml.safe_dump(manifest_of(job), sort_keys=False, default_flow_style=False)
 
 
 @login_required

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from notifications.models import Delivery, Subscription, TeamWebhook
-from portal.admin_display import LoopRecordAdmin
+from tenants.admin_display import LoopRecordAdmin
 
 
 @admin.register(Subscription)

@@ -6,6 +6,7 @@ class NotificationsConfig(AppConfig):
     verbose_name = "Notifications"
 
     def ready(self) -> None:
+        # Models load before ready(), so the receivers (which read them) can be imported only now.
         from jobs.transitions import job_moved
         from notifications.receivers import enqueue_on_commit
 

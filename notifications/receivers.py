@@ -8,6 +8,7 @@ from django.db import transaction
 from kombu.exceptions import OperationalError
 
 from notifications.models import MOMENTS
+from notifications.tasks import notify
 
 log = logging.getLogger("gangway.notifications")
 
@@ -25,8 +26,6 @@ def enqueue_on_commit(sender, *, job, event, **kwargs) -> None:
 
 
 def _enqueue(event_id: int) -> None:
-    from notifications.tasks import notify
-
     try:
         notify.apply_async((event_id,), retry=False)
     except OperationalError as error:

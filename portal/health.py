@@ -24,6 +24,7 @@ from kombu import Connection
 from kombu.exceptions import OperationalError
 
 from scheduling.cluster.base import ClusterError, ClusterUnavailable
+from scheduling.records import failing_streak
 
 TIMEOUT = 3.0  # seconds; below the probes' timeoutSeconds
 
@@ -67,8 +68,6 @@ def _database() -> dict:
 
 def _cycles() -> dict:
     """Fails once the last CYCLE_FAILURES_BEFORE_UNREADY admission cycles all raised."""
-    from scheduling.records import failing_streak
-
     limit = settings.CYCLE_FAILURES_BEFORE_UNREADY
     streak = failing_streak(limit)
     if streak >= limit:
@@ -86,6 +85,7 @@ def _broker() -> dict:
 
 def _cluster() -> dict:
     """Asks the API server its version through the adapter's one wrapper; needs no RBAC rule."""
+    # Only a kubernetes install asks, so the kubernetes client is loaded only then.
     from kubernetes.client import VersionApi
 
     from scheduling.cluster.kubernetes import KubernetesCluster

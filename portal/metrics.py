@@ -26,6 +26,13 @@ from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+import scheduling.tasks  # noqa: F401  registers the gangway tasks with the app, so each has a series
+from jobs.models import Job, JobEvent
+from portal.celery import app
+from scheduling.models import ClusterNode, Cycle
+from scheduling.records import CYCLE_BUCKETS, cycle_counts, cycle_failures
+from scheduling.selectors import reserved_by_node, team_usage
+
 # Admission cycles take milliseconds on a small cluster and seconds on a large one.
 FAILED_KEY = "tasks_failed:{}"
 
@@ -54,8 +61,6 @@ class GangwayCollector:
 
 
 def _queue():
-    from jobs.models import Job
-
     jobs = GaugeMetricFamily("gangway_jobs", "Jobs by state.", labels=["state"])
     counts = dict(Job.objects.values_list("state").annotate(Count("id")))
     for state in Job.State.values:
@@ -83,8 +88,6 @@ def _queue():
 
 def _decisions():
     """Counters derived from the events the loop records; a deleted job's events leave them (a counter reset)."""
-    from jobs.models import JobEvent
-
     Kind = JobEvent.Kind
     counters = (
         ("gangway_admissions", "Jobs admitted, per team.", (Kind.ADMITTED,), False),
@@ -110,9 +113,6 @@ def _decisions():
 
 
 def _gpus():
-    from scheduling.models import ClusterNode
-    from scheduling.selectors import team_usage
-
     names = ("used", "nominal", "borrowed", "lent")
     families = {
         name: GaugeMetricFamily(f"gangway_team_gpus_{name}", f"GPUs {name} per team.", labels=["team"])
@@ -122,7 +122,6 @@ def _gpus():
         for name in names:
             families[name].add_metric([usage.slug], getattr(usage, name))
     yield from families.values()
-    from scheduling.selectors import reserved_by_node
 
     reserved = GaugeMetricFamily("gangway_reserved_gpus", "GPUs reserved for starving jobs (R4), per team.",
                                  labels=["team"])  # fmt: skip
@@ -142,9 +141,6 @@ def _gpus():
 
 def _cycles():
     """The cycle duration histogram over every cycle (pruned rows included), and the last cycle's reachability and time."""
-    from scheduling.models import Cycle
-    from scheduling.records import CYCLE_BUCKETS, cycle_counts, cycle_failures
-
     total, seconds, counts = cycle_counts()
     buckets = [(_bound(bound), n) for bound, n in zip(CYCLE_BUCKETS, counts)]
     histogram = HistogramMetricFamily(
@@ -171,9 +167,6 @@ def _bound(value: float) -> str:
 
 
 def _tasks_failed():
-    import scheduling.tasks  # noqa: F401  registers the gangway tasks with the app, so each has a series
-    from portal.celery import app
-
     family = CounterMetricFamily("gangway_tasks_failed", "Celery tasks that raised, per task.", labels=["task"])
     names = sorted(name for name in app.tasks if name.startswith("gangway."))
     counts = caches["metrics"].get_many([FAILED_KEY.format(name) for name in names])

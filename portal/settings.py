@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from portal import env
 from portal.logging import logging_config
+from tenants.group_map import parse_group_map
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env.text("GANGWAY_VAR_DIR", str(BASE_DIR / "var")))
@@ -292,8 +293,6 @@ if OIDC_RP_CLIENT_ID:
                                   "OIDC_OP_USER_ENDPOINT", "OIDC_OP_JWKS_ENDPOINT") if not globals()[name]]  # fmt: skip
     if _missing:
         raise ImproperlyConfigured(f"Single sign-on needs {', '.join(_missing)} when OIDC_RP_CLIENT_ID is set.")
-    from tenants.identity import parse_group_map
-
     parse_group_map(OIDC_GROUP_MAP)  # fail at start-up on a malformed map, naming the entry
 
 # Login throttling: after AXES_FAILURE_LIMIT failed logins for one username from one address,

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
-from portal.admin_display import LoopRecordAdmin, amount_column
 from scheduling.models import ClusterNode, Cycle, CycleTotals, SimJob, SimNode, UsageSample
+from tenants.admin_display import LoopRecordAdmin, amount_column
 from tenants.models import Resource
 
 CPU = amount_column("cpu", Resource.CPU, "CPU")

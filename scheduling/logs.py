@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from jobs.models import Job
 from scheduling.cluster import get_cluster
-from scheduling.cluster.base import LOG_TAIL, Cluster, ClusterError, ClusterUnavailable, ReplicaLog, failing_replica
+from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX, Cluster, ClusterError, ClusterUnavailable, ReplicaLog, failing_replica
 
+# LOG_TAIL and LOG_TAIL_MAX are the adapters' limits on a log read; the API reads them from here,
+# the module it reads logs through.
 
 PAGE_TAIL = 30  # lines of each replica on the job page
 

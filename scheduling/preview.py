@@ -12,12 +12,13 @@ from datetime import datetime, timezone as dt_timezone
 
 from django.utils import timezone
 
+from jobs.models import Job
 from jobs.spec import JobSpec
 from portal.compiled import CompiledQuery
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
-from scheduling.policy.model import RESOURCES, Node, PendingJob, Rejection, Snapshot, Tier as PolicyTier
+from scheduling.policy.model import RESOURCES, Node, PendingJob, Rejection, Snapshot, Team as PolicyTeam, Tier as PolicyTier
 from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
 from scheduling.snapshot import build_world, epoch, policy_replicas, policy_settings, policy_teams, replica_defaults
@@ -156,8 +157,6 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
     returned as preemptions, starts and rejections; the team's jobs that
     would keep waiting, its limits before and after, and warnings come along.
     """
-    from jobs.models import Job
-
     nodes, outside = _known_nodes()
     now = timezone.now()
     world = build_world(now=now, nodes=nodes, outside=outside)
@@ -190,8 +189,6 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
 
 def _with_quotas(policy_team, quotas: dict[str, dict]):
     """The policy's team with `quotas` put in place of its own (None removes a resource's quota)."""
-    from scheduling.policy.model import Team as PolicyTeam
-
     nominal, borrowing, lending = dict(policy_team.nominal), dict(policy_team.borrowing_limit), dict(policy_team.lending_limit)
     for resource, values in quotas.items():
         if values is None:  # the quota is removed: limited by node capacity only

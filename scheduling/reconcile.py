@@ -20,6 +20,7 @@ from django.utils import timezone
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
+from portal import triggers
 from scheduling.adoption import adopt_outside_jobs
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
 from scheduling.locks import try_transaction_lock
@@ -100,14 +101,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 result.deleted += 1
         if result.changed:
             # A job ended, was requeued or stopped: room may have opened, so plan again soon.
-            transaction.on_commit(_trigger_admission)
+            triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     return result
-
-
-def _trigger_admission() -> None:
-    from scheduling.tasks import trigger_admission
-
-    trigger_admission()
 
 
 def _refused(job: Job, error: str, now: datetime) -> None:

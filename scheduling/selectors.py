@@ -13,7 +13,9 @@ from django.db import connection
 from django.db.models import Sum
 
 from jobs.models import Job, JobEvent
-from scheduling.models import ClusterNode, Cycle
+from scheduling.cluster.job_manifests import job_manifest
+from scheduling.models import ClusterNode, Cycle, UsageSample
+from scheduling.snapshot import to_cluster_job
 from tenants.models import AuditEntry, Quota, Team
 
 
@@ -136,8 +138,6 @@ def loans_now(usages: list[TeamUsage]) -> list[Loan]:
 
 def usage_series(team: Team, since) -> list:
     """The team's usage samples since `since`, oldest first, as (at, used, borrowed, nominal, waiting) rows."""
-    from scheduling.models import UsageSample
-
     return list(
         UsageSample.objects.filter(team=team, at__gte=since)
         .order_by("at")
@@ -219,3 +219,9 @@ def live_version() -> tuple:
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(f"(SELECT max(id) FROM {table})" for table in tables))
         return tuple(cursor.fetchone())
+
+
+def manifest_of(job: Job) -> dict:
+    """The manifest of its kind (TFJob, PyTorchJob...) the Kubernetes adapter would create
+    for the job now; read by the job page and the manifest command."""
+    return job_manifest(to_cluster_job(job))

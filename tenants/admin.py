@@ -1,8 +1,7 @@
 from django.contrib import admin
 from django.db import transaction
 
-from portal.admin_display import quantity_text
-
+from tenants.admin_display import quantity_text
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Quota, Team
 from tenants.services import admission_inputs_changed

@@ -21,12 +21,12 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.viewsets import GenericViewSet
 
-from jobs.schema_examples import ERROR
 from scheduling.preview import quota_what_if
 from scheduling.selectors import team_usage
 from tenants.auth import ApiDefaults, TeamPrincipal, query_flag, team_scope
 from tenants.models import DNS_LABEL, Membership, Team
 from tenants.permissions import can_edit_quota, can_manage_tokens
+from tenants.schema_examples import ERROR
 from tenants.selectors import teams_for
 from tenants.serializers import (
     QuotaUpdateSerializer,

@@ -9,47 +9,15 @@ are left as an admin set them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import wraps
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.http import Http404
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from tenants.group_map import STAFF, Grant, parse_group_map
 from tenants.models import AuditEntry, Membership, Team
-
-STAFF = "staff"
-
-
-@dataclass(frozen=True)
-class Grant:
-    """What one identity-provider group gives: a role in a team, or staff."""
-
-    team: str  # "" for staff
-    role: str  # member | lead | staff
-
-
-def parse_group_map(text: str) -> dict[str, Grant]:
-    """Parse OIDC_GROUP_MAP: "group=team:role,..." with role member or lead, or "group=staff".
-
-    Raises ImproperlyConfigured naming the entry that does not parse.
-    """
-    grants = {}
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        group, _, target = entry.partition("=")
-        team, _, role = target.partition(":")
-        if target == STAFF:
-            grants[group.strip()] = Grant("", STAFF)
-        elif group and team and role in Membership.Role.values:
-            grants[group.strip()] = Grant(team.strip(), role)
-        else:
-            raise ImproperlyConfigured(
-                f"OIDC_GROUP_MAP entry {entry!r} must be 'group=team:member', 'group=team:lead' or 'group=staff'."
-            )
-    return grants
-
 
 def apply_groups(user, groups: list[str], grants: dict[str, Grant]) -> list[str]:
     """Make the user's memberships and staff flag match their groups; returns what changed.

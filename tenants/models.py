@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from tenants.inputs import quota_problem, weight_problem
+from tenants.roles import Role
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 dns_label_validator = RegexValidator(
@@ -99,9 +100,7 @@ class Team(models.Model):
 
 
 class Membership(models.Model):
-    class Role(models.TextChoices):
-        MEMBER = "member", "Member"
-        LEAD = "lead", "Lead"
+    Role = Role
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from portal import triggers
 from tenants.models import AuditEntry, Quota, Resource, Team
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
@@ -67,7 +68,5 @@ def _show(value) -> str:
 def admission_inputs_changed() -> None:
     """Asks for an admission cycle and a tenant sync now, after a change to
     what admission reads (quotas, weights, tiers), instead of at the next beat."""
-    from scheduling.tasks import trigger_admission, trigger_tenant_sync
-
-    trigger_admission()
-    trigger_tenant_sync()
+    triggers.trigger(triggers.ADMISSION_CYCLE)
+    triggers.trigger(triggers.SYNC_TENANTS)

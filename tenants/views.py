@@ -13,9 +13,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from jobs.models import Job
-from jobs.selectors import sweeps_for, unfinished_of_team
+from jobs.selectors import jobs_of_team, sweeps_for, unfinished_of_team
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
+from scheduling.preview import quota_what_if
 from scheduling.selectors import live_version, loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
@@ -71,7 +71,7 @@ def team_detail(request, slug: str):
         return unchanged(request, etag) or live(render(request, "tenants/detail.html#tiles", {
             "team": team, "etag_tiles": etag, **tiles}), etag)  # fmt: skip
     if insider:
-        jobs = Job.objects.filter(team=team).select_related("tier", "owner").order_by("-submitted_at", "-id")
+        jobs = jobs_of_team(team).order_by("-submitted_at", "-id")
     else:
         jobs = unfinished_of_team(team)
     page = Paginator(jobs, JOBS_PAGE).get_page(request.GET.get("page"))
@@ -199,8 +199,6 @@ def quota_edit(request, slug: str):
 
 def _what_if(team: Team, form: QuotaForm):
     """What the change would do now, or None when the form has errors (they are shown instead)."""
-    from scheduling.preview import quota_what_if
-
     if not form.is_valid():
         return None
     return quota_what_if(team=team, quotas=form.quotas())

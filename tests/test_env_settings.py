@@ -53,6 +53,27 @@ def test_an_unknown_cluster_backend_is_refused(tmp_path):
     assert "CLUSTER_BACKEND must be one of simulated, kubernetes, got 'nomad'" in result.stderr
 
 
+SSO = {"OIDC_RP_CLIENT_ID": "gangway", "OIDC_RP_CLIENT_SECRET": "s", "OIDC_OP_AUTHORIZATION_ENDPOINT": "http://idp/auth",
+       "OIDC_OP_TOKEN_ENDPOINT": "http://idp/token", "OIDC_OP_USER_ENDPOINT": "http://idp/user",
+       "OIDC_OP_JWKS_ENDPOINT": "http://idp/jwks"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("group_map", "answer"),
+    [("ml=maps:lead, ops=staff", "started"), ("ml=maps:owner", "OIDC_GROUP_MAP entry 'ml=maps:owner' must be")],
+)
+def test_settings_with_single_sign_on_start_and_check_the_group_map_before_any_model_loads(
+        tmp_path, group_map, answer):
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); print('started')"],
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1",
+             "GANGWAY_VAR_DIR": str(tmp_path), "OIDC_GROUP_MAP": group_map, **SSO},
+        capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+    )  # fmt: skip
+    assert answer in result.stdout + result.stderr
+    assert "AppRegistryNotReady" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("url", "flag", "options"),
     [

@@ -9,6 +9,11 @@ from scheduling.cluster.base import Cluster, ClusterUnavailable, cluster_name
 __all__ = ("Cluster", "ClusterUnavailable", "cluster_name", "get_cluster", "ADAPTERS")
 
 
+# Each adapter is imported only once it is chosen: the Kubernetes one loads the kubernetes
+# client, which a simulated install never needs; the simulated one loads the database models,
+# which this package's base types (read by the policy's callers and the tests) must not need.
+
+
 def _simulated() -> Cluster:
     from scheduling.cluster.simulated import SimulatedCluster
 

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from tenants.identity import Grant, parse_group_map
+from tenants.group_map import Grant, parse_group_map
 from tenants.models import AuditEntry, Membership
 from tests.identity.oidc_provider import Provider
 

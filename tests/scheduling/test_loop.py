@@ -68,6 +68,18 @@ def test_it_rejects_what_can_never_fit_at_submission_once_nodes_are_known(submit
     assert Job.objects.count() == 0
 
 
+def test_submission_without_the_policys_judge_fails_loudly_instead_of_admitting(submit, cycle, monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from jobs import services
+
+    cycle()
+    monkeypatch.setattr(services, "_fit_judge", {})
+    with pytest.raises(ImproperlyConfigured, match="R10"):
+        submit(replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
+    assert Job.objects.count() == 0
+
+
 def test_the_first_cycle_rejects_what_was_submitted_before_nodes_were_known(submit, cycle):
     job = submit(replicas=[{"role": "Worker", "count": 3, "gpu": 8}])
     assert cycle().rejected == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from portal import triggers
 from tenants.models import ApiToken, AuditEntry, Membership, Quota
 
 
@@ -68,11 +69,9 @@ def test_audit_entries_are_read_only_in_the_admin(admin_client, maps):
 @pytest.fixture
 def triggered(monkeypatch):
     """Records the cycles asked for."""
-    import scheduling.tasks
-
     calls = []
-    monkeypatch.setattr(scheduling.tasks, "trigger_admission", lambda: calls.append("admission"))
-    monkeypatch.setattr(scheduling.tasks, "trigger_tenant_sync", lambda: calls.append("tenants"))
+    names = {triggers.ADMISSION_CYCLE: "admission", triggers.SYNC_TENANTS: "tenants"}
+    monkeypatch.setattr(triggers, "trigger", lambda name: calls.append(names.get(name, name)))
     return calls
 
 

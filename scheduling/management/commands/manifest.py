@@ -6,8 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from jobs.models import Job
-from scheduling.cluster.job_manifests import job_manifest
-from scheduling.snapshot import to_cluster_job
+from scheduling.selectors import manifest_of
 
 
 class Command(BaseCommand):
@@ -25,7 +24,7 @@ class Command(BaseCommand):
         if job is None:
             raise CommandError(f"No job with id {job_id}.")
         try:
-            manifest = job_manifest(to_cluster_job(job))
+            manifest = manifest_of(job)
         except ImproperlyConfigured as error:  # PUBLIC_URL set: the pods get a job token, signed with SECRET_KEY
             raise CommandError(f"{error} With PUBLIC_URL set, the manifest carries a job token signed with "
                                "SECRET_KEY; set both.") from error  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from jobs.spec import format_cpu, format_memory
+from core.quantities import format_cpu, format_memory
 from tenants.models import Resource
 
 
