@@ -258,10 +258,16 @@ class ClaimInfo:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One problem `doctor` found, with what to do about it."""
+    """One problem `doctor` found, with what to do about it.
+
+    `blocking` is False for what leaves Gangway working but narrower (a job kind
+    whose operator is not installed while another kind's is): doctor names it
+    and still passes.
+    """
 
     problem: str
     fix: str
+    blocking: bool = True
 
 
 class Cluster(Protocol):

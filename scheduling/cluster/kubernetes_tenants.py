@@ -189,12 +189,7 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
         tolerate=(NOT_FOUND,),
     )
     present = {crd["metadata"]["name"] for crd in (crds or {}).get("items", ())}
-    for crd, owner in required_crds().items():
-        if crd not in present:
-            findings.append(Finding(
-                f"The CustomResourceDefinition {crd} is missing, so Gangway cannot create what it needs.",
-                f"Install {owner} on the cluster.",
-            ))
+    findings += _crd_findings(present)
     findings += _runtime_findings(api, present)
     schedulers = api.call(
         "list", "Pod", "*", api.core.list_pod_for_all_namespaces, label_selector=VOLCANO_SCHEDULER_SELECTOR,
@@ -207,6 +202,36 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
         ))
     findings += _gpu_findings(raw_nodes, nodes)
     findings += _quota_findings(tenants, nodes)
+    return findings
+
+
+def _crd_findings(present: set[str]) -> list[Finding]:
+    """Returns a finding per missing CustomResourceDefinition: Volcano's always block; a job kind's
+    block only when no kind has all of its CRDs, since a cluster may run some kinds and not others
+    (the Training Operator without Kubeflow Trainer v2, say), and then only that kind's jobs fail."""
+    usable = [kind for kind in kinds.all_kinds() if set(kind.crds) <= present]
+    findings = []
+    for kind in kinds.all_kinds():
+        for crd in kind.crds:
+            if crd in present:
+                continue
+            if usable:
+                findings.append(Finding(
+                    f"The CustomResourceDefinition {crd} is missing, so {kind.name} jobs cannot run on this cluster "
+                    f"(the cluster runs {', '.join(other.name for other in usable)}).",
+                    f"Install {kind.operator} on the cluster before anyone submits a {kind.name}.", blocking=False,
+                ))  # fmt: skip
+            else:
+                findings.append(Finding(
+                    f"The CustomResourceDefinition {crd} is missing, so Gangway cannot create what it needs.",
+                    f"Install {kind.operator} on the cluster.",
+                ))
+    for crd in VOLCANO_CRDS:
+        if crd not in present:
+            findings.append(Finding(
+                f"The CustomResourceDefinition {crd} is missing, so Gangway cannot create what it needs.",
+                "Install Volcano on the cluster.",
+            ))
     return findings
 
 

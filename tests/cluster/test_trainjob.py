@@ -179,10 +179,20 @@ def test_doctor_reports_the_trainers_missing_crds(fake, cluster):
     _cluster_with(fake, ("tfjobs.kubeflow.org", "pytorchjobs.kubeflow.org", "podgroups.scheduling.volcano.sh",
                          "queues.scheduling.volcano.sh"))  # fmt: skip
     findings = cluster.doctor(TENANTS)
-    assert [(f.problem.split()[2], f.fix) for f in findings] == [
-        ("trainjobs.trainer.kubeflow.org", "Install Kubeflow Trainer v2 on the cluster."),
-        ("clustertrainingruntimes.trainer.kubeflow.org", "Install Kubeflow Trainer v2 on the cluster."),
+    # The Training Operator's kinds still run: the missing Trainer is a note, not a problem.
+    assert [(f.problem.split()[2], f.fix, f.blocking) for f in findings] == [
+        ("trainjobs.trainer.kubeflow.org", "Install Kubeflow Trainer v2 on the cluster before anyone submits a TrainJob.", False),
+        ("clustertrainingruntimes.trainer.kubeflow.org",
+         "Install Kubeflow Trainer v2 on the cluster before anyone submits a TrainJob.", False),
     ]
+    assert "so TrainJob jobs cannot run on this cluster (the cluster runs TFJob, PyTorchJob)" in findings[0].problem
+
+
+def test_doctor_blocks_when_no_job_kind_can_run(fake, cluster):
+    _cluster_with(fake, ("podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh"))
+    findings = cluster.doctor(TENANTS)
+    assert findings and all(f.blocking for f in findings)
+    assert {f.problem.split()[2] for f in findings} >= {"tfjobs.kubeflow.org", "trainjobs.trainer.kubeflow.org"}
 
 
 def _runtime(name: str, **spec) -> dict:

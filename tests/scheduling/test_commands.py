@@ -145,3 +145,19 @@ def test_simulate_outside_has_help():
     from scheduling.management.commands.simulate_outside import Command
 
     assert "Katib-style experiment of N trials" in Command.help
+
+
+def test_doctor_passes_with_notes_and_fails_on_a_problem(db, monkeypatch):
+    from scheduling.cluster.base import Finding
+    from scheduling.cluster.simulated import SimulatedCluster
+
+    note = Finding("TrainJob jobs cannot run on this cluster.", "Install Kubeflow Trainer v2.", blocking=False)
+    monkeypatch.setattr(SimulatedCluster, "doctor", lambda self, tenants: [note])
+    out = run("doctor")
+    assert "- Note: TrainJob jobs cannot run on this cluster. Fix: Install Kubeflow Trainer v2." in out
+    assert out.rstrip().endswith("All checks passed, with 1 note(s).")
+    problem = Finding("No GPUs.", "Install the device plugin.")
+    monkeypatch.setattr(SimulatedCluster, "doctor", lambda self, tenants: [note, problem])
+    with pytest.raises(SystemExit) as stopped:
+        run("doctor")
+    assert stopped.value.code == 1

@@ -24,12 +24,17 @@ class Command(BaseCommand):
                 self.stdout.write(f"Claims of team {slug}: {'; '.join(describe(claim) for claim in found)}.")
             else:
                 self.stdout.write(f"Team {slug} has no PersistentVolumeClaims in namespace {slug}; its jobs can mount none.")
-        for finding in findings:
+        problems = [finding for finding in findings if finding.blocking]
+        for finding in problems:
             self.stdout.write(f"- {finding.problem} Fix: {finding.fix}")
-        if findings:
-            self.stdout.write(f"{len(findings)} problem(s) found.")
+        for finding in findings:
+            if not finding.blocking:
+                self.stdout.write(f"- Note: {finding.problem} Fix: {finding.fix}")
+        if problems:
+            self.stdout.write(f"{len(problems)} problem(s) found.")
             raise SystemExit(1)
-        self.stdout.write("All checks passed.")
+        self.stdout.write("All checks passed." if not findings else
+                          f"All checks passed, with {len(findings)} note(s).")  # fmt: skip
 
 
 def describe(claim: ClaimInfo) -> str:
