@@ -31,11 +31,11 @@ from .demand import Demand
 from .eta import estimate_starts
 from .hopeless import Hopeless
 from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
-from .order import admission_order, r3_sorted
+from .order import admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
 from .reasons import Code, amount, amounts, replicas_text
-from .rejection import reject_reason
+from .rejection import reject_reason, reject_typed
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .room import Room
 from .runtime import expected_runtime
@@ -66,8 +66,9 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
 
     # 4. Positions among waiting jobs, in R3 order.
     ranked = [job for job in made.queue if job.id in waiting]
+    # The replay knows no GPU types yet: on a cluster with types no start is known.
     etas = (estimate_starts(snapshot, ranked, made.admitted, state, holds)
-            if with_eta else {})
+            if with_eta and state.types is None else {})
     waits = []
     per_team: dict[str, int] = {}
     for position, job in enumerate(ranked, start=1):
@@ -76,10 +77,10 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
         waits.append(Wait(job.id, position, per_team[job.team], str(code), reason,
                           etas.get(job.id)))
     reservations = tuple(Reservation(h.id, h.start, _names(state, h.placement),
-                                     replica_nodes(h.placement, state.room.names))
+                                     replica_nodes(h.placement, state.room.names), h.gpu_type)
                          for h in holds)
     # 6. Team figures.
-    teams = team_gpus(snapshot, made.admitted, waiting, state.quota) if with_waits else ()
+    teams = team_gpus(snapshot, made.admitted, waiting, state) if with_waits else ()
     return Plan(tuple(made.admitted), tuple(waits), tuple(made.rejected), reservations, teams)
 
 
@@ -112,22 +113,29 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     state = State(snapshot)
 
     # 2. Reject what can never fit.
-    empty = Room(snapshot.nodes)
+    types = state.types
+    empty = Room(snapshot.nodes, None if types is None else types.node_kinds)
     cache: dict[object, bool] = {}
-    # The verdict depends on the team, the tier and the shape only.
-    verdicts: dict[tuple[str, str, Demand], tuple[Code, str] | None] = {}
+    # The verdict depends on the team, the tier, the shape and the types only.
+    verdicts: dict[tuple, tuple[Code, str] | None] = {}
+    kinds_of: dict[str, tuple[int | None, ...]] = {}  # job id -> the GPU types it tries
     rejected: list[Rejection] = []
     queue: list[PendingJob] = []
     for job in snapshot.pending:
         demand = job.demand
-        key = (job.team, job.tier, demand)
+        kinds = (None,) if types is None else types.candidates(job, teams[job.team])
+        key = (job.team, job.tier, demand, kinds)
         if key in verdicts:
             verdict = verdicts[key]
-        else:
+        elif types is None:
             verdict = verdicts[key] = reject_reason(job, demand, teams[job.team],
                                                     tiers[job.tier], state.quota, empty, cache)
+        else:
+            verdict = verdicts[key] = reject_typed(job, kinds, teams[job.team], tiers[job.tier],
+                                                   state, empty)
         if verdict is None:
             queue.append(job)
+            kinds_of[job.id] = tuple(k for k in kinds if k != -1)
         else:
             rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
     queue = r3_sorted(queue, tiers)
@@ -136,18 +144,21 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     admitted: list[Admission] = []
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
-    no_room: set[Demand] = set()  # shapes that found no room; room only shrinks
+    no_room: set[tuple] = set()  # shapes (and types) that found no room; room only shrinks
     hopeless = Hopeless()  # victim searches known to find nothing (hopeless.py)
     holds = Holds(state.room)
     reserve = settings.starvation_guard == "reserve"
     previous = {r.id: r for r in snapshot.reservations}
-    kept_off: dict[Demand, tuple[Code, str] | None] = {}  # shape -> why reserved room stops it
+    # type -> shape -> why reserved room stops it
+    kept_off: dict[int | None, dict[Demand, tuple[Code, str] | None]] = {}
 
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
 
     held_reason: dict[str, str] = {}  # holder id -> the sentence its held jobs show
-    for job in admission_order(queue, tiers, state.quota, skip_team):
+    order = admission_order(queue, tiers, state.quota, skip_team,
+                            None if types is None else first_quota(state, kinds_of))
+    for job in order:
         demand = job.demand
         tier = tiers[job.tier]
         holder = held_by.get(None) or held_by.get(job.team)
@@ -161,67 +172,74 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                         job=holder.id, waited=duration(now - holder.queued))
                 waiting[job.id] = (Code.HELD, reason)
             continue
-        refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
+        kinds = kinds_of[job.id]
         # Sure to end by then (R4: only max_runtime counts, not an estimate).
         until = now + job.max_runtime if job.max_runtime else None
         spared = holds.spares(until)
         end = now + expected_runtime(job.max_runtime, job.estimate, settings)
-        fit, placement = Fit.NO_FIT, None
-        if refusal is None and spared:
-            restore = holds.spared(until)
-            placement = place(state.room, demand)
-            if placement is not None:
-                fit = Fit.FIT
-                holds.charge(usage_on_nodes(demand, placement), until)
-                _admit(state, job, tier, demand, placement, end, admitted, hopeless)
-            restore()
-        elif refusal is None and demand not in no_room:
-            placement = place(state.room, demand)
-            if placement is None:
-                no_room.add(demand)
-            else:
-                fit = Fit.FIT
-                if holds:
-                    holds.charge(usage_on_nodes(demand, placement), None)
-                _admit(state, job, tier, demand, placement, end, admitted, hopeless)
+        # Its types in order: the first where it fits without preemption...
+        refusals: list[Refusal | None] = []
+        fit = Fit.NO_FIT
+        for kind in kinds:
+            state.select(kind)
+            refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
+            refusals.append(refusal)
+            shape = demand if kind is None else (demand, kind)
+            placement = None
+            if refusal is None and spared:
+                restore = holds.spared(until)
+                placement = place(state.room, demand)
+                if placement is not None:
+                    fit = Fit.FIT
+                    holds.charge(usage_on_nodes(demand, placement), until)
+                    _admit(state, job, tier, demand, placement, end, admitted, hopeless)
+                restore()
+            elif refusal is None and shape not in no_room:
+                placement = place(state.room, demand)
+                if placement is None:
+                    no_room.add(shape)
+                else:
+                    fit = Fit.FIT
+                    if holds:
+                        holds.charge(usage_on_nodes(demand, placement), None)
+                    _admit(state, job, tier, demand, placement, end, admitted, hopeless)
+            if fit is Fit.FIT:
+                break
         if fit is Fit.FIT:
             continue
-        # A job that may use reserved room searches on more room than others.
-        shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None)
-        lasting = (tier.value, tier.preemptible, demand)
-        preemption = None
-        if not hopeless.known(shape, lasting, job.team):
-            preemption, bound = preempt_around(state, holds, job.team, tier, demand, settings,
-                                               now, until)
-            if preemption is None:
-                hopeless.note(shape, lasting, job.team, bound)
-        if preemption is not None:
-            state.take(preemption.victims)
-            state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
-            hopeless.preempted(job.team, {v.team for v in preemption.victims}, state.quota)
-            if holds:
-                holds.charge(usage_on_nodes(demand, preemption.placement), until)
-            state.reserve(preemption.before)
-            holds.refresh()
-            admitted.append(Admission(job.id, _names(state, preemption.placement),
-                                      tuple(v.id for v in preemption.victims),
-                                      replica_nodes(preemption.placement, state.room.names)))
+        # ...else the first where it fits with victims.
+        for kind in kinds:
+            state.select(kind)
+            if _preempt(state, holds, job, tier, demand, kind, until, spared, end, admitted,
+                        hopeless):
+                fit = Fit.PREEMPT
+                break
+        if fit is Fit.PREEMPT:
             continue
+        # ...else it waits.
         if with_waits:
-            waiting[job.id] = _why_waiting(job, demand, refusal, state, holds, kept_off, now)
+            waiting[job.id] = _why_waiting_typed(job, demand, kinds, refusals, state, holds,
+                                                 kept_off, now)
         if now - job.queued <= settings.starvation_after:
             continue
-        if refusal is not None:
+        if all(refusal is not None for refusal in refusals):
             held_by.setdefault(job.team, job)
         elif not reserve:
             held_by.setdefault(None, job)
         elif len(holds) < settings.max_reservations:
-            hold = _reserve(state, holds, job, previous.get(job.id), settings)
+            kind = kinds[[refusal is None for refusal in refusals].index(True)]
+            state.select(kind)
+            name = _type_name(state, kind)
+            before = previous.get(job.id)
+            if before is not None and before.gpu_type != name:
+                before = None  # room of another type keeps nothing for this one
+            hold = _reserve(state, holds, job, before, settings)
             if hold is not None:
+                hold.gpu_type = name
                 holds.add(hold)
                 kept_off.clear()
                 if with_waits:
-                    waiting[job.id] = (Code.RESERVING, _reserving(hold, demand, state))
+                    waiting[job.id] = (Code.RESERVING, _typed(name, _reserving(hold, demand, state)))
             elif with_waits:
                 outside = outside_without_end(state)
                 if any(outside):
@@ -229,19 +247,78 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                         need=amounts(demand.total), replicas=replicas_text(demand.groups),
                         outside=amounts(outside)))
 
+    state.select(None)
     rejected.sort(key=lambda r: r.id)
     return Decisions(admitted, waiting, rejected, queue, state, holds.holds)
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,
            admitted: list[Admission], hopeless: Hopeless) -> None:
-    """Admits a job that fits without victims: its usage counts from now on."""
-    above = state.quota.above_nominal(job.team, (0, 1, 2))
+    """Admits a job that fits without victims, on the selected GPU type: its
+    usage counts from now on."""
+    above = state.borrowing(job.team)
     state.admit(job.id, job.team, tier, demand, placement, state.now, end)
     # A team borrowing offers reclaim candidates, more as it grows.
-    hopeless.admitted(job.team, above, state.quota)
+    hopeless.admitted(job.team, above, state.borrowing(job.team))
     admitted.append(Admission(job.id, _names(state, placement),
-                              nodes=replica_nodes(placement, state.room.names)))
+                              nodes=replica_nodes(placement, state.room.names),
+                              gpu_type=_type_name(state, state.kind)))
+
+
+def _preempt(state: State, holds: Holds, job: PendingJob, tier, demand: Demand,
+             kind: int | None, until: int | None, spared: bool, end: int,
+             admitted: list[Admission], hopeless: Hopeless) -> bool:
+    """Admits the job with victims on the selected GPU type when some make it
+    fit (R5-R8); returns whether it did."""
+    now = state.now
+    # A job that may use reserved room searches on more room than others.
+    shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None, kind)
+    lasting = (tier.value, tier.preemptible, demand, kind)
+    if hopeless.known(shape, lasting, job.team):
+        return False
+    preemption, bound = preempt_around(state, holds, job.team, tier, demand, state.settings,
+                                       now, until)
+    if preemption is None:
+        hopeless.note(shape, lasting, job.team, bound)
+        return False
+    state.take(preemption.victims)
+    state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
+    hopeless.preempted(job.team, {v.team for v in preemption.victims},
+                       state.borrowing(job.team))
+    if holds:
+        holds.charge(usage_on_nodes(demand, preemption.placement), until)
+    state.reserve(preemption.before)
+    holds.refresh()
+    admitted.append(Admission(job.id, _names(state, preemption.placement),
+                              tuple(v.id for v in preemption.victims),
+                              replica_nodes(preemption.placement, state.room.names),
+                              _type_name(state, kind)))
+    return True
+
+
+def _type_name(state: State, kind: int | None) -> str | None:
+    """Returns the name of GPU type `kind`, None for no type."""
+    return None if kind is None else state.types.names[kind]
+
+
+def _typed(name: str | None, sentence: str) -> str:
+    """Returns a sentence about one GPU type, led by its name ("a100: ...")."""
+    return sentence if name is None else f"{name}: {sentence}"
+
+
+def _why_waiting_typed(job: PendingJob, demand: Demand, kinds, refusals, state: State,
+                       holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
+    """Returns the code and sentence for a job that fits no type, naming each
+    type ("a100: ...; h100: ..."); the code is its first type's."""
+    said = []
+    for kind, refusal in zip(kinds, refusals):
+        state.select(kind)
+        code, reason = _why_waiting(job, demand, refusal, state, holds,
+                                    kept_off.setdefault(kind, {}), now)
+        said.append((code, _typed(_type_name(state, kind), reason)))
+    if len(said) == 1:
+        return said[0]
+    return said[0][0], "; ".join(reason.rstrip(".") for _, reason in said) + "."
 
 
 def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation | None,
