@@ -35,7 +35,7 @@ from .order import admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
 from .reasons import Code, amount, amounts, replicas_text
-from .rejection import reject_reason, reject_typed
+from .rejection import reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .room import Room
 from .runtime import expected_runtime
@@ -124,9 +124,11 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     for job in snapshot.pending:
         demand = job.demand
         kinds = (None,) if types is None else types.candidates(job, teams[job.team])
-        key = (job.team, job.tier, demand, kinds)
+        key = (job.team, job.tier, demand, job.gpu_type)  # its types follow from these
         if key in verdicts:
             verdict = verdicts[key]
+        elif types is None and job.gpu_type and demand.total[0]:
+            verdict = verdicts[key] = reject_untyped(job)
         elif types is None:
             verdict = verdicts[key] = reject_reason(job, demand, teams[job.team],
                                                     tiers[job.tier], state.quota, empty, cache)

@@ -94,7 +94,7 @@ TEMPLATES: dict[Code, str] = {
         "Requested {need} in {replicas}; even on the empty cluster no set of nodes has "
         "room for every replica at once."
     ),
-    Code.UNKNOWN_GPU_TYPE: "The cluster has no GPUs of type {gpu_type}.",
+    Code.UNKNOWN_GPU_TYPE: "{gpu_type}: the cluster has no GPUs of this type.",
 }
 
 WAIT_CODES = frozenset(

@@ -111,3 +111,10 @@ def reject_typed(job: PendingJob, kinds: tuple[int | None, ...], team: Team, tie
         return said[0]
     return said[0][0], "; ".join(reason.rstrip(".") for _, reason in said) + "."
 
+
+
+def reject_untyped(job: PendingJob) -> tuple[Code, str]:
+    """Returns the rejection of a job asking for GPU types on a cluster
+    without types: none of them exists."""
+    said = [Code.UNKNOWN_GPU_TYPE.say(gpu_type=name).rstrip(".") for name in job.gpu_type]
+    return Code.UNKNOWN_GPU_TYPE, "; ".join(said) + "."
