@@ -180,5 +180,11 @@ def test_every_typed_job_gets_one_outcome_and_the_plan_is_deterministic(snapshot
     assert plan(snapshot) == first
     lean = plan(snapshot, with_eta=False, with_waits=False)
     assert (lean.admit, lean.reject) == (first.admit, first.reject)
+    # A reservation is room of the job's type (none for a job without GPUs).
+    of_node = _types(snapshot)
+    pending = {p.id: p for p in snapshot.pending}
     for r in first.reservations:
-        assert r.gpu_type is not None
+        if pending[r.id].replicas[0].gpu:
+            assert {of_node[name] for name, _ in r.placement} == {r.gpu_type}
+        else:
+            assert r.gpu_type is None
