@@ -34,13 +34,14 @@ from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot
 from .order import admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
-from .reasons import Code, amount, amounts, replicas_text
+from .reasons import Code, amounts, replicas_text
 from .rejection import reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .room import Room
 from .runtime import expected_runtime
 from .state import State
 from .usage import team_gpus
+from .waiting import reserving, type_name, typed, why_waiting
 
 
 class Fit(IntEnum):
@@ -220,7 +221,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
             continue
         # ...else it waits.
         if with_waits:
-            waiting[job.id] = _why_waiting_typed(job, demand, kinds, refusals, state, holds,
+            waiting[job.id] = why_waiting(job, demand, kinds, refusals, state, holds,
                                                  kept_off, now)
         if now - job.queued <= settings.starvation_after:
             continue
@@ -231,7 +232,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
         elif len(holds) < settings.max_reservations:
             kind = kinds[[refusal is None for refusal in refusals].index(True)]
             state.select(kind)
-            name = _type_name(state, kind)
+            name = type_name(state, kind)
             before = previous.get(job.id)
             if before is not None and before.gpu_type != name:
                 before = None  # room of another type keeps nothing for this one
@@ -241,7 +242,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                 holds.add(hold)
                 kept_off.clear()
                 if with_waits:
-                    waiting[job.id] = (Code.RESERVING, _typed(name, _reserving(hold, demand, state)))
+                    waiting[job.id] = (Code.RESERVING, typed(name, reserving(hold, demand, state)))
             elif with_waits:
                 outside = outside_without_end(state)
                 if any(outside):
@@ -264,7 +265,7 @@ def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: 
     hopeless.admitted(job.team, above, state.borrowing(job.team))
     admitted.append(Admission(job.id, _names(state, placement),
                               nodes=replica_nodes(placement, state.room.names),
-                              gpu_type=_type_name(state, state.kind)))
+                              gpu_type=type_name(state, state.kind)))
 
 
 def _preempt(state: State, holds: Holds, job: PendingJob, tier, demand: Demand,
@@ -294,33 +295,8 @@ def _preempt(state: State, holds: Holds, job: PendingJob, tier, demand: Demand,
     admitted.append(Admission(job.id, _names(state, preemption.placement),
                               tuple(v.id for v in preemption.victims),
                               replica_nodes(preemption.placement, state.room.names),
-                              _type_name(state, kind)))
+                              type_name(state, kind)))
     return True
-
-
-def _type_name(state: State, kind: int | None) -> str | None:
-    """Returns the name of GPU type `kind`, None for no type."""
-    return None if kind is None else state.types.names[kind]
-
-
-def _typed(name: str | None, sentence: str) -> str:
-    """Returns a sentence about one GPU type, led by its name ("a100: ...")."""
-    return sentence if name is None else f"{name}: {sentence}"
-
-
-def _why_waiting_typed(job: PendingJob, demand: Demand, kinds, refusals, state: State,
-                       holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
-    """Returns the code and sentence for a job that fits no type, naming each
-    type ("a100: ...; h100: ..."); the code is its first type's."""
-    said = []
-    for kind, refusal in zip(kinds, refusals):
-        state.select(kind)
-        code, reason = _why_waiting(job, demand, refusal, state, holds,
-                                    kept_off.setdefault(kind, {}), now)
-        said.append((code, _typed(_type_name(state, kind), reason)))
-    if len(said) == 1:
-        return said[0]
-    return said[0][0], "; ".join(reason.rstrip(".") for _, reason in said) + "."
 
 
 def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation | None,
@@ -342,87 +318,6 @@ def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation 
     return best
 
 
-def _reserving(hold: Hold, demand: Demand, state: State) -> str:
-    """Returns the sentence of a job holding a reservation."""
-    names = state.room.names
-    parts = []
-    for k, (i, v) in enumerate(sorted(hold.on_nodes.items())):
-        if demand.total[0]:
-            text = amount(0, v[0]) if k == 0 else str(v[0])
-        else:
-            text = amounts(v)
-        parts.append(f"{text} on {names[i]}")
-    when = ""
-    if hold.ending:
-        shown = list(hold.ending[:3])
-        if len(hold.ending) > 3:
-            shown.append(f"{len(hold.ending) - 3} more")
-        jobs = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-        noun, verb = ("job", "is") if len(hold.ending) == 1 else ("jobs", "are")
-        when = f", when {noun} {jobs} {verb} due to end"
-    return Code.RESERVING.say(room=_joined(parts), start=hold.start, when=when)
-
-
-def _joined(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def _names(state: State, placement) -> tuple[tuple[str, int], ...]:
     """Returns a placement as (node name, replicas) in snapshot node order."""
     return tuple((state.room.names[i], sum(counts)) for i, counts in placement)
-
-
-def _why_waiting(job: PendingJob, demand: Demand, refusal: Refusal | None,
-                 state: State, holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
-    """Returns the code and sentence for a job that neither fits nor preempts."""
-    if refusal is None and holds:
-        if demand not in kept_off:
-            kept_off[demand] = _kept_off(demand, state, holds, now)
-        if kept_off[demand] is not None:
-            return kept_off[demand]
-    if refusal is not None:
-        r = refusal.resource
-        numbers = dict(need=amount(r, refusal.need), team=job.team,
-                       used=_bare(r, refusal.used), nominal=_bare(r, refusal.nominal))
-        if refusal.code is Code.BORROWING_LIMIT:
-            more = max(0, refusal.limit - max(0, refusal.used - refusal.nominal))
-            return refusal.code, refusal.code.say(
-                more=_bare(r, more), limit=_bare(r, refusal.limit),
-                short=amount(r, max(0, refusal.need - more - max(0, refusal.nominal - refusal.used))),
-                **numbers)
-        if refusal.code is Code.NOMINAL_ONLY:
-            return refusal.code, refusal.code.say(tier=job.tier, **numbers)
-        return refusal.code, refusal.code.say(
-            available=_bare(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)), **numbers)
-    total = state.room.total
-    free = tuple(max(0, x) for x in total)
-    short = [r for r in range(3) if demand.total[r] > free[r]]
-    words = dict(need=amounts(demand.total), replicas=replicas_text(demand.groups))
-    if short:
-        return Code.NO_ROOM, Code.NO_ROOM.say(free=amount(short[0], free[short[0]]), **words)
-    shown = tuple(free[r] if demand.total[r] else 0 for r in range(3))
-    return Code.FRAGMENTED, Code.FRAGMENTED.say(free=amounts(shown), **words)
-
-
-def _kept_off(demand: Demand, state: State, holds: Holds, now: int) -> tuple[Code, str] | None:
-    """Returns why a job that would fit on reserved room waits, naming the
-    reservation and the max_runtime that would let it start now; None when
-    it would not fit even there."""
-    restore = holds.lifted()
-    placement = place(state.room, demand)
-    restore()
-    in_the_way = [] if placement is None else holds.in_the_way(
-        usage_on_nodes(demand, placement))
-    if not in_the_way:
-        return None
-    first = min(in_the_way, key=lambda h: h.start)
-    names = state.room.names
-    nodes = [names[i] for i, _ in placement if i in first.headroom]
-    return Code.RESERVED_ROOM, Code.RESERVED_ROOM.say(
-        what="GPUs" if demand.total[0] else "room", job=first.id, nodes=_joined(nodes),
-        start=first.start, most=first.start - now)
-
-
-def _bare(r: int, value: int) -> str:
-    """Returns a GPU count bare ("6 of 8 nominal"), other amounts with units."""
-    return str(value) if r == 0 else amount(r, value)
