@@ -67,9 +67,14 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
 
     # 4. Positions among waiting jobs, in R3 order.
     ranked = [job for job in made.queue if job.id in waiting]
-    # The replay knows no GPU types yet: on a cluster with types no start is known.
-    etas = (estimate_starts(snapshot, ranked, made.admitted, state, holds)
-            if with_eta and state.types is None else {})
+    # The replay knows no GPU types yet: on a cluster with types only a
+    # reserving job's start is known, its reservation's (R4).
+    if not with_eta:
+        etas = {}
+    elif state.types is None:
+        etas = estimate_starts(snapshot, ranked, made.admitted, state, holds)
+    else:
+        etas = {h.id: h.start for h in holds}
     waits = []
     per_team: dict[str, int] = {}
     for position, job in enumerate(ranked, start=1):

@@ -73,6 +73,7 @@ class Types:
     node_kinds: tuple[int, ...]
     teams: tuple[tuple[Team, ...], ...]
     capacity: tuple[tuple[int, int, int], ...]
+    index: dict[str, int]  # name -> its place in `names`
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> Types | None:
@@ -88,7 +89,7 @@ class Types:
                          for t in range(len(names)))
         teams = tuple(tuple(_team_of_type(team, name) for team in snapshot.teams)
                       for name in names)
-        return cls(names, kinds, teams, capacity)
+        return cls(names, kinds, teams, capacity, index)
 
     def candidates(self, job: PendingJob, team: Team) -> tuple[int | None, ...]:
         """Returns the type indices a pending job may get, in the order they
@@ -97,8 +98,7 @@ class Types:
         if not job.demand.total[0]:
             return (None,)
         names = job.gpu_type or team_types(team, self.names) or self.names
-        index = {name: k for k, name in enumerate(self.names)}
-        return tuple(index.get(name, -1) for name in names)
+        return tuple(self.index.get(name, -1) for name in names)
 
     def running_kind(self, job: RunningJob, node_index: dict[str, int]) -> int | None:
         """Returns the type index a running job's GPUs count against, or None
@@ -106,7 +106,7 @@ class Types:
         if not any(g.gpu for g in job.replicas):
             return None
         if job.gpu_type is not None:
-            return self.names.index(job.gpu_type) if job.gpu_type in self.names else None
+            return self.index.get(job.gpu_type)
         k = 0
         for group in job.replicas:
             for _ in range(group.count):

@@ -28,14 +28,14 @@ def typed(name: str | None, sentence: str) -> str:
 
 
 def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
-                       holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
+                holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
     """Returns the code and sentence for a job that fits no type, naming each
     type ("a100: ...; h100: ..."); the code is its first type's."""
     said = []
     for kind, refusal in zip(kinds, refusals):
         state.select(kind)
         code, reason = _why_one(job, demand, refusal, state, holds,
-                                    kept_off.setdefault(kind, {}), now)
+                                kept_off.setdefault(kind, {}), now)
         said.append((code, typed(type_name(state, kind), reason)))
     if len(said) == 1:
         return said[0]
