@@ -29,6 +29,7 @@ from core.durations import duration
 
 from .demand import Demand
 from .eta import estimate_starts
+from .eta_typed import estimate_typed
 from .hopeless import Hopeless
 from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
 from .order import admission_order, first_quota, r3_sorted
@@ -67,14 +68,12 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
 
     # 4. Positions among waiting jobs, in R3 order.
     ranked = [job for job in made.queue if job.id in waiting]
-    # The replay knows no GPU types yet: on a cluster with types only a
-    # reserving job's start is known, its reservation's (R4).
     if not with_eta:
         etas = {}
     elif state.types is None:
         etas = estimate_starts(snapshot, ranked, made.admitted, state, holds)
     else:
-        etas = {h.id: h.start for h in holds}
+        etas = estimate_typed(snapshot, ranked, made.admitted, state, holds, made.kinds)
     waits = []
     per_team: dict[str, int] = {}
     for position, job in enumerate(ranked, start=1):
@@ -105,6 +104,8 @@ class Decisions:
     queue: list[PendingJob]
     state: State
     holds: list[Hold]
+    # job id -> the GPU types it tries, in order (None: no type)
+    kinds: dict[str, tuple[int | None, ...]]
 
 
 def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
@@ -257,7 +258,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
 
     state.select(None)
     rejected.sort(key=lambda r: r.id)
-    return Decisions(admitted, waiting, rejected, queue, state, holds.holds)
+    return Decisions(admitted, waiting, rejected, queue, state, holds.holds, kinds_of)
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,

@@ -177,6 +177,7 @@ def test_every_typed_job_gets_one_outcome_and_the_plan_is_deterministic(snapshot
     first = plan(snapshot)
     ids = [a.id for a in first.admit] + [w.id for w in first.wait] + [r.id for r in first.reject]
     assert sorted(ids) == sorted(p.id for p in snapshot.pending)
+    assert all(w.eta is None or w.eta > snapshot.now for w in first.wait)
     assert plan(snapshot) == first
     lean = plan(snapshot, with_eta=False, with_waits=False)
     assert (lean.admit, lean.reject) == (first.admit, first.reject)

@@ -1,5 +1,6 @@
-"""GPU types: a cluster of one type plans as a cluster without types, the
-JSON reads and refuses typed fields, and typed usage is charged per type.
+"""GPU types: a cluster of one type plans as a cluster without types (its
+estimated starts, from the typed replay, included), the JSON reads and
+refuses typed fields, and typed usage is charged per type.
 The behaviour of mixed types is in scenarios/gpu_types.json."""
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def _decisions(got: dict, typed: bool) -> dict:
 
     return {
         "admit": [(a["id"], a["placement"], a["victims"], a.get("gpu_type")) for a in got["admit"]],
-        "wait": [(w["id"], w["position"], w["code"], said(w["reason"])) for w in got["wait"]],
+        "wait": [(w["id"], w["position"], w["code"], said(w["reason"]), w["eta"])
+                 for w in got["wait"]],
         "reject": [(r["id"], r["code"], said(r["reason"])) for r in got["reject"]],
         "reservations": [(r["id"], r["start"], r["placement"]) for r in got["reservations"]],
         "teams": got["teams"],
