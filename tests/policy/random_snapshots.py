@@ -28,6 +28,13 @@ def place_randomly(rng: random.Random, free: dict[str, list[int]], count: int, g
     return placed
 
 
+def random_owner(rng: random.Random, teams) -> tuple[str | None, str | None]:
+    """Returns a running job's team and tier, now and then (None, None): outside usage."""
+    if rng.random() < 0.15:
+        return None, None
+    return rng.choice(teams).name, rng.choice(("standard", "experiment", "production"))
+
+
 TYPE_NAMES = ("l4", "a100", "h100")
 
 
@@ -65,10 +72,7 @@ def typed_snapshot(rng: random.Random, tiers, types: int = 2):
         placed = place_randomly(rng, of_type, count, gpu, cpu)
         if placed is None:
             continue
-        if rng.random() < 0.15:
-            team, tier = None, None
-        else:
-            team, tier = rng.choice(teams).name, rng.choice(("standard", "experiment", "production"))
+        team, tier = random_owner(rng, teams)
         started = rng.randint(0, now)
         running.append(RunningJob(f"r{k}", team, tier, started, (ReplicaGroup(count, gpu, cpu),),
                                   tuple(placed), rng.choice((None, 1000, 8000)),
