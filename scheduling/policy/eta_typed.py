@@ -22,6 +22,7 @@ queue found no room on every type it could use.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import replace
 
 from .eta import HORIZON
@@ -72,6 +73,8 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
     estimates: dict[str, int | None] = {job.id: None for job in waiting}
     estimates.update((h.id, h.start) for h in holds if h.id in estimates)
     reserve = settings.starvation_guard == "reserve"
+    # The shapes of the queue on each type they could use, with how many jobs.
+    combos = Counter((job.demand, k) for job in queue for k in kinds[job.id])
     limit = now + HORIZON
     while queue and events and events[0][0] <= limit:
         t = events[0][0]
@@ -83,7 +86,8 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
             holder = state.holders.pop(job_id)
             state.release(holder)
             kept.refresh()
-        started, reserved = _cycle(state, kept, queue, kinds, tiers, settings, t, reserve)
+        started, reserved = _cycle(state, kept, queue, kinds, len(combos), tiers, settings, t,
+                                   reserve)
         for job in started:
             estimates[job.id] = t
             heapq.heappush(events, (state.holders[job.id].end, 0, job.id))
@@ -91,29 +95,43 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
             estimates[hold.id] = hold.start
             heapq.heappush(events, (hold.start, 1, hold.id))
         gone = {job.id for job in started} | {hold.id for hold in reserved}
-        queue = [job for job in queue if job.id not in gone]
+        if gone:
+            queue = [job for job in queue if job.id not in gone]
+            for job_id in gone:
+                for k in kinds[job_id]:
+                    key = (pending[job_id].demand, k)
+                    combos[key] -= 1
+                    if not combos[key]:
+                        del combos[key]
     return estimates
 
 
-def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, tiers,
-           settings, t: int, reserve: bool) -> tuple[list[PendingJob], list[Hold]]:
+def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, combos: int,
+           tiers, settings, t: int, reserve: bool) -> tuple[list[PendingJob], list[Hold]]:
     """Runs one replayed cycle at virtual time `t`; returns the jobs started
-    and the reservations made."""
+    and the reservations made. `combos` counts the queue's shapes on each
+    type they could use: once all found no room, and no reservation can be
+    made, nothing more happens in the cycle."""
     started: list[PendingJob] = []
     reserved: list[Hold] = []
     no_room: set = set()
     held: set[str] = set()
-    # The shapes of the queue on each type they could use: once all found no
-    # room, and no reservation can be made, nothing more happens in the cycle.
-    combos = {(job.demand, k) for job in queue for k in kinds[job.id]}
+    # (team, tier, shape, types) refused by quota on every type: within a
+    # cycle usage only grows, so the refusal stands for the rest of it.
+    refused: set[tuple] = set()
+    settled = not reserve or len(holds) >= settings.max_reservations
+    since = t - settings.starvation_after  # queued before then: starving
     for job in queue:
-        settled = not reserve or len(holds) >= settings.max_reservations
-        if settled and len(no_room) == len(combos):
+        if settled and len(no_room) == combos:
             break
         if job.team in held:
             continue
         tier = tiers[job.tier]
         demand = job.demand
+        line = (job.team, job.tier, demand, kinds[job.id])
+        starving = job.queued < since
+        if line in refused and not starving:
+            continue
         quota_ok = None
         placed = False
         for kind in kinds[job.id]:
@@ -136,7 +154,9 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, tie
             placed = True
             break
         state.select(None)
-        if placed or t - job.queued <= settings.starvation_after:
+        if quota_ok is None:
+            refused.add(line)
+        if placed or not starving:
             continue
         if quota_ok is None and kinds[job.id]:
             held.add(job.team)
@@ -153,6 +173,7 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, tie
                 hold.gpu_type = None if quota_ok is None else state.types.names[quota_ok]
                 holds.add(hold)
                 reserved.append(hold)
+                settled = len(holds) >= settings.max_reservations
     return started, reserved
 
 
