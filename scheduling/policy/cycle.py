@@ -2,21 +2,25 @@
 
 1. Build the working state: node room and team usage from running jobs (R12:
    outside usage takes room and no quota).
-2. Reject what can never fit (R10).
+2. Reject what can never fit (R10; on a cluster with GPU types, what fits
+   none of the job's types, naming each type's limit).
 3. Consider the rest in R3 order (R9 inside a tier value). For each job:
    a. held by the starvation guard (R4)? It waits and holds nothing itself;
    b. fits (R2 quota, R1 gang, R11 placement) on the room left after
       reservations (or on reserved room its `max_runtime` frees by the
-      reservation's start)? Admit it; its usage counts for every later job;
-   c. else find victims (R5-R8; reclaim may take reserved room); with some,
-      admit it with them;
-   d. else it waits; a job waiting longer than `starvation_after` is
-      starving: refused by quota, it holds its team; else it reserves room
-      (reservation.py) while fewer than `max_reservations` jobs do. With
-      `starvation_guard` "hold" it holds the whole cluster instead.
+      reservation's start), on the first of its GPU types where it does
+      (types.py: that type's nodes and quota)? Admit it there; its usage
+      counts for every later job;
+   c. else find victims (R5-R8; reclaim may take reserved room) on the
+      first of its types where some make it fit; admit it with them;
+   d. else it waits, its sentence naming each type; a job waiting longer
+      than `starvation_after` is starving: refused by quota on every type,
+      it holds its team; else it reserves room (reservation.py) of the first
+      type whose quota admits it, while fewer than `max_reservations` jobs
+      do. With `starvation_guard` "hold" it holds the whole cluster instead.
 4. Rank the waiting jobs (positions) in R3 order.
-5. Estimate starts by replaying forward (eta.py); a reserving job starts at
-   its reservation's start.
+5. Estimate starts by replaying forward (eta.py, or eta_typed.py on a
+   cluster with GPU types); a reserving job starts at its reservation's start.
 6. Each team's GPU figures once the admissions count (usage.py).
 """
 
