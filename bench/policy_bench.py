@@ -11,9 +11,12 @@ separate run so it does not slow the timings), what the plan decided, how
 many jobs hold a reservation and from when (seconds from now), and the
 growth of the time against n log n (1.0 = grows exactly as n log n).
 `--guard hold` runs the older whole-cluster hold instead of reservations.
+`--types N` splits the nodes and the teams over N GPU types (node i and team
+k of type i mod N and k mod N, quota as `gpu:<type>`); a pending job asks for
+its team's type, or a third of the time for that type then the next one.
 
     .venv/bin/python -m bench.policy_bench [--sizes 1000,10000,50000] [--seed 7]
-        [--guard reserve|hold]
+        [--guard reserve|hold] [--types N]
 """
 
 from __future__ import annotations
@@ -39,22 +42,33 @@ SHAPES = (  # (count, gpu per replica, cpu millicores, memory bytes), weighted b
 )
 
 
+def type_names(types: int) -> tuple[str, ...]:
+    """Returns the names of `types` GPU types, cheapest first."""
+    known = ("l4", "a100", "h100", "b200")
+    return tuple(known[k] if k < len(known) else f"gpu{k}" for k in range(types))
+
+
 def build(pending_count: int, seed: int, queue_age: int = 1700,
-          guard: str = "reserve") -> Snapshot:
+          guard: str = "reserve", types: int = 0) -> Snapshot:
     """Returns a seeded snapshot: a busy cluster and a queue of `pending_count`
     jobs queued up to `queue_age` seconds ago (past `starvation_after`, 1800,
     the starvation guard holds most of the queue; below it, every job tries
-    backfill and preemption, the costly path)."""
+    backfill and preemption, the costly path). With `types`, nodes and teams
+    are split over that many GPU types; 0 builds the cluster without types."""
     rng = random.Random(seed)
     now = 100_000
-    nodes = tuple(Node(f"node-{i:04d}", GPUS, 64000, 512 * GIB) for i in range(NODES))
+    names = type_names(types)
+    nodes = tuple(Node(f"node-{i:04d}", GPUS, 64000, 512 * GIB,
+                       names[i % types] if types else None) for i in range(NODES))
+    keys = [f"gpu:{names[k % types]}" if types else "gpu" for k in range(TEAMS)]
     teams = tuple(
-        Team(f"team-{k:03d}", {"gpu": NODES * GPUS // TEAMS},
-             {"gpu": rng.choice((0, 40, 80))} if rng.random() < 0.5 else {},
-             {"gpu": rng.choice((20, 40))} if rng.random() < 0.3 else {},
+        Team(f"team-{k:03d}", {keys[k]: NODES * GPUS // TEAMS},
+             {keys[k]: rng.choice((0, 40, 80))} if rng.random() < 0.5 else {},
+             {keys[k]: rng.choice((20, 40))} if rng.random() < 0.3 else {},
              rng.choice((1.0, 1.0, 2.0)))
         for k in range(TEAMS)
     )
+    team_type = {t.name: k % types for k, t in enumerate(teams)} if types else {}
     free = [[GPUS, 64000, 512 * GIB] for _ in nodes]
     running = []
     steady = {t.name: 0 for t in teams}
@@ -62,11 +76,22 @@ def build(pending_count: int, seed: int, queue_age: int = 1700,
     while len(running) < RUNNING:
         gpu = rng.choice((1, 1, 2, 2, 2))
         i = rng.randrange(NODES)
-        if free[i][0] < gpu:
+        if types:  # a team's jobs run on nodes of its type
+            team = rng.choice(teams).name
+            i = i - i % types + team_type[team]
+            if i >= NODES:
+                i -= types
+            if free[i][0] < gpu:
+                i = next((j for j in range(team_type[team], NODES, types) if free[j][0] >= gpu),
+                         None)
+                if i is None:
+                    break
+        elif free[i][0] < gpu:
             i = next((j for j in range(NODES) if free[j][0] >= gpu), None)
             if i is None:
                 break
-        team = rng.choice(teams).name
+        if not types:
+            team = rng.choice(teams).name
         tier = rng.choice(("standard", "standard", "experiment", "production"))
         if tier == "production":
             if steady[team] + gpu > NODES * GPUS // TEAMS:
@@ -91,14 +116,24 @@ def build(pending_count: int, seed: int, queue_age: int = 1700,
                           (ReplicaGroup(8, 8, 32000, 128 * GIB),), 14_400)]
     for k in range(pending_count - 1):
         count, gpu, cpu, memory = rng.choice(SHAPES)
+        team = rng.choice(teams).name
         pending.append(PendingJob(
-            f"job-{k:06d}", rng.choice(teams).name,
+            f"job-{k:06d}", team,
             rng.choice(("standard", "standard", "experiment", "production")),
             now - rng.randint(0, queue_age), (ReplicaGroup(count, gpu, cpu, memory),),
             rng.choice((1800, 3600, 7200, 14_400)),
+            gpu_type=_asked(rng, names, team_type[team]) if types > 1 else (),
         ))
     return Snapshot(now, nodes, TIERS, teams, tuple(running), tuple(pending),
                     Settings(starvation_guard=guard))
+
+
+def _asked(rng: random.Random, names: tuple[str, ...], kind: int) -> tuple[str, ...]:
+    """Returns a job's GPU types: its team's (nothing: the team's types), or
+    a third of the time its team's then the next one."""
+    if rng.random() < 1 / 3:
+        return (names[kind], names[(kind + 1) % len(names)])
+    return ()
 
 
 def timed(snapshot: Snapshot, with_eta: bool, repeat: int) -> tuple[float, object]:
@@ -120,16 +155,19 @@ def main() -> None:
                         help="pending jobs queued up to this many seconds ago (default 7200)")
     parser.add_argument("--guard", choices=("reserve", "hold"), default="reserve",
                         help="R4's starvation guard (default reserve)")
+    parser.add_argument("--types", type=int, default=0,
+                        help="split nodes and teams over this many GPU types (default 0: none)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{NODES} nodes x {GPUS} GPUs, {TEAMS} teams, {RUNNING} running jobs, "
-          f"queued up to {args.queue_age} s ago, seed {args.seed}, guard {args.guard}")
+          f"queued up to {args.queue_age} s ago, seed {args.seed}, guard {args.guard}, "
+          f"GPU types {args.types or 'none'}")
     print(f"{'pending':>8} {'plan s':>8} {'+eta s':>8} {'peak MiB':>9} {'admit':>6} "
           f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'reserved':>9} "
           f"{'from s':>7} {'vs nlogn':>9}", flush=True)
     base = None
     for n in sizes:
-        snapshot = build(n, args.seed, args.queue_age, args.guard)
+        snapshot = build(n, args.seed, args.queue_age, args.guard, args.types)
         repeat = 3 if n <= 10_000 else 1
         plain, _ = timed(snapshot, False, repeat)
         with_eta, result = timed(snapshot, True, repeat)

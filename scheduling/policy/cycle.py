@@ -2,21 +2,25 @@
 
 1. Build the working state: node room and team usage from running jobs (R12:
    outside usage takes room and no quota).
-2. Reject what can never fit (R10).
+2. Reject what can never fit (R10; on a cluster with GPU types, what fits
+   none of the job's types, naming each type's limit).
 3. Consider the rest in R3 order (R9 inside a tier value). For each job:
    a. held by the starvation guard (R4)? It waits and holds nothing itself;
    b. fits (R2 quota, R1 gang, R11 placement) on the room left after
       reservations (or on reserved room its `max_runtime` frees by the
-      reservation's start)? Admit it; its usage counts for every later job;
-   c. else find victims (R5-R8; reclaim may take reserved room); with some,
-      admit it with them;
-   d. else it waits; a job waiting longer than `starvation_after` is
-      starving: refused by quota, it holds its team; else it reserves room
-      (reservation.py) while fewer than `max_reservations` jobs do. With
-      `starvation_guard` "hold" it holds the whole cluster instead.
+      reservation's start), on the first of its GPU types where it does
+      (types.py: that type's nodes and quota)? Admit it there; its usage
+      counts for every later job;
+   c. else find victims (R5-R8; reclaim may take reserved room) on the
+      first of its types where some make it fit; admit it with them;
+   d. else it waits, its sentence naming each type; a job waiting longer
+      than `starvation_after` is starving: refused by quota on every type,
+      it holds its team; else it reserves room (reservation.py) of the first
+      type whose quota admits it, while fewer than `max_reservations` jobs
+      do. With `starvation_guard` "hold" it holds the whole cluster instead.
 4. Rank the waiting jobs (positions) in R3 order.
-5. Estimate starts by replaying forward (eta.py); a reserving job starts at
-   its reservation's start.
+5. Estimate starts by replaying forward (eta.py, or eta_typed.py on a
+   cluster with GPU types); a reserving job starts at its reservation's start.
 6. Each team's GPU figures once the admissions count (usage.py).
 """
 
@@ -29,18 +33,20 @@ from core.durations import duration
 
 from .demand import Demand
 from .eta import estimate_starts
+from .eta_typed import estimate_typed
 from .hopeless import Hopeless
 from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
-from .order import admission_order, r3_sorted
+from .order import admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
-from .reasons import Code, amount, amounts, replicas_text
-from .rejection import reject_reason
+from .reasons import Code, amounts, replicas_text
+from .rejection import reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .room import Room
 from .runtime import expected_runtime
 from .state import State
 from .usage import team_gpus
+from .waiting import reserving, type_name, typed, why_waiting
 
 
 class Fit(IntEnum):
@@ -66,8 +72,12 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
 
     # 4. Positions among waiting jobs, in R3 order.
     ranked = [job for job in made.queue if job.id in waiting]
-    etas = (estimate_starts(snapshot, ranked, made.admitted, state, holds)
-            if with_eta else {})
+    if not with_eta:
+        etas = {}
+    elif state.types is None:
+        etas = estimate_starts(snapshot, ranked, made.admitted, state, holds)
+    else:
+        etas = estimate_typed(snapshot, ranked, made.admitted, state, holds, made.kinds)
     waits = []
     per_team: dict[str, int] = {}
     for position, job in enumerate(ranked, start=1):
@@ -76,10 +86,10 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
         waits.append(Wait(job.id, position, per_team[job.team], str(code), reason,
                           etas.get(job.id)))
     reservations = tuple(Reservation(h.id, h.start, _names(state, h.placement),
-                                     replica_nodes(h.placement, state.room.names))
+                                     replica_nodes(h.placement, state.room.names), h.gpu_type)
                          for h in holds)
     # 6. Team figures.
-    teams = team_gpus(snapshot, made.admitted, waiting, state.quota) if with_waits else ()
+    teams = team_gpus(snapshot, made.admitted, waiting, state) if with_waits else ()
     return Plan(tuple(made.admitted), tuple(waits), tuple(made.rejected), reservations, teams)
 
 
@@ -98,6 +108,8 @@ class Decisions:
     queue: list[PendingJob]
     state: State
     holds: list[Hold]
+    # job id -> the GPU types it tries, in order (None: no type)
+    kinds: dict[str, tuple[int | None, ...]]
 
 
 def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
@@ -112,22 +124,31 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     state = State(snapshot)
 
     # 2. Reject what can never fit.
-    empty = Room(snapshot.nodes)
+    types = state.types
+    empty = Room(snapshot.nodes, None if types is None else types.node_kinds)
     cache: dict[object, bool] = {}
-    # The verdict depends on the team, the tier and the shape only.
-    verdicts: dict[tuple[str, str, Demand], tuple[Code, str] | None] = {}
+    # The verdict depends on the team, the tier, the shape and the types only.
+    verdicts: dict[tuple, tuple[Code, str] | None] = {}
+    kinds_of: dict[str, tuple[int | None, ...]] = {}  # job id -> the GPU types it tries
     rejected: list[Rejection] = []
     queue: list[PendingJob] = []
     for job in snapshot.pending:
         demand = job.demand
-        key = (job.team, job.tier, demand)
+        kinds = (None,) if types is None else types.candidates(job, teams[job.team])
+        key = (job.team, job.tier, demand, job.gpu_type)  # its types follow from these
         if key in verdicts:
             verdict = verdicts[key]
-        else:
+        elif types is None and job.gpu_type and demand.total[0]:
+            verdict = verdicts[key] = reject_untyped(job)
+        elif types is None:
             verdict = verdicts[key] = reject_reason(job, demand, teams[job.team],
                                                     tiers[job.tier], state.quota, empty, cache)
+        else:
+            verdict = verdicts[key] = reject_typed(job, kinds, teams[job.team], tiers[job.tier],
+                                                   state, empty)
         if verdict is None:
             queue.append(job)
+            kinds_of[job.id] = tuple(k for k in kinds if k != -1)
         else:
             rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
     queue = r3_sorted(queue, tiers)
@@ -136,18 +157,21 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     admitted: list[Admission] = []
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
-    no_room: set[Demand] = set()  # shapes that found no room; room only shrinks
+    no_room: set[tuple] = set()  # shapes (and types) that found no room; room only shrinks
     hopeless = Hopeless()  # victim searches known to find nothing (hopeless.py)
     holds = Holds(state.room)
     reserve = settings.starvation_guard == "reserve"
     previous = {r.id: r for r in snapshot.reservations}
-    kept_off: dict[Demand, tuple[Code, str] | None] = {}  # shape -> why reserved room stops it
+    # type -> shape -> why reserved room stops it
+    kept_off: dict[int | None, dict[Demand, tuple[Code, str] | None]] = {}
 
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
 
     held_reason: dict[str, str] = {}  # holder id -> the sentence its held jobs show
-    for job in admission_order(queue, tiers, state.quota, skip_team):
+    order = admission_order(queue, tiers, state.quota, skip_team,
+                            None if types is None else first_quota(state, kinds_of))
+    for job in order:
         demand = job.demand
         tier = tiers[job.tier]
         holder = held_by.get(None) or held_by.get(job.team)
@@ -161,67 +185,74 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                         job=holder.id, waited=duration(now - holder.queued))
                 waiting[job.id] = (Code.HELD, reason)
             continue
-        refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
+        kinds = kinds_of[job.id]
         # Sure to end by then (R4: only max_runtime counts, not an estimate).
         until = now + job.max_runtime if job.max_runtime else None
         spared = holds.spares(until)
         end = now + expected_runtime(job.max_runtime, job.estimate, settings)
-        fit, placement = Fit.NO_FIT, None
-        if refusal is None and spared:
-            restore = holds.spared(until)
-            placement = place(state.room, demand)
-            if placement is not None:
-                fit = Fit.FIT
-                holds.charge(usage_on_nodes(demand, placement), until)
-                _admit(state, job, tier, demand, placement, end, admitted, hopeless)
-            restore()
-        elif refusal is None and demand not in no_room:
-            placement = place(state.room, demand)
-            if placement is None:
-                no_room.add(demand)
-            else:
-                fit = Fit.FIT
-                if holds:
-                    holds.charge(usage_on_nodes(demand, placement), None)
-                _admit(state, job, tier, demand, placement, end, admitted, hopeless)
+        # Its types in order: the first where it fits without preemption...
+        refusals: list[Refusal | None] = []
+        fit = Fit.NO_FIT
+        for kind in kinds:
+            state.select(kind)
+            refusal = state.quota.refuse(job.team, demand.total, not tier.preemptible)
+            refusals.append(refusal)
+            shape = demand if kind is None else (demand, kind)
+            placement = None
+            if refusal is None and spared:
+                restore = holds.spared(until)
+                placement = place(state.room, demand)
+                if placement is not None:
+                    fit = Fit.FIT
+                    holds.charge(usage_on_nodes(demand, placement), until)
+                    _admit(state, job, tier, demand, placement, end, admitted, hopeless)
+                restore()
+            elif refusal is None and shape not in no_room:
+                placement = place(state.room, demand)
+                if placement is None:
+                    no_room.add(shape)
+                else:
+                    fit = Fit.FIT
+                    if holds:
+                        holds.charge(usage_on_nodes(demand, placement), None)
+                    _admit(state, job, tier, demand, placement, end, admitted, hopeless)
+            if fit is Fit.FIT:
+                break
         if fit is Fit.FIT:
             continue
-        # A job that may use reserved room searches on more room than others.
-        shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None)
-        lasting = (tier.value, tier.preemptible, demand)
-        preemption = None
-        if not hopeless.known(shape, lasting, job.team):
-            preemption, bound = preempt_around(state, holds, job.team, tier, demand, settings,
-                                               now, until)
-            if preemption is None:
-                hopeless.note(shape, lasting, job.team, bound)
-        if preemption is not None:
-            state.take(preemption.victims)
-            state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
-            hopeless.preempted(job.team, {v.team for v in preemption.victims}, state.quota)
-            if holds:
-                holds.charge(usage_on_nodes(demand, preemption.placement), until)
-            state.reserve(preemption.before)
-            holds.refresh()
-            admitted.append(Admission(job.id, _names(state, preemption.placement),
-                                      tuple(v.id for v in preemption.victims),
-                                      replica_nodes(preemption.placement, state.room.names)))
+        # ...else the first where it fits with victims.
+        for kind in kinds:
+            state.select(kind)
+            if _preempt(state, holds, job, tier, demand, kind, until, spared, end, admitted,
+                        hopeless):
+                fit = Fit.PREEMPT
+                break
+        if fit is Fit.PREEMPT:
             continue
+        # ...else it waits.
         if with_waits:
-            waiting[job.id] = _why_waiting(job, demand, refusal, state, holds, kept_off, now)
+            waiting[job.id] = why_waiting(job, demand, kinds, refusals, state, holds,
+                                                 kept_off, now)
         if now - job.queued <= settings.starvation_after:
             continue
-        if refusal is not None:
+        if all(refusal is not None for refusal in refusals):
             held_by.setdefault(job.team, job)
         elif not reserve:
             held_by.setdefault(None, job)
         elif len(holds) < settings.max_reservations:
-            hold = _reserve(state, holds, job, previous.get(job.id), settings)
+            kind = kinds[[refusal is None for refusal in refusals].index(True)]
+            state.select(kind)
+            name = type_name(state, kind)
+            before = previous.get(job.id)
+            if before is not None and before.gpu_type != name:
+                before = None  # room of another type keeps nothing for this one
+            hold = _reserve(state, holds, job, before, settings)
             if hold is not None:
+                hold.gpu_type = name
                 holds.add(hold)
                 kept_off.clear()
                 if with_waits:
-                    waiting[job.id] = (Code.RESERVING, _reserving(hold, demand, state))
+                    waiting[job.id] = (Code.RESERVING, typed(name, reserving(hold, demand, state)))
             elif with_waits:
                 outside = outside_without_end(state)
                 if any(outside):
@@ -229,19 +260,53 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                         need=amounts(demand.total), replicas=replicas_text(demand.groups),
                         outside=amounts(outside)))
 
+    state.select(None)
     rejected.sort(key=lambda r: r.id)
-    return Decisions(admitted, waiting, rejected, queue, state, holds.holds)
+    return Decisions(admitted, waiting, rejected, queue, state, holds.holds, kinds_of)
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,
            admitted: list[Admission], hopeless: Hopeless) -> None:
-    """Admits a job that fits without victims: its usage counts from now on."""
-    above = state.quota.above_nominal(job.team, (0, 1, 2))
+    """Admits a job that fits without victims, on the selected GPU type: its
+    usage counts from now on."""
+    above = state.borrowing(job.team)
     state.admit(job.id, job.team, tier, demand, placement, state.now, end)
     # A team borrowing offers reclaim candidates, more as it grows.
-    hopeless.admitted(job.team, above, state.quota)
+    hopeless.admitted(job.team, above, state.borrowing(job.team))
     admitted.append(Admission(job.id, _names(state, placement),
-                              nodes=replica_nodes(placement, state.room.names)))
+                              nodes=replica_nodes(placement, state.room.names),
+                              gpu_type=type_name(state, state.kind)))
+
+
+def _preempt(state: State, holds: Holds, job: PendingJob, tier, demand: Demand,
+             kind: int | None, until: int | None, spared: bool, end: int,
+             admitted: list[Admission], hopeless: Hopeless) -> bool:
+    """Admits the job with victims on the selected GPU type when some make it
+    fit (R5-R8); returns whether it did."""
+    now = state.now
+    # A job that may use reserved room searches on more room than others.
+    shape = (job.team, tier.value, tier.preemptible, demand, until if spared else None, kind)
+    lasting = (tier.value, tier.preemptible, demand, kind)
+    if hopeless.known(shape, lasting, job.team):
+        return False
+    preemption, bound = preempt_around(state, holds, job.team, tier, demand, state.settings,
+                                       now, until)
+    if preemption is None:
+        hopeless.note(shape, lasting, job.team, bound)
+        return False
+    state.take(preemption.victims)
+    state.admit(job.id, job.team, tier, demand, preemption.placement, now, end)
+    hopeless.preempted(job.team, {v.team for v in preemption.victims},
+                       state.borrowing(job.team))
+    if holds:
+        holds.charge(usage_on_nodes(demand, preemption.placement), until)
+    state.reserve(preemption.before)
+    holds.refresh()
+    admitted.append(Admission(job.id, _names(state, preemption.placement),
+                              tuple(v.id for v in preemption.victims),
+                              replica_nodes(preemption.placement, state.room.names),
+                              type_name(state, kind)))
+    return True
 
 
 def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation | None,
@@ -263,87 +328,6 @@ def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation 
     return best
 
 
-def _reserving(hold: Hold, demand: Demand, state: State) -> str:
-    """Returns the sentence of a job holding a reservation."""
-    names = state.room.names
-    parts = []
-    for k, (i, v) in enumerate(sorted(hold.on_nodes.items())):
-        if demand.total[0]:
-            text = amount(0, v[0]) if k == 0 else str(v[0])
-        else:
-            text = amounts(v)
-        parts.append(f"{text} on {names[i]}")
-    when = ""
-    if hold.ending:
-        shown = list(hold.ending[:3])
-        if len(hold.ending) > 3:
-            shown.append(f"{len(hold.ending) - 3} more")
-        jobs = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-        noun, verb = ("job", "is") if len(hold.ending) == 1 else ("jobs", "are")
-        when = f", when {noun} {jobs} {verb} due to end"
-    return Code.RESERVING.say(room=_joined(parts), start=hold.start, when=when)
-
-
-def _joined(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def _names(state: State, placement) -> tuple[tuple[str, int], ...]:
     """Returns a placement as (node name, replicas) in snapshot node order."""
     return tuple((state.room.names[i], sum(counts)) for i, counts in placement)
-
-
-def _why_waiting(job: PendingJob, demand: Demand, refusal: Refusal | None,
-                 state: State, holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
-    """Returns the code and sentence for a job that neither fits nor preempts."""
-    if refusal is None and holds:
-        if demand not in kept_off:
-            kept_off[demand] = _kept_off(demand, state, holds, now)
-        if kept_off[demand] is not None:
-            return kept_off[demand]
-    if refusal is not None:
-        r = refusal.resource
-        numbers = dict(need=amount(r, refusal.need), team=job.team,
-                       used=_bare(r, refusal.used), nominal=_bare(r, refusal.nominal))
-        if refusal.code is Code.BORROWING_LIMIT:
-            more = max(0, refusal.limit - max(0, refusal.used - refusal.nominal))
-            return refusal.code, refusal.code.say(
-                more=_bare(r, more), limit=_bare(r, refusal.limit),
-                short=amount(r, max(0, refusal.need - more - max(0, refusal.nominal - refusal.used))),
-                **numbers)
-        if refusal.code is Code.NOMINAL_ONLY:
-            return refusal.code, refusal.code.say(tier=job.tier, **numbers)
-        return refusal.code, refusal.code.say(
-            available=_bare(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)), **numbers)
-    total = state.room.total
-    free = tuple(max(0, x) for x in total)
-    short = [r for r in range(3) if demand.total[r] > free[r]]
-    words = dict(need=amounts(demand.total), replicas=replicas_text(demand.groups))
-    if short:
-        return Code.NO_ROOM, Code.NO_ROOM.say(free=amount(short[0], free[short[0]]), **words)
-    shown = tuple(free[r] if demand.total[r] else 0 for r in range(3))
-    return Code.FRAGMENTED, Code.FRAGMENTED.say(free=amounts(shown), **words)
-
-
-def _kept_off(demand: Demand, state: State, holds: Holds, now: int) -> tuple[Code, str] | None:
-    """Returns why a job that would fit on reserved room waits, naming the
-    reservation and the max_runtime that would let it start now; None when
-    it would not fit even there."""
-    restore = holds.lifted()
-    placement = place(state.room, demand)
-    restore()
-    in_the_way = [] if placement is None else holds.in_the_way(
-        usage_on_nodes(demand, placement))
-    if not in_the_way:
-        return None
-    first = min(in_the_way, key=lambda h: h.start)
-    names = state.room.names
-    nodes = [names[i] for i, _ in placement if i in first.headroom]
-    return Code.RESERVED_ROOM, Code.RESERVED_ROOM.say(
-        what="GPUs" if demand.total[0] else "room", job=first.id, nodes=_joined(nodes),
-        start=first.start, most=first.start - now)
-
-
-def _bare(r: int, value: int) -> str:
-    """Returns a GPU count bare ("6 of 8 nominal"), other amounts with units."""
-    return str(value) if r == 0 else amount(r, value)

@@ -40,7 +40,6 @@ search, and its decisions are those of a cycle that ran every search.
 from __future__ import annotations
 
 from .preemption import Verdict
-from .quota import Quota
 
 
 class Hopeless:
@@ -66,24 +65,25 @@ class Hopeless:
         if verdict.lasting:
             self.lasting.setdefault(team, {})[lasting_key] = verdict.reclaims
 
-    def admitted(self, team: str, borrowing_before: bool, quota: Quota) -> None:
+    def admitted(self, team: str, borrowing_before: bool, borrowing: bool) -> None:
         """Forgets what an admission without victims by `team` may have made
-        possible; `borrowing_before` tells whether the team was above its
-        nominal before it."""
-        if not quota.above_nominal(team, (0, 1, 2)):
+        possible; `borrowing_before` and `borrowing` tell whether the team was
+        above its nominal (in some resource, of any GPU type) before and after it."""
+        if not borrowing:
             return
         if not borrowing_before:
             self.for_now.clear()
         self._forget_reclaims(but=team)
 
-    def preempted(self, team: str, victim_teams: set[str | None], quota: Quota) -> None:
+    def preempted(self, team: str, victim_teams: set[str | None], borrowing: bool) -> None:
         """Forgets what a preemption by `team` (its job admitted, its victims
-        gone) may have made possible."""
+        gone) may have made possible; `borrowing` tells whether the team is
+        above its nominal after it."""
         self.for_now.clear()
         self.lasting.pop(team, None)
         for other in victim_teams:
             self.lasting.pop(other, None)
-        if quota.above_nominal(team, (0, 1, 2)):
+        if borrowing:
             self._forget_reclaims(but=team)
 
     def _forget_reclaims(self, but: str) -> None:

@@ -3,16 +3,37 @@
 `snapshot_from_dict` checks every field and raises `SnapshotError` naming the
 field path and what was wrong; `plan_to_dict` gives the output JSON, sorted so
 the same snapshot always prints the same bytes.
+
+GPU types (types.py), all optional; a snapshot without them reads as ever:
+- `"gpu_types": [{"name": "l4"}, {"name": "a100"}]`: the cluster's order,
+  cheapest first (types only nodes or quotas name come after, in the order
+  they first appear);
+- a node's `"gpu_type": "a100"`: once any node or quota names a type, every
+  node with GPUs must name one;
+- `"gpu:a100"` in a team's `nominal`, `borrowing_limit` and `lending_limit`:
+  that type's quota, read as `gpu` is on a cluster without types (the plain
+  `gpu` key is then refused: quota is per type);
+- a pending job's `"gpu_type"`: a name or a list in order of preference
+  (absent: its team's types in the cluster's order);
+- a running job's `"gpu_type"`: the type it got (absent: the type of the
+  first node holding its GPUs);
+- a reservation's `"gpu_type"`, as the plan gives it.
+The plan names the type in each admission and reservation (`"gpu_type"`),
+only on a cluster with types. Names are DNS-1123 labels ("a100", "h100-80gb").
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .model import (
     GUARDS, RESOURCES, Node, PendingJob, Plan, ReplicaGroup, Reservation, RunningJob, Settings,
     Snapshot, Team, TeamGpus, Tier,
 )
+from .types import cluster_types, type_of_key
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class SnapshotError(ValueError):
@@ -65,9 +86,71 @@ def _list(data: Any, path: str) -> list:
     return data
 
 
-def _resources(data: Any, path: str) -> dict[str, int]:
-    data = _obj(data, path, set(RESOURCES))
+def _resources(data: Any, path: str, typed: bool = False) -> dict[str, int]:
+    """Returns a resource map; `typed` also takes `gpu:<type>` keys (quota)."""
+    if typed and isinstance(data, dict):
+        for key in data:
+            name = type_of_key(key) if isinstance(key, str) else None
+            if name is not None:
+                _type_name(name, f"{path}.{key}")
+        data = _obj(data, path, set(RESOURCES) | {k for k in data if type_of_key(k)})
+    else:
+        data = _obj(data, path, set(RESOURCES))
     return {key: _int(value, f"{path}.{key}") for key, value in data.items()}
+
+
+def _type_name(data: Any, path: str) -> str:
+    if not isinstance(data, str) or not _LABEL.fullmatch(data):
+        raise SnapshotError(path, f"must be a GPU type name (a DNS-1123 label), got {_shown(data)}")
+    return data
+
+
+def _gpu_types(data: Any) -> tuple[str, ...]:
+    names = []
+    for k, item in enumerate(_list(data, "gpu_types")):
+        item = _obj(item, f"gpu_types[{k}]", {"name"}, {"name"})
+        names.append(_type_name(item["name"], f"gpu_types[{k}].name"))
+    _unique(names, "gpu_types", "name")
+    return tuple(names)
+
+
+def _job_types(data: Any, path: str) -> tuple[str, ...]:
+    """Returns a pending job's GPU types: one name, or a list in order of preference."""
+    if data is None:
+        return ()
+    if isinstance(data, str):
+        return (_type_name(data, path),)
+    items = _list(data, path)
+    if not items:
+        raise SnapshotError(path, "must name at least one GPU type")
+    names = [_type_name(item, f"{path}[{k}]") for k, item in enumerate(items)]
+    seen = set()
+    for k, name in enumerate(names):
+        if name in seen:
+            raise SnapshotError(f"{path}[{k}]", f"duplicates {name!r}")
+        seen.add(name)
+    return tuple(names)
+
+
+def _check_types(snapshot: Snapshot) -> None:
+    """Raises SnapshotError where a snapshot mixes typed and untyped GPUs."""
+    types = cluster_types(snapshot)
+    if not types:
+        return
+    for k, node in enumerate(snapshot.nodes):
+        if node.gpu and node.gpu_type is None:
+            raise SnapshotError(f"nodes[{k}].gpu_type",
+                                "is required on a node with GPUs once GPU types are named")
+    for k, team in enumerate(snapshot.teams):
+        for field in ("nominal", "borrowing_limit", "lending_limit"):
+            if "gpu" in getattr(team, field):
+                raise SnapshotError(f"teams[{k}].{field}.gpu",
+                                    "GPU quota is per type on a cluster with GPU types: "
+                                    "use gpu:<type> keys")
+    for k, job in enumerate(snapshot.running):
+        if job.gpu_type is not None and job.gpu_type not in types:
+            raise SnapshotError(f"running[{k}].gpu_type",
+                                f"must name a GPU type of the snapshot, got {job.gpu_type!r}")
 
 
 def _replicas(data: Any, path: str) -> tuple[ReplicaGroup, ...]:
@@ -95,15 +178,17 @@ def _unique(items: list, path: str, what: str) -> None:
 def snapshot_from_dict(data: Any) -> Snapshot:
     """Returns the snapshot in `data` (parsed JSON), or raises SnapshotError."""
     data = _obj(data, "", {"now", "nodes", "tiers", "teams", "running", "pending", "settings",
-                           "reservations"},
+                           "reservations", "gpu_types"},
                 {"now", "nodes", "tiers", "teams"})
     now = _time(data["now"], "now")
     nodes = []
     for k, item in enumerate(_list(data["nodes"], "nodes")):
         where = f"nodes[{k}]"
-        item = _obj(item, where, {"name", *RESOURCES}, {"name"})
+        item = _obj(item, where, {"name", *RESOURCES, "gpu_type"}, {"name"})
+        gpu_type = item.get("gpu_type")
         nodes.append(Node(_str(item["name"], f"{where}.name"),
-                          *(_int(item.get(r, 0), f"{where}.{r}") for r in RESOURCES)))
+                          *(_int(item.get(r, 0), f"{where}.{r}") for r in RESOURCES),
+                          None if gpu_type is None else _type_name(gpu_type, f"{where}.gpu_type")))
     _unique([n.name for n in nodes], "nodes", "name")
     tiers = []
     for k, item in enumerate(_list(data["tiers"], "tiers")):
@@ -126,9 +211,9 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             raise SnapshotError(f"{where}.weight", f"must be a positive number, got {_shown(weight)}")
         teams.append(Team(
             _str(item["name"], f"{where}.name"),
-            _resources(item.get("nominal", {}), f"{where}.nominal"),
-            _resources(item.get("borrowing_limit", {}), f"{where}.borrowing_limit"),
-            _resources(item.get("lending_limit", {}), f"{where}.lending_limit"),
+            _resources(item.get("nominal", {}), f"{where}.nominal", typed=True),
+            _resources(item.get("borrowing_limit", {}), f"{where}.borrowing_limit", typed=True),
+            _resources(item.get("lending_limit", {}), f"{where}.lending_limit", typed=True),
             float(weight),
             _resources(item.get("per_replica_max", {}), f"{where}.per_replica_max"),
         ))
@@ -153,7 +238,8 @@ def snapshot_from_dict(data: Any) -> Snapshot:
     for k, item in enumerate(_list(data.get("running", []), "running")):
         where = f"running[{k}]"
         item = _obj(item, where, {"id", "team", "tier", "started", "replicas", "nodes",
-                                  "max_runtime", "queued", "estimate", "checkpointed"},
+                                  "max_runtime", "queued", "estimate", "checkpointed",
+                                  "gpu_type"},
                     {"id", "team", "started", "replicas", "nodes"})
         team, tier = team_and_tier(item, where, outside_ok=True)
         replicas = _replicas(item["replicas"], f"{where}.replicas")
@@ -171,26 +257,32 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             _optional_runtime(item, where, "estimate"),
             None if item.get("checkpointed") is None
             else _time(item["checkpointed"], f"{where}.checkpointed"),
+            None if item.get("gpu_type") is None
+            else _type_name(item["gpu_type"], f"{where}.gpu_type"),
         ))
     pending = []
     for k, item in enumerate(_list(data.get("pending", []), "pending")):
         where = f"pending[{k}]"
         item = _obj(item, where, {"id", "team", "tier", "queued", "replicas", "max_runtime",
-                                  "estimate", "name", "owner"},
+                                  "estimate", "name", "owner", "gpu_type"},
                     {"id", "team", "tier", "queued", "replicas"})
         team, tier = team_and_tier(item, where, outside_ok=False)
         pending.append(PendingJob(
             _str(item["id"], f"{where}.id"), team, tier, _time(item["queued"], f"{where}.queued"),
             _replicas(item["replicas"], f"{where}.replicas"), _optional_runtime(item, where),
             _optional_runtime(item, where, "estimate"),
+            _job_types(item.get("gpu_type"), f"{where}.gpu_type"),
         ))
     _unique([j.id for j in running] + [j.id for j in pending], "running+pending", "id")
-    return Snapshot(
+    snapshot = Snapshot(
         now, tuple(nodes), tuple(tiers), tuple(teams), tuple(running), tuple(pending),
         _settings(data.get("settings", {})),
         _reservations(data.get("reservations", []), {n.name: i for i, n in enumerate(nodes)},
                       {j.id for j in pending}),
+        _gpu_types(data.get("gpu_types", [])),
     )
+    _check_types(snapshot)
+    return snapshot
 
 
 _TIMES = ("starvation_after", "min_runtime_before_preemption", "default_runtime",
@@ -217,7 +309,8 @@ def _reservations(data: Any, nodes: dict[str, int], pending: set[str]) -> tuple[
     kept = []
     for k, item in enumerate(_list(data, "reservations")):
         where = f"reservations[{k}]"
-        item = _obj(item, where, {"id", "start", "placement"}, {"id", "start", "placement"})
+        item = _obj(item, where, {"id", "start", "placement", "gpu_type"},
+                    {"id", "start", "placement"})
         job = _str(item["id"], f"{where}.id")
         start = _time(item["start"], f"{where}.start")
         placement = item["placement"]
@@ -229,8 +322,11 @@ def _reservations(data: Any, nodes: dict[str, int], pending: set[str]) -> tuple[
         # A node gone from the snapshot (drained) no longer keeps the job's room.
         counts = tuple((name, placement[name]) for name in sorted(
             (name for name in placement if name in nodes), key=nodes.__getitem__))
+        gpu_type = item.get("gpu_type")
+        if gpu_type is not None:
+            gpu_type = _type_name(gpu_type, f"{where}.gpu_type")
         if job in pending and counts:
-            kept.append(Reservation(job, start, counts))
+            kept.append(Reservation(job, start, counts, gpu_type=gpu_type))
     _unique([r.id for r in kept], "reservations", "id")
     return tuple(kept)
 
@@ -246,7 +342,8 @@ def plan_to_dict(plan: Plan) -> dict:
     GPU figures in snapshot order."""
     return {
         "admit": [
-            {"id": a.id, "placement": dict(a.placement), "victims": list(a.victims)}
+            _typed({"id": a.id, "placement": dict(a.placement), "victims": list(a.victims)},
+                   a.gpu_type)
             for a in sorted(plan.admit, key=lambda a: a.id)
         ],
         "wait": [
@@ -259,11 +356,18 @@ def plan_to_dict(plan: Plan) -> dict:
             for r in sorted(plan.reject, key=lambda r: r.id)
         ],
         "reservations": [
-            {"id": r.id, "start": r.start, "placement": dict(r.placement)}
+            _typed({"id": r.id, "start": r.start, "placement": dict(r.placement)}, r.gpu_type)
             for r in sorted(plan.reservations, key=lambda r: r.id)
         ],
         "teams": [team_gpus_to_dict(t) for t in plan.teams],
     }
+
+
+def _typed(entry: dict, gpu_type: str | None) -> dict:
+    """Returns a plan entry with its GPU type, named only on a cluster with types."""
+    if gpu_type is not None:
+        entry["gpu_type"] = gpu_type
+    return entry
 
 
 def team_gpus_to_dict(t: TeamGpus) -> dict:

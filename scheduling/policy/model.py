@@ -24,6 +24,8 @@ class Node:
     gpu: int = 0
     cpu: int = 0
     memory: int = 0
+    # The GPU type of its GPUs (types.py); None on a cluster without types.
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,9 @@ class RunningJob:
     estimate: int | None = None
     # R8: when it last reported a checkpoint; None: it never did.
     checkpointed: int | None = None
+    # The GPU type it got, its GPUs charged to `gpu:<type>`; None: the type
+    # of the first node holding its GPUs, or no type on a cluster without.
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +99,9 @@ class PendingJob:
     max_runtime: int | None = None
     # R14: the learned runtime the loop puts in the snapshot; None: unknown.
     estimate: int | None = None
+    # The GPU types it accepts, in order of preference; empty: its team's
+    # types in the cluster's order (types.py).
+    gpu_type: tuple[str, ...] = ()
     # What the policy computes with, derived once per job, not per cycle.
     demand: Demand = field(init=False, repr=False, compare=False)
 
@@ -136,6 +144,8 @@ class Reservation:
     # `Admission.nodes`): what each node holds where groups differ in size.
     # Empty in a reservation read back from a snapshot.
     nodes: tuple[str, ...] = ()
+    # The GPU type the room is of; None on a cluster without types.
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +159,9 @@ class Snapshot:
     settings: Settings = Settings()
     # The reservations of the previous plan (R4).
     reservations: tuple[Reservation, ...] = ()
+    # The cluster's GPU types, cheapest first; empty: in the order the nodes
+    # name them (types.py).
+    gpu_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +177,8 @@ class Admission:
     # The node of each replica, in the order the replica groups expand; needed
     # where groups differ in size (a PS without GPUs beside GPU workers).
     nodes: tuple[str, ...] = ()
+    # The GPU type it was given; None on a cluster without types.
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

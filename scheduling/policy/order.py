@@ -35,12 +35,15 @@ def admission_order(
     tiers: dict[str, Tier],
     quota: Quota,
     skip_team: Callable[[str], bool],
+    quota_of: Callable[[PendingJob], Quota] | None = None,
 ) -> Iterator[PendingJob]:
     """Yields `jobs` (already in R3 order) in the order the cycle admits them.
 
     Quota is read at each step, so admissions made between steps count (R9
     compares shares as they are at that moment). `skip_team` tells which
     teams are held by the starvation guard: their jobs never jump ahead.
+    On a cluster with GPU types, `quota_of` gives the quota of a job's first
+    type: only jobs whose first types agree compete for borrowable GPUs.
     """
     start = 0
     while start < len(jobs):
@@ -48,11 +51,21 @@ def admission_order(
         end = start
         while end < len(jobs) and tiers[jobs[end].tier].value == value:
             end += 1
-        yield from _one_tier(jobs[start:end], tiers, quota, skip_team)
+        yield from _one_tier(jobs[start:end], tiers, quota, skip_team, quota_of)
         start = end
 
 
-def _one_tier(jobs, tiers, quota, skip_team) -> Iterator[PendingJob]:
+def first_quota(state, kinds_of: dict[str, tuple]) -> Callable[[PendingJob], Quota]:
+    """Returns, for R9 on a cluster with GPU types, the function giving the
+    quota of a pending job's first GPU type (of no type: the first quota)."""
+    def quota_of(job: PendingJob) -> Quota:
+        kinds = kinds_of.get(job.id)
+        kind = kinds[0] if kinds else None
+        return state.quotas[0 if kind is None else kind]
+    return quota_of
+
+
+def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJob]:
     done = [False] * len(jobs)
     by_team: dict[str, deque[int]] = {}
     for k, job in enumerate(jobs):
@@ -65,6 +78,8 @@ def _one_tier(jobs, tiers, quota, skip_team) -> Iterator[PendingJob]:
         job = jobs[k]
         pick = k
         need = job.demand.total
+        if quota_of is not None:
+            quota = quota_of(job)
         if (
             len(by_team) > 1
             and not skip_team(job.team)
@@ -79,6 +94,8 @@ def _one_tier(jobs, tiers, quota, skip_team) -> Iterator[PendingJob]:
                     continue
                 head = heads[0]
                 other = jobs[head]
+                if quota_of is not None and quota_of(other) is not quota:
+                    continue  # borrows another GPU type: no competition
                 if not quota.borrows(team, other.demand.total):
                     continue
                 share = (quota.dominant_share(team), head)

@@ -31,6 +31,7 @@ class Code(StrEnum):
     ABOVE_TEAM_MAX = "above_team_max"
     ABOVE_NOMINAL_STEADY = "above_nominal_steady"
     NEVER_PLACEABLE = "never_placeable"
+    UNKNOWN_GPU_TYPE = "unknown_gpu_type"
 
     @property
     def template(self) -> str:
@@ -93,6 +94,7 @@ TEMPLATES: dict[Code, str] = {
         "Requested {need} in {replicas}; even on the empty cluster no set of nodes has "
         "room for every replica at once."
     ),
+    Code.UNKNOWN_GPU_TYPE: "{gpu_type}: the cluster has no GPUs of this type.",
 }
 
 WAIT_CODES = frozenset(

@@ -42,11 +42,11 @@ def reject_reason(
         if holds is None:
             holds = empty_fit[replica] = any(
                 empty.gpu[i] >= gpu and empty.cpu[i] >= cpu and empty.memory[i] >= memory
-                for i in range(len(empty.names))
+                for i in empty.indices
             )
         if not holds:
             largest = max(
-                range(len(empty.names)),
+                empty.indices,
                 key=lambda i: (empty.gpu[i], empty.cpu[i], empty.memory[i]),
                 default=None,
             )
@@ -85,3 +85,36 @@ def _bare(r: int, value: int) -> str:
     "at most 12 (8 nominal + 4 borrowable)"), with it otherwise."""
     text = amount(r, value)
     return text.split(" ")[0] if r == 0 else text
+
+
+def reject_typed(job: PendingJob, kinds: tuple[int | None, ...], team: Team, tier: Tier,
+                 state, empty: Room) -> tuple[Code, str] | None:
+    """Returns `(code, sentence)` when the job can never be admitted on any
+    of its GPU types (`kinds`, indices into `state.types`; -1 a type the
+    cluster lacks), naming each type's limit ("a100: ...; h100: ..."), else
+    None. The code is its first type's."""
+    said = []
+    for k, kind in enumerate(kinds):
+        if kind == -1:  # only a job's own list names types the cluster lacks
+            name = job.gpu_type[k]
+            said.append((Code.UNKNOWN_GPU_TYPE, Code.UNKNOWN_GPU_TYPE.say(gpu_type=name)))
+            continue
+        quota = state.quotas[0 if kind is None else kind]
+        # Each type's empty room gets its own cache: the same shape fits one and not another.
+        cache = state.empty_fits.setdefault(kind, {})
+        verdict = reject_reason(job, job.demand, team, tier, quota, empty.part(kind), cache)
+        if verdict is None:
+            return None
+        code, reason = verdict
+        said.append((code, reason if kind is None else f"{state.types.names[kind]}: {reason}"))
+    if len(said) == 1:
+        return said[0]
+    return said[0][0], "; ".join(reason.rstrip(".") for _, reason in said) + "."
+
+
+
+def reject_untyped(job: PendingJob) -> tuple[Code, str]:
+    """Returns the rejection of a job asking for GPU types on a cluster
+    without types: none of them exists."""
+    said = [Code.UNKNOWN_GPU_TYPE.say(gpu_type=name).rstrip(".") for name in job.gpu_type]
+    return Code.UNKNOWN_GPU_TYPE, "; ".join(said) + "."

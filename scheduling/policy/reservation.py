@@ -46,6 +46,8 @@ class Hold:
     headroom: dict[int, list[int]]
     ending: tuple[str, ...]
     end: int
+    # The GPU type of the room; None on a cluster without types.
+    gpu_type: str | None = None
 
 
 class Holds:

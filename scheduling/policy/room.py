@@ -21,9 +21,12 @@ class Room:
     what-if removals of many jobs stay cheap.
     """
 
-    __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "sorted", "total")
+    __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "sorted", "total",
+                 "indices", "parts", "part_of", "master", "kind")
 
-    def __init__(self, nodes: tuple[Node, ...]) -> None:
+    def __init__(self, nodes: tuple[Node, ...], kinds: tuple[int, ...] | None = None) -> None:
+        """`kinds`, on a cluster with GPU types, gives each node's type index
+        (-1: none): `part(k)` is then the room of the nodes of type k."""
         self.names = [n.name for n in nodes]
         self.index = {n.name: i for i, n in enumerate(nodes)}
         self.gpu = [n.gpu for n in nodes]
@@ -35,15 +38,61 @@ class Room:
             self.members[free].add(i)
         self.sorted: list[list[int] | None] = [None] * (top + 1)
         self.total = [sum(self.gpu), sum(self.cpu), sum(self.memory)]
+        self.indices = range(len(nodes))
+        self.master: Room | None = None
+        self.kind = -1
+        self.part_of = kinds
+        self.parts: list[Room] = []
+        if kinds is not None:
+            for k in range(max(kinds, default=-1) + 1):
+                self.parts.append(self._part(k, [i for i in self.indices if kinds[i] == k]))
+
+    def _part(self, kind: int, indices: list[int]) -> Room:
+        """Returns the room of the nodes `indices`, sharing this room's free
+        counts: it takes and gives through this room, which keeps its
+        buckets and total."""
+        part = Room.__new__(Room)
+        part.names, part.index = self.names, self.index
+        part.gpu, part.cpu, part.memory = self.gpu, self.cpu, self.memory
+        part.members = [set() for _ in self.members]
+        for i in indices:
+            part.members[max(self.gpu[i], 0)].add(i)
+        part.sorted = [None] * len(self.members)
+        part.total = [sum(self.gpu[i] for i in indices), sum(self.cpu[i] for i in indices),
+                      sum(self.memory[i] for i in indices)]
+        part.indices, part.master, part.kind = indices, self, kind
+        part.part_of, part.parts = None, []
+        return part
+
+    def part(self, kind: int | None) -> Room:
+        """Returns the room of the nodes of GPU type `kind`, or all room for None."""
+        return self if kind is None else self.parts[kind]
 
     def copy(self) -> Room:
-        """Returns an independent copy (same node indices)."""
+        """Returns an independent copy (same node indices); the copy of a
+        type's part is that part of a copy of the whole room."""
+        if self.master is not None:
+            return self.master.copy().parts[self.kind]
         other = Room.__new__(Room)
         other.names, other.index = self.names, self.index
         other.gpu, other.cpu, other.memory = list(self.gpu), list(self.cpu), list(self.memory)
         other.members = [set(m) for m in self.members]
         other.sorted = list(self.sorted)
         other.total = list(self.total)
+        other.indices, other.master, other.kind = self.indices, None, -1
+        other.part_of = self.part_of
+        other.parts = []
+        if self.parts:
+            for part in self.parts:
+                copy = Room.__new__(Room)
+                copy.names, copy.index = self.names, self.index
+                copy.gpu, copy.cpu, copy.memory = other.gpu, other.cpu, other.memory
+                copy.members = [set(m) for m in part.members]
+                copy.sorted = list(part.sorted)
+                copy.total = list(part.total)
+                copy.indices, copy.master, copy.kind = part.indices, other, part.kind
+                copy.part_of, copy.parts = None, []
+                other.parts.append(copy)
         return other
 
     def _move(self, i: int, old: int, new: int) -> None:
@@ -67,6 +116,9 @@ class Room:
 
     def take(self, i: int, v: Vector) -> None:
         """Takes `v` from node `i` (room held by a job or reserved)."""
+        if self.master is not None:
+            self.master.take(i, v)
+            return
         before = self.gpu[i]
         self.gpu[i] = before - v[0]
         self.cpu[i] -= v[1]
@@ -76,6 +128,15 @@ class Room:
         self.total[2] -= v[2]
         if v[0]:
             self._move(i, before, self.gpu[i])
+        if self.parts:
+            k = self.part_of[i]
+            if k >= 0:
+                part = self.parts[k]
+                part.total[0] -= v[0]
+                part.total[1] -= v[1]
+                part.total[2] -= v[2]
+                if v[0]:
+                    part._move(i, before, self.gpu[i])
 
     def give(self, i: int, v: Vector) -> None:
         """Gives `v` back to node `i`."""

@@ -15,6 +15,7 @@ from .placement import Placement, usage_on_nodes
 from .quota import Quota
 from .room import Room
 from .runtime import expected_end
+from .types import Types
 
 
 @dataclass(slots=True)
@@ -38,15 +39,17 @@ class Holder:
     # recent checkpoint, else start), id.
     key: tuple[int, int, str] = ()
     end: int | None = None
+    # The index of the GPU type its GPUs are of (types.py); None: no type.
+    kind: int | None = None
 
     @classmethod
     def of(cls, id: str, team: str | None, tier: Tier | None, started: int, usage: Vector,
            on_nodes: dict[int, Vector], fresh: bool = False, *, end: int | None = None,
-           saved: int | None = None) -> Holder:
+           saved: int | None = None, kind: int | None = None) -> Holder:
         """Returns a holder with its victim order key; `saved` is its last
         reported checkpoint, if any."""
         key = (tier.value if tier else 0, -(started if saved is None else saved), id)
-        return cls(id, team, tier, started, usage, on_nodes, fresh, False, key, end)
+        return cls(id, team, tier, started, usage, on_nodes, fresh, False, key, end, kind)
 
     @property
     def steady(self) -> bool:
@@ -63,15 +66,34 @@ class State:
     when the ETA replay asks: most cycles admit what fits and look at the
     running jobs of few teams, if any, so a cycle over many running jobs
     costs one pass of additions.
+
+    On a cluster with GPU types (types.py) each type has its quota, and
+    `select(kind)` points `room` and `quota` at that type's nodes and quota
+    while a job is tried on it, so placement, quota and victim search need
+    not know about types; `held` then lists only holders of that type, so a
+    victim search never takes another type's GPUs. Every change of usage is
+    charged to every type's quota (CPU and memory are untyped), its GPUs only
+    to its own type's.
     """
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.now = snapshot.now
         self.settings = snapshot.settings
-        self.room = Room(snapshot.nodes)
+        self.types = Types.of(snapshot)
+        types = self.types
+        self.whole = Room(snapshot.nodes, None if types is None else types.node_kinds)
+        self.room = self.whole
         capacity = (sum(n.gpu for n in snapshot.nodes), sum(n.cpu for n in snapshot.nodes),
                     sum(n.memory for n in snapshot.nodes))
-        self.quota = Quota(snapshot.teams, capacity)
+        self.kind: int | None = None
+        # GPU type -> whether a shape fits the empty cluster's nodes of that type (R10).
+        self.empty_fits: dict[int | None, dict[object, bool]] = {}
+        if types is None:
+            self.quota = Quota(snapshot.teams, capacity)
+            self.quotas: list[Quota] | None = None
+        else:
+            self.quotas = [Quota(teams, cap) for teams, cap in zip(types.teams, types.capacity)]
+            self.quota = self.quotas[0]
         self.teams = tuple(t.name for t in snapshot.teams)
         self._tiers = {t.name: t for t in snapshot.tiers}
         # team (None: outside usage or a team the snapshot does not list) ->
@@ -86,6 +108,35 @@ class State:
         self._reaches: dict[str | None, dict[tuple, object]] = {}
         self._charge_running(snapshot.running)
 
+    def select(self, kind: int | None) -> None:
+        """Points `room`, `quota` and `held` at GPU type `kind` (None: all
+        nodes, no type, as on a cluster without types)."""
+        if self.quotas is None:
+            return
+        self.kind = kind
+        self.room = self.whole.part(kind)
+        self.quota = self.quotas[0 if kind is None else kind]
+
+    def charge(self, team: str | None, v: Vector, steady: bool, kind: int | None) -> None:
+        """Charges usage `v` of GPU type `kind` to the team's quota (of every
+        type: CPU and memory are untyped; the GPUs to `kind`'s only)."""
+        if self.quotas is None:
+            self.quota.charge(team, v, steady)
+            return
+        untyped = (0, v[1], v[2])
+        for k, quota in enumerate(self.quotas):
+            quota.charge(team, v if k == kind else untyped, steady)
+
+    def credit(self, team: str | None, v: Vector, steady: bool, kind: int | None) -> None:
+        """Takes usage `v` of GPU type `kind` off the team's quota."""
+        self.charge(team, (-v[0], -v[1], -v[2]), steady, kind)
+
+    def borrowing(self, team: str) -> bool:
+        """Returns whether a team uses more than its nominal, in any type."""
+        if self.quotas is None:
+            return self.quota.above_nominal(team, (0, 1, 2))
+        return any(q.above_nominal(team, (0, 1, 2)) for q in self.quotas)
+
     def _charge_running(self, running: tuple[RunningJob, ...]) -> None:
         """Takes the running jobs' room per node, charges their usage per team
         and files them by team.
@@ -95,7 +146,8 @@ class State:
         """
         index, tiers, by_team = self.room.index, self._tiers, self._running
         on_node: dict[int, list[int]] = {}
-        per_team: dict[tuple[str | None, bool], list[int]] = {}
+        per_team: dict[tuple[str | None, bool, int | None], list[int]] = {}
+        types = self.types
         for job in running:
             replicas = job.replicas
             if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
@@ -119,7 +171,8 @@ class State:
                         held[1] += pc
                         held[2] += pm
             tier = tiers.get(job.tier) if job.tier else None
-            key = (job.team, tier is not None and not tier.preemptible)
+            kind = None if types is None else types.running_kind(job, index)
+            key = (job.team, tier is not None and not tier.preemptible, kind)
             total = per_team.get(key)
             if total is None:
                 per_team[key] = [g, c, m]
@@ -130,20 +183,40 @@ class State:
             by_team.get(job.team, by_team[None]).append(job)
         for i, (g, c, m) in on_node.items():
             self.room.take(i, (g, c, m))
-        for (team, steady), (g, c, m) in per_team.items():
-            self.quota.charge(team, (g, c, m), steady)
+        for (team, steady, kind), (g, c, m) in per_team.items():
+            self.charge(team, (g, c, m), steady, kind)
 
     def held(self, team: str | None) -> list[Holder]:
         """Returns a team's running jobs as holders, in R8 victim order (never
-        the jobs admitted in this cycle); [] for a team the snapshot does not list."""
-        holders = self._held.get(team)
+        the jobs admitted in this cycle); [] for a team the snapshot does not list.
+        With GPU types, only its holders of the selected type."""
+        if self.types is None:
+            holders = self._held.get(team)
+            if holders is None:
+                holders = self._held[team] = self._build(self._running.get(team, ()))
+            return holders
+        key = (team, self.kind)
+        holders = self._held.get(key)
         if holders is None:
-            holders = self._held[team] = self._build(self._running.get(team, ()))
+            every = self._held.get((team, "all"))
+            if every is None:
+                every = self._held[(team, "all")] = self._build(self._running.get(team, ()))
+            holders = self._held[key] = [h for h in every if h.kind == self.kind]
         return holders
+
+    def _all_held(self, team: str | None) -> list[Holder]:
+        """Returns a team's running jobs as holders, of every type."""
+        if self.types is None:
+            return self.held(team)
+        key = (team, "all")
+        if key not in self._held:
+            self._held[key] = self._build(self._running.get(team, ()))
+        return self._held[key]
 
     def _build(self, running) -> list[Holder]:
         index, tiers = self.room.index, self._tiers
         now, settings = self.now, self.settings
+        types = self.types
         holders = []
         for job in running:
             replicas = job.replicas
@@ -166,17 +239,24 @@ class State:
             holders.append(Holder.of(job.id, job.team, tiers.get(job.tier) if job.tier else None,
                                      job.started, usage, on_nodes,
                                      end=expected_end(job, now, settings),
-                                     saved=job.checkpointed))
+                                     saved=job.checkpointed,
+                                     kind=None if types is None else types.running_kind(job, index)))
         holders.sort(key=lambda h: h.key)
         return holders
 
     def reaches(self, team: str | None) -> dict[tuple, object]:
         """Returns what victim searches keep about a team's jobs, emptied
-        whenever the team admits a job or loses one to a preemptor."""
+        whenever the team admits a job or loses one to a preemptor (each GPU
+        type's apart)."""
         kept = self._reaches.get(team)
         if kept is None:
             kept = self._reaches[team] = {}
-        return kept
+        if self.types is None:
+            return kept
+        of_kind = kept.get(self.kind)
+        if of_kind is None:
+            of_kind = kept[self.kind] = {}
+        return of_kind
 
     def take(self, victims) -> None:
         """Marks a preemptor's victims, already counted as gone, as taken:
@@ -189,14 +269,20 @@ class State:
     def holders(self) -> dict[str, Holder]:
         """Returns every holder by job id: running, admitted or held."""
         if self._holders is None:
-            self._holders = {h.id: h for team in self._running for h in self.held(team)}
+            self._holders = {h.id: h for team in self._running for h in self._all_held(team)}
             self._holders.update(self._fresh)
         return self._holders
 
     def remove(self, holder: Holder) -> Callable[[], None]:
         """Takes a holder's usage out of room and quota; returns the restore closure."""
         give_back = self.room.give_many(holder.on_nodes)
-        charge_again = self.quota.what_if_gone(holder.team, holder.usage, holder.steady)
+        if self.quotas is None:
+            charge_again = self.quota.what_if_gone(holder.team, holder.usage, holder.steady)
+        else:
+            self.credit(holder.team, holder.usage, holder.steady, holder.kind)
+
+            def charge_again() -> None:
+                self.charge(holder.team, holder.usage, holder.steady, holder.kind)
 
         def restore() -> None:
             give_back()
@@ -208,14 +294,14 @@ class State:
         """Takes a holder's usage out of room and quota for good (a job ended)."""
         for i, v in holder.on_nodes.items():
             self.room.give(i, v)
-        self.quota.credit(holder.team, holder.usage, holder.steady)
+        self.credit(holder.team, holder.usage, holder.steady, holder.kind)
 
     def restore(self, holder: Holder) -> None:
         """Charges a holder's usage to room and quota again (undoes `remove`
         or `release` whose closure is gone)."""
         for i, v in holder.on_nodes.items():
             self.room.take(i, v)
-        self.quota.charge(holder.team, holder.usage, holder.steady)
+        self.charge(holder.team, holder.usage, holder.steady, holder.kind)
 
     def admit(self, job_id: str, team: str, tier: Tier, demand: Demand,
               placement: Placement, started: int, end: int | None = None) -> Holder:
@@ -225,8 +311,8 @@ class State:
         for i, v in on_nodes.items():
             self.room.take(i, v)
         holder = Holder.of(job_id, team, tier, started, demand.total, on_nodes, fresh=True,
-                           end=end)
-        self.quota.charge(team, demand.total, holder.steady)
+                           end=end, kind=self.kind)
+        self.charge(team, demand.total, holder.steady, self.kind)
         self._reaches.pop(team, None)
         self._keep(holder)
         return holder
@@ -234,10 +320,10 @@ class State:
     def hold(self, holder: Holder) -> None:
         """Adds a copy of a holder from another state (same node indices)."""
         copy = Holder.of(holder.id, holder.team, holder.tier, holder.started, holder.usage,
-                         dict(holder.on_nodes), end=holder.end)
+                         dict(holder.on_nodes), end=holder.end, kind=holder.kind)
         for i, v in copy.on_nodes.items():
             self.room.take(i, v)
-        self.quota.charge(copy.team, copy.usage, copy.steady)
+        self.charge(copy.team, copy.usage, copy.steady, copy.kind)
         self._keep(copy)
 
     def _keep(self, holder: Holder) -> None:

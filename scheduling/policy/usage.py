@@ -26,16 +26,53 @@ from collections.abc import Iterable, Sequence
 from .demand import GPU
 from .model import Admission, Snapshot, TeamGpus
 from .quota import Quota
+from .state import State
 
 
 def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterable[str],
-              quota: Quota) -> tuple[TeamGpus, ...]:
+              state: State) -> tuple[TeamGpus, ...]:
     """Returns every snapshot team's GPU figures, in snapshot order, once
-    `admitted` (with their victims gone) count; `waiting` names the jobs that wait."""
+    `admitted` (with their victims gone) count; `waiting` names the jobs that wait.
+    On a cluster with GPU types, each figure is the sum of the team's figures
+    of each type (a waiting job counts for its first type)."""
+    types = state.types
+    if types is None:
+        return _figures(snapshot, snapshot.running, admitted, list(waiting), state.quota)
+    index = state.room.index
+    pending = {job.id: job for job in snapshot.pending}
+    teams = {t.name: t for t in snapshot.teams}
+    waiting = list(waiting)
+    per_type = []
+    for kind, name in enumerate(types.names):
+        running = [j for j in snapshot.running if types.running_kind(j, index) == kind]
+        mine = [a for a in admitted if a.gpu_type == name]
+        asked = [i for i in waiting
+                 if types.candidates(pending[i], teams[pending[i].team])[0] == kind]
+        per_type.append(_figures(snapshot, running, mine, asked, state.quotas[kind]))
+    order = {name: k for k, name in enumerate(teams)}
+    return tuple(_summed(figures, order) for figures in zip(*per_type))
+
+
+def _summed(figures: tuple[TeamGpus, ...], order: dict[str, int]) -> TeamGpus:
+    """Returns one team's figures of every GPU type added up, its lenders in
+    snapshot team order."""
+    loans: dict[str, int] = {}
+    for f in figures:
+        for lender, gpus in f.borrowed_from:
+            loans[lender] = loans.get(lender, 0) + gpus
+    first = figures[0]
+    return TeamGpus(first.team, *(sum(getattr(f, name) for f in figures) for name in (
+        "nominal", "used", "within", "borrowed", "lent", "idle", "waiting")),
+        tuple(sorted(loans.items(), key=lambda loan: order[loan[0]])))
+
+
+def _figures(snapshot: Snapshot, running, admitted: Sequence[Admission], waiting: list[str],
+             quota: Quota) -> tuple[TeamGpus, ...]:
+    """Returns every team's GPU figures from `running` and `admitted` against `quota`."""
     names = [t.name for t in snapshot.teams]
     used = dict.fromkeys(names, 0)
     gone = {victim for admission in admitted for victim in admission.victims}
-    for job in snapshot.running:
+    for job in running:
         if job.team in used and job.id not in gone:
             used[job.team] += sum(group.count * group.gpu for group in job.replicas)
     pending = {job.id: job for job in snapshot.pending}

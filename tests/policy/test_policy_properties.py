@@ -13,7 +13,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.policy.random_snapshots import place_randomly
+from tests.policy.random_snapshots import place_randomly, random_owner
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
 )
@@ -51,10 +51,7 @@ def snapshots(draw):
         placed = place_randomly(rng, free, count, gpu, cpu)
         if placed is None:
             continue
-        if rng.random() < 0.15:
-            team, tier = None, None
-        else:
-            team, tier = rng.choice(teams).name, rng.choice(("standard", "experiment", "production"))
+        team, tier = random_owner(rng, teams)
         started = rng.randint(0, now)
         running.append(RunningJob(f"r{k}", team, tier, started,
                                   (ReplicaGroup(count, gpu, cpu),), tuple(placed),
