@@ -7,6 +7,9 @@ PY=.venv/bin/python
 PORT="${PORT:-8000}"
 export DJANGO_DEBUG=1 CLUSTER_BACKEND=simulated
 export DEMO_PASSWORD="${DEMO_PASSWORD:-demo}"
+# A job starves after 90 s here, not half an hour, so the seeded gang's reservation (R4) shows
+# within the first minutes.
+export STARVATION_AFTER="${STARVATION_AFTER:-90}"
 export GANGWAY_VAR_DIR="${GANGWAY_VAR_DIR:-$PWD/var}"
 LOGS="$GANGWAY_VAR_DIR"
 mkdir -p "$LOGS"

@@ -38,17 +38,26 @@ TEAMS = [
     ("maps", "Maps", 2, 1, ("standard", "experiment")),
     ("research", "Research", 1, 2, ("standard", "experiment")),
 ]
+# R4's reservations, told in order. The jobs queue a second apart in this order, so the first
+# cycle places them in it, best fit (R11): nodes 01-03 each take two 3-GPU jobs, node-04
+# finance's 4-GPU job, and the kubectl job adopted from the cluster fills one 2-GPU gap. That
+# leaves 8 GPUs free, enough quota for finance's 1 x 8 gang (4 of them borrowed) but on no
+# single node, and with its team borrowing the gang may reclaim nothing (R6); research sits
+# at its borrowing limit, so its Katib trials wait. Once the gang has waited
+# STARVATION_AFTER it reserves node-04, the node due to empty first; when a research job
+# ends, the experiment behind it backfills node-03 meanwhile, and the gang starts when
+# node-04 empties.
 JOBS = [
     # (team, name, tier, workers, gpus per worker, simulated seconds, ended as)
-    ("perception", "detector-yolo-sweep", "experiment", 4, 1, 240, None),
-    ("perception", "segformer-finetune", "standard", 2, 4, 420, None),
-    ("maps", "road-graph-gnn", "standard", 4, 2, 300, None),
-    ("finance", "risk-forecast-nightly", "production", 2, 2, 180, None),
-    ("research", "llm-distill-ablation", "experiment", 8, 1, 360, None),
-    ("perception", "lidar-fusion-pretrain", "production", 2, 4, 600, None),
-    ("research", "diffusion-sweep-lr", "experiment", 4, 2, 300, None),
-    ("maps", "eta-transformer", "standard", 2, 4, 480, None),
+    ("research", "llm-distill-ablation", "standard", 3, 1, 300, None),
+    ("research", "speech-encoder-pretrain", "standard", 1, 3, 330, None),
+    ("research", "retrieval-pretrain", "standard", 1, 3, 120, None),
+    ("perception", "segformer-finetune", "standard", 3, 1, 360, None),
+    ("research", "tokenizer-scaling", "standard", 3, 1, 270, None),
+    ("maps", "road-graph-gnn", "standard", 1, 3, 300, None),
+    ("finance", "risk-forecast-nightly", "standard", 2, 2, 180, None),
     ("finance", "llm-compliance-eval", "standard", 1, 8, 240, None),
+    ("research", "diffusion-sweep-lr", "experiment", 2, 1, 90, None),
     ("maps", "tile-superres-baseline", "standard", 1, 1, 90, Job.State.SUCCEEDED),
     ("research", "moe-routing-probe", "experiment", 2, 1, 60, Job.State.FAILED),
     ("finance", "fraud-gbdt-refresh", "standard", 1, 2, 120, Job.State.SUCCEEDED),
@@ -159,14 +168,19 @@ class Command(BaseCommand):
         owners = {"perception": "lead", "finance": "admin", "maps": "engineer", "research": "engineer"}
         made = 0
         demo_kinds = kinds.all_kinds()[:2]  # TFJob and PyTorchJob, alternately
+        # Queue times a second apart, in JOBS order: the jobs' ids alone would not keep it (R3
+        # breaks queue-time ties by id as text, so job 10 goes before job 2).
+        first_queued = timezone.now() - timedelta(seconds=len(JOBS))
         for index, (slug, name, tier, workers, gpus, seconds, ended) in enumerate(JOBS):
-            key = f"demo-{index}"
+            key = f"demo-{name}"  # by name, not position: reordering JOBS adds no duplicates
             if Job.objects.filter(team=teams[slug], idempotency_key=key).exists():
                 continue
+            # A max_runtime a minute past the run: expected ends (R14), and so the reservation's start,
+            # stay close to when the simulated jobs really end.
             spec = parse_spec({
                 "team": slug, "name": name, "kind": demo_kinds[index % 2].name, "image": demo_kinds[index % 2].example_image,
                 "command": ["python", "/app/train.py"], "args": ["--epochs", "10"], "tier": tier,
-                "max_runtime": seconds * 3, "simulate": {"duration": seconds, "fail": ended == Job.State.FAILED},
+                "max_runtime": seconds + 60, "simulate": {"duration": seconds, "fail": ended == Job.State.FAILED},
                 "replicas": [{"role": "Worker", "count": workers, "gpu": gpus, "cpu": "4", "memory": "16Gi"}],
                 # PyTorch jobs read the team's datasets claim, with a larger /dev/shm for DataLoader workers.
                 **({"volumes": [{"claim": "datasets", "path": "/data", "read_only": True}], "shm": "8Gi"}
@@ -177,6 +191,8 @@ class Command(BaseCommand):
             made += 1
             if ended:
                 self.finish(job, ended, seconds)
+            else:
+                Job.objects.filter(pk=job.pk).update(queued_at=first_queued + timedelta(seconds=index))
         return made
 
     def finish(self, job: Job, state: str, seconds: int) -> None:
