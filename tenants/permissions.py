@@ -46,7 +46,8 @@ def viewers_of(team_id: int) -> Q:
 
 
 def can_view(user, team: Team) -> bool:
-    """Returns whether `user` may see `team`, its jobs and its usage."""
+    """Returns whether `user` may see `team`'s jobs (their details, logs, env) and submit for it: a member,
+    or staff. Every signed-in user reads any team's page (usage, quota, queue) without it."""
     return is_admin(user) or Membership.objects.filter(user=user, team=team).exists()
 
 

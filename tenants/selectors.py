@@ -56,14 +56,9 @@ def get_team_to_view(user, slug: str) -> Team:
     """Any team, for its read-only page: every signed-in user sees every team's usage, quota and queue.
 
     Raises Http404 for a slug no team has. What only members may read (job
-    details, logs, tokens) stays behind `is_insider` and the job lookups.
+    details, logs, tokens) stays behind `tenants.permissions.can_view` and the job lookups.
     """
     team = Team.objects.filter(slug=slug).prefetch_related("tiers", "quotas").first()
     if team is None:
         raise Http404("No such team.")
     return team
-
-
-def is_insider(user, team: Team) -> bool:
-    """True when the user may open the team's jobs (a member, or staff); an outsider sees its page read-only."""
-    return user.is_staff or Membership.objects.filter(user=user, team=team).exists()

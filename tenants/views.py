@@ -20,8 +20,8 @@ from scheduling.selectors import live_version, loans_now, team_usage, usage_seri
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Quota, Team
-from tenants.permissions import can_edit_quota, can_manage_tokens
-from tenants.selectors import get_team_to_view, is_insider, role_in, teams_for
+from tenants.permissions import can_edit_quota, can_manage_tokens, can_view
+from tenants.selectors import get_team_to_view, role_in, teams_for
 from tenants.services import quota_update, quota_values
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
@@ -59,7 +59,7 @@ def team_detail(request, slug: str):
     jobs (any other htmx request, ?page= pages them).
     """
     team = get_team_to_view(request.user, slug)
-    insider = is_insider(request.user, team)
+    insider = can_view(request.user, team)
     if request.htmx and request.GET.get("part") == "tiles":
         scope, version = f"team-tiles:{team.pk}", live_version()
         held = held_at(request, scope, version)
