@@ -95,34 +95,6 @@ def cluster_summary() -> ClusterSummary:
 
 
 @dataclass(frozen=True)
-class GpuCell:
-    node: str
-    index: int
-    team: str | None  # None: free; "" : outside usage
-    job_id: int | None = None
-    job_name: str = ""
-
-
-def node_map() -> list[tuple[ClusterNode, list[GpuCell]]]:
-    """Each node with one cell per GPU, showing which team's job holds it (fragmentation made visible)."""
-    holders: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-    # Plain rows, not model instances: a full cluster holds thousands of jobs and this runs on every poll.
-    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).values_list("team__slug", "id", "name", "replicas", "placement")
-    for slug, job_id, name, replicas, placement in active:
-        gpus = [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
-        for node, count in zip(placement, gpus):
-            holders[node].extend([(slug, job_id, name)] * count)
-    rows = []
-    for node in ClusterNode.objects.order_by("position", "name"):
-        cells = [GpuCell(node.name, i, team, job_id, name) for i, (team, job_id, name) in enumerate(holders[node.name][: node.gpu])]
-        taken = len(cells)
-        cells += [GpuCell(node.name, taken + i, "") for i in range(min(node.outside_gpu, node.gpu - taken))]
-        cells += [GpuCell(node.name, i, None) for i in range(len(cells), node.gpu)]
-        rows.append((node, cells))
-    return rows
-
-
-@dataclass(frozen=True)
 class Loan:
     """GPUs one team lends another right now, as the latest plan attributed them."""
 
