@@ -246,7 +246,7 @@ class KubernetesCluster:
         return result
 
     def outside_jobs(self) -> list[OutsideJob]:
-        """Returns every TFJob or PyTorchJob labelled `gangway.io/queue` that Gangway did not create."""
+        """Returns every TFJob, PyTorchJob or TrainJob labelled `gangway.io/queue` that Gangway did not create."""
         return kubernetes_outside.outside_jobs(self.api)
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:

@@ -28,10 +28,11 @@ def outside_jobs(api: Api) -> list[OutsideJob]:
     """Returns every job of the adopted kinds labelled `gangway.io/queue` that Gangway did not create."""
     result, experiments = [], None
     for kind in outside.outside_kinds():
-        items = api.call(
+        # 404: the kind's operator is not installed (a cluster without Kubeflow Trainer v2 has no TrainJobs).
+        items = (api.call(
             "list", kind.kind, "*", api.custom.list_cluster_custom_object,
-            kind.group, kind.version, kind.plural, label_selector=outside.QUEUE_LABEL,
-        )["items"]  # fmt: skip
+            kind.group, kind.version, kind.plural, label_selector=outside.QUEUE_LABEL, tolerate=(NOT_FOUND,),
+        ) or {}).get("items", ())  # fmt: skip
         for obj in items:
             if outside.created_by_gangway(obj):
                 continue
@@ -39,6 +40,14 @@ def outside_jobs(api: Api) -> list[OutsideJob]:
                 experiments = _experiments(api)  # read once, only when a Katib trial is among them
             result.append(outside.read_outside(obj, kind, experiments=experiments))
     return sorted(result, key=lambda job: (job.namespace, job.name))
+
+
+def _read(api: Api, job: ClusterJob) -> dict | None:
+    kind = outside.outside_kind(job.kind)
+    return api.call(
+        "read", kind.kind, f"{job.namespace}/{job.name}", api.custom.get_namespaced_custom_object,
+        kind.group, kind.version, job.namespace, kind.plural, job.name, tolerate=(NOT_FOUND,),
+    )  # fmt: skip
 
 
 def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict) -> None:
@@ -78,9 +87,12 @@ def _event(api: Api, job: OutsideJob, message: str) -> None:
 def admit(api: Api, job: ClusterJob) -> None:
     """Patches the scheduling fields Gangway owns onto an adopted job and unsuspends it. Returns nothing.
 
-    A job deleted meanwhile is left deleted: reconcile then cancels it in Gangway.
+    The patch is built from the job as the cluster has it now (a TrainJob's owner's runtime patches
+    are sent back unchanged). A job deleted meanwhile is left deleted: reconcile then cancels it in Gangway.
     """
-    _patch(api, job, "admit", outside.admission_patch(job))
+    current = _read(api, job)
+    if current is not None:
+        _patch(api, job, "admit", outside.admission_patch(job, current))
 
 
 def trials(api: Api) -> list[TrialResult]:
@@ -111,16 +123,16 @@ def doctor(api: Api, tenants: Tenants) -> list[Finding]:
     )  # fmt: skip
     if policy is None:
         findings.append(Finding(
-            f"The ValidatingAdmissionPolicy {POLICY_NAME} is not installed: TFJobs and PyTorchJobs created "
-            "in team namespaces with kubectl, Katib or Pipelines can start without waiting in Gangway's queue.",
+            f"The ValidatingAdmissionPolicy {POLICY_NAME} is not installed: TFJobs, PyTorchJobs and TrainJobs "
+            "created in team namespaces with kubectl, Katib or Pipelines can start without waiting in Gangway's queue.",
             "Apply deploy/kubernetes (kubectl apply -k deploy/kubernetes); it ships the policy and its binding.",
         ))  # fmt: skip
     teams = {team.slug for team in tenants.teams}
     for kind in outside.outside_kinds():
-        items = api.call(
+        items = (api.call(
             "list", kind.kind, "*", api.custom.list_cluster_custom_object,
-            kind.group, kind.version, kind.plural, label_selector=f"!{JOB_ID_LABEL}",
-        )["items"]  # fmt: skip
+            kind.group, kind.version, kind.plural, label_selector=f"!{JOB_ID_LABEL}", tolerate=(NOT_FOUND,),
+        ) or {}).get("items", ())  # fmt: skip
         for obj in items:
             meta = obj["metadata"]
             job = outside.read_outside(obj, kind)
@@ -131,8 +143,8 @@ def doctor(api: Api, tenants: Tenants) -> list[Finding]:
             findings.append(Finding(
                 f"{kind.kind} {meta['namespace']}/{meta['name']} runs in team namespace {meta['namespace']} "
                 f"outside Gangway's queue ({why}); its GPUs count as outside usage.",
-                f"Recreate it with the label gangway.io/queue: {meta['namespace']} and spec.runPolicy.suspend: "
-                "true, and install the admission policy so no job skips the queue.",
+                f"Recreate it with the label gangway.io/queue: {meta['namespace']} and "
+                f"{'.'.join(kind.suspend_path)}: true, and install the admission policy so no job skips the queue.",
             ))  # fmt: skip
     return findings
 

@@ -1,5 +1,5 @@
-"""Jobs from elsewhere, in pure functions: reading a TFJob or PyTorchJob Gangway did not create,
-and the patches that carry Gangway's decisions onto it. Dicts in, dicts out; no cluster.
+"""Jobs from elsewhere, in pure functions: reading a TFJob, PyTorchJob or TrainJob Gangway did not
+create, and the patches that carry Gangway's decisions onto it. Dicts in, dicts out; no cluster.
 
 A job created with kubectl, by a Katib trial or a Pipelines step joins the queue when it is
 created suspended in a team namespace with the label `gangway.io/queue: <team>`. Gangway adopts
@@ -16,9 +16,11 @@ owner reference to its Trial (`kubeflow.org/v1beta1`) on the job it creates, and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jobs import kinds
+from scheduling.cluster import trainjob_manifests
 from scheduling.cluster.base import ClusterJob, OutsideJob
 from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL
 
@@ -43,17 +45,18 @@ class OutsideKind:
     group: str
     version: str
     plural: str
-    replica_specs: str  # the spec field holding role -> replica spec
+    layout: kinds.Layout
+    replica_specs: str = ""  # REPLICA_SPECS: the spec field holding role -> replica spec
     suspend_path: tuple[str, ...] = ("spec", "runPolicy", "suspend")
 
 
 def outside_kinds() -> tuple[OutsideKind, ...]:
-    """Returns every kind Gangway adopts, read from the kind registry when called: the kinds made of replica
-    groups (TFJob, PyTorchJob); a TrainJob from elsewhere is not adopted yet."""
+    """Returns every kind Gangway adopts, read from the kind registry when called: each kind of a layout
+    `ADMISSIONS` knows how to admit (TFJob and PyTorchJob, Kubeflow Trainer's TrainJob)."""
     return tuple(
-        OutsideKind(kind=kind.name, group=kind.group, version=kind.version, plural=kind.plural,
+        OutsideKind(kind=kind.name, group=kind.group, version=kind.version, plural=kind.plural, layout=kind.layout,
                     replica_specs=kind.replica_specs, suspend_path=kind.suspend)  # fmt: skip
-        for kind in kinds.all_kinds() if kind.layout is kinds.Layout.REPLICA_SPECS
+        for kind in kinds.all_kinds() if kind.layout in ADMISSIONS
     )
 
 
@@ -150,14 +153,9 @@ def rejection_patch(reason: str) -> dict:
     return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000]}}}
 
 
-def admission_patch(job: ClusterJob) -> dict:
-    """Returns the merge patch that admits an adopted job: the scheduling fields Gangway owns, unsuspended.
-
-    Each replica group's pods are gang-scheduled by Volcano in the team's queue at the tier's
-    priority, as Gangway's own jobs are, and carry the Gangway job's labels so their usage
-    counts as the job's (not as outside usage). Everything else of the job stays its owner's.
-    """
-    kind = outside_kind(job.kind)
+def _replica_specs_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dict:
+    """A TFJob's or PyTorchJob's: `runPolicy` (unsuspended, the Volcano gang in the team's queue at the tier's
+    priority) and each replica group's pod template (Volcano, the tier's priority class, the job's labels)."""
     labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team}
     run_policy = {
         "suspend": False,
@@ -176,6 +174,40 @@ def admission_patch(job: ClusterJob) -> dict:
     }  # fmt: skip
     return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id)}},
             "spec": {"runPolicy": run_policy, kind.replica_specs: replicas}}  # fmt: skip
+
+
+def _trainer_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dict:
+    """A TrainJob's: unsuspended, with Gangway's runtime patch (the team's Volcano queue, the job's labels and
+    tier on its pods, the GPU tolerations and grace period) after the owner's patches, which stay as written.
+
+    `trainer` and `runtimeRef` are never in the patch: the trainer refuses changes to them after creation.
+    A merge patch replaces a whole list, so the owner's runtime patches are sent back as `current` has them.
+    """
+    labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, trainjob_manifests.TIER_LABEL: job.tier}
+    owners = [patch for patch in (current.get("spec") or {}).get("runtimePatches") or ()
+              if not (isinstance(patch, dict) and patch.get("manager") == trainjob_manifests.PATCH_MANAGER)]  # fmt: skip
+    gangway = trainjob_manifests.runtime_patch(job, labels=labels, pod_spec=trainjob_manifests.node_pod_spec(job))
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id)}},
+            "spec": {"suspend": False, "runtimePatches": [*owners, gangway]}}  # fmt: skip
+
+
+# How an adopted job of each layout is admitted: the merge patch of the fields Gangway owns, unsuspended.
+# A kind of a layout listed here is adopted; every other difference between layouts is the kind's registry data.
+ADMISSIONS: dict[kinds.Layout, Callable[[ClusterJob, OutsideKind, dict], dict]] = {
+    kinds.Layout.REPLICA_SPECS: _replica_specs_admission,
+    kinds.Layout.TRAINER: _trainer_admission,
+}
+
+
+def admission_patch(job: ClusterJob, current: dict) -> dict:
+    """Returns the merge patch that admits an adopted job: the scheduling fields Gangway owns, unsuspended.
+
+    `current` is the job's object as the cluster has it. Its pods are gang-scheduled by Volcano
+    in the team's queue, as Gangway's own jobs are, and carry the Gangway job's labels so their
+    usage counts as the job's (not as outside usage). Everything else of the job stays its owner's.
+    """
+    kind = outside_kind(job.kind)
+    return ADMISSIONS[kind.layout](job, kind, current)
 
 
 def suspend_patch(kind: OutsideKind, suspended: bool = True) -> dict:

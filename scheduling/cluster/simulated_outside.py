@@ -98,7 +98,9 @@ def exists(job: ClusterJob) -> bool:
 
 
 def admitted(job: ClusterJob) -> None:
-    patch(job.namespace, job.name, outside.admission_patch(job))
+    row = SimOutsideJob.objects.filter(namespace=job.namespace, name=job.name).first()
+    if row is not None:  # deleted meanwhile: reconcile cancels it
+        patch(job.namespace, job.name, outside.admission_patch(job, row.manifest))
 
 
 def suspended(job: ClusterJob) -> None:

@@ -48,25 +48,12 @@ def train_job(job: ClusterJob) -> dict:
         "env": job_env(job), "numNodes": node.count,
         "resourcesPerNode": {"requests": resources, "limits": dict(resources)},
     })  # fmt: skip
-    pod_spec: dict = {
-        "tolerations": [dict(toleration) for toleration in TOLERATIONS],
-        "terminationGracePeriodSeconds": job.grace_period,
-    }
+    pod_spec = node_pod_spec(job)
     volumes, mounts = pod_volumes(job)
     if volumes:
         pod_spec["volumes"] = volumes
         pod_spec["containers"] = [{"name": kind.container, "volumeMounts": mounts}]
-    patch = {
-        "manager": PATCH_MANAGER,
-        "trainingRuntimeSpec": {"template": {
-            "metadata": {"labels": dict(labels), "annotations": {QUEUE_ANNOTATION: job.team}},
-            "spec": {"replicatedJobs": [{
-                # The trainer names its nodes' replicated job and their container alike ("node").
-                "name": kind.container,
-                "template": {"spec": {"template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec}}},
-            }]},
-        }},
-    }  # fmt: skip
+    patch = runtime_patch(job, labels=labels, pod_spec=pod_spec)
     spec: dict = {
         "runtimeRef": {"name": job.runtime, "apiGroup": kind.group, "kind": kind.runtime_kind},
         "suspend": False,
@@ -81,6 +68,35 @@ def train_job(job: ClusterJob) -> dict:
         "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels},
         "spec": spec,
     }
+
+
+def node_pod_spec(job: ClusterJob) -> dict:
+    """Returns the pod fields Gangway owns on every node of a TrainJob: the GPU tolerations and the grace period."""
+    return {
+        "tolerations": [dict(toleration) for toleration in TOLERATIONS],
+        "terminationGracePeriodSeconds": job.grace_period,
+    }
+
+
+def runtime_patch(job: ClusterJob, *, labels: dict, pod_spec: dict) -> dict:
+    """Returns Gangway's runtime patch (its `manager` is PATCH_MANAGER): the team's Volcano queue on the JobSet,
+    `labels` on it and on every node's pod, and `pod_spec` on every node's pod.
+
+    Gangway's own TrainJobs and the TrainJobs it adopts carry the same patch; an adopted one's
+    volumes stay in its owner's patches.
+    """
+    kind = kinds.get(job.kind)
+    return {
+        "manager": PATCH_MANAGER,
+        "trainingRuntimeSpec": {"template": {
+            "metadata": {"labels": dict(labels), "annotations": {QUEUE_ANNOTATION: job.team}},
+            "spec": {"replicatedJobs": [{
+                # The trainer names its nodes' replicated job and their container alike ("node").
+                "name": kind.container,
+                "template": {"spec": {"template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec}}},
+            }]},
+        }},
+    }  # fmt: skip
 
 
 def train_job_resume(job: ClusterJob) -> dict:

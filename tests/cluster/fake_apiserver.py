@@ -166,6 +166,7 @@ class FakeApiServer:
         self._versions = itertools.count(1)
         self.objects: dict[tuple, dict] = {}  # (prefix, plural, namespace, name) -> object
         self.log: list[tuple[str, str]] = []  # (method, path) of every request
+        self.patches: list[tuple[str, dict]] = []  # (path, body) of every PATCH, as sent
         self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> what its container wrote
         self._faults: list[Fault] = []
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
@@ -191,6 +192,7 @@ class FakeApiServer:
         with self._lock:
             self.objects.clear()
             self.log.clear()
+            self.patches.clear()
             self.pod_logs.clear()
             self._faults.clear()
             self._events.clear()
@@ -329,6 +331,7 @@ class FakeApiServer:
                                details=details)
         elif method == "PATCH":
             patch = json.loads(body)
+            self.patches.append((path, copy.deepcopy(patch)))
             content_type = headers.get("Content-Type", "").split(";")[0]
             if content_type == "application/json-patch+json":
                 obj = json_patch(current, patch)

@@ -54,6 +54,16 @@ def world(fake, tiers):
     return teams
 
 
+def preempt_for_urgent_work(world, cluster):
+    """Submits 8 GPUs of production work to team maps and runs a cycle an hour on (past the thrash guard),
+    which preempts what maps runs at a lower tier; returns that hour."""
+    later = timezone.now() + timedelta(hours=1)
+    job_submit(team=world["maps"], spec=parse_spec(spec_data(team="maps", name="urgent", tier="production",
+                                                            replicas=[{"role": "Worker", "count": 1, "gpu": 8}])))  # fmt: skip
+    admission_cycle(cluster=cluster, now=later)
+    return later
+
+
 def _deletes(fake):
     return [path for method, path in fake.log if method == "DELETE"]
 
@@ -183,11 +193,8 @@ def test_preemption_suspends_an_adopted_job_and_readmission_resumes_it(world, fa
     reconcile(cluster=cluster)
     admission_cycle(cluster=cluster)
     adopted = Job.objects.get()
-    later = timezone.now() + timedelta(hours=1)  # past the thrash guard
-    job_submit(team=world["maps"], spec=parse_spec(spec_data(team="maps", name="urgent", tier="production",
-                                                            replicas=[{"role": "Worker", "count": 1, "gpu": 8}])))  # fmt: skip
 
-    admission_cycle(cluster=cluster, now=later)
+    later = preempt_for_urgent_work(world, cluster)
 
     adopted.refresh_from_db()
     assert adopted.state == Job.State.PREEMPTING
