@@ -197,10 +197,12 @@ class KubernetesCluster:
                 bound[key].append(_bound_pod(pod, node))
         result = []
         for kind in kinds.all_kinds():
-            jobs = self.api.call(
+            # A kind whose CRD the cluster lacks (the Training Operator without Kubeflow Trainer) answers
+            # 404: none of its jobs can exist there, and the other kinds are still read.
+            jobs = (self.api.call(
                 "list", kind.name, "*", self.api.custom.list_cluster_custom_object,
-                kind.group, kind.version, kind.plural, label_selector=JOB_ID_LABEL,
-            )["items"]
+                kind.group, kind.version, kind.plural, label_selector=JOB_ID_LABEL, tolerate=(NOT_FOUND,),
+            ) or {}).get("items", ())
             for obj in jobs:
                 meta = obj["metadata"]
                 label = meta["labels"][JOB_ID_LABEL]

@@ -166,6 +166,15 @@ def test_statuses_count_running_pods_of_each_job_and_ignore_other_objects(fake, 
     assert [(s.job_id, s.running_pods, s.nodes) for s in statuses] == [(12, 2, ("n1", "n2")), (13, 0, ())]
 
 
+def test_a_cluster_without_kubeflow_trainer_still_reports_its_tfjobs(fake, cluster):
+    """No TrainJob CRD (its list answers 404): reconcile still reads every other kind's jobs."""
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    fake.fail(404, method="GET", path="/trainjobs$")
+
+    assert [(s.job_id, s.name) for s in cluster.job_statuses()] == [(12, "resnet-g12")]
+
+
 # -- nodes and outside usage ----------------------------------------------------
 
 def test_nodes_are_read_from_allocatable_quantities(fake, cluster):
