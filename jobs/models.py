@@ -34,6 +34,8 @@ class Job(models.Model):
     # States whose jobs hold (or are about to hold) cluster resources.
     ACTIVE_STATES = (State.ADMITTED, State.RUNNING)
     TERMINAL_STATES = (State.SUCCEEDED, State.FAILED, State.CANCELLED, State.REJECTED)
+    # States of a job that has not ended: what reconcile follows in the cluster.
+    OPEN_STATES = (State.QUEUED, State.ADMITTED, State.RUNNING, State.PREEMPTING, State.CANCELLING)
 
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="jobs")
     owner = models.ForeignKey(

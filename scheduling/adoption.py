@@ -30,7 +30,6 @@ from tenants.models import PriorityTier, Team
 from tenants.selectors import tiers_of
 
 log = logging.getLogger("gangway.adoption")
-FOLLOWED = (Job.State.QUEUED, Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
 
 
 @dataclass
@@ -58,7 +57,7 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
     listed = {job.uid for job in found}
     known = {uid: (pk, state, reason) for uid, pk, state, reason in
              Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
-    gone = list(Job.objects.filter(state__in=FOLLOWED).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
+    gone = list(Job.objects.filter(state__in=Job.OPEN_STATES).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
                 .select_related("team"))  # fmt: skip
     trials = cache(cluster.trials)  # read at most once a pass, and only when a sweep needs it
     # Katib deletes a trial's job once the trial completes: the Trial says how it ended.

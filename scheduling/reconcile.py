@@ -30,7 +30,6 @@ from scheduling.snapshot import to_cluster_job
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
 STOPPING = (Job.State.PREEMPTING, Job.State.CANCELLING)
-WATCHED = (Job.State.QUEUED, Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
 
 
 @dataclass
@@ -78,7 +77,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             return ReconcileResult(error=str(error))
         result.adopted, result.refused, result.changed = outside.adopted, outside.refused, outside.cancelled
         known = set()
-        jobs = Job.objects.filter(state__in=WATCHED).select_related("team", "tier").order_by("id")
+        jobs = Job.objects.filter(state__in=Job.OPEN_STATES).select_related("team", "tier").order_by("id")
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             known.add(job.pk)

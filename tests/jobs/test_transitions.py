@@ -103,3 +103,10 @@ def test_two_transactions_moving_the_same_job_never_both_succeed(tiers):
     moved = Job.objects.get(pk=job.pk)
     assert moved.state in (Job.State.ADMITTED, Job.State.CANCELLING)
     assert JobEvent.objects.filter(job=job).exclude(kind=JobEvent.Kind.SUBMITTED).count() == 1
+
+
+def test_every_state_is_either_open_or_terminal():
+    from jobs.models import Job
+
+    assert set(Job.OPEN_STATES) | set(Job.TERMINAL_STATES) == set(Job.State.values)
+    assert not set(Job.OPEN_STATES) & set(Job.TERMINAL_STATES)
