@@ -57,6 +57,10 @@ class Job(models.Model):
     gpu_total = models.PositiveIntegerField(default=0, help_text="GPUs over all replicas.")
     tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="jobs")
     max_runtime = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds; activeDeadlineSeconds.")
+    gpu_type = models.JSONField(
+        default=list, blank=True,
+        help_text="GPU types it accepts, in order of preference; empty = its team's types in the cluster's order.",
+    )  # fmt: skip
     volumes = models.JSONField(
         default=list, blank=True,
         help_text="Claims and config maps of the team's namespace: [{claim | config_map, path, read_only}].",
@@ -82,6 +86,8 @@ class Job(models.Model):
 
     # Where it runs: one node name per replica, in replica-group order.
     placement = models.JSONField(default=list, blank=True)
+    # The GPU type its last admission gave it ("" on a cluster without types, or before any admission).
+    assigned_gpu_type = models.CharField(max_length=63, blank=True)
     # Why it waits, as the last admission cycle saw it.
     reason_code = models.CharField(max_length=40, blank=True)
     reason = models.TextField(blank=True)

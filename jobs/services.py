@@ -144,8 +144,8 @@ def job_submit(
                 image=spec.image, command=list(spec.command), args=list(spec.args), env=dict(spec.env),
                 replicas=counted.replicas_as_data(), gpu_total=spec.gpu_total, tier=tier,
                 volumes=[volume.as_data() for volume in spec.volumes], shm=spec.shm,
-                max_runtime=spec.max_runtime, idempotency_key=idempotency_key, spec_digest=digest,
-                queued_at=now, sim_duration=spec.sim_duration, sim_fail=spec.sim_fail,
+                max_runtime=spec.max_runtime, gpu_type=list(spec.gpu_type), idempotency_key=idempotency_key,
+                spec_digest=digest, queued_at=now, sim_duration=spec.sim_duration, sim_fail=spec.sim_fail,
                 reason="Waiting for the next admission cycle.", reason_code=Because.NEW,
             )  # fmt: skip
             JobEvent.objects.create(

@@ -68,6 +68,7 @@ class JobSpec:
     volumes: tuple[Volume, ...] = ()
     shm: int = 0  # bytes of a memory-backed /dev/shm in every replica; 0 = the runtime's default
     runtime: str = ""  # what it runs on, for a kind that takes a runtime (e.g. a ClusterTrainingRuntime); "" otherwise
+    gpu_type: tuple[str, ...] = ()  # GPU types it accepts, in order of preference; () = its team's types
 
     @property
     def gpu_total(self) -> int:

@@ -186,11 +186,26 @@ def _admit(job: Job, admission: Admission, now: datetime) -> None:
     nodes = admission.nodes or _expand(admission.placement)
     where = ", ".join(f"{count} on {node}" for node, count in admission.placement)
     message = f"Admitted: all {len(nodes)} replicas placed at once ({where})."
+    if admission.gpu_type:
+        message = f"Admitted on {admission.gpu_type} GPUs{_type_choice(job, admission.gpu_type)}: " \
+                  f"all {len(nodes)} replicas placed at once ({where})."
     if admission.victims:
         message += f" Starts once {len(admission.victims)} preempted job(s) have stopped."
     transition(job, Job.State.ADMITTED, message=message, code=Because.ADMITTED, admitted_at=now, placement=list(nodes),
-               reason="", reason_code="", position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
+               assigned_gpu_type=admission.gpu_type or "", reason="", reason_code="", position=None,
+               team_position=None, eta=None, reservation=None)  # fmt: skip
     _log_decision("admitted", job, Because.ADMITTED, message)
+
+
+def _type_choice(job: Job, given: str) -> str:
+    """Why the job got type `given`, for its admission event: "" when it was the job's first choice."""
+    asked = list(job.gpu_type)
+    if not asked:
+        return " (it named no type; its team's types are tried cheapest first)"
+    rank = asked.index(given) if given in asked else 0
+    if rank == 0:
+        return ""
+    return f" (choice {rank + 1} of {len(asked)}: {', '.join(asked[:rank])} could not take it now)"
 
 
 def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:

@@ -20,6 +20,9 @@ class ClusterNode(models.Model):
     outside_gpu = models.PositiveIntegerField(default=0)
     outside_cpu = models.BigIntegerField(default=0)
     outside_memory = models.BigIntegerField(default=0)
+    # The GPU type its labels tell (tenants.GpuType's name); "" without types, or for a GPU node
+    # whose labels match no type (doctor names those: no job can be placed on them).
+    gpu_type = models.CharField(max_length=63, blank=True)
     seen_at = models.DateTimeField()
 
     class Meta:
@@ -104,6 +107,7 @@ class SimNode(models.Model):
     cpu = models.BigIntegerField(default=64000)
     memory = models.BigIntegerField(default=512 * 1024**3)
     schedulable = models.BooleanField(default=True)
+    labels = models.JSONField(default=dict, blank=True, help_text="Node labels, e.g. nvidia.com/gpu.product.")
 
     class Meta:
         ordering = ["name"]

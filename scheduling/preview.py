@@ -18,10 +18,13 @@ from portal.compiled import CompiledQuery
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
-from scheduling.policy.model import RESOURCES, Node, PendingJob, Rejection, Snapshot, Team as PolicyTeam, Tier as PolicyTier
+from scheduling.policy.model import RESOURCES, PendingJob, Rejection, Snapshot, Team as PolicyTeam, Tier as PolicyTier
 from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
-from scheduling.snapshot import build_world, epoch, policy_replicas, policy_settings, policy_teams, replica_defaults
+from scheduling.gpu_types import known_types
+from scheduling.snapshot import (
+    build_world, epoch, policy_nodes, policy_replicas, policy_settings, policy_teams, replica_defaults,
+)
 from tenants.models import PriorityTier, Team
 
 PREVIEW_ID = "preview"
@@ -37,11 +40,16 @@ class Preview:
 
 
 def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
+    """The nodes the last cycle read, each labelled with the GPU type it found there (so the
+    snapshot's matching of labels to types, `gpu_types.type_of`, finds the same type again)."""
     rows = _NODES()
-    nodes = [NodeInfo(name=name, gpu=gpu, cpu=cpu, memory=memory) for name, gpu, cpu, memory, *_ in rows]
+    types = {t.name: t for t in known_types()}
+    nodes = [NodeInfo(name=name, gpu=gpu, cpu=cpu, memory=memory,
+                      labels=((types[kind].label, types[kind].value),) if kind in types else ())
+             for name, gpu, cpu, memory, *_, kind in rows]  # fmt: skip
     outside = [
         OutsidePod(namespace="", name=f"outside-{name}", node=name, gpu=gpu, cpu=cpu, memory=memory)
-        for name, _, _, _, gpu, cpu, memory in rows
+        for name, _, _, _, gpu, cpu, memory, _ in rows
         if gpu or cpu or memory
     ]
     return nodes, outside
@@ -49,7 +57,9 @@ def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
 
 # Read on every submission (R10): the SQL is built once, the rows are read fresh each time.
 _NODES = CompiledQuery(
-    lambda: ClusterNode.objects.values_list("name", "gpu", "cpu", "memory", "outside_gpu", "outside_cpu", "outside_memory")
+    lambda: ClusterNode.objects.values_list(
+        "name", "gpu", "cpu", "memory", "outside_gpu", "outside_cpu", "outside_memory", "gpu_type"
+    )
 )
 
 
@@ -57,7 +67,8 @@ def _pending(team: str, spec: JobSpec, tier: PriorityTier, now: datetime, defaul
     """The job as the policy sees it; `defaults` are its team's replica defaults."""
     groups = [{"count": g.count, "gpu": g.gpu, "cpu": g.cpu, "memory": g.memory} for g in spec.replicas]
     return PendingJob(id=PREVIEW_ID, team=team, tier=tier.name, queued=epoch(now),
-                      replicas=policy_replicas(groups, defaults), max_runtime=spec.max_runtime)  # fmt: skip
+                      replicas=policy_replicas(groups, defaults), max_runtime=spec.max_runtime,
+                      gpu_type=tuple(spec.gpu_type))  # fmt: skip
 
 
 def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection | None:
@@ -78,8 +89,9 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     # The policy looks a tier up only for the jobs in the snapshot, and the
     # only job here is this one: its own tier is all it needs.
     only_tier = (PolicyTier(name=tier.name, value=tier.value, preemptible=tier.preemptible),)
+    types = known_types()
     snapshot = Snapshot(
-        now=epoch(now), nodes=tuple(Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory) for n in nodes),
+        now=epoch(now), nodes=policy_nodes(nodes, types), gpu_types=tuple(t.name for t in types),
         tiers=only_tier, teams=tuple(policy_team for policy_team, _ in teams.values()),
         running=(), pending=(_pending(team.slug, spec, tier, now, defaults),), settings=policy_settings(),
     )  # fmt: skip

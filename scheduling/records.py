@@ -14,6 +14,7 @@ from core.durations import duration
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
+from scheduling.gpu_types import known_types, type_of
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
 from scheduling.selectors import latest_gpu_usage
 from scheduling.snapshot import World
@@ -128,10 +129,11 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
         room[1] += pod.cpu
         room[2] += pod.memory
     existing = {node.name: node for node in ClusterNode.objects.all()}
+    types = known_types()
     for position, node in enumerate(nodes):
         gpu, cpu, memory = taken.get(node.name, (0, 0, 0))
         values = dict(position=position, gpu=node.gpu, cpu=node.cpu, memory=node.memory, outside_gpu=gpu,
-                      outside_cpu=cpu, outside_memory=memory, seen_at=now)  # fmt: skip
+                      outside_cpu=cpu, outside_memory=memory, gpu_type=type_of(node, types), seen_at=now)  # fmt: skip
         row = existing.pop(node.name, None)
         if row is None:
             ClusterNode.objects.create(name=node.name, **values)

@@ -22,6 +22,7 @@ from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.cluster.base import (
     ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
 )
+from scheduling.gpu_types import known_types, label_of, type_of
 from scheduling.sweeps import HOLDING, Held, within_caps
 from tenants.models import PriorityTier, Quota, Team
 
@@ -241,6 +242,7 @@ def build_world(
                 nodes=placements[job.pk], max_runtime=job.max_runtime, queued=epoch(job.queued_at),
                 estimate=_estimate(job, learned),
                 checkpointed=epoch(job.checkpointed_at) if job.checkpointed_at else None,
+                gpu_type=job.assigned_gpu_type or None,
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
@@ -259,15 +261,17 @@ def build_world(
             policy.PendingJob(
                 id=str(job.pk), team=job.team.slug, tier=job.tier.name, queued=epoch(job.queued_at),
                 replicas=policy_replicas(job.replicas, defaults.get(job.team_id, {})), max_runtime=job.max_runtime,
-                estimate=_estimate(job, learned),
+                estimate=_estimate(job, learned), gpu_type=tuple(job.gpu_type),
             )  # fmt: skip
         )
         if job.reservation and (held := _reservation(job, node_order)) is not None:
             reservations.append(held)
     pending.extend(extra_pending)
+    types = known_types()
     world.snapshot = policy.Snapshot(
         now=epoch(now),
-        nodes=tuple(policy.Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory) for n in nodes),
+        nodes=policy_nodes(nodes, types),
+        gpu_types=tuple(t.name for t in types),
         tiers=policy_tiers(),
         teams=tuple(policy_team(team) for team in teams),
         running=tuple(running),
@@ -276,6 +280,12 @@ def build_world(
         reservations=tuple(reservations),
     )
     return world
+
+
+def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:
+    """The nodes as the policy sees them, each with the GPU type its labels tell (None: no type)."""
+    return tuple(policy.Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory, gpu_type=type_of(n, types) or None)
+                 for n in nodes)  # fmt: skip
 
 
 def _charged_placements(
@@ -354,4 +364,6 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         gangway_url=settings.PUBLIC_URL,
         job_token=job_tokens.issue(job.pk) if settings.PUBLIC_URL else "",
         volumes=volume_mounts(job.volumes), shm=job.shm, adopted=job.adopted,
+        gpu_type=job.assigned_gpu_type,
+        gpu_type_label=label_of(job.assigned_gpu_type, known_types()) if job.assigned_gpu_type else (),
     )

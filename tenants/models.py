@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from scheduling.policy.types import type_of_key, typed_key
 from tenants.inputs import quota_problem, weight_problem
 from tenants.roles import Role
 
@@ -23,6 +26,48 @@ class Resource(models.TextChoices):
     GPU = "gpu", "GPUs"
     CPU = "cpu", "CPU (millicores)"
     MEMORY = "memory", "Memory (bytes)"
+
+
+# A quota's resource: gpu, cpu, memory, or the GPUs of one type, `gpu:<type>` (see GpuType).
+QUOTA_RESOURCE = r"^(gpu|cpu|memory|gpu:[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+GPU_TYPE_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA's GPU Feature Discovery
+
+
+def base_resource(resource: str) -> str:
+    """The resource a quota key counts: "gpu" for "gpu:a100", else the key itself."""
+    return Resource.GPU if type_of_key(resource) is not None else resource
+
+
+class GpuType(models.Model):
+    """A model of GPU (Kueue's flavor): the nodes whose `label` has `value` hold GPUs of this type.
+
+    With no GpuType the cluster's GPUs are of one kind and quotas name `gpu`;
+    with types, GPU quota is per type (`gpu:<name>`) and jobs may ask for types.
+    """
+
+    name = models.CharField(max_length=63, unique=True, validators=[dns_label_validator],
+                            help_text="What teams and jobs call it: a100, h100, l4.")  # fmt: skip
+    label = models.CharField(max_length=253, default=GPU_TYPE_LABEL,
+                             help_text="The node label that tells a node's GPU model.")  # fmt: skip
+    value = models.CharField(max_length=63, help_text="The label's value on nodes of this type, e.g. NVIDIA-A100-SXM4-80GB.")
+    order = models.PositiveIntegerField(default=0, help_text="Lower first: the order jobs that name no type try types in "
+                                                             "(cheapest first).")  # fmt: skip
+    description = models.CharField(max_length=200, blank=True, help_text="What it offers: memory, speed.")
+
+    class Meta:
+        ordering = ["order", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(name__regex=DNS_LABEL), name="gpu_type_name_dns_label"),
+            models.UniqueConstraint(fields=["label", "value"], name="one_gpu_type_per_label_value"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def resource(self) -> str:
+        """Its quota resource: "gpu:a100"."""
+        return typed_key(self.name)
 
 
 class PriorityTier(models.Model):
@@ -121,7 +166,7 @@ class Quota(models.Model):
     """
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="quotas")
-    resource = models.CharField(max_length=10, choices=Resource.choices)
+    resource = models.CharField(max_length=67, help_text="gpu, cpu, memory, or gpu:<type> for one GPU type.")
     nominal = models.BigIntegerField(help_text="Guaranteed share.")
     borrowing_limit = models.BigIntegerField(
         null=True, blank=True, help_text="How far above nominal the team may go; empty = no limit, 0 = never."
@@ -140,7 +185,7 @@ class Quota(models.Model):
         ordering = ["team__slug", "resource"]
         constraints = [
             models.UniqueConstraint(fields=["team", "resource"], name="one_quota_per_team_resource"),
-            models.CheckConstraint(condition=Q(resource__in=Resource.values), name="quota_known_resource"),
+            models.CheckConstraint(condition=Q(resource__regex=QUOTA_RESOURCE), name="quota_known_resource"),
             models.CheckConstraint(condition=Q(nominal__gte=0), name="quota_nominal_non_negative"),
             models.CheckConstraint(
                 condition=Q(borrowing_limit__isnull=True) | Q(borrowing_limit__gte=0),
@@ -165,10 +210,10 @@ class Quota(models.Model):
 
     def clean(self) -> None:
         """The admin's check of the amounts: each within the resource's range, as on the quota page and the API."""
-        if self.resource not in Resource.values:
+        if not re.match(QUOTA_RESOURCE, self.resource or ""):
             return
         fields = ("nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica")
-        problems = {field: quota_problem(self.resource, getattr(self, field)) for field in fields}
+        problems = {field: quota_problem(base_resource(self.resource), getattr(self, field)) for field in fields}
         problems = {field: problem for field, problem in problems.items() if problem}
         if problems:
             raise ValidationError(problems)

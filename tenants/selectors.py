@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from portal.compiled import CompiledQuery, columns, instance
-from tenants.models import Membership, PriorityTier, Team
+from tenants.models import GpuType, Membership, PriorityTier, Resource, Team
 from tenants.permissions import visible_teams
 
 
@@ -62,3 +62,15 @@ def get_team_to_view(user, slug: str) -> Team:
     if team is None:
         raise Http404("No such team.")
     return team
+
+
+def gpu_types() -> list[GpuType]:
+    """The cluster's GPU types, cheapest first; empty on a cluster whose GPUs are of one kind."""
+    return list(GpuType.objects.order_by("order", "name"))
+
+
+def quota_resources() -> list[str]:
+    """The resources a team's quota may name: gpu, cpu and memory, with gpu split into `gpu:<type>`
+    per GPU type once the cluster has types."""
+    typed = [gpu_type.resource for gpu_type in gpu_types()]
+    return [*(typed or [Resource.GPU]), Resource.CPU, Resource.MEMORY]

@@ -18,7 +18,7 @@ from jobs.spec import parse_spec
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
 from scheduling.models import SimNode
-from tenants.models import Membership, PriorityTier, Quota, Team
+from tenants.models import GpuType, Membership, PriorityTier, Quota, Team
 
 
 def pytest_configure(config):
@@ -71,6 +71,25 @@ def vision(tiers):
 def nodes(db):
     """Two simulated nodes of 8 GPUs."""
     return [SimNode.objects.create(name=f"node-{i:02d}", gpu=8, cpu=64000, memory=512 * 1024**3) for i in (1, 2)]
+
+
+A100_LABEL = ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB")
+L4_LABEL = ("nvidia.com/gpu.product", "NVIDIA-L4")
+
+
+@pytest.fixture
+def gpu_types(nodes, maps, vision):
+    """Two GPU types on the two nodes: node-01 holds 8 a100, node-02 8 l4 (l4 is cheaper, so it comes
+    first); maps and vision each have 4 of each type, borrowing up to 4 more of each."""
+    l4 = GpuType.objects.create(name="l4", value=L4_LABEL[1], order=1, description="24 GB, inference and small runs")
+    a100 = GpuType.objects.create(name="a100", value=A100_LABEL[1], order=2, description="80 GB, large training")
+    SimNode.objects.filter(name="node-01").update(labels=dict([A100_LABEL]))
+    SimNode.objects.filter(name="node-02").update(labels=dict([L4_LABEL]))
+    for team in (maps, vision):
+        team.quotas.filter(resource="gpu").delete()
+        for kind in (l4, a100):
+            Quota.objects.create(team=team, resource=kind.resource, nominal=4, borrowing_limit=4, max_per_replica=8)
+    return {"l4": l4, "a100": a100}
 
 
 @pytest.fixture

@@ -48,6 +48,8 @@ class NodeInfo:
     gpu: int
     cpu: int
     memory: int
+    # The node's labels, as (key, value) pairs sorted by key: a GPU type is told by one of them.
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,10 @@ class ClusterJob:
     # Created elsewhere (kubectl, Katib, Pipelines) and adopted: admission patches the scheduling fields
     # Gangway owns and unsuspends it, instead of creating it; Gangway never deletes it.
     adopted: bool = False
+    # The GPU type its admission gave it, and the node label (key, value) that pins its pods to
+    # that type's nodes; "" and () on a cluster without types.
+    gpu_type: str = ""
+    gpu_type_label: tuple[str, str] | tuple[()] = ()
 
 
 class Phase(enum.StrEnum):

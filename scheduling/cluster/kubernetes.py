@@ -95,6 +95,7 @@ class KubernetesCluster:
                 gpu=amount("gpu", allocatable.get(manifests.RESOURCE_NAMES["gpu"])),
                 cpu=amount("cpu", allocatable.get("cpu")),
                 memory=amount("memory", allocatable.get("memory")),
+                labels=tuple(sorted((node["metadata"].get("labels") or {}).items())),
             ))
         return sorted(result, key=lambda node: node.name)
 

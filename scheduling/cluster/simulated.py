@@ -50,7 +50,8 @@ class SimulatedCluster:
     # --- reads ------------------------------------------------------------------
     def nodes(self) -> list[NodeInfo]:
         return [
-            NodeInfo(name=node.name, gpu=node.gpu, cpu=node.cpu, memory=node.memory)
+            NodeInfo(name=node.name, gpu=node.gpu, cpu=node.cpu, memory=node.memory,
+                     labels=tuple(sorted((str(k), str(v)) for k, v in (node.labels or {}).items())))
             for node in SimNode.objects.filter(schedulable=True).order_by("name")
         ]
 
