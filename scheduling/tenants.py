@@ -1,8 +1,9 @@
-"""The tenants as the cluster port sees them: teams with quotas, and tiers."""
+"""The tenants as the cluster port sees them: teams with quotas, tiers, and the cluster's GPU types."""
 
 from __future__ import annotations
 
 from scheduling.cluster.base import TenantTeam, TenantTier, Tenants
+from scheduling.gpu_types import known_types
 from scheduling.snapshot import quota_limits, teams_with_quotas
 from tenants.models import PriorityTier
 
@@ -22,4 +23,4 @@ def tenants_from_database() -> Tenants:
             )
         )
     tiers = tuple(TenantTier(name=t.name, value=t.value, preemptible=t.preemptible) for t in PriorityTier.objects.all())
-    return Tenants(teams=tuple(teams), tiers=tiers)
+    return Tenants(teams=tuple(teams), tiers=tiers, gpu_types=known_types())

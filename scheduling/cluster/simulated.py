@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
-from scheduling.cluster import job_manifests, simulated_logs, simulated_outside
+from scheduling.cluster import job_manifests, node_types, simulated_logs, simulated_outside
 from scheduling.cluster.base import (
     LOG_TAIL,
     ClaimInfo,
@@ -145,7 +145,7 @@ class SimulatedCluster:
                 f"Teams' nominal GPU quotas sum to {nominal}, above the {capacity} GPUs of the cluster.",
                 "Lower some nominal quotas so every team's guarantee can be kept.",
             ))  # fmt: skip
-        return findings
+        return findings + node_types.type_findings(nodes, tenants.gpu_types)
 
     # --- the passage of time ------------------------------------------------------
     def advance(self) -> None:
