@@ -53,6 +53,15 @@ class NodeInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class TypeLabel:
+    """One GPU type as the cluster tells it: its nodes carry `label` = `value`."""
+
+    name: str
+    label: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
 class OutsidePod:
     """A pod Gangway did not create, holding room on a node (R12)."""
 
@@ -249,6 +258,8 @@ class TenantTier:
 class Tenants:
     teams: tuple[TenantTeam, ...]
     tiers: tuple[TenantTier, ...]
+    # The cluster's GPU types, cheapest first (empty: its GPUs are of one kind): doctor checks the nodes' labels.
+    gpu_types: tuple[TypeLabel, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,14 +22,17 @@ class LayoutBuilder:
     build: Callable[[ClusterJob], dict]
     resume: Callable[[ClusterJob], dict]  # the merge patch that resumes a suspended job
     replicas: Callable[[dict], list[tuple[str, int, dict]]]  # (role, count, container limits) of a built manifest
+    terms: Callable[[dict], list[list[dict]]]  # each group's required node affinity terms, in `replicas` order
 
 
 BUILDERS = {
     kinds.Layout.REPLICA_SPECS: LayoutBuilder(
-        manifests.training_job, manifests.training_job_resume, manifests.training_job_replicas
+        manifests.training_job, manifests.training_job_resume, manifests.training_job_replicas,
+        manifests.training_job_terms,
     ),
     kinds.Layout.TRAINER: LayoutBuilder(
-        trainjob_manifests.train_job, trainjob_manifests.train_job_resume, trainjob_manifests.train_job_replicas
+        trainjob_manifests.train_job, trainjob_manifests.train_job_resume, trainjob_manifests.train_job_replicas,
+        trainjob_manifests.train_job_terms,
     ),
 }
 
@@ -70,3 +73,9 @@ def is_suspended(kind: kinds.JobKind, obj: dict) -> bool:
 def replica_needs(manifest: dict) -> list[tuple[str, int, dict]]:
     """Returns (role, count, container limits) of each replica group of a built manifest, in its order."""
     return _builder(kinds.get(manifest["kind"])).replicas(manifest)
+
+
+def replica_terms(manifest: dict) -> list[list[dict]]:
+    """Returns the required node affinity terms of each replica group of a built manifest, in `replica_needs`
+    order; a group with none ([]) may go on any node."""
+    return _builder(kinds.get(manifest["kind"])).terms(manifest)

@@ -16,7 +16,7 @@ from functools import partial
 
 from core.quantities import memory_text
 from jobs import kinds
-from scheduling.cluster import manifests
+from scheduling.cluster import manifests, node_types
 from scheduling.cluster.base import ClusterError, Finding, NodeInfo, Tenants
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, same_quantities
 
@@ -201,6 +201,7 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
             "Install Volcano (its Helm chart runs the scheduler) or find out why its scheduler pod is not running.",
         ))
     findings += _gpu_findings(raw_nodes, nodes)
+    findings += node_types.type_findings(nodes, tenants.gpu_types)
     findings += _quota_findings(tenants, nodes)
     return findings
 

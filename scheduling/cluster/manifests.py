@@ -20,6 +20,9 @@ from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, TenantT
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gangway"}
 JOB_ID_LABEL = "gangway.io/job-id"
 TEAM_LABEL = "gangway.io/team"
+# The GPU type a job's admission gave it, on the job and its pods (the node label that pins
+# the type is the type's own, see `type_affinity`).
+GPU_TYPE_LABEL = "gangway.io/gpu-type"
 VOLCANO_GROUP = "scheduling.volcano.sh"
 VOLCANO_VERSION = "v1beta1"
 SCHEDULER_NAME = "volcano"
@@ -40,10 +43,6 @@ TOLERATIONS = ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSche
 RESOURCE_NAMES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
 
 
-from core.quantities import format_memory, format_quantity
-from jobs import kinds
-
-
 def resource_list(amounts: dict[str, int], prefix: str = "") -> dict[str, str]:
     """Returns a Kubernetes ResourceList for Gangway amounts, zero amounts left out."""
     return {
@@ -54,8 +53,39 @@ def resource_list(amounts: dict[str, int], prefix: str = "") -> dict[str, str]:
 
 
 def job_labels(job: ClusterJob) -> dict[str, str]:
-    """Returns the labels joining a cluster job, and every pod it owns, to its Gangway job."""
-    return {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, **MANAGED_BY}
+    """Returns the labels joining a cluster job, and every pod it owns, to its Gangway job (and the GPU
+    type its admission gave it, when it has one)."""
+    return {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, **type_labels(job), **MANAGED_BY}
+
+
+def type_labels(job: ClusterJob) -> dict[str, str]:
+    """Returns {gangway.io/gpu-type: the type} for a job admitted on a GPU type; {} without one."""
+    return {GPU_TYPE_LABEL: job.gpu_type} if job.gpu_type else {}
+
+
+def type_affinity(job: ClusterJob, terms: list[dict] | tuple[()] = ()) -> dict:
+    """Returns the pod `affinity` that pins a replica to the nodes of the job's GPU type; {} without a type.
+
+    A required node affinity: Kubernetes ORs the `nodeSelectorTerms` and ANDs the expressions within
+    one, so each of the owner's `terms` (an adopted job's own) also asks for the type's label, in
+    place of an expression on that label it had (a type given at an earlier admission, or the
+    owner's choice, which its import already read into the job's types). No terms: one term, the type.
+    """
+    if not job.gpu_type_label:
+        return {}
+    key, value = job.gpu_type_label
+    pin = {"key": key, "operator": "In", "values": [value]}
+    pinned = [
+        {**term, "matchExpressions": [*(e for e in term.get("matchExpressions") or () if e.get("key") != key), pin]}
+        for term in terms or ({},)
+    ]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": pinned}}}
+
+
+def required_terms(pod_spec: dict) -> list[dict]:
+    """Returns the required node affinity terms of a pod spec (what a node must match); [] when it has none."""
+    node_affinity = ((pod_spec or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    return list((node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or ())
 
 
 def training_job(job: ClusterJob) -> dict:
@@ -106,10 +136,16 @@ def training_job_resume(job: ClusterJob) -> dict:
     """Returns the merge patch that resumes a suspended Training Operator job.
 
     The replica templates are sent again so the pods of the new attempt see
-    GANGWAY_ATTEMPT + 1 (a merge patch replaces the lists).
+    GANGWAY_ATTEMPT + 1 (a merge patch replaces the lists) and are pinned to the
+    GPU type this admission gave, which may differ from the last one's; the
+    job's type label follows.
     """
     kind = kinds.get(job.kind)
-    return {"spec": {"runPolicy": {"suspend": False}, kind.replica_specs: training_job(job)["spec"][kind.replica_specs]}}
+    patch: dict = {"spec": {"runPolicy": {"suspend": False},
+                            kind.replica_specs: training_job(job)["spec"][kind.replica_specs]}}  # fmt: skip
+    if job.gpu_type:
+        patch["metadata"] = {"labels": type_labels(job)}
+    return patch
 
 
 def training_job_replicas(manifest: dict) -> list[tuple[str, int, dict]]:
@@ -123,8 +159,22 @@ def training_job_replicas(manifest: dict) -> list[tuple[str, int, dict]]:
     ]  # fmt: skip
 
 
+def training_job_terms(manifest: dict) -> list[list[dict]]:
+    """Returns the required node affinity terms of each replica group of a built job ([] for a group that may go
+    on any node), in the order `training_job_replicas` gives the groups."""
+    kind = kinds.get(manifest["kind"])
+    groups = (manifest.get("spec") or {}).get(kind.replica_specs) or {}
+    return [required_terms((group.get("template") or {}).get("spec") or {}) for group in groups.values()]
+
+
 def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, labels: dict) -> dict:
-    """Returns the pod template of one replica group."""
+    """Returns the pod template of one replica group.
+
+    On a job admitted on a GPU type every group is pinned to that type's nodes, those without
+    GPUs too (a TFJob's parameter servers): the policy placed the whole gang on the type's nodes
+    (R11) and counted each replica's CPU and memory there, so a replica let loose elsewhere would
+    take room the policy counts as free for other jobs.
+    """
     resources = resource_list({"gpu": replica.gpu, "cpu": replica.cpu, "memory": replica.memory})
     container: dict = {"name": container_name, "image": job.image}
     if job.command:
@@ -138,6 +188,8 @@ def _pod_template(job: ClusterJob, container_name: str, replica: ReplicaSpec, la
         "tolerations": [dict(toleration) for toleration in TOLERATIONS],
         "containers": [container],
     }
+    if affinity := type_affinity(job):
+        spec["affinity"] = affinity
     volumes, mounts = pod_volumes(job)
     if volumes:
         container["volumeMounts"] = mounts

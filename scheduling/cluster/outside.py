@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from jobs import kinds
 from scheduling.cluster import trainjob_manifests
 from scheduling.cluster.base import ClusterJob, OutsideJob
-from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL
+from scheduling.cluster.manifests import (
+    JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL, required_terms, type_affinity, type_labels,
+)
 
 QUEUE_LABEL = "gangway.io/queue"
 TIER_LABEL = "gangway.io/tier"
@@ -155,8 +157,11 @@ def rejection_patch(reason: str) -> dict:
 
 def _replica_specs_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dict:
     """A TFJob's or PyTorchJob's: `runPolicy` (unsuspended, the Volcano gang in the team's queue at the tier's
-    priority) and each replica group's pod template (Volcano, the tier's priority class, the job's labels)."""
-    labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team}
+    priority) and each replica group's pod template (Volcano, the tier's priority class, the job's labels and,
+    on a GPU type, the node affinity that pins it there, each of the owner's required terms kept and also
+    asking for the type; the owner's preferred and pod affinities are left as they are)."""
+    labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, **type_labels(job)}
+    groups = (current.get("spec") or {}).get(kind.replica_specs) or {}
     run_policy = {
         "suspend": False,
         "schedulingPolicy": {
@@ -168,26 +173,38 @@ def _replica_specs_admission(job: ClusterJob, kind: OutsideKind, current: dict) 
     replicas = {
         replica.role: {"template": {
             "metadata": {"labels": dict(labels)},
-            "spec": {"schedulerName": SCHEDULER_NAME, "priorityClassName": job.tier},
+            "spec": {"schedulerName": SCHEDULER_NAME, "priorityClassName": job.tier,
+                     **_pinned(job, ((groups.get(replica.role) or {}).get("template") or {}).get("spec") or {})},
         }}
         for replica in job.replicas
     }  # fmt: skip
-    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id)}},
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id), **type_labels(job)}},
             "spec": {"runPolicy": run_policy, kind.replica_specs: replicas}}  # fmt: skip
+
+
+def _pinned(job: ClusterJob, pod_spec: dict) -> dict:
+    """{"affinity": ...} pinning a pod spec as the owner wrote it to the job's GPU type; {} without a type."""
+    affinity = type_affinity(job, required_terms(pod_spec))
+    return {"affinity": affinity} if affinity else {}
 
 
 def _trainer_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dict:
     """A TrainJob's: unsuspended, with Gangway's runtime patch (the team's Volcano queue, the job's labels and
-    tier on its pods, the GPU tolerations and grace period) after the owner's patches, which stay as written.
+    tier on its pods, the GPU tolerations and grace period, the GPU type's node affinity) after the owner's
+    patches, which stay as written.
 
     `trainer` and `runtimeRef` are never in the patch: the trainer refuses changes to them after creation.
     A merge patch replaces a whole list, so the owner's runtime patches are sent back as `current` has them.
     """
-    labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, trainjob_manifests.TIER_LABEL: job.tier}
+    labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, trainjob_manifests.TIER_LABEL: job.tier,
+              **type_labels(job)}  # fmt: skip
     owners = [patch for patch in (current.get("spec") or {}).get("runtimePatches") or ()
               if not (isinstance(patch, dict) and patch.get("manager") == trainjob_manifests.PATCH_MANAGER)]  # fmt: skip
-    gangway = trainjob_manifests.runtime_patch(job, labels=labels, pod_spec=trainjob_manifests.node_pod_spec(job))
-    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id)}},
+    # Gangway's patch comes last and its affinity replaces theirs: their required node terms are carried into it.
+    (terms,) = trainjob_manifests.train_job_terms({"kind": job.kind, "spec": {"runtimePatches": owners}})
+    pod_spec = trainjob_manifests.node_pod_spec(job, terms)
+    gangway = trainjob_manifests.runtime_patch(job, labels=labels, pod_spec=pod_spec)
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id), **type_labels(job)}},
             "spec": {"suspend": False, "runtimePatches": [*owners, gangway]}}  # fmt: skip
 
 

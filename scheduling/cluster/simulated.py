@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
-from scheduling.cluster import job_manifests, simulated_logs, simulated_outside
+from scheduling.cluster import job_manifests, node_types, simulated_logs, simulated_outside
 from scheduling.cluster.base import (
     LOG_TAIL,
     ClaimInfo,
@@ -145,7 +145,7 @@ class SimulatedCluster:
                 f"Teams' nominal GPU quotas sum to {nominal}, above the {capacity} GPUs of the cluster.",
                 "Lower some nominal quotas so every team's guarantee can be kept.",
             ))  # fmt: skip
-        return findings
+        return findings + node_types.type_findings(nodes, tenants.gpu_types)
 
     # --- the passage of time ------------------------------------------------------
     def advance(self) -> None:
@@ -160,7 +160,9 @@ class SimulatedCluster:
                     job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                     job.nodes = []
                     job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
-            free = {node.name: [node.gpu, node.cpu, node.memory] for node in SimNode.objects.filter(schedulable=True)}
+            schedulable = list(SimNode.objects.filter(schedulable=True))
+            free = {node.name: [node.gpu, node.cpu, node.memory] for node in schedulable}
+            labels = {node.name: {str(k): str(v) for k, v in (node.labels or {}).items()} for node in schedulable}
             running = [job for job in jobs if job.started_at and not job.finished_at]
             for job in running:
                 for node, need in zip(job.nodes, _replicas(job)):
@@ -169,7 +171,7 @@ class SimulatedCluster:
             for job in jobs:
                 if job.finished_at or job.suspended or job.started_at:
                     continue
-                nodes = _place(job, free)
+                nodes = _place(job, free, labels)
                 if nodes is not None:
                     job.started_at, job.nodes = now, nodes
                     job.save(update_fields=["started_at", "nodes"])
@@ -204,14 +206,46 @@ def _take(room: list[int], need: tuple[int, int, int]) -> None:
         room[index] -= amount
 
 
-def _place(job: SimJob, free: dict[str, list[int]]) -> list[str] | None:
-    """Nodes for every replica at once (each replica's hinted node first, then first fit), or None."""
+def _terms(job: SimJob) -> list[list[dict]]:
+    """The required node affinity terms of each replica, from the stored manifest ([]: any node)."""
+    counts = [count for _role, count, _limits in job_manifests.replica_needs(job.manifest)]
+    return [terms for terms, count in zip(job_manifests.replica_terms(job.manifest), counts) for _ in range(count)]
+
+
+def _admits(terms: list[dict], name: str, labels: dict[str, str]) -> bool:
+    """Whether node `name` with `labels` satisfies required node affinity `terms` as the Kubernetes scheduler
+    decides it: some term, not empty, whose every label expression and field expression (metadata.name) holds.
+    No terms: every node."""
+
+    def holds(expression: dict, values_of: dict[str, str]) -> bool:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or ()
+        if operator == "In":
+            return values_of.get(key) in values
+        if operator == "NotIn":
+            return values_of.get(key) not in values
+        if operator == "Exists":
+            return key in values_of
+        if operator == "DoesNotExist":
+            return key not in values_of
+        return False  # Gt and Lt compare numbers, which no label Gangway pins holds
+
+    def matches(term: dict) -> bool:
+        expressions, fields = term.get("matchExpressions") or (), term.get("matchFields") or ()
+        return bool(expressions or fields) and all(holds(e, labels) for e in expressions) and all(
+            holds(f, {"metadata.name": name}) for f in fields)
+
+    return not terms or any(matches(term) for term in terms)
+
+
+def _place(job: SimJob, free: dict[str, list[int]], labels: dict[str, dict[str, str]]) -> list[str] | None:
+    """Nodes for every replica at once (each replica's hinted node first, then first fit), only on nodes its
+    required node affinity admits (a job pinned to a GPU type runs on that type's nodes alone), or None."""
     trial = {name: list(room) for name, room in free.items()}
     chosen = []
-    for index, need in enumerate(_replicas(job)):
+    for index, (need, terms) in enumerate(zip(_replicas(job), _terms(job))):
         hinted = [job.hint[index]] if index < len(job.hint) and job.hint[index] in trial else []
         for name in hinted + sorted(trial):
-            if all(have >= want for have, want in zip(trial[name], need)):
+            if _admits(terms, name, labels.get(name, {})) and all(have >= want for have, want in zip(trial[name], need)):
                 _take(trial[name], need)
                 chosen.append(name)
                 break

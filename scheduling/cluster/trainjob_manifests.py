@@ -14,13 +14,17 @@ What the TrainJob API lets a job set, and what it leaves to its runtime:
   preempts by tier itself (every PriorityClass it makes is `preemptionPolicy: Never`); the
   tier is written in the label `gangway.io/tier` on the job and its pods.
 - `trainer` is immutable, so a resumed TrainJob keeps the GANGWAY_ATTEMPT of its first start.
+- A patch's pod `affinity` may change (its `volumes` and `containers` may not): the GPU type is
+  pinned there, and a TrainJob resumed on another type gets Gangway's patch again with the new one.
 """
 
 from __future__ import annotations
 
 from jobs import kinds
 from scheduling.cluster.base import ClusterJob
-from scheduling.cluster.manifests import TOLERATIONS, job_env, job_labels, pod_volumes, resource_list
+from scheduling.cluster.manifests import (
+    TOLERATIONS, job_env, job_labels, pod_volumes, required_terms, resource_list, type_affinity, type_labels,
+)
 
 # Who owns the runtime patch Gangway writes (a patch's `manager`, at most 253 characters).
 PATCH_MANAGER = "gangway.io/scheduler"
@@ -32,8 +36,9 @@ def train_job(job: ClusterJob) -> dict:
     """Returns the TrainJob for a Gangway job: its runtime, `numNodes` nodes of the one replica group, running.
 
     The runtime patch puts the team's Volcano queue on the JobSet, Gangway's labels (the job id
-    the adapter finds the pods by) on every pod, and the tolerations, grace period and volumes
-    on every node; the job is created running (`suspend: false`) and preemption flips `suspend`.
+    the adapter finds the pods by) on every pod, and the tolerations, grace period, the GPU type's
+    node affinity and volumes on every node; the job is created running (`suspend: false`) and
+    preemption flips `suspend`.
     """
     kind = kinds.get(job.kind)
     (node,) = job.replicas
@@ -70,12 +75,17 @@ def train_job(job: ClusterJob) -> dict:
     }
 
 
-def node_pod_spec(job: ClusterJob) -> dict:
-    """Returns the pod fields Gangway owns on every node of a TrainJob: the GPU tolerations and the grace period."""
-    return {
+def node_pod_spec(job: ClusterJob, terms: list[dict] | tuple[()] = ()) -> dict:
+    """Returns the pod fields Gangway owns on every node of a TrainJob: the GPU tolerations, the grace period
+    and, on a job admitted on a GPU type, the node affinity that pins it there (each of the owner's
+    required `terms` of an adopted job also asks for the type; see `manifests.type_affinity`)."""
+    spec: dict = {
         "tolerations": [dict(toleration) for toleration in TOLERATIONS],
         "terminationGracePeriodSeconds": job.grace_period,
     }
+    if affinity := type_affinity(job, terms):
+        spec["affinity"] = affinity
+    return spec
 
 
 def runtime_patch(job: ClusterJob, *, labels: dict, pod_spec: dict) -> dict:
@@ -100,8 +110,13 @@ def runtime_patch(job: ClusterJob, *, labels: dict, pod_spec: dict) -> dict:
 
 
 def train_job_resume(job: ClusterJob) -> dict:
-    """Returns the merge patch that resumes a suspended TrainJob: `suspend` alone, as `trainer` cannot change."""
-    return {"spec": {"suspend": False}}
+    """Returns the merge patch that resumes a suspended TrainJob: `suspend`, as `trainer` cannot change; on a job
+    admitted on a GPU type, also Gangway's runtime patch (as built, so its volumes stay as they are) pinning it
+    to this admission's type, and the job's type label."""
+    if not job.gpu_type:
+        return {"spec": {"suspend": False}}
+    return {"metadata": {"labels": type_labels(job)},
+            "spec": {"suspend": False, "runtimePatches": train_job(job)["spec"]["runtimePatches"]}}  # fmt: skip
 
 
 def train_job_replicas(manifest: dict) -> list[tuple[str, int, dict]]:
@@ -110,3 +125,17 @@ def train_job_replicas(manifest: dict) -> list[tuple[str, int, dict]]:
     trainer = (manifest.get("spec") or {}).get("trainer") or {}
     limits = (trainer.get("resourcesPerNode") or {}).get("limits") or {}
     return [(kind.roles[0].name, int(trainer.get("numNodes", 1)), limits)]
+
+
+def train_job_terms(manifest: dict) -> list[list[dict]]:
+    """Returns the required node affinity terms of the one group of a built TrainJob ([] when it may go on any
+    node): those of the last runtime patch that sets its nodes' affinity, as a later patch overrides an earlier."""
+    kind = kinds.get(manifest["kind"])
+    terms: list[dict] = []
+    for patch in (manifest.get("spec") or {}).get("runtimePatches") or ():
+        template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for replicated in template.get("replicatedJobs") or ():
+            pod = (((replicated.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            if replicated.get("name") == kind.container and "affinity" in pod:
+                terms = required_terms(pod)
+    return [terms]
