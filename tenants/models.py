@@ -56,6 +56,7 @@ class GpuType(models.Model):
 
     class Meta:
         ordering = ["order", "name"]
+        verbose_name = "GPU type"
         constraints = [
             models.CheckConstraint(condition=Q(name__regex=DNS_LABEL), name="gpu_type_name_dns_label"),
             models.UniqueConstraint(fields=["label", "value"], name="one_gpu_type_per_label_value"),
