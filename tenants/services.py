@@ -17,7 +17,7 @@ from django.db import transaction
 from portal import triggers
 from scheduling.policy.types import type_of_key
 from tenants.audit import record, snapshot
-from tenants.models import AuditEntry, GpuType, Quota, Resource, Team
+from tenants.models import AuditEntry, GpuType, Quota, Resource, Team, is_quota_resource
 from tenants.selectors import quota_resources
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
@@ -40,10 +40,10 @@ def quota_update(*, team: Team, quotas: dict[str, dict], weight: float | None = 
         before = quota_values(team)
         known = quota_resources()
         for resource, values in quotas.items():
-            if values is None:  # any row may go, one left from before the cluster had types too
+            if values is None and is_quota_resource(resource):  # a row left from before types may go too
                 Quota.objects.filter(team=team, resource=resource).delete()
                 continue
-            if resource not in known:
+            if resource not in known or values is None:
                 raise ValueError(f"Unknown resource {resource!r}; the resources are {', '.join(known)}.")
             limits = {f: values.get(f) for f in QUOTA_FIELDS}
             if not Quota.objects.filter(team=team, resource=resource).update(**limits):
