@@ -76,3 +76,11 @@ def unfinished_of_team(team) -> QuerySet[Job]:
     """
     return (Job.objects.select_related("tier").filter(team=team).exclude(state__in=Job.TERMINAL_STATES)
             .order_by(F("position").asc(nulls_last=True), "queued_at", "id"))  # fmt: skip
+
+
+def open_jobs_naming_gpu_type(name: str) -> list[int]:
+    """Returns the ids of the queued or running jobs (any not-yet-ended state) that ask for GPU type
+    `name` or were given it; empty when none does. Read in Python over the open jobs, which are
+    few, because a JSON list's `contains` lookup is not portable to the demo's SQLite."""
+    rows = Job.objects.filter(state__in=Job.OPEN_STATES).values_list("pk", "gpu_type", "assigned_gpu_type")
+    return [pk for pk, asked, given in rows.iterator() if given == name or name in (asked or [])]

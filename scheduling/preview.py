@@ -21,6 +21,7 @@ from scheduling.policy import plan as make_plan
 from scheduling.policy.model import RESOURCES, PendingJob, Rejection, Snapshot, Team as PolicyTeam, Tier as PolicyTier
 from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
+from scheduling.policy.types import type_of_key
 from scheduling.gpu_types import known_types
 from scheduling.snapshot import (
     build_world, epoch, policy_nodes, policy_replicas, policy_settings, policy_teams, replica_defaults,
@@ -194,7 +195,7 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
     return QuotaWhatIf(
         preempted=preempted, starting=starting, rejected=rejected,
         waiting=own[:SHOWN_WAITING], others_waiting=len(waits) - len(own),
-        limits=_limit_changes(before, after) if before and after else [],
+        limits=_limit_changes(before, after, world.snapshot.gpu_types) if before and after else [],
         warnings=_warnings(proposed_snapshot, team.slug),
     )  # fmt: skip
 
@@ -216,46 +217,76 @@ def _with_quotas(policy_team, quotas: dict[str, dict]):
                       weight=policy_team.weight, per_replica_max=policy_team.per_replica_max)  # fmt: skip
 
 
-def _limit_text(team, r: int, key: str) -> str:
+def _words(resource: str) -> str:
+    """A quota resource as a sentence names it: "GPU", "a100 GPU", "CPU", "memory"."""
+    gpu_type = type_of_key(resource)
+    return f"{gpu_type} GPU" if gpu_type is not None else RESOURCE_WORDS[resource]
+
+
+def _index(resource: str) -> int:
+    """The policy's index of the resource a quota key counts (a GPU type's counts GPUs)."""
+    return 0 if type_of_key(resource) is not None else RESOURCES.index(resource)
+
+
+def _limit_text(team, resource: str, key: str) -> str:
     """One limit as the policy reads it: a missing borrowing limit is none, a missing lending limit lends all."""
-    resource = RESOURCES[r]
     if resource not in team.nominal:
         return "no quota"
     limits = {"nominal": team.nominal, "borrowing_limit": team.borrowing_limit, "lending_limit": team.lending_limit}[key]
     if resource not in limits:
         return "no limit" if key == "borrowing_limit" else "all unused nominal"
-    return amount(r, limits[resource])
+    return amount(_index(resource), limits[resource])
 
 
-def _limit_changes(before, after) -> list[LimitChange]:
-    """Every limit of every resource either side names, before and after."""
-    named = [r for r, resource in enumerate(RESOURCES) if resource in before.nominal or resource in after.nominal]
-    return [LimitChange(RESOURCE_WORDS[RESOURCES[r]], words, _limit_text(before, r, key), _limit_text(after, r, key))
-            for r in named for key, words in LIMIT_NAMES]  # fmt: skip
+def _limit_changes(before, after, gpu_types: tuple[str, ...]) -> list[LimitChange]:
+    """Every limit of every resource either side names, before and after: GPUs first (each GPU
+    type in the cluster's order), then CPU and memory."""
+    named = set(before.nominal) | set(after.nominal)
+
+    def order(resource: str) -> tuple:
+        gpu_type = type_of_key(resource)
+        rank = gpu_types.index(gpu_type) if gpu_type in gpu_types else len(gpu_types)
+        return _index(resource), rank, resource
+
+    return [LimitChange(_words(resource), words, _limit_text(before, resource, key), _limit_text(after, resource, key))
+            for resource in sorted(named, key=order) for key, words in LIMIT_NAMES]  # fmt: skip
 
 
 def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
     """What the new quotas promise that the cluster cannot keep, read from the policy's own quota state.
 
-    - nominals that add up to more than the cluster has (guarantees past capacity);
+    - nominals that add up to more than the cluster has (guarantees past capacity): with GPU
+      types, each type's GPU nominals against that type's GPUs;
     - the team using more now than its new ceiling (nominal + borrowing limit): its
       running jobs keep running, and it starts nothing that needs that resource until
       it is back under.
     """
-    quota = State(snapshot).quota
+    state = State(snapshot)
+    if state.types is None:
+        quotas = [(state.quota, "", (sum(n.gpu for n in snapshot.nodes),), range(len(RESOURCES)))]
+    else:  # each type's quota carries its GPUs; CPU and memory are the same in all, read from the first
+        quotas = [(quota, f"{name} ", (capacity[0],), (0,))
+                  for quota, name, capacity in zip(state.quotas, state.types.names, state.types.capacity)]
+        quotas.append((state.quotas[0], "", (), (1, 2)))
+    capacity = {1: sum(n.cpu for n in snapshot.nodes), 2: sum(n.memory for n in snapshot.nodes)}
     warnings = []
-    capacity = (sum(n.gpu for n in snapshot.nodes), sum(n.cpu for n in snapshot.nodes), sum(n.memory for n in snapshot.nodes))
-    for r in range(len(RESOURCES)):
-        assigned = sum(quota.nominal[name][r] for name in quota.named if r in quota.named[name])
-        if assigned > capacity[r]:
-            warnings.append(f"Nominal {RESOURCE_WORDS[RESOURCES[r]]} quotas would add up to {amount(r, assigned)}, more than the "
-                            f"cluster's {amount(r, capacity[r])}: not every team can get its guaranteed share at once.")  # fmt: skip
-    if slug in quota.usage:
-        for r in quota.named[slug]:
-            ceiling, used = quota.ceiling[slug][r], quota.usage[slug][r]
-            if ceiling is not None and used > ceiling:
-                warnings.append(f"Team {slug} uses {amount(r, used)} now, above its new limit of {amount(r, ceiling)} "
-                                f"({amount(r, quota.nominal[slug][r])} nominal + "
-                                f"{amount(r, ceiling - quota.nominal[slug][r])} borrowing): its running jobs keep "
-                                f"running, and it starts nothing more that needs {RESOURCE_WORDS[RESOURCES[r]]} until it is back under.")  # fmt: skip
+    for quota, kind, gpus, indices in quotas:
+        for r in indices:
+            what = kind + RESOURCE_WORDS[RESOURCES[r]]
+
+            def show(value: int) -> str:  # "8 a100 GPUs" for a type's GPUs, "8 GPUs" or "64 cores" else
+                return amount(r, value).replace(" GPU", f" {kind}GPU", 1)
+
+            total = gpus[0] if r == 0 else capacity[r]
+            assigned = sum(quota.nominal[name][r] for name in quota.named if r in quota.named[name])
+            if assigned > total:
+                warnings.append(f"Nominal {what} quotas would add up to {show(assigned)}, more than the cluster's "
+                                f"{show(total)}: not every team can get its guaranteed share at once.")  # fmt: skip
+            if slug in quota.usage and r in quota.named[slug]:
+                ceiling, used = quota.ceiling[slug][r], quota.usage[slug][r]
+                if ceiling is not None and used > ceiling:
+                    nominal = quota.nominal[slug][r]
+                    warnings.append(f"Team {slug} uses {show(used)} now, above its new limit of {show(ceiling)} "
+                                    f"({show(nominal)} nominal + {show(ceiling - nominal)} borrowing): its running "
+                                    f"jobs keep running, and it starts nothing more that needs {what} until it is back under.")  # fmt: skip
     return warnings

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import Count, Sum
 
 from jobs.models import Job, JobEvent
 from scheduling.cluster.job_manifests import job_manifest
@@ -197,3 +197,10 @@ def manifest_of(job: Job) -> dict:
     """The manifest of its kind (TFJob, PyTorchJob...) the Kubernetes adapter would create
     for the job now; read by the job page and the manifest command."""
     return job_manifest(to_cluster_job(job))
+
+
+def gpu_type_capacity() -> dict[str, tuple[int, int]]:
+    """Returns each GPU type's (nodes, GPUs) as the last cycle read the nodes, by type name; a type
+    no node holds is absent, and so is "" (GPU nodes no type matches, on a cluster with types)."""
+    rows = ClusterNode.objects.exclude(gpu_type="").values("gpu_type").annotate(nodes=Count("pk"), gpus=Sum("gpu"))
+    return {row["gpu_type"]: (row["nodes"], row["gpus"] or 0) for row in rows}

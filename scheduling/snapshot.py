@@ -19,6 +19,7 @@ from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
+from scheduling.policy.types import type_of_key
 from scheduling.cluster.base import (
     ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
 )
@@ -76,9 +77,21 @@ def limits_of(quotas: Iterable[Quota | QuotaRow]) -> dict[str, dict[str, int]]:
         "nominal": {q.resource: q.nominal for q in quotas},
         "borrowing_limit": {q.resource: q.borrowing_limit for q in quotas if q.borrowing_limit is not None},
         "lending_limit": {q.resource: q.lending_limit for q in quotas if q.lending_limit is not None},
-        "per_replica_max": {q.resource: q.max_per_replica for q in quotas if q.max_per_replica is not None},
+        "per_replica_max": _per_replica_max(quotas),
         "replica_defaults": {q.resource: q.default_per_replica for q in quotas if q.default_per_replica},
     }
+
+
+def _per_replica_max(quotas: list[Quota | QuotaRow]) -> dict[str, int]:
+    """The most one replica may ask for, per resource. GPU types' rows (`gpu:<type>`) give one `gpu`
+    figure, the smallest they set: a LimitRange limits nvidia.com/gpu per pod whatever the model,
+    and R10 reads `gpu` for every type, so a limit set on any type holds on all of them."""
+    limits = {q.resource: q.max_per_replica for q in quotas
+              if q.max_per_replica is not None and type_of_key(q.resource) is None}  # fmt: skip
+    typed = [q.max_per_replica for q in quotas if q.max_per_replica is not None and type_of_key(q.resource)]
+    if typed and "gpu" not in limits:
+        limits["gpu"] = min(typed)
+    return limits
 
 
 def replica_defaults(team: Team) -> dict[str, int]:

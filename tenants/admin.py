@@ -1,10 +1,17 @@
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from scheduling.selectors import gpu_type_capacity
 from tenants.admin_display import quantity_text
 from tenants.audit import record, snapshot
-from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier, Quota, Team
-from tenants.services import admission_inputs_changed
+from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier, Quota, Team
+from tenants.selectors import quota_resources
+from tenants.services import (
+    admission_inputs_changed, gpu_type_create, gpu_type_delete, gpu_type_delete_problem, gpu_type_rename_problem,
+    gpu_type_update,
+)
 
 
 class AuditedAdmin(admin.ModelAdmin):
@@ -59,8 +66,22 @@ class AuditedAdmin(admin.ModelAdmin):
         formset.save_m2m()
 
 
+class QuotaForm(forms.ModelForm):
+    """A quota row whose resource is one the cluster has now (gpu or one row per GPU type, cpu,
+    memory); a row left from before keeps its resource so it can still be changed or deleted."""
+
+    resource = forms.ChoiceField(choices=())
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        known = quota_resources()
+        current = self.instance.resource if self.instance.pk else None
+        self.fields["resource"].choices = [(r, r) for r in known + ([current] if current and current not in known else [])]
+
+
 class QuotaInline(admin.TabularInline):
     model = Quota
+    form = QuotaForm
     extra = 0
     fields = ("resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica")
 
@@ -104,6 +125,7 @@ class MembershipAdmin(AuditedAdmin):
 @admin.register(Quota)
 class QuotaAdmin(AuditedAdmin):
     admission_input = True
+    form = QuotaForm
     list_display = ("team", "resource", "nominal_shown", "borrowing_shown", "lending_shown", "per_replica_shown")
     list_filter = ("resource", "team")
     search_fields = ("team__slug",)
@@ -124,6 +146,66 @@ class QuotaAdmin(AuditedAdmin):
     @admin.display(description="max per replica", ordering="max_per_replica")
     def per_replica_shown(self, quota: Quota) -> str:
         return "no limit" if quota.max_per_replica is None else quantity_text(quota.resource, quota.max_per_replica)
+
+
+GPU_TYPE_FIELDS = ("name", "label", "value", "order", "description")
+
+
+class GpuTypeForm(forms.ModelForm):
+    class Meta:
+        model = GpuType
+        fields = GPU_TYPE_FIELDS
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if self.instance.pk:
+            problem = gpu_type_rename_problem(GpuType.objects.get(pk=self.instance.pk), name)
+            if problem:
+                raise ValidationError(problem)
+        return name
+
+
+@admin.register(GpuType)
+class GpuTypeAdmin(admin.ModelAdmin):
+    """GPU types, written through their services (tenants.services): those keep the teams' quotas in
+    step, refuse what would strand a quota or a job, record each change and ask for a cycle."""
+
+    form = GpuTypeForm
+    list_display = ("name", "label", "value", "order", "description", "nodes_shown")
+    search_fields = ("name", "value")
+    ordering = ("order", "name")
+
+    def changelist_view(self, request, extra_context=None):
+        self._capacity = gpu_type_capacity()  # one read for the whole list
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="nodes now")
+    def nodes_shown(self, gpu_type: GpuType) -> str:
+        nodes, gpus = getattr(self, "_capacity", {}).get(gpu_type.name, (0, 0))
+        if not nodes:
+            return "no node carries its label"
+        return f"{nodes} node{'' if nodes == 1 else 's'}, {quantity_text('gpu', gpus)}"
+
+    def save_model(self, request, obj, form, change):
+        fields = {name: getattr(obj, name) for name in GPU_TYPE_FIELDS}
+        if change:
+            gpu_type_update(gpu_type=GpuType.objects.get(pk=obj.pk), actor=request.user, **fields)
+        else:
+            obj.pk = gpu_type_create(actor=request.user, **fields).pk
+
+    def get_deleted_objects(self, objs, request):
+        """Django's list of what a delete takes with it; a type quotas or open jobs still name is
+        listed as protected, so the delete page explains why and refuses."""
+        deleted, counts, perms, protected = super().get_deleted_objects(objs, request)
+        refusals = [problem for obj in objs if (problem := gpu_type_delete_problem(obj))]
+        return deleted, counts, perms, [*protected, *refusals]
+
+    def delete_model(self, request, obj):
+        gpu_type_delete(gpu_type=obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset.order_by("order", "name"):
+            gpu_type_delete(gpu_type=obj, actor=request.user)
 
 
 @admin.register(ApiToken)

@@ -52,6 +52,20 @@ TEAM_EXAMPLE = OpenApiExample(
                           "waiting": 2, "borrowing_limit": 8}},
     },
 )  # fmt: skip
+TYPED_TEAM_EXAMPLE = OpenApiExample(
+    "A team with a quota per GPU type",
+    response_only=True,
+    value={
+        "slug": "vision", "name": "Vision", "weight": 1.0, "role": "member", "tiers": ["standard"],
+        "default_tier": "standard",
+        "quotas": [{"resource": "gpu:a100", "nominal": 4, "borrowing_limit": 4, "lending_limit": None,
+                    "max_per_replica": 8, "default_per_replica": None},
+                   {"resource": "gpu:l4", "nominal": 16, "borrowing_limit": None, "lending_limit": 8,
+                    "max_per_replica": 8, "default_per_replica": None}],
+        "usage": {"gpu": {"nominal": 20, "used": 6, "within": 6, "borrowed": 0, "lent": 2, "idle": 12,
+                          "waiting": 0, "borrowing_limit": None}},
+    },
+)  # fmt: skip
 TOKEN_EXAMPLE = OpenApiExample(
     "A new team token",
     response_only=True,
@@ -85,9 +99,11 @@ def require_person(request, what: str):
 
 @extend_schema_view(
     list=extend_schema(summary="Teams you can see, with quotas and live GPU usage", tags=["teams"],
-                       examples=[TEAM_EXAMPLE]),
+                       examples=[TEAM_EXAMPLE, TYPED_TEAM_EXAMPLE]),
     retrieve=extend_schema(summary="A team's quotas and live GPU usage (used, borrowed, lent)", tags=["teams"],
-                           examples=[TEAM_EXAMPLE]),
+                           description="On a cluster with GPU types, GPU quota is per type: one row per "
+                           "`gpu:<type>` (e.g. `gpu:a100`) in place of `gpu`.",
+                           examples=[TEAM_EXAMPLE, TYPED_TEAM_EXAMPLE]),
 )  # fmt: skip
 class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin, GenericViewSet):
     serializer_class = TeamSerializer
@@ -117,7 +133,9 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @extend_schema(
         summary="Change a team's quotas (staff)", tags=["teams"],
         description="PUT replaces every quota (a resource left out loses its quota); PATCH changes only the "
-        "resources given. With `?dry_run=true` nothing is saved: the answer is the what-if, which jobs would be "
+        "resources given. The resources are `gpu`, `cpu` and `memory` on a cluster without GPU types; with types, "
+        "GPU quota is per type, `gpu:<type>` (e.g. `gpu:a100`), and `gpu` is refused; a type the cluster lacks is "
+        "a 400 naming the resources it has. With `?dry_run=true` nothing is saved: the answer is the what-if, which jobs would be "
         "preempted, start, or could never fit. `dry_run` takes true/false, 1/0, yes/no or on/off; anything else "
         "is a 400, so a misspelt preview never saves.",
         parameters=[OpenApiParameter("dry_run", bool, OpenApiParameter.QUERY, required=False,
@@ -129,6 +147,11 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         examples=[
             OpenApiExample("Raise nominal, cap borrowing", request_only=True,
                            value={"quotas": {"gpu": {"nominal": 12, "borrowing_limit": 4, "lending_limit": None}}}),
+            OpenApiExample("Per GPU type: 4 H100 and 16 L4", request_only=True, value={"quotas": {
+                "gpu:h100": {"nominal": 4, "borrowing_limit": 0, "lending_limit": None},
+                "gpu:l4": {"nominal": 16, "borrowing_limit": 8, "lending_limit": 8}}}),
+            OpenApiExample("A type the cluster lacks", response_only=True, status_codes=["400"], value={
+                "quotas": ["Unknown resource gpu:t4; the resources are gpu:l4, gpu:a100, cpu, memory."]}),
             OpenApiExample("What-if", response_only=True, value={
                 "dry_run": True, "quiet": False, "starting": [{"id": 51, "name": "bert", "team": "maps", "reason": ""}],
                 "preempted": [{"id": 40, "name": "gan", "team": "vision", "reason": "to make room for bert (#51)"}],

@@ -42,7 +42,8 @@ def record(*, actor, obj: models.Model, before: dict, after: dict, verb: str) ->
     changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
     subject = obj._meta.model_name
     detail = ", ".join(f"{key} {before.get(key)!r} -> {after.get(key)!r}" for key in changed) if verb == "changed" else ""
-    summary = f"{obj._meta.verbose_name.capitalize()} {obj} {verb}" + (f": {detail}" if detail else "") + "."
+    what = str(obj._meta.verbose_name)  # only its first letter raised: "GPU type a100 added."
+    summary = f"{what[:1].upper()}{what[1:]} {obj} {verb}" + (f": {detail}" if detail else "") + "."
     team = team_of(obj)
     return AuditEntry.objects.create(actor=actor, team=team if team and team.pk else None, subject=subject,
                                      before=before, after=after, summary=summary[:2000])  # fmt: skip

@@ -1,7 +1,8 @@
 """The staff quota editor (nominal, borrowing and lending per resource, and the team's weight) and the token form.
 
 GPUs are whole cards; CPU and memory are Kubernetes quantities ("64", "500m",
-"512Gi") stored as millicores and bytes.
+"512Gi") stored as millicores and bytes. On a cluster with GPU types the editor
+has a GPU row per type (`gpu:a100`, "a100 GPUs") in place of the one `gpu` row.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from django.core.validators import RegexValidator
 
 from core.quantities import IN_UNITS, NotFinite, format_cpu, format_memory
 from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, quota_problem
-from tenants.models import Resource, Team
+from scheduling.policy.types import type_of_key
+from tenants.models import Team, base_resource
+from tenants.selectors import gpu_types, quota_resources
 from tenants.tokens import TOKEN_NAME
 
 LIMITS = ("nominal", "borrowing_limit", "lending_limit")
@@ -20,47 +23,67 @@ UNITS = {"gpu": "whole cards", "cpu": "cores, or millicores as 500m", "memory": 
 SHOW = {"gpu": str, "cpu": format_cpu, "memory": format_memory}
 
 
+def field_name(resource: str, limit: str) -> str:
+    """The form field of one limit of a quota resource: "gpu-a100_nominal" (no ":" in HTML ids)."""
+    return f"{resource.replace(':', '-')}_{limit}"
+
+
 class QuotaForm(forms.Form):
+    """One row of nominal, borrowing and lending limits per resource the team's quota may name now
+    (`quota_resources()`), and the team's weight."""
+
     weight = forms.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX,
                               help_text="Share weight when teams compete for borrowable GPUs.",
                               widget=forms.NumberInput(attrs={"step": "0.1", "class": "num"}))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for resource in Resource.values:
+        self.resources = quota_resources()
+        self.described = {t.resource: t.description for t in gpu_types()}
+        for resource in self.resources:
             for limit in LIMITS:
-                self.fields[f"{resource}_{limit}"] = forms.CharField(
+                self.fields[field_name(resource, limit)] = forms.CharField(
                     required=False, widget=forms.TextInput(attrs={"class": "num", "placeholder": _placeholder(limit)})
                 )
 
     def rows(self):
-        """(resource label, unit, [bound fields]) per resource, for the table."""
-        return [
-            (LABELS[resource], UNITS[resource], [self[f"{resource}_{limit}"] for limit in LIMITS])
-            for resource in Resource.values
-        ]
+        """(resource label, unit, [bound fields]) per resource, for the table: "a100 GPUs" for a GPU type,
+        whose unit line says what the type offers."""
+        return [(label_of(resource), self._unit(resource), [self[field_name(resource, limit)] for limit in LIMITS])
+                for resource in self.resources]  # fmt: skip
+
+    def _unit(self, resource: str) -> str:
+        unit = UNITS[base_resource(resource)]
+        return f"{unit} · {self.described[resource]}" if self.described.get(resource) else unit
 
     def clean(self):
         cleaned = super().clean()
-        for resource in Resource.values:
+        for resource in self.resources:
             for limit in LIMITS:
-                key = f"{resource}_{limit}"
+                key = field_name(resource, limit)
                 try:
                     cleaned[key] = _amount(resource, cleaned.get(key, ""))
                 except ValueError as error:
                     self.add_error(key, str(error))
-            if cleaned.get(f"{resource}_nominal") is None and any(cleaned.get(f"{resource}_{l}") for l in LIMITS[1:]):
-                self.add_error(f"{resource}_nominal", "Set a nominal quota before borrowing or lending limits.")
+            if cleaned.get(field_name(resource, "nominal")) is None and any(
+                    cleaned.get(field_name(resource, limit)) for limit in LIMITS[1:]):
+                self.add_error(field_name(resource, "nominal"), "Set a nominal quota before borrowing or lending limits.")
         return cleaned
 
     def quotas(self) -> dict[str, dict | None]:
         """{resource: {nominal, borrowing_limit, lending_limit}} or None for a resource with no quota."""
         data = self.cleaned_data
         return {
-            resource: None if data[f"{resource}_nominal"] is None
-            else {limit: data[f"{resource}_{limit}"] for limit in LIMITS}
-            for resource in Resource.values
+            resource: None if data[field_name(resource, "nominal")] is None
+            else {limit: data[field_name(resource, limit)] for limit in LIMITS}
+            for resource in self.resources
         }
+
+
+def label_of(resource: str) -> str:
+    """How the quota page names a resource: "GPUs", "a100 GPUs", "CPU", "Memory"."""
+    gpu_type = type_of_key(resource)
+    return f"{gpu_type} GPUs" if gpu_type is not None else LABELS[resource]
 
 
 def _placeholder(limit: str) -> str:
@@ -69,6 +92,7 @@ def _placeholder(limit: str) -> str:
 
 def _amount(resource: str, text: str) -> int | None:
     """The stored amount of `text` (None when blank); ValueError with a sentence when it is not one."""
+    resource = base_resource(resource)  # a GPU type's quota is counted in whole cards like any GPU's
     text = (text or "").strip()
     if not text:
         return None
@@ -89,13 +113,14 @@ def _amount(resource: str, text: str) -> int | None:
 
 
 def initial_for(values: dict) -> dict:
-    """Form initial values from `quota_values(team)`."""
+    """Form initial values from `quota_values(team)`, for the resources the quota may name now."""
     initial = {"weight": values.get("weight", 1.0)}
-    for resource in Resource.values:
+    for resource in quota_resources():
         row = values.get(resource) or {}
+        show = SHOW[base_resource(resource)]
         for limit in LIMITS:
             amount = row.get(limit)
-            initial[f"{resource}_{limit}"] = "" if amount is None else SHOW[resource](amount) if amount else "0"
+            initial[field_name(resource, limit)] = "" if amount is None else show(amount) if amount else "0"
     return initial
 
 

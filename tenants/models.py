@@ -33,6 +33,11 @@ QUOTA_RESOURCE = r"^(gpu|cpu|memory|gpu:[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 GPU_TYPE_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA's GPU Feature Discovery
 
 
+def is_quota_resource(resource: str) -> bool:
+    """Whether `resource` is a well-formed quota resource (gpu, cpu, memory or gpu:<type>), known or not."""
+    return len(resource) <= 67 and re.fullmatch(QUOTA_RESOURCE, resource) is not None
+
+
 def base_resource(resource: str) -> str:
     """The resource a quota key counts: "gpu" for "gpu:a100", else the key itself."""
     return Resource.GPU if type_of_key(resource) is not None else resource
@@ -56,6 +61,7 @@ class GpuType(models.Model):
 
     class Meta:
         ordering = ["order", "name"]
+        verbose_name = "GPU type"
         constraints = [
             models.CheckConstraint(condition=Q(name__regex=DNS_LABEL), name="gpu_type_name_dns_label"),
             models.UniqueConstraint(fields=["label", "value"], name="one_gpu_type_per_label_value"),

@@ -6,7 +6,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem
-from tenants.models import ApiToken, PriorityTier, Quota, Resource
+from tenants.models import ApiToken, PriorityTier, Quota, base_resource, is_quota_resource
+from tenants.selectors import quota_resources
 from tenants.tokens import TOKEN_NAME
 
 BIG = max(QUOTA_MAX.values())  # the largest of any resource; each resource's own range is checked in validate_quotas
@@ -80,16 +81,26 @@ class QuotaLimitsSerializer(serializers.Serializer):
         return attrs
 
 
-@extend_schema_field({
-    "type": "object", "additionalProperties": False,
-    "properties": {resource: {
+def _limits_schema(high: int) -> dict:
+    return {
         "type": "object", "nullable": True, "required": ["nominal"],
         "properties": {
-            "nominal": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource]},
-            "borrowing_limit": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource], "nullable": True},
-            "lending_limit": {"type": "integer", "minimum": 0, "maximum": QUOTA_MAX[resource], "nullable": True},
+            "nominal": {"type": "integer", "minimum": 0, "maximum": high},
+            "borrowing_limit": {"type": "integer", "minimum": 0, "maximum": high, "nullable": True},
+            "lending_limit": {"type": "integer", "minimum": 0, "maximum": high, "nullable": True},
         },
-    } for resource in Resource.values},
+    }  # fmt: skip
+
+
+# The keys are the cluster's resources when the request is made (gpu, or gpu:<type> per GPU type,
+# then cpu and memory): a schema is fixed, so it names the three untyped ones and lets a key of a
+# GPU type through with the GPU range; a key the cluster lacks is a 400 naming the known ones.
+@extend_schema_field({
+    "type": "object",
+    "properties": {resource: _limits_schema(QUOTA_MAX[resource]) for resource in ("gpu", "cpu", "memory")},
+    "additionalProperties": _limits_schema(QUOTA_MAX["gpu"]),
+    "example": {"gpu:a100": {"nominal": 8, "borrowing_limit": 4, "lending_limit": None},
+                "gpu:l4": {"nominal": 16, "borrowing_limit": None, "lending_limit": 8}},
 })  # fmt: skip
 class QuotasField(serializers.DictField):
     """Resource -> its limits, or null to drop the resource's quota."""
@@ -101,19 +112,24 @@ class QuotaUpdateSerializer(serializers.Serializer):
     weight = serializers.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX, required=False)
     quotas = QuotasField(
         child=QuotaLimitsSerializer(allow_null=True), required=False,
-        help_text="Resource (gpu, cpu in millicores, memory in bytes) -> limits, or null to drop its quota.",
+        help_text="Resource (gpu, or gpu:<type> per GPU type once the cluster has types; cpu in millicores, "
+                  "memory in bytes) -> limits, or null to drop its quota.",
     )  # fmt: skip
 
     def validate_quotas(self, quotas: dict) -> dict:
-        unknown = sorted(set(quotas) - set(Resource.values))
+        known = quota_resources()
+        # Dropping a quota (null) is allowed for any well-formed resource: a row left from before the
+        # cluster had types (or from a type since deleted) can still be dropped.
+        unknown = sorted(resource for resource, limits in quotas.items()
+                         if resource not in known and (limits is not None or not is_quota_resource(resource)))
         if unknown:
             raise serializers.ValidationError(
-                f"Unknown resource {', '.join(unknown)}; the resources are {', '.join(Resource.values)}."
+                f"Unknown resource {', '.join(unknown)}; the resources are {', '.join(known)}."
             )
         problems = {
-            f"{resource}.{limit}": [quota_problem(resource, amount)]
+            f"{resource}.{limit}": [problem]
             for resource, limits in quotas.items() for limit, amount in (limits or {}).items()
-            if quota_problem(resource, amount)
+            if (problem := quota_problem(base_resource(resource), amount))
         }  # fmt: skip
         if problems:
             raise serializers.ValidationError(problems)

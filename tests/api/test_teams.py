@@ -98,3 +98,66 @@ def test_a_dry_run_previews_and_saves_nothing(as_persona):
 def test_it_explains_an_invalid_quota(as_persona, body, field):
     response = as_persona("staff").patch("/api/v1/teams/maps/quota/", body, format="json")
     assert response.status_code == 400 and field in response.json()
+
+
+# --- GPU types: quotas per type --------------------------------------------------
+TYPED = {"quotas": {"gpu:a100": {"nominal": 6, "borrowing_limit": 2, "lending_limit": None}}}
+
+
+def test_a_team_on_a_typed_cluster_shows_a_quota_per_type(as_persona, gpu_types):
+    quotas = {q["resource"]: q for q in as_persona("member").get("/api/v1/teams/maps/").json()["quotas"]}
+    assert set(quotas) == {"gpu:a100", "gpu:l4"}
+    assert quotas["gpu:a100"] | {} == {"resource": "gpu:a100", "nominal": 4, "borrowing_limit": 4,
+                                       "lending_limit": None, "max_per_replica": 8, "default_per_replica": None}  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_only_staff_change_a_types_quota(as_persona, persona, gpu_types):
+    response = as_persona(persona).patch("/api/v1/teams/maps/quota/", TYPED, format="json")
+    assert response.status_code == QUOTA_STATUS[persona]
+    nominal = Quota.objects.get(team__slug="maps", resource="gpu:a100").nominal
+    assert nominal == (6 if response.status_code == 200 else 4)
+
+
+def test_a_patch_of_one_type_leaves_the_others(as_persona, gpu_types, staff):
+    response = as_persona("staff").patch("/api/v1/teams/maps/quota/", TYPED, format="json")
+    quotas = {q["resource"]: (q["nominal"], q["borrowing_limit"]) for q in response.json()["quotas"]}
+    assert quotas == {"gpu:a100": (6, 2), "gpu:l4": (4, 4)}
+    assert "gpu:a100 nominal 4 -> 6" in AuditEntry.objects.get(subject="quota", actor=staff).summary
+
+
+def test_a_typed_dry_run_saves_nothing(as_persona, gpu_types):
+    response = as_persona("staff").patch("/api/v1/teams/maps/quota/?dry_run=true", TYPED, format="json")
+    assert response.status_code == 200 and response.json()["dry_run"] is True
+    assert Quota.objects.get(team__slug="maps", resource="gpu:a100").nominal == 4
+
+
+@pytest.mark.parametrize("resource", ["gpu:h100", "gpu"], ids=["a type the cluster lacks", "untyped gpu"])
+def test_an_unknown_type_is_a_400_naming_the_known_resources(as_persona, gpu_types, resource):
+    response = as_persona("staff").patch("/api/v1/teams/maps/quota/", {"quotas": {resource: {"nominal": 1}}},
+                                         format="json")  # fmt: skip
+    assert response.status_code == 400
+    assert response.json()["quotas"] == [
+        f"Unknown resource {resource}; the resources are gpu:l4, gpu:a100, cpu, memory."]
+    assert not Quota.objects.filter(team__slug="maps", resource=resource).exists()
+
+
+def test_without_types_a_typed_quota_is_a_400(as_persona):
+    response = as_persona("staff").patch("/api/v1/teams/maps/quota/", TYPED, format="json")
+    assert response.status_code == 400
+    assert response.json()["quotas"] == ["Unknown resource gpu:a100; the resources are gpu, cpu, memory."]
+
+
+def test_a_row_left_from_before_types_can_be_dropped(as_persona, gpu_types, maps):
+    Quota.objects.create(team=maps, resource="gpu", nominal=2)
+    response = as_persona("staff").patch("/api/v1/teams/maps/quota/", {"quotas": {"gpu": None}}, format="json")
+    assert response.status_code == 200 and not maps.quotas.filter(resource="gpu").exists()
+    bad = as_persona("staff").patch("/api/v1/teams/maps/quota/", {"quotas": {"gpu:A!": None}}, format="json")
+    assert bad.status_code == 400 and "Unknown resource gpu:A!" in bad.json()["quotas"][0]
+
+
+def test_a_typed_amount_keeps_the_gpu_range(as_persona, gpu_types):
+    response = as_persona("staff").patch("/api/v1/teams/maps/quota/",
+                                         {"quotas": {"gpu:a100": {"nominal": 1_000_001}}}, format="json")  # fmt: skip
+    assert response.status_code == 400
+    assert "Must be a whole amount from 0 to 1000000" in str(response.json())
