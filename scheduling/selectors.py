@@ -15,8 +15,10 @@ from django.db.models import Sum
 from jobs.models import Job, JobEvent
 from scheduling.cluster.job_manifests import job_manifest
 from scheduling.models import ClusterNode, Cycle, UsageSample
+from scheduling.policy.types import typed_key
 from scheduling.snapshot import to_cluster_job
 from tenants.models import AuditEntry, Quota, Team
+from tenants.selectors import gpu_types
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,28 @@ class TeamUsage:
     waiting: int  # GPUs asked for by its waiting jobs
     borrowing_limit: int | None
     borrowed_from: dict[str, int] = field(default_factory=dict)  # lender -> GPUs
+    # On a cluster with GPU types: type name -> the team's figures of that type (whose own
+    # `by_type` is empty), in the cluster's order; the figures above add them up. Empty without types.
+    by_type: dict[str, TeamUsage] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TypeSummary:
+    """One GPU type across the cluster: its nodes' GPUs and every team's figures of that type."""
+
+    name: str
+    description: str
+    capacity: int
+    outside: int
+    teams: list[TeamUsage] = field(default_factory=list)
+
+    @property
+    def used(self) -> int:
+        return sum(team.used for team in self.teams)
+
+    @property
+    def free(self) -> int:
+        return max(0, self.capacity - self.used - self.outside)
 
 
 @dataclass(frozen=True)
@@ -45,6 +69,8 @@ class ClusterSummary:
     reserved_idle: int  # nominal quota of teams that is neither used nor lent
     teams: list[TeamUsage] = field(default_factory=list)
     last_cycle: Cycle | None = None
+    # One per GPU type, in the cluster's order; empty on a cluster without types.
+    by_type: list[TypeSummary] = field(default_factory=list)
 
     @property
     def free(self) -> int:
@@ -60,25 +86,54 @@ def latest_gpu_usage() -> dict[str, dict]:
 
 
 def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
-    """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it.
+    """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it;
+    on a cluster with GPU types, with each type's figures too (`by_type`).
 
     A team the latest plan did not know (created since) uses nothing yet: all its nominal is idle.
     """
     teams = teams if teams is not None else list(Team.objects.order_by("slug"))
-    quotas = {q.team_id: q for q in Quota.objects.filter(resource="gpu")}
+    quotas: dict[int, dict[str, Quota]] = defaultdict(dict)
+    for quota in Quota.objects.filter(resource__startswith="gpu"):
+        quotas[quota.team_id][quota.resource] = quota
     figures = latest_gpu_usage()
+    types = type_names(figures)
     usages = []
     for team in teams:
-        quota = quotas.get(team.pk)
-        nominal = quota.nominal if quota else 0
-        got = figures.get(team.slug) or {"nominal": nominal, "idle": nominal}
-        usages.append(TeamUsage(
-            slug=team.slug, name=team.name, nominal=got["nominal"], used=got.get("used", 0),
-            within=got.get("within", 0), borrowed=got.get("borrowed", 0), lent=got.get("lent", 0),
-            idle=got["idle"], waiting=got.get("waiting", 0),
-            borrowing_limit=quota.borrowing_limit if quota else None, borrowed_from=got.get("borrowed_from", {}),
-        ))  # fmt: skip
+        got = figures.get(team.slug)
+        of_type = {entry["gpu_type"]: entry for entry in (got or {}).get("by_type", ())}
+        by_type = {name: _usage(team, of_type.get(name), quotas[team.pk].get(typed_key(name))) for name in types}
+        total = _usage(team, got, quotas[team.pk].get("gpu"), by_type)
+        usages.append(total)
     return usages
+
+
+def _usage(team: Team, got: dict | None, quota: Quota | None, by_type: dict[str, TeamUsage] | None = None) -> TeamUsage:
+    """A team's figures from the plan's `got` (all types or one), its nominal idle when the plan did
+    not know it. With `by_type`, the total's nominal and borrowing limit are its types' added up
+    (no limit when one type has none), as the policy reads a typed quota."""
+    if by_type:
+        nominal = sum(usage.nominal for usage in by_type.values())
+        limits = [usage.borrowing_limit for usage in by_type.values()]
+        borrowing_limit = None if None in limits else sum(limits)
+    else:
+        nominal = quota.nominal if quota else 0
+        borrowing_limit = quota.borrowing_limit if quota else None
+    got = got or {"nominal": nominal, "idle": nominal}
+    return TeamUsage(
+        slug=team.slug, name=team.name, nominal=got["nominal"], used=got.get("used", 0),
+        within=got.get("within", 0), borrowed=got.get("borrowed", 0), lent=got.get("lent", 0),
+        idle=got["idle"], waiting=got.get("waiting", 0), borrowing_limit=borrowing_limit,
+        borrowed_from=got.get("borrowed_from", {}), by_type=by_type or {},
+    )  # fmt: skip
+
+
+def type_names(figures: dict[str, dict] | None = None) -> list[str]:
+    """The cluster's GPU types in its order (tenants.GpuType), then any other type the plan's
+    `figures` name (a quota of a type that has no GpuType row); [] on a cluster without types."""
+    names = [gpu_type.name for gpu_type in gpu_types()]
+    for team in (figures or {}).values():
+        names.extend(entry["gpu_type"] for entry in team.get("by_type", ()))
+    return list(dict.fromkeys(names))
 
 
 def cluster_summary() -> ClusterSummary:
@@ -91,7 +146,25 @@ def cluster_summary() -> ClusterSummary:
         reserved_idle=sum(team.idle for team in teams),
         teams=teams,
         last_cycle=Cycle.objects.order_by("-started_at").first(),
+        by_type=_type_summaries(teams),
     )
+
+
+def _type_summaries(teams: list[TeamUsage]) -> list[TypeSummary]:
+    """Each GPU type's capacity (its nodes as the last cycle read them) and every team's figures
+    of it, in the order of the teams' `by_type`; [] without types."""
+    names = list(teams[0].by_type) if teams else type_names()
+    if not names:
+        return []
+    rows = ClusterNode.objects.filter(gpu_type__in=names).values("gpu_type").annotate(
+        capacity=Sum("gpu"), outside=Sum("outside_gpu"))
+    nodes = {row["gpu_type"]: row for row in rows}
+    described = {gpu_type.name: gpu_type.description for gpu_type in gpu_types()}
+    return [
+        TypeSummary(name, described.get(name, ""), (nodes.get(name) or {}).get("capacity") or 0,
+                    (nodes.get(name) or {}).get("outside") or 0, [team.by_type[name] for team in teams])
+        for name in names
+    ]
 
 
 @dataclass(frozen=True)
@@ -109,12 +182,25 @@ def loans_now(usages: list[TeamUsage]) -> list[Loan]:
 
 
 def usage_series(team: Team, since) -> list:
-    """The team's usage samples since `since`, oldest first, as (at, used, borrowed, nominal, waiting) rows."""
+    """The team's usage samples of all GPU types since `since`, oldest first, as
+    (at, used, borrowed, nominal, waiting) rows."""
     return list(
-        UsageSample.objects.filter(team=team, at__gte=since)
+        UsageSample.objects.filter(team=team, at__gte=since, gpu_type="")
         .order_by("at")
         .values_list("at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
     )
+
+
+def usage_series_by_type(team: Team, since) -> dict[str, list]:
+    """The team's usage samples of each GPU type since `since`, as `usage_series` rows per type,
+    types in the cluster's order (a type no longer known comes last); {} without typed samples."""
+    series: dict[str, list] = defaultdict(list)
+    rows = (UsageSample.objects.filter(team=team, at__gte=since).exclude(gpu_type="").order_by("at")
+            .values_list("gpu_type", "at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting"))  # fmt: skip
+    for gpu_type, *row in rows:
+        series[gpu_type].append(tuple(row))
+    order = {name: k for k, name in enumerate(type_names())}
+    return {name: series[name] for name in sorted(series, key=lambda name: (order.get(name, len(order)), name))}
 
 
 @dataclass(frozen=True)
@@ -125,6 +211,7 @@ class NodeRow:
     gpu: int
     runs: list
     outside: int
+    gpu_type: str = ""  # the GPU type its labels tell; "" without types, or a GPU node no type matches
 
     @property
     def used(self) -> int:
@@ -149,8 +236,8 @@ def node_rows() -> list[NodeRow]:
         for node, count in held.items():
             if count:
                 runs[node].append((slug, job_id, name, count))
-    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu")
-    return [NodeRow(name, gpu, runs.get(name, []), outside) for name, gpu, outside in nodes]
+    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu", "gpu_type")
+    return [NodeRow(name, gpu, runs.get(name, []), outside, kind) for name, gpu, outside, kind in nodes]
 
 
 @dataclass(frozen=True)
