@@ -85,9 +85,10 @@ def latest_gpu_usage() -> dict[str, dict]:
     return {team["team"]: team for team in figures or ()}
 
 
-def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
+def team_usage(teams: list[Team] | None = None, *, types: list[str] | None = None) -> list[TeamUsage]:
     """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it;
-    on a cluster with GPU types, with each type's figures too (`by_type`).
+    on a cluster with GPU types, with each type's figures too (`by_type`; `types`: the cluster's
+    type names when the caller has read them already).
 
     A team the latest plan did not know (created since) uses nothing yet: all its nominal is idle.
     """
@@ -96,7 +97,7 @@ def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
     for quota in Quota.objects.filter(resource__startswith="gpu"):
         quotas[quota.team_id][quota.resource] = quota
     figures = latest_gpu_usage()
-    types = type_names(figures)
+    types = type_names(figures, types)
     usages = []
     for team in teams:
         got = figures.get(team.slug)
@@ -127,18 +128,21 @@ def _usage(team: Team, got: dict | None, quota: Quota | None, by_type: dict[str,
     )  # fmt: skip
 
 
-def type_names(figures: dict[str, dict] | None = None) -> list[str]:
-    """The cluster's GPU types in its order (tenants.GpuType), then any other type the plan's
-    `figures` name (a quota of a type that has no GpuType row); [] on a cluster without types."""
-    names = [gpu_type.name for gpu_type in gpu_types()]
+def type_names(figures: dict[str, dict] | None = None, known: list[str] | None = None) -> list[str]:
+    """The cluster's GPU types in its order (tenants.GpuType, or `known` when the caller read
+    them), then any other type the plan's `figures` name (a quota of a type that has no GpuType
+    row); [] on a cluster without types."""
+    names = list(known) if known is not None else [gpu_type.name for gpu_type in gpu_types()]
     for team in (figures or {}).values():
         names.extend(entry["gpu_type"] for entry in team.get("by_type", ()))
     return list(dict.fromkeys(names))
 
 
-def cluster_summary() -> ClusterSummary:
+def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
+    """The cluster's GPUs and every team's figures; `types`: the cluster's GPU type names when the
+    caller has read them already (`type_names`)."""
     nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
-    teams = team_usage()
+    teams = team_usage(types=types)
     return ClusterSummary(
         capacity=nodes["capacity"] or 0,
         used=sum(team.used for team in teams),
@@ -146,14 +150,14 @@ def cluster_summary() -> ClusterSummary:
         reserved_idle=sum(team.idle for team in teams),
         teams=teams,
         last_cycle=Cycle.objects.order_by("-started_at").first(),
-        by_type=_type_summaries(teams),
+        by_type=_type_summaries(teams, types),
     )
 
 
-def _type_summaries(teams: list[TeamUsage]) -> list[TypeSummary]:
+def _type_summaries(teams: list[TeamUsage], types: list[str] | None) -> list[TypeSummary]:
     """Each GPU type's capacity (its nodes as the last cycle read them) and every team's figures
     of it, in the order of the teams' `by_type`; [] without types."""
-    names = list(teams[0].by_type) if teams else type_names()
+    names = list(teams[0].by_type) if teams else type_names(known=types)
     if not names:
         return []
     rows = ClusterNode.objects.filter(gpu_type__in=names).values("gpu_type").annotate(
