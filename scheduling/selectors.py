@@ -87,8 +87,8 @@ def latest_gpu_usage() -> dict[str, dict]:
 
 def team_usage(teams: list[Team] | None = None, *, types: list[str] | None = None) -> list[TeamUsage]:
     """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it;
-    on a cluster with GPU types, with each type's figures too (`by_type`; `types`: the cluster's
-    type names when the caller has read them already).
+    on a cluster with GPU types, with each type's figures too (`by_type`, of the types the plan
+    names, else of `types`: the cluster's type names when the caller has read them).
 
     A team the latest plan did not know (created since) uses nothing yet: all its nominal is idle.
     """
@@ -97,7 +97,7 @@ def team_usage(teams: list[Team] | None = None, *, types: list[str] | None = Non
     for quota in Quota.objects.filter(resource__startswith="gpu"):
         quotas[quota.team_id][quota.resource] = quota
     figures = latest_gpu_usage()
-    types = type_names(figures, types)
+    types = plan_types(figures) or list(types or ())
     usages = []
     for team in teams:
         got = figures.get(team.slug)
@@ -128,14 +128,16 @@ def _usage(team: Team, got: dict | None, quota: Quota | None, by_type: dict[str,
     )  # fmt: skip
 
 
-def type_names(figures: dict[str, dict] | None = None, known: list[str] | None = None) -> list[str]:
-    """The cluster's GPU types in its order (tenants.GpuType, or `known` when the caller read
-    them), then any other type the plan's `figures` name (a quota of a type that has no GpuType
-    row); [] on a cluster without types."""
-    names = list(known) if known is not None else [gpu_type.name for gpu_type in gpu_types()]
-    for team in (figures or {}).values():
-        names.extend(entry["gpu_type"] for entry in team.get("by_type", ()))
-    return list(dict.fromkeys(names))
+def plan_types(figures: dict[str, dict]) -> list[str]:
+    """The GPU types the plan's `figures` give per team, in the cluster's order (the policy's:
+    tenants.GpuType's order, then types only a quota or a node names); [] for an untyped plan.
+    Read from the figures so a page on an untyped cluster costs no query more."""
+    return [entry["gpu_type"] for entry in next(iter(figures.values()), {}).get("by_type", ())]
+
+
+def type_names() -> list[str]:
+    """The cluster's GPU types in its order (tenants.GpuType); [] on a cluster without types."""
+    return [gpu_type.name for gpu_type in gpu_types()]
 
 
 def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
@@ -157,7 +159,7 @@ def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
 def _type_summaries(teams: list[TeamUsage], types: list[str] | None) -> list[TypeSummary]:
     """Each GPU type's capacity (its nodes as the last cycle read them) and every team's figures
     of it, in the order of the teams' `by_type`; [] without types."""
-    names = list(teams[0].by_type) if teams else type_names(known=types)
+    names = list(teams[0].by_type) if teams else list(types if types is not None else type_names())
     if not names:
         return []
     rows = ClusterNode.objects.filter(gpu_type__in=names).values("gpu_type").annotate(
@@ -185,26 +187,17 @@ def loans_now(usages: list[TeamUsage]) -> list[Loan]:
     return [Loan(lender, usage.slug, gpus) for usage in usages for lender, gpus in usage.borrowed_from.items()]
 
 
-def usage_series(team: Team, since) -> list:
-    """The team's usage samples of all GPU types since `since`, oldest first, as
-    (at, used, borrowed, nominal, waiting) rows."""
-    return list(
-        UsageSample.objects.filter(team=team, at__gte=since, gpu_type="")
-        .order_by("at")
-        .values_list("at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
-    )
-
-
-def usage_series_by_type(team: Team, since) -> dict[str, list]:
-    """The team's usage samples of each GPU type since `since`, as `usage_series` rows per type,
-    types in the cluster's order (a type no longer known comes last); {} without typed samples."""
-    series: dict[str, list] = defaultdict(list)
-    rows = (UsageSample.objects.filter(team=team, at__gte=since).exclude(gpu_type="").order_by("at")
+def usage_series(team: Team, since, types: list[str] = ()) -> tuple[list, dict[str, list]]:
+    """The team's usage samples since `since`, oldest first, as (at, used, borrowed, nominal,
+    waiting) rows: those of all GPU types, and those of each type (in `types` order, then any
+    other sampled type); {} without typed samples. One query for both."""
+    total: list = []
+    series: dict[str, list] = {name: [] for name in types}
+    rows = (UsageSample.objects.filter(team=team, at__gte=since).order_by("at")
             .values_list("gpu_type", "at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting"))  # fmt: skip
     for gpu_type, *row in rows:
-        series[gpu_type].append(tuple(row))
-    order = {name: k for k, name in enumerate(type_names())}
-    return {name: series[name] for name in sorted(series, key=lambda name: (order.get(name, len(order)), name))}
+        (series.setdefault(gpu_type, []) if gpu_type else total).append(tuple(row))
+    return total, {name: rows for name, rows in series.items() if rows}
 
 
 @dataclass(frozen=True)

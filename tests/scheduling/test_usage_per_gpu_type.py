@@ -7,7 +7,7 @@ import pytest
 
 from jobs.models import Job
 from scheduling.models import Cycle, UsageSample
-from scheduling.selectors import cluster_summary, latest_gpu_usage, team_usage, usage_series, usage_series_by_type
+from scheduling.selectors import cluster_summary, latest_gpu_usage, team_usage, usage_series
 
 pytestmark = pytest.mark.django_db
 
@@ -62,8 +62,8 @@ def test_usage_samples_keep_the_total_and_one_row_per_type(maps_borrows_a100, ma
     rows = {s.gpu_type: (s.gpu_used, s.gpu_borrowed, s.gpu_nominal) for s in UsageSample.objects.filter(team=maps)}
     assert rows == {"": (6, 2, 8), "l4": (0, 0, 4), "a100": (6, 2, 4)}
     since = Cycle.objects.latest().started_at
-    assert [row[1:4] for row in usage_series(maps, since)] == [(6, 2, 8)]
-    series = usage_series_by_type(maps, since)
+    total, series = usage_series(maps, since, ["l4", "a100"])
+    assert [row[1:4] for row in total] == [(6, 2, 8)]
     assert list(series) == ["l4", "a100"] and [row[1] for row in series["a100"]] == [6]
 
 
@@ -75,4 +75,5 @@ def test_without_types_figures_and_samples_are_as_before(nodes, submit, cycle, m
     assert usage.by_type == {} and usage.borrowing_limit == 8
     assert cluster_summary().by_type == []
     assert list(UsageSample.objects.filter(team=maps).values_list("gpu_type", flat=True)) == [""]
-    assert usage_series_by_type(maps, Cycle.objects.latest().started_at) == {}
+    total, series = usage_series(maps, Cycle.objects.latest().started_at)
+    assert len(total) == 1 and series == {}
