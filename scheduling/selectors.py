@@ -162,15 +162,18 @@ def _type_summaries(teams: list[TeamUsage], types: list[str] | None) -> list[Typ
     names = list(teams[0].by_type) if teams else list(types if types is not None else type_names())
     if not names:
         return []
-    rows = ClusterNode.objects.filter(gpu_type__in=names).values("gpu_type").annotate(
-        capacity=Sum("gpu"), outside=Sum("outside_gpu"))
-    nodes = {row["gpu_type"]: row for row in rows}
+    nodes = {gpu_type: (capacity, outside) for gpu_type, capacity, outside in gpus_per_type()}
     described = {gpu_type.name: gpu_type.description for gpu_type in gpu_types()}
-    return [
-        TypeSummary(name, described.get(name, ""), (nodes.get(name) or {}).get("capacity") or 0,
-                    (nodes.get(name) or {}).get("outside") or 0, [team.by_type[name] for team in teams])
-        for name in names
-    ]
+    return [TypeSummary(name, described.get(name, ""), *nodes.get(name, (0, 0)), [team.by_type[name] for team in teams])
+            for name in names]  # fmt: skip
+
+
+def gpus_per_type() -> list[tuple[str, int, int]]:
+    """Each GPU type's (name, GPUs, GPUs used outside Gangway) on the nodes the last cycle read,
+    by name; GPU nodes of no type are left out, and [] on a cluster without types."""
+    rows = (ClusterNode.objects.exclude(gpu_type="").values("gpu_type").order_by("gpu_type")
+            .annotate(capacity=Sum("gpu"), outside=Sum("outside_gpu")))  # fmt: skip
+    return [(row["gpu_type"], row["capacity"] or 0, row["outside"] or 0) for row in rows]
 
 
 @dataclass(frozen=True)
