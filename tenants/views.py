@@ -30,6 +30,7 @@ CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
 SWEEPS_SHOWN = 10  # the team page's newest Katib sweeps
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
+TYPE_CHART = (CHART_WIDTH // 2, CHART_HEIGHT * 3 // 4)  # the charts per GPU type, two abreast
 QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
 
 
@@ -99,7 +100,7 @@ def team_detail(request, slug: str):
         "etag_types": fingerprint(request, "team-types", team.pk, _figures(tiles)),
         "etag_jobs": etag_jobs,
         "chart": usage_chart(total, now),
-        "type_charts": [(name, usage_chart(samples, now)) for name, samples in per_type.items()],
+        "type_charts": [(name, usage_chart(samples, now, TYPE_CHART)) for name, samples in per_type.items()],
         "page": page,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
@@ -134,15 +135,18 @@ def _tiles(team: Team) -> dict:
     }
 
 
-def usage_chart(samples: list, now) -> dict:
-    """SVG geometry of GPUs used, borrowed, nominal and waiting over the 24 hours before `now`.
+def usage_chart(samples: list, now, size: tuple[int, int] = (CHART_WIDTH, CHART_HEIGHT)) -> dict:
+    """SVG geometry of GPUs used, borrowed, nominal and waiting over the 24 hours before `now`,
+    in a view box of `size` (width, height): the charts per GPU type are drawn half as wide, so
+    their axis text reads at the same size beside each other.
 
     Returns the polygon and polyline point strings and the axis ticks; `empty`
     is True when the loop has recorded no sample yet. The last sample holds
     until `now`, so even one sample draws a line.
     """
-    top_pad, width = 10, CHART_WIDTH - CHART_LEFT
-    bottom = CHART_HEIGHT - CHART_BOTTOM
+    chart_width, chart_height = size
+    top_pad, width = 10, chart_width - CHART_LEFT
+    bottom = chart_height - CHART_BOTTOM
     start = now - timedelta(hours=24)
     samples = _downsample(samples)
     if samples:
@@ -165,7 +169,7 @@ def usage_chart(samples: list, now) -> dict:
     first, last = (x(samples[0][0]), x(samples[-1][0])) if samples else (0, 0)
     return {
         "empty": not samples,
-        "width": CHART_WIDTH, "height": CHART_HEIGHT, "left": CHART_LEFT,
+        "width": chart_width, "height": chart_height, "left": CHART_LEFT,
         "used_area": f"{first},{bottom} {line(used)} {last},{bottom}" if samples else "",
         "borrowed_area": f"{line(over)} {line(reversed(nominal))}" if samples else "",
         "nominal_line": line(nominal), "waiting_line": line(waiting),
