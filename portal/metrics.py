@@ -31,7 +31,7 @@ from jobs.models import Job, JobEvent
 from portal.celery import app
 from scheduling.models import ClusterNode, Cycle
 from scheduling.records import CYCLE_BUCKETS, cycle_counts, cycle_failures
-from scheduling.selectors import reserved_by_node, team_usage
+from scheduling.selectors import gpus_per_type, reserved_by_node, team_usage
 
 # Admission cycles take milliseconds on a small cluster and seconds on a large one.
 FAILED_KEY = "tasks_failed:{}"
@@ -118,10 +118,12 @@ def _gpus():
         name: GaugeMetricFamily(f"gangway_team_gpus_{name}", f"GPUs {name} per team.", labels=["team"])
         for name in names
     }
-    for usage in team_usage():
+    usages = team_usage()
+    for usage in usages:
         for name in names:
             families[name].add_metric([usage.slug], getattr(usage, name))
     yield from families.values()
+    yield from _gpus_by_type(usages, names)
 
     reserved = GaugeMetricFamily("gangway_reserved_gpus", "GPUs reserved for starving jobs (R4), per team.",
                                  labels=["team"])  # fmt: skip
@@ -136,6 +138,30 @@ def _gpus():
                                 labels=["kind"])  # fmt: skip
     cluster.add_metric(["capacity"], nodes["capacity"] or 0)
     cluster.add_metric(["outside"], nodes["outside"] or 0)
+    yield cluster
+
+
+def _gpus_by_type(usages, names):
+    """On a cluster with GPU types, the team gauges per type and each type's capacity; nothing
+    without types. Their own metric names, not a `gpu_type` label on the totals, so a sum over
+    any metric's series stays meaningful (it never counts a team's GPUs twice)."""
+    if not any(usage.by_type for usage in usages):
+        return
+    families = {
+        name: GaugeMetricFamily(f"gangway_team_type_gpus_{name}", f"GPUs {name} per team and GPU type.",
+                                labels=["team", "gpu_type"])
+        for name in names
+    }  # fmt: skip
+    for usage in usages:
+        for gpu_type, of_type in usage.by_type.items():
+            for name in names:
+                families[name].add_metric([usage.slug, gpu_type], getattr(of_type, name))
+    yield from families.values()
+    cluster = GaugeMetricFamily("gangway_cluster_type_gpus", "GPUs of the schedulable nodes of each GPU type, "
+                                "as the last cycle saw them.", labels=["gpu_type", "kind"])  # fmt: skip
+    for gpu_type, capacity, outside in gpus_per_type():
+        cluster.add_metric([gpu_type, "capacity"], capacity)
+        cluster.add_metric([gpu_type, "outside"], outside)
     yield cluster
 
 

@@ -48,7 +48,7 @@ class CycleTotalsAdmin(LoopRecordAdmin):
 
 @admin.register(UsageSample)
 class UsageSampleAdmin(LoopRecordAdmin):
-    list_display = ("at", "team", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
-    list_filter = ("team",)
+    list_display = ("at", "team", "gpu_type", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
+    list_filter = ("team", "gpu_type")
     list_select_related = ("team",)
     date_hierarchy = "at"

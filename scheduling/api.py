@@ -9,11 +9,18 @@ from rest_framework.views import APIView
 
 from scheduling.selectors import cluster_summary
 from tenants.auth import ApiDefaults
-from tenants.serializers import UsageSerializer, _usage
+from tenants.serializers import TypedUsageSerializer, _usage
 
 
-class TeamUsageSerializer(UsageSerializer):
+class TeamUsageSerializer(TypedUsageSerializer):
     team = serializers.CharField()
+
+
+class TypeCapacitySerializer(serializers.Serializer):
+    capacity = serializers.IntegerField(help_text="GPUs of this type on schedulable nodes.")
+    used = serializers.IntegerField(help_text="GPUs of this type held by Gangway jobs.")
+    outside = serializers.IntegerField(help_text="GPUs of this type held by pods Gangway did not create.")
+    free = serializers.IntegerField()
 
 
 class CycleSerializer(serializers.Serializer):
@@ -40,6 +47,9 @@ class ClusterSerializer(serializers.Serializer):
     reserved_idle = serializers.IntegerField(help_text="Nominal quota neither used nor lent.")
     teams = TeamUsageSerializer(many=True)
     last_cycle = CycleSerializer(allow_null=True)
+    by_type = serializers.DictField(
+        child=TypeCapacitySerializer(), required=False,
+        help_text="On a cluster with GPU types: type name -> its GPUs, cheapest type first. Absent without types.")
 
 
 class ClusterView(ApiDefaults, APIView):
@@ -57,9 +67,13 @@ class ClusterView(ApiDefaults, APIView):
     def get(self, request):
         summary = cluster_summary()
         cycle = summary.last_cycle
-        return Response(ClusterSerializer({
+        data = {
             "capacity": summary.capacity, "used": summary.used, "outside": summary.outside, "free": summary.free,
             "reserved_idle": summary.reserved_idle,
             "teams": [{"team": team.slug, **_usage(team)} for team in summary.teams],
             "last_cycle": cycle,
-        }).data)  # fmt: skip
+        }  # fmt: skip
+        if summary.by_type:
+            data["by_type"] = {t.name: {"capacity": t.capacity, "used": t.used, "outside": t.outside, "free": t.free}
+                               for t in summary.by_type}  # fmt: skip
+        return Response(ClusterSerializer(data).data)

@@ -93,6 +93,9 @@ class UsageSample(models.Model):
     gpu_borrowed = models.PositiveIntegerField(default=0)
     gpu_nominal = models.PositiveIntegerField(default=0)
     gpu_waiting = models.PositiveIntegerField(default=0, help_text="GPUs asked by queued jobs.")
+    # The GPU type these figures are of; "" for the team's figures of all types (the only
+    # sample on a cluster without types). The team page draws one chart per type from these.
+    gpu_type = models.CharField(max_length=63, blank=True, default="", help_text="Empty: all GPU types.")
 
     class Meta:
         ordering = ["at"]

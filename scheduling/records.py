@@ -145,16 +145,18 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
 
 def usage_sample(now: datetime) -> None:
     """A GPU usage sample per team, at most one a minute, for the team page's chart: the
-    figures the latest plan gave (`latest_gpu_usage`), so the chart agrees with every other page."""
+    figures the latest plan gave (`latest_gpu_usage`), so the chart agrees with every other page.
+    On a cluster with GPU types, one more sample per team and type (`gpu_type`) beside the total."""
     latest = UsageSample.objects.order_by("-at").values_list("at", flat=True).first()
     if latest and now - latest < SAMPLE_EVERY:
         return
     figures = latest_gpu_usage()
     teams = dict(Team.objects.filter(slug__in=figures).values_list("slug", "pk"))
     UsageSample.objects.bulk_create(
-        UsageSample(team_id=teams[slug], at=now, gpu_used=team["used"], gpu_nominal=team["nominal"],
-                    gpu_borrowed=team["borrowed"], gpu_waiting=team["waiting"])
+        UsageSample(team_id=teams[slug], at=now, gpu_used=of["used"], gpu_nominal=of["nominal"],
+                    gpu_borrowed=of["borrowed"], gpu_waiting=of["waiting"], gpu_type=of.get("gpu_type", ""))
         for slug, team in figures.items() if slug in teams
+        for of in (team, *team.get("by_type", ()))
     )  # fmt: skip
     UsageSample.objects.filter(at__lt=now - timedelta(days=7)).delete()
 

@@ -15,8 +15,10 @@ from django.db.models import Count, Sum
 from jobs.models import Job, JobEvent
 from scheduling.cluster.job_manifests import job_manifest
 from scheduling.models import ClusterNode, Cycle, UsageSample
+from scheduling.policy.types import typed_key
 from scheduling.snapshot import to_cluster_job
 from tenants.models import AuditEntry, Quota, Team
+from tenants.selectors import gpu_types
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,28 @@ class TeamUsage:
     waiting: int  # GPUs asked for by its waiting jobs
     borrowing_limit: int | None
     borrowed_from: dict[str, int] = field(default_factory=dict)  # lender -> GPUs
+    # On a cluster with GPU types: type name -> the team's figures of that type (whose own
+    # `by_type` is empty), in the cluster's order; the figures above add them up. Empty without types.
+    by_type: dict[str, TeamUsage] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TypeSummary:
+    """One GPU type across the cluster: its nodes' GPUs and every team's figures of that type."""
+
+    name: str
+    description: str
+    capacity: int
+    outside: int
+    teams: list[TeamUsage] = field(default_factory=list)
+
+    @property
+    def used(self) -> int:
+        return sum(team.used for team in self.teams)
+
+    @property
+    def free(self) -> int:
+        return max(0, self.capacity - self.used - self.outside)
 
 
 @dataclass(frozen=True)
@@ -45,6 +69,8 @@ class ClusterSummary:
     reserved_idle: int  # nominal quota of teams that is neither used nor lent
     teams: list[TeamUsage] = field(default_factory=list)
     last_cycle: Cycle | None = None
+    # One per GPU type, in the cluster's order; empty on a cluster without types.
+    by_type: list[TypeSummary] = field(default_factory=list)
 
     @property
     def free(self) -> int:
@@ -59,31 +85,66 @@ def latest_gpu_usage() -> dict[str, dict]:
     return {team["team"]: team for team in figures or ()}
 
 
-def team_usage(teams: list[Team] | None = None) -> list[TeamUsage]:
-    """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it.
+def team_usage(teams: list[Team] | None = None, *, types: list[str] | None = None) -> list[TeamUsage]:
+    """GPU usage of every team (or those given), with what it lends, as the latest cycle's plan gave it;
+    on a cluster with GPU types, with each type's figures too (`by_type`, of the types the plan
+    names, else of `types`: the cluster's type names when the caller has read them).
 
     A team the latest plan did not know (created since) uses nothing yet: all its nominal is idle.
     """
     teams = teams if teams is not None else list(Team.objects.order_by("slug"))
-    quotas = {q.team_id: q for q in Quota.objects.filter(resource="gpu")}
+    quotas: dict[int, dict[str, Quota]] = defaultdict(dict)
+    for quota in Quota.objects.filter(resource__startswith="gpu"):
+        quotas[quota.team_id][quota.resource] = quota
     figures = latest_gpu_usage()
+    types = plan_types(figures) or list(types or ())
     usages = []
     for team in teams:
-        quota = quotas.get(team.pk)
-        nominal = quota.nominal if quota else 0
-        got = figures.get(team.slug) or {"nominal": nominal, "idle": nominal}
-        usages.append(TeamUsage(
-            slug=team.slug, name=team.name, nominal=got["nominal"], used=got.get("used", 0),
-            within=got.get("within", 0), borrowed=got.get("borrowed", 0), lent=got.get("lent", 0),
-            idle=got["idle"], waiting=got.get("waiting", 0),
-            borrowing_limit=quota.borrowing_limit if quota else None, borrowed_from=got.get("borrowed_from", {}),
-        ))  # fmt: skip
+        got = figures.get(team.slug)
+        of_type = {entry["gpu_type"]: entry for entry in (got or {}).get("by_type", ())}
+        by_type = {name: _usage(team, of_type.get(name), quotas[team.pk].get(typed_key(name))) for name in types}
+        total = _usage(team, got, quotas[team.pk].get("gpu"), by_type)
+        usages.append(total)
     return usages
 
 
-def cluster_summary() -> ClusterSummary:
+def _usage(team: Team, got: dict | None, quota: Quota | None, by_type: dict[str, TeamUsage] | None = None) -> TeamUsage:
+    """A team's figures from the plan's `got` (all types or one), its nominal idle when the plan did
+    not know it. With `by_type`, the total's nominal and borrowing limit are its types' added up
+    (no limit when one type has none), as the policy reads a typed quota."""
+    if by_type:
+        nominal = sum(usage.nominal for usage in by_type.values())
+        limits = [usage.borrowing_limit for usage in by_type.values()]
+        borrowing_limit = None if None in limits else sum(limits)
+    else:
+        nominal = quota.nominal if quota else 0
+        borrowing_limit = quota.borrowing_limit if quota else None
+    got = got or {"nominal": nominal, "idle": nominal}
+    return TeamUsage(
+        slug=team.slug, name=team.name, nominal=got["nominal"], used=got.get("used", 0),
+        within=got.get("within", 0), borrowed=got.get("borrowed", 0), lent=got.get("lent", 0),
+        idle=got["idle"], waiting=got.get("waiting", 0), borrowing_limit=borrowing_limit,
+        borrowed_from=got.get("borrowed_from", {}), by_type=by_type or {},
+    )  # fmt: skip
+
+
+def plan_types(figures: dict[str, dict]) -> list[str]:
+    """The GPU types the plan's `figures` give per team, in the cluster's order (the policy's:
+    tenants.GpuType's order, then types only a quota or a node names); [] for an untyped plan.
+    Read from the figures so a page on an untyped cluster costs no query more."""
+    return [entry["gpu_type"] for entry in next(iter(figures.values()), {}).get("by_type", ())]
+
+
+def type_names() -> list[str]:
+    """The cluster's GPU types in its order (tenants.GpuType); [] on a cluster without types."""
+    return [gpu_type.name for gpu_type in gpu_types()]
+
+
+def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
+    """The cluster's GPUs and every team's figures; `types`: the cluster's GPU type names when the
+    caller has read them already (`type_names`)."""
     nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
-    teams = team_usage()
+    teams = team_usage(types=types)
     return ClusterSummary(
         capacity=nodes["capacity"] or 0,
         used=sum(team.used for team in teams),
@@ -91,7 +152,28 @@ def cluster_summary() -> ClusterSummary:
         reserved_idle=sum(team.idle for team in teams),
         teams=teams,
         last_cycle=Cycle.objects.order_by("-started_at").first(),
+        by_type=_type_summaries(teams, types),
     )
+
+
+def _type_summaries(teams: list[TeamUsage], types: list[str] | None) -> list[TypeSummary]:
+    """Each GPU type's capacity (its nodes as the last cycle read them) and every team's figures
+    of it, in the order of the teams' `by_type`; [] without types."""
+    names = list(teams[0].by_type) if teams else list(types if types is not None else type_names())
+    if not names:
+        return []
+    nodes = {gpu_type: (capacity, outside) for gpu_type, capacity, outside in gpus_per_type()}
+    described = {gpu_type.name: gpu_type.description for gpu_type in gpu_types()}
+    return [TypeSummary(name, described.get(name, ""), *nodes.get(name, (0, 0)), [team.by_type[name] for team in teams])
+            for name in names]  # fmt: skip
+
+
+def gpus_per_type() -> list[tuple[str, int, int]]:
+    """Each GPU type's (name, GPUs, GPUs used outside Gangway) on the nodes the last cycle read,
+    by name; GPU nodes of no type are left out, and [] on a cluster without types."""
+    rows = (ClusterNode.objects.exclude(gpu_type="").values("gpu_type").order_by("gpu_type")
+            .annotate(capacity=Sum("gpu"), outside=Sum("outside_gpu")))  # fmt: skip
+    return [(row["gpu_type"], row["capacity"] or 0, row["outside"] or 0) for row in rows]
 
 
 @dataclass(frozen=True)
@@ -108,13 +190,17 @@ def loans_now(usages: list[TeamUsage]) -> list[Loan]:
     return [Loan(lender, usage.slug, gpus) for usage in usages for lender, gpus in usage.borrowed_from.items()]
 
 
-def usage_series(team: Team, since) -> list:
-    """The team's usage samples since `since`, oldest first, as (at, used, borrowed, nominal, waiting) rows."""
-    return list(
-        UsageSample.objects.filter(team=team, at__gte=since)
-        .order_by("at")
-        .values_list("at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting")
-    )
+def usage_series(team: Team, since, types: list[str] = ()) -> tuple[list, dict[str, list]]:
+    """The team's usage samples since `since`, oldest first, as (at, used, borrowed, nominal,
+    waiting) rows: those of all GPU types, and those of each type (in `types` order, then any
+    other sampled type); {} without typed samples. One query for both."""
+    total: list = []
+    series: dict[str, list] = {name: [] for name in types}
+    rows = (UsageSample.objects.filter(team=team, at__gte=since).order_by("at")
+            .values_list("gpu_type", "at", "gpu_used", "gpu_borrowed", "gpu_nominal", "gpu_waiting"))  # fmt: skip
+    for gpu_type, *row in rows:
+        (series.setdefault(gpu_type, []) if gpu_type else total).append(tuple(row))
+    return total, {name: rows for name, rows in series.items() if rows}
 
 
 @dataclass(frozen=True)
@@ -125,6 +211,7 @@ class NodeRow:
     gpu: int
     runs: list
     outside: int
+    gpu_type: str = ""  # the GPU type its labels tell; "" without types, or a GPU node no type matches
 
     @property
     def used(self) -> int:
@@ -149,8 +236,8 @@ def node_rows() -> list[NodeRow]:
         for node, count in held.items():
             if count:
                 runs[node].append((slug, job_id, name, count))
-    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu")
-    return [NodeRow(name, gpu, runs.get(name, []), outside) for name, gpu, outside in nodes]
+    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu", "gpu_type")
+    return [NodeRow(name, gpu, runs.get(name, []), outside, kind) for name, gpu, outside, kind in nodes]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from jobs.selectors import queue_for, sweeps_for
 from jobs.templatetags.gangway import palette, plural
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.models import ClusterNode
-from scheduling.selectors import cluster_summary, live_version, node_rows, reserved_by_node
+from scheduling.selectors import cluster_summary, live_version, node_rows, reserved_by_node, type_names
 from tenants.permissions import is_admin
 from tenants.selectors import teams_for
 
@@ -75,17 +75,30 @@ def _tiles(request):
 
 
 def _teams(request):
+    """The teams' bars; on a cluster with GPU types, one group of bars per type (its capacity, and
+    each team's figures of that type), else one bar per team as before types."""
     summary = _summary(request)
     colours = palette(request)
-    return fingerprint(request, "teams", summary.teams, colours), lambda: {"bars": _team_bars(summary.teams, colours)}
+    kinds = [(t.name, t.description, t.capacity, t.outside) for t in summary.by_type]
+    return fingerprint(request, "teams", summary.teams, kinds, colours), lambda: {
+        "bars": _team_bars(summary.teams, colours),
+        "type_groups": [{"type": t, "bars": _team_bars([u for u in t.teams if _has_any(u)], colours, t.name)}
+                        for t in summary.by_type],
+    }  # fmt: skip
+
+
+def _has_any(usage) -> bool:
+    """Whether a team has anything of a GPU type to show: quota, use or waiting jobs."""
+    return bool(usage.nominal or usage.used or usage.waiting)
 
 
 def _nodes(request):
     mine = _my_teams(request)
     state, rows = _node_rows()
     reserved = reserved_by_node()
-    etag = fingerprint(request, "nodes", state, sorted(reserved.items()), sorted(mine), palette(request))
-    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved)}
+    kinds = _kinds(request)
+    etag = fingerprint(request, "nodes", state, kinds, sorted(reserved.items()), sorted(mine), palette(request))
+    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved, kinds)}
 
 
 def _queue(request):
@@ -115,8 +128,15 @@ def _scope(request, part: str) -> str:
 def _summary(request):
     """The cluster summary, read once per request whichever parts need it."""
     if not hasattr(request, "_cluster_summary"):
-        request._cluster_summary = cluster_summary()
+        request._cluster_summary = cluster_summary(types=_kinds(request))
     return request._cluster_summary
+
+
+def _kinds(request) -> list[str]:
+    """The cluster's GPU type names, read once per request for the bars and the map alike."""
+    if not hasattr(request, "_gpu_types"):
+        request._gpu_types = type_names()
+    return request._gpu_types
 
 
 def _waiting(request) -> int:
@@ -132,13 +152,15 @@ def _my_teams(request) -> set[str]:
     return request._my_teams
 
 
-def _team_bars(teams, colours: dict[str, int]) -> list[dict]:
-    """Each team's bar as widths in percent of the largest team's span (nominal or use, whichever is more).
+def _team_bars(teams, colours: dict[str, int], gpu_type: str = "") -> list[dict]:
+    """Each team's bar as widths in percent of the largest team's span (nominal or use, whichever is more);
+    `gpu_type` names the type the figures are of, for the bars of one type.
 
     Everything a bar shows is prepared here, not by template tags: the
     dashboard draws one bar per team and is polled every few seconds.
     """
     scale = max([max(t.nominal, t.used) for t in teams] + [1])
+    gpus = f"{gpu_type} GPUs" if gpu_type else "GPUs"
     bars = []
     for team in teams:
         segments = [("within", team.within, "used within nominal"), ("borrowed", team.borrowed, "borrowed above nominal"),
@@ -147,7 +169,7 @@ def _team_bars(teams, colours: dict[str, int]) -> list[dict]:
             "team": team,
             "css": f"t{colours.get(team.slug, 0)}",
             "url": reverse("tenants:detail", args=[team.slug]),
-            "label": f"{team.slug}: {team.used} of {team.nominal} nominal GPUs in use, {team.borrowed} borrowed, "
+            "label": f"{team.slug}: {team.used} of {team.nominal} nominal {gpus} in use, {team.borrowed} borrowed, "
                      f"{team.lent} lent, {team.idle} idle",
             "segments": [(kind, round(100 * gpus / scale, 2), f"{plural(gpus, 'GPU')} {words}")
                          for kind, gpus, words in segments if gpus],
@@ -155,13 +177,48 @@ def _team_bars(teams, colours: dict[str, int]) -> list[dict]:
     return bars
 
 
-def _node_map_html(request, mine: set[str], rows, reserved) -> str:
+def _node_map_html(request, mine: set[str], rows, reserved, kinds: list[str]) -> str:
     """One cell per GPU, coloured by the team whose job holds it; a job's cells on a node share one tooltip.
+    On a cluster with GPU types (`kinds`, in its order), the nodes come in groups under a heading per
+    type, then the GPU nodes no type matches, then the nodes without GPUs.
 
     Built as a string rather than template loops: 500 nodes of 8 GPUs are 4,000
     cells, which a template loop renders too slowly for a page polled every few seconds.
     Job names show only for the viewer's teams (staff see all).
     """
+    if not kinds:
+        return mark_safe("".join(_node_cells(request, mine, rows, reserved)))
+    html = []
+    for heading, members in _node_groups(rows, kinds):
+        gpus, used = sum(node.gpu for node in members), sum(node.used for node in members)
+        note = f"{plural(len(members), 'node')}, {used} of {plural(gpus, 'GPU')} in use" if gpus else plural(len(members), "node")
+        html.append(f'<h3 class="node-group">{escape(heading)} <span class="muted">· {note}</span></h3>')
+        html.extend(_node_cells(request, mine, members, reserved))
+    return mark_safe("".join(html))
+
+
+UNTYPED = "untyped — no job can use their GPUs (their labels match no GPU type)"
+
+
+def _node_groups(rows, kinds: list[str]) -> list[tuple[str, list]]:
+    """The nodes in groups, each (heading, nodes): one per GPU type in `kinds` order (a type
+    only a node names comes after them), then GPU nodes of no type, then nodes without GPUs;
+    groups without nodes are left out."""
+    groups: dict[str, list] = {kind: [] for kind in kinds}
+    untyped, cpu_only = [], []
+    for node in rows:
+        if not node.gpu:
+            cpu_only.append(node)
+        elif node.gpu_type:
+            groups.setdefault(node.gpu_type, []).append(node)
+        else:
+            untyped.append(node)
+    named = [(kind, members) for kind, members in groups.items() if members]
+    return [*named, *([(UNTYPED, untyped)] if untyped else []), *([("without GPUs", cpu_only)] if cpu_only else [])]
+
+
+def _node_cells(request, mine: set[str], rows, reserved) -> list[str]:
+    """Each node of `rows` as its map cell's HTML."""
     colours = palette(request)
     staff = is_admin(request.user)
     html = []
@@ -187,7 +244,7 @@ def _node_map_html(request, mine: set[str], rows, reserved) -> str:
         cells.append('<i class="free"></i>' * free)
         html.append(f'<div class="node" title="{escape(node.name)}: {node.used} of {node.gpu} GPUs in use">'
                     f'<span class="node-name">{escape(node.name)}</span><span class="gpus">{"".join(cells)}</span></div>')
-    return mark_safe("".join(html))
+    return html
 
 
 def _node_rows() -> tuple[str, list]:
@@ -200,7 +257,7 @@ def _node_rows() -> tuple[str, list]:
     jobs = Job.objects.filter(state__in=Job.ACTIVE_STATES).aggregate(n=Count("id"), ids=Sum("id"), last=Max("admitted_at"))
     nodes = ClusterNode.objects.aggregate(n=Count("id"), gpu=Sum("gpu"), outside=Sum("outside_gpu"), seen=Max("seen_at"))
     state = ":".join(str(value) for value in (*jobs.values(), *nodes.values()))
-    key = "gangway:node-rows:" + hashlib.sha1(state.encode()).hexdigest()
+    key = "gangway:node-rows:2:" + hashlib.sha1(state.encode()).hexdigest()  # 2: rows carry the node's GPU type
     rows = cache.get(key)
     if rows is None:
         rows = node_rows()

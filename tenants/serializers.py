@@ -33,6 +33,17 @@ class UsageSerializer(serializers.Serializer):
     borrowing_limit = serializers.IntegerField(allow_null=True)
 
 
+class TypedUsageSerializer(UsageSerializer):
+    """A team's GPUs now, with its figures of each GPU type on a cluster with types."""
+
+    by_type = serializers.DictField(
+        child=UsageSerializer(), required=False,
+        help_text="On a cluster with GPU types: type name -> the team's figures of that type, cheapest type "
+                  "first; the figures above add them up (their borrowing limit too, null when a type has none). "
+                  "Absent without types.",
+    )  # fmt: skip
+
+
 class TeamSerializer(serializers.Serializer):
     slug = serializers.CharField()
     name = serializers.CharField()
@@ -41,7 +52,7 @@ class TeamSerializer(serializers.Serializer):
     tiers = serializers.ListField(child=serializers.CharField(), help_text="Tiers its jobs may use.")
     default_tier = serializers.CharField(allow_null=True)
     quotas = QuotaSerializer(many=True)
-    usage = serializers.DictField(child=UsageSerializer(), help_text="Per resource; GPUs for now.")
+    usage = serializers.DictField(child=TypedUsageSerializer(), help_text="Per resource; GPUs for now.")
 
     def to_representation(self, team):
         usage = self.context["usage"].get(team.slug)
@@ -56,10 +67,14 @@ class TeamSerializer(serializers.Serializer):
 
 
 def _usage(usage) -> dict:
-    return {
+    """A team's GPU figures as the API gives them; with `by_type` only on a cluster with GPU types."""
+    figures = {
         "nominal": usage.nominal, "used": usage.used, "within": usage.within, "borrowed": usage.borrowed,
         "lent": usage.lent, "idle": usage.idle, "waiting": usage.waiting, "borrowing_limit": usage.borrowing_limit,
     }  # fmt: skip
+    if usage.by_type:
+        figures["by_type"] = {name: _usage(of_type) for name, of_type in usage.by_type.items()}
+    return figures
 
 
 class QuotaLimitsSerializer(serializers.Serializer):

@@ -12,22 +12,25 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseStopPolling
 
 from jobs.selectors import jobs_of_team, sweeps_for, unfinished_of_team
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
+from scheduling.policy.types import typed_key
 from scheduling.preview import quota_what_if
 from scheduling.selectors import live_version, loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Quota, Team
 from tenants.permissions import can_edit_quota, can_manage_tokens, can_view
-from tenants.selectors import get_team_to_view, role_in, teams_for
+from tenants.selectors import get_team_to_view, gpu_types, role_in, teams_for
 from tenants.services import quota_update, quota_values
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
 SWEEPS_SHOWN = 10  # the team page's newest Katib sweeps
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
+TYPE_CHART = (CHART_WIDTH // 2, CHART_HEIGHT * 3 // 4)  # the charts per GPU type, two abreast
 QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
 
 
@@ -55,21 +58,25 @@ def team_detail(request, slug: str):
     """Any team's page. Members and staff read all its jobs with links to them; an outsider reads the
     waiting and running jobs' names and sizes only, and the quota history without tokens or members' changes.
 
-    Two parts are polled, each answering 304 while unchanged: ?part=tiles (GPUs now) and the
-    jobs (any other htmx request, ?page= pages them).
+    Parts are polled, each answering 304 while unchanged: ?part=tiles (GPUs now), ?part=types
+    (GPUs now and quota per GPU type, on a cluster with types) and the jobs (any other htmx
+    request, ?page= pages them).
     """
     team = get_team_to_view(request.user, slug)
     insider = can_view(request.user, team)
-    if request.htmx and request.GET.get("part") == "tiles":
-        scope, version = f"team-tiles:{team.pk}", live_version()
+    part = request.GET.get("part")
+    if request.htmx and part in ("tiles", "types"):
+        scope, version = f"team-{part}:{team.pk}", live_version()
         held = held_at(request, scope, version)
         if held is not None:
             return held
         tiles = _tiles(team)
-        etag = fingerprint(request, "team-tiles", team.pk, _figures(tiles))
+        if part == "types" and not tiles["by_type"]:  # the cluster has no types (any more): the part goes
+            return HttpResponseStopPolling("")
+        etag = fingerprint(request, f"team-{part}", team.pk, _figures(tiles))
         remember(request, scope, version, etag)
-        return unchanged(request, etag) or live(render(request, "tenants/detail.html#tiles", {
-            "team": team, "etag_tiles": etag, **tiles}), etag)  # fmt: skip
+        return unchanged(request, etag) or live(render(request, f"tenants/detail.html#{part}", {
+            "team": team, f"etag_{part}": etag, **tiles}), etag)  # fmt: skip
     if insider:
         jobs = jobs_of_team(team).order_by("-submitted_at", "-id")
     else:
@@ -83,14 +90,17 @@ def team_detail(request, slug: str):
     now = timezone.now()
     audit = AuditEntry.objects.filter(team=team).select_related("actor")
     tiles = _tiles(team)
+    total, per_type = usage_series(team, now - timedelta(hours=24), [name for name, *_ in tiles["by_type"]])
     context = {
         "team": team,
         "insider": insider,
         "role": role_in(request.user, team),
         **tiles,
         "etag_tiles": fingerprint(request, "team-tiles", team.pk, _figures(tiles)),
+        "etag_types": fingerprint(request, "team-types", team.pk, _figures(tiles)),
         "etag_jobs": etag_jobs,
-        "chart": usage_chart(usage_series(team, now - timedelta(hours=24)), now),
+        "chart": usage_chart(total, now),
+        "type_charts": [(name, usage_chart(samples, now, TYPE_CHART)) for name, samples in per_type.items()],
         "page": page,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
@@ -104,30 +114,39 @@ def team_detail(request, slug: str):
 def _figures(tiles: dict) -> tuple:
     """What the tiles show, as plain values (a Quota's own text leaves its limits out)."""
     quotas = sorted((q.resource, q.nominal, q.borrowing_limit, q.lending_limit) for q in tiles["quotas"].values())
-    return tiles["usage"], quotas, tiles["borrowing_from"], tiles["lending_to"]
+    return tiles["usage"], quotas, tiles["borrowing_from"], tiles["lending_to"], tiles["by_type"]
 
 
 def _tiles(team: Team) -> dict:
-    """The team's GPUs now: its usage, its quotas and who it borrows from and lends to."""
+    """The team's GPUs now: its usage, its quotas and who it borrows from and lends to; on a
+    cluster with GPU types, one row per type (`by_type`) of its figures and quota of that type."""
     usages = team_usage()
     loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
+    usage = next((u for u in usages if u.slug == team.slug), None)
+    quotas = {quota.resource: quota for quota in team.quotas.all()}
+    described = {kind.name: kind.description for kind in gpu_types()} if usage and usage.by_type else {}
     return {
-        "usage": next((u for u in usages if u.slug == team.slug), None),
-        "quotas": {quota.resource: quota for quota in team.quotas.all()},
+        "usage": usage,
+        "quotas": quotas,
         "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
         "lending_to": [loan for loan in loans if loan.lender == team.slug],
+        "by_type": [(name, described.get(name, ""), of_type, quotas.get(typed_key(name)))
+                    for name, of_type in (usage.by_type.items() if usage else ())],
     }
 
 
-def usage_chart(samples: list, now) -> dict:
-    """SVG geometry of GPUs used, borrowed, nominal and waiting over the 24 hours before `now`.
+def usage_chart(samples: list, now, size: tuple[int, int] = (CHART_WIDTH, CHART_HEIGHT)) -> dict:
+    """SVG geometry of GPUs used, borrowed, nominal and waiting over the 24 hours before `now`,
+    in a view box of `size` (width, height): the charts per GPU type are drawn half as wide, so
+    their axis text reads at the same size beside each other.
 
     Returns the polygon and polyline point strings and the axis ticks; `empty`
     is True when the loop has recorded no sample yet. The last sample holds
     until `now`, so even one sample draws a line.
     """
-    top_pad, width = 10, CHART_WIDTH - CHART_LEFT
-    bottom = CHART_HEIGHT - CHART_BOTTOM
+    chart_width, chart_height = size
+    top_pad, width = 10, chart_width - CHART_LEFT
+    bottom = chart_height - CHART_BOTTOM
     start = now - timedelta(hours=24)
     samples = _downsample(samples)
     if samples:
@@ -150,7 +169,7 @@ def usage_chart(samples: list, now) -> dict:
     first, last = (x(samples[0][0]), x(samples[-1][0])) if samples else (0, 0)
     return {
         "empty": not samples,
-        "width": CHART_WIDTH, "height": CHART_HEIGHT, "left": CHART_LEFT,
+        "width": chart_width, "height": chart_height, "left": CHART_LEFT,
         "used_area": f"{first},{bottom} {line(used)} {last},{bottom}" if samples else "",
         "borrowed_area": f"{line(over)} {line(reversed(nominal))}" if samples else "",
         "nominal_line": line(nominal), "waiting_line": line(waiting),

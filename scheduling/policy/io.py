@@ -371,7 +371,16 @@ def _typed(entry: dict, gpu_type: str | None) -> dict:
 
 
 def team_gpus_to_dict(t: TeamGpus) -> dict:
-    """Returns a team's GPU figures as the plan JSON gives them (and the loop stores them)."""
-    return {"team": t.team, "nominal": t.nominal, "used": t.used, "within": t.within,
-            "borrowed": t.borrowed, "lent": t.lent, "idle": t.idle, "waiting": t.waiting,
-            "borrowed_from": dict(t.borrowed_from)}
+    """Returns a team's GPU figures as the plan JSON gives them (and the loop stores them);
+    on a cluster with GPU types, with `by_type`: a list, in the cluster's order, of each
+    type's figures named by `gpu_type` (a list, not an object, so a store that sorts keys
+    keeps the order)."""
+    figures = {"team": t.team, **_gpu_figures(t)}
+    if t.by_type:
+        figures["by_type"] = [{"gpu_type": name, **_gpu_figures(f)} for name, f in t.by_type]
+    return figures
+
+
+def _gpu_figures(t: TeamGpus) -> dict:
+    return {"nominal": t.nominal, "used": t.used, "within": t.within, "borrowed": t.borrowed,
+            "lent": t.lent, "idle": t.idle, "waiting": t.waiting, "borrowed_from": dict(t.borrowed_from)}

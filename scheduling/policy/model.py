@@ -219,6 +219,9 @@ class TeamGpus:
     waiting: int
     # (lender, GPUs) in snapshot team order; what is not listed comes from unassigned capacity.
     borrowed_from: tuple[tuple[str, int], ...] = ()
+    # On a cluster with GPU types: (type, the team's figures of that type) in the cluster's
+    # order, which the figures above add up; () on a cluster without types.
+    by_type: tuple[tuple[str, TeamGpus], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,9 @@ def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterab
     """Returns every snapshot team's GPU figures, in snapshot order, once
     `admitted` (with their victims gone) count; `waiting` names the jobs that wait.
     On a cluster with GPU types, each figure is the sum of the team's figures
-    of each type (a waiting job counts for its first type)."""
+    of each type (a waiting job counts for its first type), and `by_type`
+    holds those figures, each computed against that type's quota alone, so
+    no type lends to or borrows from another."""
     types = state.types
     if types is None:
         return _figures(snapshot, snapshot.running, admitted, list(waiting), state.quota)
@@ -50,12 +52,13 @@ def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterab
                  if types.candidates(pending[i], teams[pending[i].team])[0] == kind]
         per_type.append(_figures(snapshot, running, mine, asked, state.quotas[kind]))
     order = {name: k for k, name in enumerate(teams)}
-    return tuple(_summed(figures, order) for figures in zip(*per_type))
+    return tuple(_summed(figures, types.names, order) for figures in zip(*per_type))
 
 
-def _summed(figures: tuple[TeamGpus, ...], order: dict[str, int]) -> TeamGpus:
+def _summed(figures: tuple[TeamGpus, ...], names: tuple[str, ...], order: dict[str, int]) -> TeamGpus:
     """Returns one team's figures of every GPU type added up, its lenders in
-    snapshot team order."""
+    snapshot team order, carrying each type's own figures (`by_type`, one per
+    name of `names`) so pages show per type what the total adds up."""
     loans: dict[str, int] = {}
     for f in figures:
         for lender, gpus in f.borrowed_from:
@@ -63,7 +66,7 @@ def _summed(figures: tuple[TeamGpus, ...], order: dict[str, int]) -> TeamGpus:
     first = figures[0]
     return TeamGpus(first.team, *(sum(getattr(f, name) for f in figures) for name in (
         "nominal", "used", "within", "borrowed", "lent", "idle", "waiting")),
-        tuple(sorted(loans.items(), key=lambda loan: order[loan[0]])))
+        tuple(sorted(loans.items(), key=lambda loan: order[loan[0]])), tuple(zip(names, figures)))
 
 
 def _figures(snapshot: Snapshot, running, admitted: Sequence[Admission], waiting: list[str],

@@ -189,3 +189,40 @@ def test_every_typed_job_gets_one_outcome_and_the_plan_is_deterministic(snapshot
             assert {of_node[name] for name, _ in r.placement} == {r.gpu_type}
         else:
             assert r.gpu_type is None
+
+
+FIGURES = ("nominal", "used", "within", "borrowed", "lent", "idle", "waiting")
+
+
+@PROFILE
+@given(typed_snapshots())
+def test_each_teams_figures_per_type_add_up_to_its_total_and_lend_only_within_the_type(snapshot):
+    """Every team carries one figure set per type, in the cluster's order, whose sums are its
+    totals; within each type, used is what jobs of that type hold, nobody lends beyond that
+    type's unused nominal and lending limit, and what lenders lend of a type is what borrowers
+    take of that type."""
+    result = plan(snapshot, with_eta=False)
+    used, _ = _usage(snapshot, _held(snapshot, result))
+    quota = _typed_teams(snapshot)
+    names = tuple(dict.fromkeys(n.gpu_type for n in snapshot.nodes))
+    for total in result.teams:
+        assert tuple(name for name, _ in total.by_type) == names
+        for field in FIGURES:
+            assert getattr(total, field) == sum(getattr(f, field) for _, f in total.by_type), field
+        loans = {}
+        for _, f in total.by_type:
+            for lender, gpus in f.borrowed_from:
+                loans[lender] = loans.get(lender, 0) + gpus
+        assert dict(total.borrowed_from) == loans
+    for k, name in enumerate(names):
+        of_type = {t.team: t.by_type[k][1] for t in result.teams}
+        taken: dict[str, int] = {}
+        for team, f in of_type.items():
+            assert f.used == used.get((team, f"gpu:{name}"), 0)
+            assert f.within + f.borrowed == f.used and f.by_type == ()
+            nominal, _, lending = quota.get((team, f"gpu:{name}"), (0, None, None))
+            assert f.nominal == nominal
+            assert f.lent <= min(nominal if lending is None else lending, max(0, nominal - f.used))
+            for lender, gpus in f.borrowed_from:
+                taken[lender] = taken.get(lender, 0) + gpus
+        assert {team: f.lent for team, f in of_type.items() if f.lent} == taken

@@ -52,16 +52,21 @@ def _decisions(got: dict, typed: bool) -> dict:
                  for w in got["wait"]],
         "reject": [(r["id"], r["code"], said(r["reason"])) for r in got["reject"]],
         "reservations": [(r["id"], r["start"], r["placement"]) for r in got["reservations"]],
-        "teams": got["teams"],
+        "teams": [{key: value for key, value in t.items() if key != "by_type"} for t in got["teams"]],
     }
 
 
 @pytest.mark.parametrize("snapshot", list(_untyped_cases()))
 def test_a_cluster_of_one_type_decides_as_a_cluster_without_types(snapshot):
     plain = _decisions(plan_to_dict(plan(snapshot_from_dict(snapshot))), typed=False)
-    typed = _decisions(plan_to_dict(plan(snapshot_from_dict(_one_type(snapshot)))), typed=True)
+    typed_plan = plan_to_dict(plan(snapshot_from_dict(_one_type(snapshot))))
+    typed = _decisions(typed_plan, typed=True)
     for entry in typed["admit"]:
         assert entry[3] == ("a100" if any(_gpus(snapshot, entry[0])) else None)
+    # The one type's figures are the team's totals.
+    for team in typed_plan["teams"]:
+        (only,) = team.pop("by_type")
+        assert only == {"gpu_type": "a100", **{key: value for key, value in team.items() if key != "team"}}
     plain["admit"] = [entry[:3] for entry in plain["admit"]]
     typed["admit"] = [entry[:3] for entry in typed["admit"]]
     assert typed == plain
@@ -78,6 +83,7 @@ def test_a_plan_without_types_names_no_type():
     reserved = [r for got in plans for r in got["reservations"]]
     assert admitted and reserved
     assert not any("gpu_type" in entry for entry in admitted + reserved)
+    assert not any("by_type" in team for got in plans for team in got["teams"])
 
 
 TYPED = {
