@@ -35,6 +35,7 @@ cat <<MSG
   Gangway is running at http://127.0.0.1:${PORT}/
   Log in as admin (staff), lead (lead of perception) or engineer (maps, research);
   the password is '${DEMO_PASSWORD}'.
+  The simulated cluster has two GPU types: 4 nodes of 8 l4 GPUs and 2 nodes of 8 a100 GPUs.
   Logs: $LOGS/web.log, worker.log, beat.log. Press Ctrl-C to stop.
 
 MSG

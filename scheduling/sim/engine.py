@@ -9,6 +9,11 @@ Each second at which something happens is one step, in a fixed order:
    now, lose the work since their last checkpoint, and queue again with
    their old queue time.
 
+On a cluster with GPU types (world.py) every pod of a job lands on nodes of
+one type, one the job accepts: the engine refuses any other placement, so
+a policy that breaks the rule fails loudly instead of skewing the figures.
+GPUs in use are counted per type too.
+
 Nothing happens between events, so the clock jumps from one to the next.
 When nothing runs, nothing arrives and the pass starts nothing, no job can
 ever start again: the replay ends there and records a deadlock. The engine
@@ -48,6 +53,9 @@ class Entry:
     waited: int = 0
     preemptions: int = 0
     run: int = 0
+    # The GPU type its pods hold (its first pod's node's); None while none is
+    # placed, and always on a cluster without types.
+    gpu_type: str | None = None
     cache: dict = field(default_factory=dict)
 
     @property
@@ -118,6 +126,11 @@ class Cluster:
         self.by_tier: dict[str, dict[str, dict[str, Entry]]] = {t.name: {} for t in world.teams}
         # node -> GPUs reserved (R4) by the last admission pass.
         self.reserved: dict[int, int] = {}
+        # GPU type -> GPUs of running jobs, and (team, type) -> the same per
+        # team: the ledger's usage per type and the typed baselines' quotas.
+        self.type_used = dict.fromkeys(world.gpu_types, 0)
+        self.team_type_used: dict[tuple[str, str], int] = {
+            (t.name, kind): 0 for t in world.teams for kind in world.gpu_types}
 
     def checkpointed(self, entry: Entry, now: int) -> int | None:
         """Returns when running `entry` last checkpointed in its current run
@@ -141,8 +154,12 @@ class Cluster:
         return sum(min(gpu[i], g) for i, g in self.reserved.items())
 
     def place(self, entry: Entry, nodes: tuple[int, ...]) -> bool:
-        """Places the next pods of `entry`; returns whether it now runs."""
+        """Places the next pods of `entry`; returns whether it now runs.
+        Raises ValueError, placing nothing, when a node is of a type the job
+        does not accept or of another type than its other pods."""
         first = len(entry.nodes)
+        if self.world.gpu_types:
+            self._check_type(entry, nodes)
         for k, i in enumerate(nodes):
             self.free.take(i, entry.pods[first + k])
         entry.nodes.extend(nodes)
@@ -155,6 +172,9 @@ class Cluster:
         self.partial -= held
         self.partial_by_team[entry.team] -= held
         self.used[entry.team] += entry.gpus
+        if entry.gpu_type is not None:
+            self.type_used[entry.gpu_type] += entry.gpus
+            self.team_type_used[(entry.team, entry.gpu_type)] += entry.gpus
         tiers = self.tier_gpus[entry.team]
         tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + entry.gpus
         self.by_tier[entry.team].setdefault(entry.tier.name, {})[entry.id] = entry
@@ -165,9 +185,27 @@ class Cluster:
         for k, i in enumerate(entry.nodes):
             self.free.give(i, entry.pods[k])
         self.used[entry.team] -= entry.gpus
+        if entry.gpu_type is not None:
+            self.type_used[entry.gpu_type] -= entry.gpus
+            self.team_type_used[(entry.team, entry.gpu_type)] -= entry.gpus
         self.tier_gpus[entry.team][entry.tier.name] -= entry.gpus
         del self.by_tier[entry.team][entry.tier.name][entry.id]
         entry.nodes = []
+        entry.gpu_type = None
+
+    def _check_type(self, entry: Entry, nodes: tuple[int, ...]) -> None:
+        """Sets `entry.gpu_type` from its first pod's node; raises ValueError
+        when `nodes` break the rule of the module docstring."""
+        world = self.world
+        accepted = world.type_of.get(entry.id, world.gpu_types)
+        kind = entry.gpu_type or (world.nodes[nodes[0]].gpu_type if nodes else None)
+        for i in nodes:
+            node = world.nodes[i]
+            if node.gpu_type != kind or kind not in accepted:
+                raise ValueError(f"job {entry.id} accepts {', '.join(accepted)} GPUs"
+                                 + (f" and holds {kind}" if entry.gpu_type else "")
+                                 + f"; node {node.name} is of type {node.gpu_type}")
+        entry.gpu_type = kind
 
 
 def replay(

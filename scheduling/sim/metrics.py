@@ -18,6 +18,9 @@ Definitions (seconds; fractions in 0..1):
   wide only; `teams.csv` has no such column).
 - Big jobs: those of at least `BIG_GANG` GPUs; their p99 and longest
   queueing delays tell whether big gangs are starved.
+- Per GPU type (only with types, `types.csv`): GPU-hours delivered (GPUs of
+  running jobs of that type, integrated over time) and utilisation (those
+  GPU-seconds / (the type's GPUs x makespan)).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ COLUMNS = ("policy", "load", "jobs", "avg_jct", "median_jct", "p95_jct", "p99_jc
 # Per team: every column but the reserved room, which belongs to the cluster.
 TEAM_COLUMNS = COLUMNS[:2] + ("team",) + tuple(
     c for c in COLUMNS[2:] if c != "reserved_idle_gpu_hours")
+TYPE_COLUMNS = ("policy", "load", "gpu_type", "gpus", "gpu_hours", "utilization")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,9 @@ class Outcome:
     times: tuple[int, ...]  # sample times, for the plot of use per team
     use: tuple[tuple[int, ...], ...]  # GPUs in use per team at each sample
     reserved_idle: int = 0  # GPU-seconds reserved (R4) while free
+    # GPU type -> (its GPUs, GPU-seconds of running jobs), in the cluster's
+    # order; empty without types.
+    type_busy: tuple[tuple[str, int, int], ...] = ()
 
 
 class Ledger:
@@ -104,6 +111,7 @@ class Ledger:
         self.team_busy, self.team_kept, self.team_asked = dict(zero), dict(zero), dict(zero)
         self.team_partial = dict(zero)
         self.team_lost, self.team_preemptions = dict(zero), dict(zero)
+        self.type_busy = dict.fromkeys(world.gpu_types, 0)
 
     @property
     def done(self) -> int:
@@ -123,6 +131,8 @@ class Ledger:
         self.busy += (self.capacity - cluster.free.total - cluster.partial) * dt
         if cluster.reserved:
             self.reserved_idle += cluster.reserved_idle() * dt
+        for kind, gpus in cluster.type_used.items():
+            self.type_busy[kind] += gpus * dt
         if cluster.partial:
             self.partial += cluster.partial * dt
             for team, held in cluster.partial_by_team.items():
@@ -161,6 +171,8 @@ class Ledger:
             self.stuck_jobs, self.stuck_at, self.team_busy, self.team_partial,
             self.team_kept, self.team_asked, self.team_lost, self.team_preemptions,
             tuple(self.times), tuple(self.use), self.reserved_idle,
+            tuple((kind, sum(n.gpu for n in self.world.nodes if n.gpu_type == kind), busy)
+                  for kind, busy in self.type_busy.items()),
         )
 
 
@@ -222,6 +234,16 @@ def summarize_teams(outcome: Outcome, load: float) -> list[dict[str, object]]:
         )
         rows.append({"policy": outcome.policy, "load": load, "team": team, **row})
     return rows
+
+
+def summarize_types(outcome: Outcome, load: float) -> list[dict[str, object]]:
+    """Returns the `types.csv` rows of one replay, one per GPU type in the
+    cluster's order; none without types."""
+    makespan = _makespan(outcome)
+    return [{"policy": outcome.policy, "load": load, "gpu_type": kind, "gpus": gpus,
+             "gpu_hours": busy / 3600,
+             "utilization": busy / (gpus * makespan) if gpus and makespan else 0.0}
+            for kind, gpus, busy in outcome.type_busy]
 
 
 def _makespan(outcome: Outcome) -> int:

@@ -63,6 +63,18 @@ def markdown(rows: list[dict[str, object]], notes: dict[tuple[str, float], str] 
     return "\n".join(lines) + "\n"
 
 
+def type_lines(rows: list[dict[str, object]]) -> str:
+    """Returns one line per policy and load of `types.csv` rows: each GPU
+    type's GPUs, GPU-hours delivered and utilisation, in the cluster's order."""
+    lines: dict[tuple[object, object], list[str]] = {}
+    for row in rows:
+        lines.setdefault((row["policy"], row["load"]), []).append(
+            f"{row['gpu_type']} ({row['gpus']:,} GPUs) {row['gpu_hours']:,.0f} GPU-h delivered, "
+            f"{row['utilization']:.1%} used")
+    return "".join(f"- per GPU type, {policy} x{_load(load)}: {'; '.join(parts)}.\n"
+                   for (policy, load), parts in lines.items())
+
+
 def _h(seconds: object) -> str:
     return f"{float(seconds) / HOUR:,.2f} h"
 
@@ -158,4 +170,4 @@ def _plot_sizes(plt, outcomes, loads, out_dir: str) -> str:
     return path
 
 
-__all__ = ["COLUMNS", "SIZES", "markdown", "plot", "queue_by_size", "write_csv"]
+__all__ = ["COLUMNS", "SIZES", "markdown", "plot", "queue_by_size", "type_lines", "write_csv"]

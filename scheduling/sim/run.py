@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import replay
-from .metrics import COLUMNS, TEAM_COLUMNS, Outcome, summarize, summarize_teams
+from .metrics import COLUMNS, TEAM_COLUMNS, TYPE_COLUMNS, Outcome, summarize, summarize_teams, summarize_types
 from .policies import POLICIES
 from .progress import bar
-from .report import markdown, plot, write_csv
+from .report import markdown, plot, type_lines, write_csv
 from .runtimes import ESTIMATES
 from .trace import Trace, TraceError, read_teams, read_trace, synthetic
-from .world import PARTITIONS, build_world
+from .world import ANY_TYPE, PARTITIONS, build_world, parse_types
 
 # The published comparisons' window of the Philly trace: October and November 2017.
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:59")
@@ -49,6 +49,8 @@ class Config:
     teams: bool = False
     estimates: str = "history"
     partition: str = "shared"
+    types: tuple[tuple[str, int], ...] = ()  # (GPU type, nodes), cheapest first; () = untyped
+    any_type: float = ANY_TYPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partition", choices=PARTITIONS, default="shared",
                         help="shared: quotas over shared nodes; nodes: each team owns whole "
                              "nodes, where the isolated baselines place its jobs")
+    parser.add_argument("--types", default="",
+                        help="a cluster of GPU types instead: type:nodes of 8 GPUs, cheapest first, "
+                             "e.g. l4:256,a100:96; quotas split by capacity, each job prefers a "
+                             "type drawn with --seed")
+    parser.add_argument("--any-type", type=float, default=ANY_TYPE,
+                        help=f"with --types, the share of jobs accepting every type (default {ANY_TYPE})")
     parser.add_argument("--teams", action="store_true", help="also print the table per team")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -114,6 +122,8 @@ def config_from(options: dict) -> Config:
         teams=bool(options.get("teams")),
         estimates=options.get("estimates") or "history",
         partition=options.get("partition") or "shared",
+        types=parse_types(options.get("types") or ""),
+        any_type=ANY_TYPE if options.get("any_type") is None else options["any_type"],
     )
 
 
@@ -128,10 +138,12 @@ def load_jobs(config: Config, load: float) -> Trace:
 
 def run(config: Config, err=None) -> Result:
     """Replays every policy at every load; writes the files when `config.out`
-    is set; returns the outcomes, the summary rows and the markdown table."""
+    is set (and `types.csv` on a cluster with GPU types); returns the
+    outcomes, the summary rows and the markdown table, followed by one line
+    per policy and load with each type's figures when there are types."""
     err = err or sys.stderr
     outcomes = []
-    rows, team_rows = [], []
+    rows, team_rows, type_rows = [], [], []
     notes = {}
     bad = 0
     for load in config.loads:
@@ -142,7 +154,7 @@ def run(config: Config, err=None) -> Result:
                 f"line {b.line}: {b.reason}" for b in trace.bad[:5])
                 + ("; ..." if bad > 5 else "") + "\n")
         world = build_world(trace, config.seed, partition=config.partition,
-                            estimates=config.estimates)
+                            estimates=config.estimates, types=config.types, any_type=config.any_type)
         for name in config.policies:
             policy = POLICIES[name](world)
             began, cpu = time.perf_counter(), time.process_time()
@@ -153,14 +165,19 @@ def run(config: Config, err=None) -> Result:
                              time.process_time() - cpu))
             rows.append(summarize(outcome, load))
             team_rows.extend(summarize_teams(outcome, load))
+            type_rows.extend(summarize_types(outcome, load))
             notes[(name, load)] = _note(outcome)
     table = markdown(rows, notes)
+    if type_rows:
+        table += "\n" + type_lines(type_rows)
     if config.teams:
         table += "\n" + markdown(team_rows)
     if config.out:
         os.makedirs(config.out, exist_ok=True)
         write_csv(os.path.join(config.out, "summary.csv"), rows, COLUMNS)
         write_csv(os.path.join(config.out, "teams.csv"), team_rows, TEAM_COLUMNS)
+        if type_rows:
+            write_csv(os.path.join(config.out, "types.csv"), type_rows, TYPE_COLUMNS)
         with open(os.path.join(config.out, "summary.md"), "w", encoding="utf-8") as handle:
             handle.write(table)
         plot([(load, outcome) for load, outcome, _, _ in outcomes], config.out)

@@ -88,13 +88,15 @@ def test_seed_demo_twice_gives_the_same_rows(db):
     second = run("seed_demo")
     assert snapshot_of_rows() == rows
     assert "(0 rows created)" in second and "(0 rows created)" not in first
-    assert sum(nominal for _, resource, nominal, _ in rows[1] if resource == "gpu") == 32, "quotas sum to the 4 x 8 GPU cluster"
+    assert sum(nominal for _, resource, nominal, _ in rows[1] if resource == "gpu:l4") == 32, "quotas sum to the 4 x 8 l4 GPUs"
+    assert sum(nominal for _, resource, nominal, _ in rows[1] if resource == "gpu:a100") == 16, "and to the 2 x 8 a100 GPUs"
 
 
 def test_seed_demo_scales_quotas_with_the_cluster(db):
-    run("seed_demo", "--nodes", "8", "--gpus-per-node", "4")
-    assert SimNode.objects.count() == 8
-    assert sum(Quota.objects.filter(resource="gpu").values_list("nominal", flat=True)) == 32
+    run("seed_demo", "--nodes", "8", "--a100-nodes", "3", "--gpus-per-node", "4")
+    assert SimNode.objects.count() == 11
+    assert sum(Quota.objects.filter(resource="gpu:l4").values_list("nominal", flat=True)) == 32
+    assert sum(Quota.objects.filter(resource="gpu:a100").values_list("nominal", flat=True)) == 12
 
 
 def test_doctor_lists_each_teams_claims(maps, vision, nodes):

@@ -1,10 +1,12 @@
 """The seeded demo world tells R4's story on the simulated cluster, at the demo's STARVATION_AFTER:
-a gang that no node can hold reserves room, smaller jobs backfill around it, and it starts when due."""
+a gang that no node can hold reserves room, smaller jobs backfill around it, and it starts when due.
+The story runs on the l4 nodes; beside it, the jobs that name a100 run on the a100 nodes."""
 
 from __future__ import annotations
 
 import re
 from datetime import datetime
+from io import StringIO
 from pathlib import Path
 
 from django.core.management import call_command
@@ -13,11 +15,15 @@ from django.test import override_settings
 from jobs.models import Job
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
+from scheduling.models import SimNode
 from scheduling.reconcile import reconcile
+from tenants.models import GPU_TYPE_LABEL, GpuType, Quota
+from tenants.selectors import gpu_types
 
 DEMO_SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "demo.sh"
 BEAT = 5  # seconds between beats, as the demo's admission and reconcile intervals
 DEMO_MINUTES = 5
+L4_NODES = {"node-01", "node-02", "node-03", "node-04"}
 
 
 def demo_starvation_after() -> int:
@@ -62,6 +68,45 @@ def test_the_seeded_gang_reserves_room_others_backfill_and_it_starts_when_due(db
             clock.tick(BEAT)
 
     assert holder.name == "llm-compliance-eval" and holder.replica_count == 1
-    assert (reserved_at - start).total_seconds() >= demo_starvation_after(), "it reserves only once starving"
+    # Starving is counted from its queue time, a few seconds before the first beat (R4).
+    assert (reserved_at - holder.queued_at).total_seconds() > demo_starvation_after(), "it reserves only once starving"
+    assert holder.assigned_gpu_type == "l4" and set(holder.placement) <= L4_NODES, "its team's quota names l4 alone"
     assert backfilled, "no job was admitted while the reservation stood"
     assert admitted_at <= reservation_start, "it starts no later than its reservation said"
+    typed = {job.name: (job.assigned_gpu_type, set(job.placement)) for job in Job.objects.exclude(gpu_type=[])}
+    assert typed == {"vit-huge-pretrain": ("a100", {"node-05"}), "traffic-llm-finetune": ("a100", {"node-06"})}
+
+
+def test_the_demo_has_two_gpu_types_labelled_on_its_nodes(db):
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    assert [(t.name, t.value) for t in gpu_types()] == [("l4", "NVIDIA-L4"), ("a100", "NVIDIA-A100-SXM4-80GB")]
+    labels = dict(SimNode.objects.values_list("name", "labels"))
+    assert {name for name, node_labels in labels.items() if node_labels == {GPU_TYPE_LABEL: "NVIDIA-L4"}} == L4_NODES
+    assert {name for name, node_labels in labels.items()
+            if node_labels == {GPU_TYPE_LABEL: "NVIDIA-A100-SXM4-80GB"}} == {"node-05", "node-06"}
+    gpu = {(slug, resource): nominal for slug, resource, nominal in
+           Quota.objects.filter(resource__startswith="gpu").values_list("team__slug", "resource", "nominal")}
+    assert gpu == {("finance", "gpu:l4"): 8, ("perception", "gpu:l4"): 12, ("maps", "gpu:l4"): 8,
+                   ("research", "gpu:l4"): 4, ("perception", "gpu:a100"): 8, ("maps", "gpu:a100"): 8}
+
+
+def test_it_upgrades_a_demo_seeded_before_gpu_types(db):
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    # The demo as it was: no types, four unlabelled nodes, quotas of `gpu`, no typed jobs.
+    GpuType.objects.all().delete()
+    SimNode.objects.filter(name__in=["node-05", "node-06"]).delete()
+    SimNode.objects.update(labels={})
+    Quota.objects.filter(resource="gpu:a100").delete()
+    Quota.objects.filter(resource="gpu:l4").update(resource="gpu")
+    Quota.objects.filter(team__slug="maps", resource="gpu").update(nominal=6)  # an admin's change
+    Job.objects.exclude(gpu_type=[]).delete()
+    before = Job.objects.count()
+
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "(8 rows created)" in out.getvalue()  # 2 types, 2 a100 nodes, 2 a100 quotas, 2 typed jobs
+    assert not Quota.objects.filter(resource="gpu").exists()
+    assert Quota.objects.get(team__slug="maps", resource="gpu:l4").nominal == 6
+    assert Quota.objects.get(team__slug="maps", resource="gpu:a100").nominal == 8
+    assert SimNode.objects.get(name="node-01").labels == {GPU_TYPE_LABEL: "NVIDIA-L4"}
+    assert Job.objects.count() == before + 2

@@ -1,12 +1,16 @@
-"""Seed a believable demo world: a simulated cluster, teams, tiers, users and jobs.
+"""Seed a believable demo world: a simulated cluster of two GPU types, teams, tiers, users and jobs.
 
 Idempotent: every row is found by its natural key first, so running it twice
-changes nothing.
+changes nothing. On a demo database seeded before GPU types it adds the types,
+labels the old nodes l4 (the story below runs on them), adds the a100 nodes,
+turns each team's `gpu` quota into `gpu:l4` with the same figures and adds the
+a100 quotas and jobs; rows an admin changed keep their changes.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -24,20 +28,31 @@ from scheduling.cluster.simulated_logs import failure_summary
 from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.models import SimClaim, SimJob, SimNode, SimOutsideJob
 from scheduling.snapshot import to_cluster_job
-from tenants.models import Membership, PriorityTier, Quota, Team
+from tenants.models import GPU_TYPE_LABEL, GpuType, Membership, PriorityTier, Quota, Team
 
 TIERS = [
     ("production", 1000, False, 120, "Deadlines and serving models; never preempted, never borrows."),
     ("standard", 100, True, 60, "Everyday training; may borrow idle GPUs."),
     ("experiment", 10, True, 30, "Sweeps and try-outs; first to make room."),
 ]
-# (slug, name, share of the cluster's GPUs in eighths, borrowing limit in eighths or None, tiers)
+# (name, value of nvidia.com/gpu.product on its nodes, order: cheapest first, description)
+GPU_TYPES = [
+    ("l4", "NVIDIA-L4", 1, "24 GB; fine-tuning, evaluation and small training runs."),
+    ("a100", "NVIDIA-A100-SXM4-80GB", 2, "80 GB, NVLink; large models and long pre-training."),
+]
+FIRST_TYPE = GPU_TYPES[0][0]  # node-01's: where seeded history ran
+# (slug, name, share of the l4 GPUs in eighths, borrowing limit in eighths or None, tiers). The l4
+# nodes are the cluster the story below runs on, with the quotas it had before types.
 TEAMS = [
     ("finance", "Finance forecasting", 2, 1, ("production", "standard", "experiment")),
     ("perception", "Perception", 3, None, ("production", "standard", "experiment")),
     ("maps", "Maps", 2, 1, ("standard", "experiment")),
     ("research", "Research", 1, 2, ("standard", "experiment")),
 ]
+# Share of the a100 GPUs in eighths, borrowing none: only perception and maps have a100s. The other
+# teams' quotas name l4 alone, so their jobs that name no type go to l4 only (and finance's gang
+# cannot dodge its wait by taking an a100 node).
+A100_TEAMS = {"perception": 4, "maps": 4}
 # R4's reservations, told in order. The jobs queue a second apart in this order, so the first
 # cycle places them in it, best fit (R11): nodes 01-03 each take two 3-GPU jobs, node-04
 # finance's 4-GPU job, and the kubectl job adopted from the cluster fills one 2-GPU gap. That
@@ -61,27 +76,37 @@ JOBS = [
     ("maps", "tile-superres-baseline", "standard", 1, 1, 90, Job.State.SUCCEEDED),
     ("research", "moe-routing-probe", "experiment", 2, 1, 60, Job.State.FAILED),
     ("finance", "fraud-gbdt-refresh", "standard", 1, 2, 120, Job.State.SUCCEEDED),
+    # Two jobs that name GPU types, queued last: the first cycle admits them on the a100 nodes,
+    # beside the story on l4 (see TYPED_JOBS).
+    ("perception", "vit-huge-pretrain", "standard", 1, 8, 900, None),
+    ("maps", "traffic-llm-finetune", "standard", 1, 4, 600, None),
 ]
+# The GPU types the jobs above name, in order of preference; a job not listed names none and gets
+# its team's types, cheapest first.
+TYPED_JOBS = {"vit-huge-pretrain": ("a100",), "traffic-llm-finetune": ("a100", "l4")}
 
 
 class Command(BaseCommand):
-    help = ("Create the demo world (simulated nodes, teams with a datasets claim, tiers, users admin/lead/engineer, "
-            "jobs, a kubectl job and a Katib sweep for reconcile to adopt); safe to rerun.")  # fmt: skip
+    help = ("Create the demo world (simulated l4 and a100 nodes, teams with a datasets claim and quotas per GPU "
+            "type, tiers, users admin/lead/engineer, jobs, a kubectl job and a Katib sweep for reconcile to "
+            "adopt); safe to rerun.")  # fmt: skip
 
     def add_arguments(self, parser):
-        parser.add_argument("--nodes", type=int, default=4, help="Simulated nodes (default 4).")
+        parser.add_argument("--nodes", type=int, default=4, help="Simulated l4 nodes, where the story runs (default 4).")
+        parser.add_argument("--a100-nodes", type=int, default=2, help="Simulated a100 nodes (default 2).")
         parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8).")
 
-    def handle(self, *args, nodes: int, gpus_per_node: int, **options):
-        if not 1 <= nodes <= 1000 or not 1 <= gpus_per_node <= 64:
-            raise CommandError("--nodes must be 1..1000 and --gpus-per-node 1..64.")
+    def handle(self, *args, nodes: int, a100_nodes: int, gpus_per_node: int, **options):
+        if not 1 <= nodes <= 1000 or not 1 <= a100_nodes <= 1000 or not 1 <= gpus_per_node <= 64:
+            raise CommandError("--nodes and --a100-nodes must be 1..1000 and --gpus-per-node 1..64.")
         password = os.environ.get("DEMO_PASSWORD", "demo")
         created = 0
         with transaction.atomic():
-            created += self.seed_nodes(nodes, gpus_per_node)
+            created += self.seed_gpu_types()
+            created += self.seed_nodes({"l4": nodes, "a100": a100_nodes}, gpus_per_node)
             tiers, new_tiers = self.seed_tiers()
             created += new_tiers
-            teams, new_teams = self.seed_teams(nodes * gpus_per_node, tiers)
+            teams, new_teams = self.seed_teams(nodes * gpus_per_node, a100_nodes * gpus_per_node, tiers)
             created += new_teams
             created += self.seed_claims(teams)
             created += self.seed_users(password, teams)
@@ -102,13 +127,28 @@ class Command(BaseCommand):
             simulated_outside.add(manifest, now=now)
         return len(made)
 
-    def seed_nodes(self, count: int, gpus: int) -> int:
+    def seed_gpu_types(self) -> int:
+        """The demo's GPU types (GPU_TYPES); returns how many were created."""
         made = 0
-        for index in range(1, count + 1):
-            _, new = SimNode.objects.get_or_create(
-                name=f"node-{index:02d}", defaults={"gpu": gpus, "cpu": 8000 * gpus, "memory": 64 * 1024**3 * gpus}
-            )
-            made += new
+        for name, value, order, description in GPU_TYPES:
+            made += GpuType.objects.get_or_create(name=name, defaults={"label": GPU_TYPE_LABEL, "value": value,
+                                                                       "order": order, "description": description})[1]  # fmt: skip
+        return made
+
+    def seed_nodes(self, counts: dict[str, int], gpus: int) -> int:
+        """Nodes node-01, node-02, ... of each type in `counts` in turn (l4 first, the nodes the demo had
+        before types), labelled with their type; a node without labels gets them, labels an admin set are
+        kept. Returns how many nodes were created."""
+        made, index = 0, 0
+        for name, value, _, _ in GPU_TYPES:
+            for _ in range(counts[name]):
+                index += 1
+                node, new = SimNode.objects.get_or_create(
+                    name=f"node-{index:02d}", defaults={"gpu": gpus, "cpu": 8000 * gpus, "memory": 64 * 1024**3 * gpus,
+                                                        "labels": {GPU_TYPE_LABEL: value}})  # fmt: skip
+                if not new and not node.labels:
+                    SimNode.objects.filter(pk=node.pk).update(labels={GPU_TYPE_LABEL: value})
+                made += new
         return made
 
     def seed_tiers(self) -> tuple[dict[str, PriorityTier], int]:
@@ -121,15 +161,18 @@ class Command(BaseCommand):
             made += new
         return tiers, made
 
-    def seed_teams(self, capacity: int, tiers: dict[str, PriorityTier]) -> tuple[dict[str, Team], int]:
+    def seed_teams(self, capacity: int, a100: int, tiers: dict[str, PriorityTier]) -> tuple[dict[str, Team], int]:
+        """The teams with their quotas: l4 GPUs, CPU and memory as shares of the `capacity` l4 GPUs, a100 GPUs
+        (A100_TEAMS) of the `a100` ones. Returns the teams by slug and how many rows were created."""
         teams, made = {}, 0
         for slug, name, share, borrow, allowed in TEAMS:
             team, new = Team.objects.get_or_create(slug=slug, defaults={"name": name, "default_tier": tiers["standard"]
                                                                         if "standard" in allowed else None})  # fmt: skip
             made += new
+            made += self.type_quotas(team, a100)
             if new:
                 team.tiers.set([tiers[tier] for tier in allowed])
-                Quota.objects.create(team=team, resource="gpu", nominal=capacity * share // 8,
+                Quota.objects.create(team=team, resource="gpu:l4", nominal=capacity * share // 8,
                                      borrowing_limit=None if borrow is None else capacity * borrow // 8,
                                      max_per_replica=8)  # fmt: skip
                 Quota.objects.create(team=team, resource="cpu", nominal=capacity * share // 8 * 8000,
@@ -138,6 +181,21 @@ class Command(BaseCommand):
                                      default_per_replica=8 * 1024**3)  # fmt: skip
             teams[slug] = team
         return teams, made
+
+    def type_quotas(self, team: Team, a100: int) -> int:
+        """Gives a team of a demo seeded before GPU types its quota per type: its `gpu` quota becomes `gpu:l4`
+        (the old nodes are the l4 ones) with the same figures, and the a100 quota of A100_TEAMS is added once
+        (for a new team too). Returns how many rows were created."""
+        if team.quotas.filter(resource="gpu:a100").exists():
+            return 0
+        if not team.quotas.filter(resource="gpu:l4").exists():
+            team.quotas.filter(resource="gpu").update(resource="gpu:l4")
+        share = A100_TEAMS.get(team.slug)
+        if share is None:
+            return 0
+        Quota.objects.create(team=team, resource="gpu:a100", nominal=a100 * share // 8, borrowing_limit=0,
+                             max_per_replica=8)  # fmt: skip
+        return 1
 
     def seed_claims(self, teams: dict[str, Team]) -> int:
         """A `datasets` claim in every team's namespace of the simulated cluster, for jobs to mount."""
@@ -186,6 +244,8 @@ class Command(BaseCommand):
                 **({"volumes": [{"claim": "datasets", "path": "/data", "read_only": True}], "shm": "8Gi"}
                    if index % 2 else {}),
             })  # fmt: skip
+            # The spec's types go in as the parsed spec carries them (replace keeps the rest as parsed).
+            spec = replace(spec, gpu_type=TYPED_JOBS.get(name, ()))
             owner = User.objects.get(username=owners[slug])
             job, _ = job_submit(team=teams[slug], spec=spec, owner=owner, via="seed_demo", idempotency_key=key)
             made += 1
@@ -196,7 +256,8 @@ class Command(BaseCommand):
         return made
 
     def finish(self, job: Job, state: str, seconds: int) -> None:
-        """Give a seeded job a past: admitted on the first node, ran and ended an hour ago (written directly, as history).
+        """Give a seeded job a past: admitted on the first node (an l4 one), ran and ended an hour ago (written
+        directly, as history).
 
         The simulated cluster keeps the ended job too, so its page shows the replicas' logs.
         """
@@ -204,7 +265,8 @@ class Command(BaseCommand):
         start = end - timedelta(seconds=seconds)
         placement = [SimNode.objects.order_by("name").values_list("name", flat=True).first()] * job.replica_count
         Job.objects.filter(pk=job.pk).update(state=state, admitted_at=start, started_at=start, finished_at=end,
-                                              queued_at=start, reason="", reason_code="", placement=placement)  # fmt: skip
+                                              queued_at=start, reason="", reason_code="", placement=placement,
+                                              assigned_gpu_type=FIRST_TYPE)  # fmt: skip
         job.refresh_from_db()
         cluster_job = to_cluster_job(job)
         sim = SimJob(job_id=job.pk, namespace=cluster_job.namespace, name=cluster_job.name, kind=job.kind,
@@ -215,7 +277,7 @@ class Command(BaseCommand):
         word = "Succeeded" if sim.succeeded else "Failed"
         JobEvent.objects.filter(job=job, kind=JobEvent.Kind.SUBMITTED).update(at=start)
         for kind, old, new, message, at in (
-            (JobEvent.Kind.ADMITTED, "queued", "admitted", "Admitted: all replicas placed at once.", start),
+            (JobEvent.Kind.ADMITTED, "queued", "admitted", f"Admitted on {FIRST_TYPE} GPUs: all replicas placed at once.", start),
             (JobEvent.Kind.RUNNING, "admitted", "running", "Running: all replicas started.", start),
             (state, "running", state, f"{word}: {sim.message}", end),
         ):

@@ -15,7 +15,7 @@ from .kube import KubeDefault
 from .planner import gangway, gangway_hold, kueue_like
 
 POLICIES: dict[str, Callable[[World], Policy]] = {
-    "kube-default": lambda world: KubeDefault(),
+    "kube-default": KubeDefault.of,
     "isolated-fifo": isolated_fifo,
     "isolated-sjf": isolated_sjf,
     "pooled-fifo": pooled_fifo,

@@ -22,6 +22,8 @@ class Queue:
 
     tiers: dict[str, Tier]
     runtimes: Runtimes | None = None
+    # job id -> the GPU types it accepts (the world's; empty without types)
+    type_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     jobs: dict[str, PendingJob] = field(default_factory=dict)
     # (team, GPUs) -> the queued entries R14 learns one estimate for, by id
     by_kind: dict[tuple[str, int], dict[str, Entry]] = field(default_factory=dict)
@@ -62,7 +64,7 @@ class Queue:
             job = entry.cache["pending"] = PendingJob(
                 entry.id, entry.team, entry.tier.name, entry.queued, replicas_of(entry.gpus),
                 max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
-                estimate=estimate)
+                estimate=estimate, gpu_type=self.type_of.get(entry.id, ()))
         elif job.estimate != estimate:
             job = entry.cache["pending"] = replace(job, estimate=estimate)
         return job
