@@ -111,6 +111,8 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
     for admission in result.admit:
         if admission.id == PREVIEW_ID:
             where = ", ".join(node for node, _ in admission.placement)
+            if admission.gpu_type:  # the type it would get, before the nodes: what a submitter chose
+                where = f"{admission.gpu_type} GPUs ({where})"
             if admission.victims:
                 return Preview("starts_now", f"Starts after preempting {len(admission.victims)} job(s), on {where}.")
             return Preview("starts_now", f"Starts now on {where}.")
