@@ -254,7 +254,8 @@ class JobFilterSerializer(serializers.Serializer):
                                             help_text="One state, or several separated by commas.")  # fmt: skip
     tier = serializers.CharField(required=False, help_text="Tier name.")
     owner = serializers.CharField(required=False, help_text="Username of the submitter.")
-    gpu_type = serializers.CharField(required=False, help_text="The GPU type its admission gave it, e.g. a100.")
+    gpu_type = serializers.RegexField(GPU_TYPE_NAME["pattern"], max_length=63, required=False,
+                                      help_text="The GPU type its admission gave it, e.g. a100.")  # fmt: skip
 
     def to_internal_value(self, data):
         data = data.copy()
