@@ -92,7 +92,9 @@ class JobForm(forms.Form):
             choices.append((asked, f"{asked} (not allowed for this team)"))
         self.fields["tier"].choices = choices
         self.replica_errors: list[str] = []
-        if offers is not None and self.selected_team is not None:
+        if self.selected_team is None:  # in no team, nothing to submit: no types to offer either
+            self.gpu_offers = []
+        elif offers is not None:
             self.gpu_offers = [(offer.name, offer.summary) for offer in offers(self.selected_team)]
         else:
             self.gpu_offers = [(t.name, f"{t.name} — {t.description}" if t.description else t.name) for t in gpu_types()]
