@@ -30,6 +30,15 @@ def parse_duration(text: str) -> float:
     return float(sum(int(number) * UNITS[unit] for number, unit in parts))
 
 
+def parse_gpu_types(text: str) -> list[str]:
+    """'a100' or 'h100,a100' as a list of names; ArgumentTypeError for an empty name. Which names the
+    cluster has is the server's check."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"not a list of GPU type names: {text!r} (e.g. h100,a100)")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", default=os.environ.get("GANGWAY_URL"), help="Portal URL (default: $GANGWAY_URL).")
@@ -46,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--timeout", type=parse_duration, help="With --wait: give up after this long (exit 3), e.g. 2h.")
     submit.add_argument("--interval", type=parse_duration, default=5.0, help="With --wait: seconds between polls.")
     submit.add_argument("--idempotency-key", help="Resubmitting with the same key returns the same job (e.g. the CI run id).")
+    submit.add_argument("--gpu-type", action="append", type=parse_gpu_types, metavar="TYPE[,TYPE...]",
+                        help="GPU types the job accepts, in order of preference: repeat it or separate with commas "
+                        "(--gpu-type h100 --gpu-type a100). Else the file's gpu_type, or the team's types.")  # fmt: skip
 
     status = commands.add_parser("status", parents=[common], help="Show a job.")
     status.add_argument("id", type=int)
@@ -92,9 +104,12 @@ def cmd_submit(client: Client, args) -> int:
     # The server parses the YAML (safely, with its limits) and validates it, so
     # the CLI and the portal can never disagree about what a valid job is.
     key = args.idempotency_key or f"gangway-cli-{uuid.uuid4()}"  # our own retries stay safe either way
+    query = {"team": args.team} if args.team else {}
+    if args.gpu_type:  # the server puts them in the spec (a manifest has no field for them) and checks them
+        query["gpu_type"] = ",".join(name for names in args.gpu_type for name in names)
     try:
         answer = client.request("POST", "api/v1/jobs/", data=text.encode(), content_type="application/yaml",
-                                query={"team": args.team} if args.team else None,
+                                query=query or None,
                                 headers={"Idempotency-Key": key}, retry=True)  # fmt: skip
     except ApiError as error:
         if error.status == 400 and isinstance(error.body, dict) and "code" in error.body:
@@ -118,7 +133,9 @@ def cmd_status(client: Client, args) -> int:
     if args.json:
         print(json.dumps(job, indent=2))
         return EXIT_OK
-    print(f"{job['name']} (#{job['id']}) team {job['team']}, tier {job['tier']}, {job['gpu_total']} GPUs")
+    types = job.get("assigned_gpu_type") or "/".join(job.get("gpu_type") or [])
+    print(f"{job['name']} (#{job['id']}) team {job['team']}, tier {job['tier']}, {job['gpu_total']} GPUs"
+          + (f" ({types})" if types else ""))
     print(describe(job))
     print(job.get("web_url") or job["url"])
     return EXIT_OK

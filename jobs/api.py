@@ -38,7 +38,7 @@ from jobs.serializers import (
 from jobs.services import (
     IdempotencyConflict, NeverFits, NotRunning, job_cancel, job_checkpoint, job_submit,
 )
-from jobs.spec import SpecError, parse_spec
+from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
 from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, job_logs
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
@@ -47,6 +47,9 @@ from tenants.schema_examples import ERROR
 from tenants.selectors import teams_for, tier_for
 
 IDEMPOTENCY_KEY_MAX = 200  # Job.idempotency_key
+# ?gpu_type=: at most MAX_GPU_TYPES names of at most 63 characters, comma-separated (the spec checks the rest).
+_TYPE_NAME = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+GPU_TYPES_PARAMETER = rf"^{_TYPE_NAME}(,{_TYPE_NAME}){{0,{MAX_GPU_TYPES - 1}}}$"
 
 
 class JobPagination(PageNumberPagination):
@@ -100,6 +103,21 @@ def check_token_tier(request, team: Team, tier_name: str) -> None:
         )
 
 
+def with_asked_gpu_types(request, data):
+    """The spec data with the GPU types `?gpu_type=` names (comma-separated or repeated) put in, as
+    the CLI sends them beside a file; the data unchanged without the parameter. A body that names
+    other types is refused (ValidationError), never silently overridden."""
+    asked = [name for value in request.query_params.getlist("gpu_type") for name in value.split(",") if name]
+    if not asked or not isinstance(data, dict):
+        return data
+    written = data.get("gpu_type")
+    written = [written] if isinstance(written, str) and written else written
+    if written not in (None, [], asked):
+        raise exceptions.ValidationError({"gpu_type": [
+            f"?gpu_type= asks for {', '.join(asked)[:200]}, but the body names {written!r:.200}; give them once."]})
+    return {**data, "gpu_type": asked}
+
+
 @extend_schema_view(
     list=extend_schema(summary="List jobs", parameters=[JobFilterSerializer], tags=["jobs"]),
     retrieve=extend_schema(summary="Read a job", tags=["jobs"], examples=[examples.JOB]),
@@ -136,6 +154,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             jobs = jobs.filter(tier__name=values["tier"])
         if values.get("owner"):
             jobs = jobs.filter(owner__username=values["owner"])
+        if values.get("gpu_type"):
+            jobs = jobs.filter(assigned_gpu_type=values["gpu_type"])
         page = self.paginate_queryset(jobs)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
@@ -156,6 +176,9 @@ class JobViewSet(ApiDefaults, GenericViewSet):
                              description=f"At most {IDEMPOTENCY_KEY_MAX} characters; unique per team."),
             OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False, pattern=DNS_LABEL,
                              description="Team slug, when the body does not name it."),
+            OpenApiParameter("gpu_type", str, OpenApiParameter.QUERY, required=False, pattern=GPU_TYPES_PARAMETER,
+                             description="GPU types it accepts, comma-separated in order of preference (a100,l4), "
+                             "when the body does not name them; a manifest has no field of its own for them."),
         ],  # fmt: skip
         request={
             "application/json": JobSpecSerializer,
@@ -169,8 +192,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             403: OpenApiResponse(ERROR, description="Not allowed to submit for this team or tier."),
             409: OpenApiResponse(ERROR, description="Idempotency key reused with a different body."),
         },
-        examples=[examples.SUBMIT_SPEC, examples.SUBMIT_MANIFEST, examples.SUBMITTED, examples.SPEC_ERRORS,
-                  examples.NEVER_FITS, examples.CONFLICT],  # fmt: skip
+        examples=[examples.SUBMIT_SPEC, examples.SUBMIT_TYPED, examples.SUBMIT_MANIFEST, examples.SUBMITTED,
+                  examples.SPEC_ERRORS, examples.NEVER_FITS, examples.CONFLICT],  # fmt: skip
     )
     def create(self, request):
         data, unsupported = spec_data_from_document(request.data)
@@ -184,6 +207,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         if len(slug) > 63 or not re.fullmatch(DNS_LABEL, slug):
             raise exceptions.ValidationError({"team": [f"Not a team name (a Kubernetes DNS label): {slug[:80]!r}."]})
         team = submittable_team(request, slug)
+        data = with_asked_gpu_types(request, data)
         key = request.headers.get("Idempotency-Key", "").strip()
         if len(key) > IDEMPOTENCY_KEY_MAX:
             raise exceptions.ValidationError({"Idempotency-Key": [f"At most {IDEMPOTENCY_KEY_MAX} characters, got {len(key)}."]})

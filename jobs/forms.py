@@ -16,10 +16,12 @@ from django import forms
 from jobs import kinds
 from jobs.models import Job
 from core.quantities import format_cpu, format_memory
+from jobs.gpu_type_field import GpuTypeField, choice_rows, names_of
 from jobs.spec import SpecError, parse_spec
 from scheduling.policy.reasons import Code
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import DNS_LABEL, PriorityTier, Team
+from tenants.selectors import gpu_types
 
 MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
 # "replicas[2].gpu" -> ("replicas", 2, "gpu"); "command[0]" -> ("command", 0, None); "env.X" -> ("env", None, "X")
@@ -59,8 +61,14 @@ class JobForm(forms.Form):
     shm = forms.CharField(required=False, label="Shared memory (/dev/shm)",
                           help_text="Memory-backed, added to each replica's memory, e.g. 16Gi.",
                           widget=forms.TextInput(attrs={"placeholder": "default", "autocomplete": "off"}))  # fmt: skip
+    gpu_type = GpuTypeField(required=False, label="GPU type",
+                            help_text="The first choice where the job fits now wins; leave the 1st choice empty for "
+                                      "the team's types, cheapest first.")  # fmt: skip
 
-    def __init__(self, *args, teams: list[Team], **kwargs):
+    def __init__(self, *args, teams: list[Team], offers=None, **kwargs):
+        """`offers(team)`, when given, returns what each GPU type offers the team now, as objects with a
+        `name` and a `summary` (the scheduling app's figures); without it, each type is shown with its
+        description alone."""
         super().__init__(*args, **kwargs)
         self.teams = {team.slug: team for team in teams}
         self.fields["kind"].help_text = "Roles: " + "; ".join(
@@ -84,6 +92,21 @@ class JobForm(forms.Form):
             choices.append((asked, f"{asked} (not allowed for this team)"))
         self.fields["tier"].choices = choices
         self.replica_errors: list[str] = []
+        if self.selected_team is None:  # in no team, nothing to submit: no types to offer either
+            self.gpu_offers = []
+        elif offers is not None:
+            self.gpu_offers = [(offer.name, offer.summary) for offer in offers(self.selected_team)]
+        else:
+            self.gpu_offers = [(t.name, f"{t.name} — {t.description}" if t.description else t.name) for t in gpu_types()]
+
+    @property
+    def gpu_offers_names(self) -> set[str]:
+        return {name for name, _ in self.gpu_offers}
+
+    def gpu_type_rows(self) -> list[dict]:
+        """The numbered selects of the GPU type field with the name chosen in each (see gpu_type_field)."""
+        chosen = self["gpu_type"].value() if self.is_bound else self.initial.get("gpu_type")
+        return choice_rows(self.gpu_offers, GpuTypeField().to_python(chosen))
 
     def clean_command(self):
         return _words(self.cleaned_data["command"])
@@ -148,8 +171,8 @@ def replica_formset(*args, **kwargs) -> forms.BaseFormSet:
     return formset(*args, prefix="replicas", **kwargs)
 
 
-def bind(data, *, teams: list[Team]) -> tuple[JobForm, forms.BaseFormSet]:
-    return JobForm(data, teams=teams), replica_formset(data)
+def bind(data, *, teams: list[Team], offers=None) -> tuple[JobForm, forms.BaseFormSet]:
+    return JobForm(data, teams=teams, offers=offers), replica_formset(data)
 
 
 def spec_data(form: JobForm, formset) -> dict:
@@ -163,6 +186,8 @@ def spec_data(form: JobForm, formset) -> dict:
         data["volumes"] = cleaned["volumes"]
     if cleaned.get("shm"):
         data["shm"] = cleaned["shm"].strip()
+    if cleaned.get("gpu_type"):
+        data["gpu_type"] = cleaned["gpu_type"]
     minutes = cleaned.get("max_runtime")
     data["max_runtime"] = minutes * 60 if minutes else None
     data["replicas"] = [
@@ -210,7 +235,8 @@ def add_spec_errors(form: JobForm, formset, errors: dict[str, list[str]], *, ski
             elif field == "volumes" and index is not None:
                 form.add_error(field, f"Line {int(index) + 1}: {message}")
             elif field in form.fields:
-                prefix = f"{sub}: " if sub else (f"Word {int(index) + 1}: " if index is not None else "")
+                word = "Choice" if field == "gpu_type" else "Word"
+                prefix = f"{sub}: " if sub else (f"{word} {int(index) + 1}: " if index is not None else "")
                 form.add_error(field, prefix + message)
             else:
                 form.add_error(None, f"{path}: {message}" if path != "non_field_errors" else message)
@@ -277,6 +303,7 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
         if isinstance(data.get("volumes"), list) else "",
         "shm": str(data.get("shm") or ""),
         "runtime": data.get("runtime") or "",
+        "gpu_type": names_of(data.get("gpu_type")),
     }
     rows = []
     for group in _groups(data):
@@ -297,7 +324,8 @@ def _groups(data: dict) -> list:
 
 def bound_data(initial: dict, rows: list[dict]) -> dict:
     """What a post of the form filled with `initial` and `rows` would send (to check an import as a submission)."""
-    data = {key: "" if value is None else str(value) for key, value in initial.items()}
+    data = {key: value if isinstance(value, list) else "" if value is None else str(value)
+            for key, value in initial.items()}  # fmt: skip
     data.update({"replicas-TOTAL_FORMS": str(len(rows)), "replicas-INITIAL_FORMS": "0"})
     for index, row in enumerate(rows):
         data.update({f"replicas-{index}-{key}": "" if value is None else str(value) for key, value in row.items()})
@@ -317,7 +345,7 @@ def initial_from_job(job: Job) -> tuple[dict, list[dict]]:
         "team": job.team.slug, "kind": job.kind, "name": job.name, "image": job.image, "command": job.command,
         "args": job.args, "env": job.env, "tier": job.tier.name, "max_runtime": job.max_runtime,
         "replicas": replicas, "volumes": job.volumes, "shm": format_memory(job.shm) if job.shm else "",
-        "runtime": job.runtime,
+        "runtime": job.runtime, "gpu_type": job.gpu_type,
     }  # fmt: skip
     return initial_from_data(data)
 
@@ -359,6 +387,7 @@ def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
         "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
         "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
         "shm": (cleaned.get("shm") or "").strip() or None, "runtime": (cleaned.get("runtime") or "").strip() or None,
+        "gpu_type": cleaned.get("gpu_type") or None,
     }  # fmt: skip
     try:
         return parse_spec(data, team=form.selected_team.slug), ""

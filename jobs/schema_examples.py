@@ -20,13 +20,15 @@ JOB_BODY = {
     "owner": None, "submitted_via": "API token ci-main", "image": "tensorflow/tensorflow:2.12.0-gpu",
     "command": ["python", "/app/train.py"], "args": ["--epochs", "90"], "env": {"DATASET": "imagenet"},
     "replicas": [{"role": "Worker", "count": 4, "gpu": 1, "cpu": "2", "memory": "4Gi"}], "gpu_total": 4,
-    "max_runtime": 7200, "idempotency_key": "pipeline-1234", "placement": [], "preemption_count": 0, "attempt": 1,
+    "gpu_type": ["h100", "a100"], "assigned_gpu_type": "", "max_runtime": 7200, "idempotency_key": "pipeline-1234", "placement": [], "preemption_count": 0, "attempt": 1,
     "submitted_at": "2025-05-01T12:00:00Z", "queued_at": "2025-05-01T12:00:00Z", "admitted_at": None,
     "started_at": None, "finished_at": None, "updated_at": "2025-05-01T12:00:05Z",
 }  # fmt: skip
 
 JOB = OpenApiExample("A waiting job", value=JOB_BODY, response_only=True)
 SUBMIT_SPEC = OpenApiExample("Gangway's job spec", value=SPEC, request_only=True)
+SUBMIT_TYPED = OpenApiExample("A job that prefers h100 and accepts a100", value={**SPEC, "gpu_type": ["h100", "a100"]},
+                              request_only=True)  # fmt: skip
 SUBMIT_MANIFEST = OpenApiExample(
     "A PyTorchJob manifest",
     request_only=True,

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from jobs import kinds
 from jobs.models import Job, JobEvent
 from core.quantities import format_cpu, format_memory
-from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_LIST, MAX_STRING
+from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_GPU_TYPES, MAX_LIST, MAX_STRING
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 
 
@@ -75,13 +75,18 @@ class JobSerializer(serializers.ModelSerializer):
         "when it holds none."))  # fmt: skip
     checkpointed_at = serializers.DateTimeField(read_only=True, allow_null=True,
                                                 help_text="When its training last reported a saved checkpoint.")
+    gpu_type = serializers.ListField(child=serializers.CharField(), read_only=True, help_text=(
+        "The GPU types it accepts, in order of preference, as asked; empty: its team's types, cheapest first."))
+    assigned_gpu_type = serializers.CharField(read_only=True, help_text=(
+        "The GPU type its last admission gave it; empty before any admission or on a cluster without types."))
 
     class Meta:
         model = Job
         fields = [
             "id", "url", "web_url", "team", "name", "kind", "runtime", "state", "reason", "reason_code", "position",
             "team_position", "eta", "tier", "owner", "submitted_via", "image", "command", "args", "env",
-            "replicas", "volumes", "shm", "gpu_total", "max_runtime", "idempotency_key", "placement", "preemption_count", "attempt",
+            "replicas", "volumes", "shm", "gpu_total", "gpu_type", "assigned_gpu_type", "max_runtime", "idempotency_key",
+            "placement", "preemption_count", "attempt",
             "submitted_at", "queued_at", "admitted_at", "started_at", "finished_at", "updated_at", "reservation",
             "checkpointed_at",
         ]  # fmt: skip
@@ -190,6 +195,17 @@ class EnvField(serializers.DictField):
     """NAME: value pairs; names are letters, digits and '_', not starting with a digit or GANGWAY_."""
 
 
+GPU_TYPE_NAME = {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63}
+
+
+@extend_schema_field({"oneOf": [
+    GPU_TYPE_NAME,
+    {"type": "array", "items": GPU_TYPE_NAME, "maxItems": MAX_GPU_TYPES, "uniqueItems": True},
+]})  # fmt: skip
+class GpuTypeField(serializers.JSONField):
+    """One GPU type name, or a list of distinct names in order of preference."""
+
+
 class JobSpecSerializer(serializers.Serializer):
     """The job spec, documented for the schema; validation itself is `jobs.spec.parse_spec`'s."""
 
@@ -218,6 +234,10 @@ class JobSpecSerializer(serializers.Serializer):
     shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
                                 "added to each replica's memory.")  # fmt: skip
     simulate = SimulateSerializer(required=False)
+    gpu_type = GpuTypeField(required=False, help_text=(
+        "The GPU types it accepts: one name, or a list in order of preference (the first where it fits now "
+        "wins); left out, its team's types, cheapest first. Only for a job that asks for GPUs, and only "
+        "types the cluster has."))
 
     def get_fields(self):
         """The fields, with the kinds read from the registry now (a kind registered later is offered)."""
@@ -234,6 +254,8 @@ class JobFilterSerializer(serializers.Serializer):
                                             help_text="One state, or several separated by commas.")  # fmt: skip
     tier = serializers.CharField(required=False, help_text="Tier name.")
     owner = serializers.CharField(required=False, help_text="Username of the submitter.")
+    gpu_type = serializers.RegexField(GPU_TYPE_NAME["pattern"], max_length=63, required=False,
+                                      help_text="The GPU type its admission gave it, e.g. a100.")  # fmt: skip
 
     def to_internal_value(self, data):
         data = data.copy()

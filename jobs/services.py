@@ -20,7 +20,7 @@ from jobs.transitions import transition
 from portal import triggers
 from scheduling.policy.model import Rejection
 from tenants.models import Quota, Team
-from tenants.selectors import tier_for
+from tenants.selectors import gpu_types, tier_for
 
 
 class IdempotencyConflict(Exception):
@@ -55,7 +55,26 @@ def check_spec_for_team(spec: JobSpec, team: Team):
     tier, problem = tier_for(team, spec.tier)
     if problem:
         raise SpecError({"tier": [problem]})
+    if problem := gpu_type_problem(spec):
+        raise SpecError({"gpu_type": [problem]})
     return tier
+
+
+def gpu_type_problem(spec: JobSpec) -> str:
+    """Why the cluster cannot give the GPU types the spec names, in one sentence; "" when it can (or
+    the spec names none). Read fresh from the GPU types an admin keeps, so a type added a moment ago
+    is accepted."""
+    if not spec.gpu_type:
+        return ""
+    known = [gpu_type.name for gpu_type in gpu_types()]
+    if not known:
+        return (f"This cluster has no GPU types (its GPUs are all of one kind), so it cannot honour "
+                f"{', '.join(spec.gpu_type)}; leave gpu_type out.")  # fmt: skip
+    unknown = [name for name in spec.gpu_type if name not in known]
+    if unknown:
+        which = "GPU type " + unknown[0] if len(unknown) == 1 else "GPU types " + ", ".join(unknown)
+        return f"No {which} on this cluster; its types are {', '.join(known)}."
+    return ""
 
 
 def counted_spec(spec: JobSpec, team: Team) -> JobSpec:

@@ -27,10 +27,11 @@ from tenants.inputs import (
 from tenants.models import DNS_LABEL
 
 FIELDS = {"team", "name", "kind", "image", "command", "args", "env", "tier", "max_runtime", "replicas", "simulate",
-          "volumes", "shm", "runtime", "num_nodes", "resources_per_node"}
+          "volumes", "shm", "runtime", "num_nodes", "resources_per_node", "gpu_type"}
 REPLICA_FIELDS = {"role", "count", "gpu", "cpu", "memory"}
 NODE_RESOURCES = {"gpu", "cpu", "memory"}
 
+MAX_GPU_TYPES = 8  # a preference list longer than any cluster's models is a mistake
 NAME_MAX = 50  # leaves room for the "-g<id>" suffix within a 63-character object name
 MAX_LIST = 100
 MAX_STRING = 4096
@@ -136,13 +137,45 @@ def parse_spec(data: object, *, team: str | None = None) -> JobSpec:
     sim_duration, sim_fail = _simulate(errors, data.get("simulate"))
     volumes = parse_volumes(errors, data.get("volumes", []))
     shm = _quantity(errors, "shm", data.get("shm"), read=memory_bytes, limit=MAX_MEMORY_PER_REPLICA, unit="bytes")
+    gpu_type = _gpu_types(errors, data.get("gpu_type"), replicas)
     if errors:
         raise SpecError(dict(errors))
     return JobSpec(
         team=team_value, name=name, kind=kind.name, image=image, command=command, args=args, env=env, tier=tier,
         max_runtime=max_runtime, replicas=replicas, sim_duration=sim_duration, sim_fail=sim_fail,
-        volumes=volumes, shm=shm, runtime=runtime,
+        volumes=volumes, shm=shm, runtime=runtime, gpu_type=gpu_type,
     )  # fmt: skip
+
+
+def _gpu_types(errors: _Errors, value: object, replicas: tuple[ReplicaGroup, ...]) -> tuple[str, ...]:
+    """The GPU types the job accepts, in order of preference: one name or a list of distinct names;
+    () when absent (None, "" or []), meaning its team's types. Whether the cluster has them is the
+    submission service's check, which reads the database.
+
+    A job without GPUs that names a type is refused rather than silently placed anywhere: the policy
+    types only GPUs, so the name would change nothing and mislead whoever reads the spec.
+    """
+    if value in (None, "", []):
+        return ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or len(names) > MAX_GPU_TYPES:
+        errors.add("gpu_type", f"Must be a GPU type name or a list of at most {MAX_GPU_TYPES} names in order of "
+                               f"preference, e.g. [\"h100\", \"a100\"].")  # fmt: skip
+        return ()
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        path = "gpu_type" if isinstance(value, str) else f"gpu_type[{index}]"
+        if not isinstance(name, str) or len(name) > 63 or not re.fullmatch(DNS_LABEL, name):
+            shown = repr(name[:80]) if isinstance(name, str) else repr(name)[:80]
+            errors.add(path, f"Must be a GPU type name (lowercase letters, digits and '-'), got {shown}.")
+        elif name in seen:
+            errors.add(path, f"GPU type {name} is named twice; list each type once, in order of preference.")
+        else:
+            seen.add(name)
+    if seen and replicas and not any(group.gpu for group in replicas):
+        errors.add("gpu_type", "This job asks for no GPUs, so it runs on any node; name a GPU type only when a "
+                               "replica asks for GPUs.")  # fmt: skip
+    return tuple(name for name in names if isinstance(name, str))
 
 
 def _runtime(errors: _Errors, kind: kinds.JobKind, value: object) -> str:
@@ -344,6 +377,8 @@ def spec_to_data(spec: JobSpec) -> dict:
         data["shm"] = format_memory(spec.shm)
     if spec.runtime:
         data["runtime"] = spec.runtime
+    if spec.gpu_type:
+        data["gpu_type"] = list(spec.gpu_type)
     if spec.sim_duration is not None or spec.sim_fail:
         data["simulate"] = {"duration": spec.sim_duration, "fail": spec.sim_fail}
     return data

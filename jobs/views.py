@@ -18,14 +18,14 @@ from jobs import kinds
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
-    IdempotencyConflict, NeverFits, counted_spec, job_cancel, job_check, job_submit,
+    IdempotencyConflict, NeverFits, counted_spec, gpu_type_problem, job_cancel, job_check, job_submit,
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from scheduling.preview import Preview, fit_preview
-from scheduling.selectors import manifest_of
+from scheduling.selectors import gpu_type_offers, manifest_of
 from tenants.auth import rate_limited
 from tenants.inputs import lone_surrogate_problem
 from tenants.permissions import can_cancel, can_cancel_now
@@ -94,7 +94,7 @@ def submit(request):
     """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form."""
     teams = _submit_teams(request.user)
     if request.method == "POST":
-        form, formset = job_forms.bind(request.POST, teams=teams)
+        form, formset = job_forms.bind(request.POST, teams=teams, offers=gpu_type_offers)
         spec = job_forms.validate(form, formset)
         if spec is not None:
             job = _submit_spec(request, form, formset, spec)
@@ -104,14 +104,17 @@ def submit(request):
                     return HttpResponseClientRedirect(job.get_absolute_url())
                 return redirect(job)
         return _render_form(request, _submit_context(request, form, formset), status=422)
-    initial, rows = {"team": request.GET.get("team", "")}, None
+    initial, rows = {"team": request.GET.get("team", ""), "gpu_type": request.GET.getlist("gpu_type")}, None
     if request.GET.get("from", "").isdigit():
         source = _get_job(request, int(request.GET["from"]))
         initial, rows = job_forms.initial_from_job(source)
-    form = job_forms.JobForm(initial=initial, teams=teams)
+    form = job_forms.JobForm(initial=initial, teams=teams, offers=gpu_type_offers)
     formset = job_forms.replica_formset(initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
     if request.htmx and request.headers.get("HX-Target") == "tier-field":
-        response = render(request, "jobs/submit.html#tier-field", {"form": form})
+        # Another team: its tiers, and what each GPU type offers it (swapped out of band, choices kept).
+        tier = render(request, "jobs/submit.html#tier-field", {"form": form})
+        types = render(request, "jobs/submit.html#gpu-type-field", {"form": form, "oob": True})
+        response = HttpResponse(tier.content + types.content)
         response["HX-Trigger-After-Settle"] = "tiers-changed"  # the fit preview re-runs with the new tiers
         return response
     return render(request, "jobs/submit.html", _submit_context(request, form, formset))
@@ -145,6 +148,7 @@ def preview(request):
         result = Preview("incomplete", missing)
     else:
         tier, problem = tier_for(form.selected_team, spec.tier)
+        problem = problem or gpu_type_problem(spec)
         try:
             counted = counted_spec(spec, form.selected_team)
         except SpecError as error:
@@ -172,7 +176,7 @@ def import_yaml(request):
         if problem := lone_surrogate_problem(data):  # the filled form could not be written out
             raise SpecError({"yaml": [problem]})
     except SpecError as error:
-        form, formset = job_forms.bind(request.POST, teams=teams)
+        form, formset = job_forms.bind(request.POST, teams=teams, offers=gpu_type_offers)
         form.is_valid(), formset.is_valid()
         context = _submit_context(request, form, formset, yaml_errors=[m for ms in error.errors.values() for m in ms],
                                   yaml_text=text, import_open=True)  # fmt: skip
@@ -183,7 +187,7 @@ def import_yaml(request):
         if initial["team"]:
             unsupported.append(f"metadata.namespace {initial['team']!r} (not one of your teams; pick a team)")
         initial["team"] = request.POST.get("team", "")
-    form, formset = job_forms.bind(job_forms.bound_data(initial, rows), teams=teams)
+    form, formset = job_forms.bind(job_forms.bound_data(initial, rows), teams=teams, offers=gpu_type_offers)
     spec = job_forms.validate(form, formset)
     if spec is not None:
         try:

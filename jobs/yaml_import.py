@@ -16,6 +16,7 @@ import yaml
 
 from core.quantities import format_memory, memory_bytes
 from jobs import kinds
+from jobs.node_selection import NODE_SELECTION, pod_gpu_types
 from jobs.spec import SpecError
 from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
 
@@ -126,7 +127,8 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         replica = _mapping(replica, path)
         _unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
         pod = _mapping(_mapping(replica.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
-        _unsupported(unsupported, f"{path}.template.spec", pod, {"containers", "volumes"} | MANAGED)
+        _unsupported(unsupported, f"{path}.template.spec", pod, {"containers", "volumes"} | MANAGED | NODE_SELECTION)
+        _gpu_types_of(data, pod, f"{path}.template.spec", unsupported)
         tier = tier or pod.get("priorityClassName")
         containers = pod.get("containers") or []
         if not isinstance(containers, list) or not containers:
@@ -162,6 +164,19 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
     if tier:
         data["tier"] = tier
     return data, unsupported
+
+
+def _gpu_types_of(data: dict, pod: dict, where: str, unsupported: list[str]) -> None:
+    """Puts the GPU types the pod spec at `where` selects into `data` as its gpu_type. All replicas of
+    a job get one type, so a second pod selecting other types is listed, and the first one's kept."""
+    names = pod_gpu_types(pod, where, unsupported)
+    if not names:
+        return
+    if "gpu_type" not in data:
+        data["gpu_type"] = names
+    elif data["gpu_type"] != names:
+        unsupported.append(f"{where} (selects GPU types {', '.join(names)}, but another replica selects "
+                           f"{', '.join(data['gpu_type'])}; all replicas of a job get one type)")  # fmt: skip
 
 
 TRAINER_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"  # the default managedBy: the trainer itself
@@ -206,6 +221,7 @@ def spec_from_trainjob(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[
     volumes, shm = _volumes(pod, container, path, unsupported)
     if volumes:
         data["volumes"] = volumes
+    _gpu_types_of(data, pod, f"{path}.template.spec", unsupported)
     resources = _amounts(trainer.get("resourcesPerNode"), "spec.trainer.resourcesPerNode", unsupported)
     if shm:
         data["shm"] = shm
@@ -271,7 +287,7 @@ def _node_patch(kind: kinds.JobKind, patches: object, unsupported: list[str]) ->
             pod_template = _mapping(job_template.get("template"), where)
             _unsupported(unsupported, where, pod_template, {"spec"})
             pod = _mapping(pod_template.get("spec"), f"{where}.spec")
-            _unsupported(unsupported, f"{where}.spec", pod, {"volumes", "containers"} | MANAGED)
+            _unsupported(unsupported, f"{where}.spec", pod, {"volumes", "containers"} | MANAGED | NODE_SELECTION)
             for number, item in enumerate(pod.get("containers") or []):
                 item = _mapping(item, f"{where}.spec.containers[{number}]")
                 if item.get("name") == kind.container:

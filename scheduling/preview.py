@@ -22,7 +22,7 @@ from scheduling.policy.model import RESOURCES, PendingJob, Rejection, Snapshot, 
 from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
 from scheduling.policy.types import type_of_key
-from scheduling.gpu_types import known_types
+from scheduling.gpu_types import TypeLabel, known_types
 from scheduling.snapshot import (
     build_world, epoch, policy_nodes, policy_replicas, policy_settings, policy_teams, replica_defaults,
 )
@@ -40,11 +40,12 @@ class Preview:
     code: str = ""
 
 
-def _known_nodes() -> tuple[list[NodeInfo], list[OutsidePod]]:
+def _known_nodes(known: tuple[TypeLabel, ...] | None = None) -> tuple[list[NodeInfo], list[OutsidePod]]:
     """The nodes the last cycle read, each labelled with the GPU type it found there (so the
-    snapshot's matching of labels to types, `gpu_types.type_of`, finds the same type again)."""
+    snapshot's matching of labels to types, `gpu_types.type_of`, finds the same type again).
+    `known` are the cluster's GPU types when the caller has read them already (R10 counts queries)."""
     rows = _NODES()
-    types = {t.name: t for t in known_types()}
+    types = {t.name: t for t in (known_types() if known is None else known)}
     nodes = [NodeInfo(name=name, gpu=gpu, cpu=cpu, memory=memory,
                       labels=((types[kind].label, types[kind].value),) if kind in types else ())
              for name, gpu, cpu, memory, *_, kind in rows]  # fmt: skip
@@ -78,7 +79,8 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     Returns None too while no cycle has read the cluster's nodes yet: the first
     cycle rejects then, with the same sentence.
     """
-    nodes, _ = _known_nodes()
+    types = known_types()
+    nodes, _ = _known_nodes(types)
     if not nodes:
         return None
     now = timezone.now()
@@ -90,7 +92,6 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     # The policy looks a tier up only for the jobs in the snapshot, and the
     # only job here is this one: its own tier is all it needs.
     only_tier = (PolicyTier(name=tier.name, value=tier.value, preemptible=tier.preemptible),)
-    types = known_types()
     snapshot = Snapshot(
         now=epoch(now), nodes=policy_nodes(nodes, types), gpu_types=tuple(t.name for t in types),
         tiers=only_tier, teams=tuple(policy_team for policy_team, _ in teams.values()),
@@ -112,6 +113,8 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
     for admission in result.admit:
         if admission.id == PREVIEW_ID:
             where = ", ".join(node for node, _ in admission.placement)
+            if admission.gpu_type:  # the type it would get, before the nodes: what a submitter chose
+                where = f"{admission.gpu_type} GPUs ({where})"
             if admission.victims:
                 return Preview("starts_now", f"Starts after preempting {len(admission.victims)} job(s), on {where}.")
             return Preview("starts_now", f"Starts now on {where}.")

@@ -268,6 +268,52 @@ def reserved_by_node() -> dict[str, list[Reserved]]:
     return reserved
 
 
+@dataclass(frozen=True)
+class TypeOffer:
+    """What one GPU type offers a team right now, read from its quota row and the node mirror:
+    figures a person can check, not the policy's verdict (the fit preview gives that)."""
+
+    name: str
+    description: str
+    nominal: int | None  # the team's nominal of this type; None when its quota does not name the type
+    team_used: int  # GPUs of this type the team's admitted and running jobs hold
+    gpus: int  # on the nodes of this type
+    free: int  # on those nodes, neither held by a job nor by pods Gangway did not create
+
+    @property
+    def summary(self) -> str:
+        """One line for the submit form: "a100 — 80 GB · team nominal 4 GPUs, 2 in use · 6 of 8 free on its nodes"."""
+        quota = ("no team nominal (borrowing only)" if self.nominal is None
+                 else f"team nominal {self.nominal} GPU{'s' if self.nominal != 1 else ''}, {self.team_used} in use")
+        about = f" — {self.description}" if self.description else ""
+        return f"{self.name}{about} · {quota} · {self.free} of {self.gpus} GPUs free on its nodes"
+
+
+def gpu_type_offers(team: Team) -> list[TypeOffer]:
+    """Each of the cluster's GPU types, cheapest first, with the team's nominal and use of it and the
+    free GPUs on its nodes as the last cycle saw them; [] on a cluster without types.
+
+    Per-type quota figures of the plan (what is borrowable) are the policy's; until the plan
+    carries them per type, the form shows these plain readings and the fit preview the verdict.
+    """
+    types = gpu_types()
+    if not types:
+        return []
+    nominal = dict(Quota.objects.filter(team=team, resource__in=[t.resource for t in types])
+                   .values_list("resource", "nominal"))  # fmt: skip
+    held = Job.objects.filter(team=team, state__in=Job.ACTIVE_STATES).exclude(assigned_gpu_type="")
+    used = dict(held.values("assigned_gpu_type").annotate(gpus=Sum("gpu_total")).values_list("assigned_gpu_type", "gpus"))
+    kind_of = dict(ClusterNode.objects.values_list("name", "gpu_type"))
+    gpus: dict[str, int] = defaultdict(int)
+    free: dict[str, int] = defaultdict(int)
+    for row in node_rows():
+        kind = kind_of.get(row.name, "")
+        gpus[kind] += row.gpu
+        free[kind] += row.gpu - row.used
+    return [TypeOffer(t.name, t.description, nominal.get(t.resource), used.get(t.name, 0), gpus[t.name], free[t.name])
+            for t in types]  # fmt: skip
+
+
 def live_version() -> tuple:
     """What every live part of the pages moves with, in one query of three primary-key maxima:
     the last cycle recorded (positions, reasons, estimates, the node mirror and reservations

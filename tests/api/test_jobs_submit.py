@@ -199,8 +199,9 @@ def test_a_token_submission_reads_the_token_tiers_nodes_and_quotas_once(maps, ti
     _, value = token_create(name="capped", team=maps, max_tier=tiers["standard"])
     client = bearer(value)
     assert client.post(URL, spec_data(name="first"), format="json").status_code == 201  # records last use
-    # token, the team's tiers, nodes, the teams joined to their quotas; then the job and its event in a savepoint.
-    with django_assert_num_queries(8):
+    # token, the team's tiers, the GPU types, nodes, the teams joined to their quotas; then the job and its
+    # event in a savepoint.
+    with django_assert_num_queries(9):
         assert client.post(URL, spec_data(name="second"), format="json").status_code == 201
 
 

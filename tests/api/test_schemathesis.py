@@ -49,6 +49,11 @@ BEYOND_THE_SCHEMA = (
     "cannot be mounted over",  # /dev/shm and /checkpoint are Gangway's
     "without '.', '..'",  # a normalised path
     "is counted in it",  # shm needs a memory request or a team default
+    "has no GPU types",  # gpu_type only on a cluster with GPU types
+    "its types are",  # gpu_type names types the cluster has
+    "name a GPU type only when",  # gpu_type only for a job that asks for GPUs
+    "is named twice",  # ?gpu_type= names each type once
+    "give them once",  # ?gpu_type= and the body's gpu_type agree
 )
 
 

@@ -38,6 +38,7 @@ spec:
 """
 
 
+@pytest.mark.django_db  # its nodeSelector is read against the cluster's GPU types (it has none)
 def test_it_reads_a_tfjob_and_lists_what_it_drops():
     data, unsupported = spec_from_yaml(TFJOB)
     spec = parse_spec(data)
@@ -50,6 +51,7 @@ def test_it_reads_a_tfjob_and_lists_what_it_drops():
     assert any("env[1]" in field for field in unsupported)
 
 
+@pytest.mark.django_db
 def test_unknown_top_level_keys_are_listed_too():
     text = TFJOB + "status: {conditions: []}\nextra: 1\n"
     _, unsupported = spec_from_yaml(text)
