@@ -86,7 +86,7 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
             holder = state.holders.pop(job_id)
             state.release(holder)
             kept.refresh()
-        started, reserved = _cycle(state, kept, queue, kinds, len(combos), tiers, settings, t,
+        started, reserved = _cycle(state, kept, queue, kinds, combos, tiers, settings, t,
                                    reserve)
         for job in started:
             estimates[job.id] = t
@@ -106,11 +106,11 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
     return estimates
 
 
-def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, combos: int,
+def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, combos: Counter,
            tiers, settings, t: int, reserve: bool) -> tuple[list[PendingJob], list[Hold]]:
     """Runs one replayed cycle at virtual time `t`; returns the jobs started
-    and the reservations made. `combos` counts the queue's shapes on each
-    type they could use: once all found no room, and no reservation can be
+    and the reservations made. `combos` holds the queue's shapes on each
+    type they could use: once none has room, and no reservation can be
     made, nothing more happens in the cycle."""
     started: list[PendingJob] = []
     reserved: list[Hold] = []
@@ -120,9 +120,19 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
     # cycle usage only grows, so the refusal stands for the rest of it.
     refused: set[tuple] = set()
     settled = not reserve or len(holds) >= settings.max_reservations
+    fits: set = set()  # shapes on a type that fit, as room is since the last start
+    # Most cycles start nothing: a settled cycle first asks which shapes
+    # have room at all, and ends at once when none has.
+    if settled and _shut(state, combos, no_room, fits):
+        return started, reserved
     since = t - settings.starvation_after  # queued before then: starving
+    # R2's answer per (team, need, tier preemptible, type): the same for
+    # every such job until a start changes usage. Asked of the type's quota directly: selecting a
+    # type is needed only to place.
+    answers: dict[tuple, object] = {}
+    quotas = state.quotas
     for job in queue:
-        if settled and len(no_room) == combos:
+        if settled and len(no_room) == len(combos):
             break
         if job.team in held:
             continue
@@ -133,29 +143,41 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
         if line in refused and not starving:
             continue
         quota_ok = None
-        placed = False
+        placed = selected = False
         for kind in kinds[job.id]:
-            state.select(kind)
-            if state.quota.refuse(job.team, demand.total, not tier.preemptible) is not None:
+            ask = (job.team, demand.total, tier.preemptible, kind)
+            if ask in answers:
+                refusal = answers[ask]
+            else:
+                quota = quotas[0 if kind is None else kind]
+                refusal = answers[ask] = quota.refuse(job.team, demand.total, not tier.preemptible)
+            if refusal is not None:
                 continue
             if quota_ok is None:
                 quota_ok = kind
             if (demand, kind) in no_room:
                 continue
+            state.select(kind)
+            selected = True
             placement = place(state.room, demand)
             if placement is None:
                 no_room.add((demand, kind))
                 continue
             end = t + expected_runtime(job.max_runtime, job.estimate, settings)
             state.admit(job.id, job.team, tier, demand, placement, t, end)
+            answers.clear()
             if holds:
                 holds.charge(usage_on_nodes(demand, placement), None)
             started.append(job)
             placed = True
+            fits.clear()
             break
-        state.select(None)
+        if selected:
+            state.select(None)
         if quota_ok is None:
             refused.add(line)
+        if placed and settled and _shut(state, combos, no_room, fits):
+            break
         if placed or not starving:
             continue
         if quota_ok is None and kinds[job.id]:
@@ -174,7 +196,28 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
                 holds.add(hold)
                 reserved.append(hold)
                 settled = len(holds) >= settings.max_reservations
+                if settled and _shut(state, combos, no_room, fits):
+                    break
     return started, reserved
+
+
+def _shut(state: State, combos: Counter, no_room: set, fits: set) -> bool:
+    """Returns whether no shape of the queue has room on any type it could
+    use, testing the pairs not yet known (room only shrinks within a cycle,
+    so a pair without room stays without it: `no_room` holds what a job of
+    that pair would find when tried)."""
+    for demand, kind in combos:
+        if (demand, kind) in no_room or (demand, kind) in fits:
+            continue
+        state.select(kind)
+        room = state.room
+        widest = max((g[1] for g in demand.groups), default=0)
+        if widest > room.largest_free_gpu() or place(room, demand) is None:
+            no_room.add((demand, kind))
+        else:
+            fits.add((demand, kind))
+    state.select(None)
+    return len(no_room) == len(combos)
 
 
 def _start_reserved(state: State, holds: Holds, job: PendingJob, tiers, settings,

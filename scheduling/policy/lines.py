@@ -1,0 +1,471 @@
+"""The estimate replay's waiting jobs, kept in lines (see eta.py).
+
+How a cycle avoids re-walking the queue (the result is the same as walking
+every waiting job in R3 order, which tests/policy/test_policy_eta.py checks):
+the waiting jobs are split into *lines*, one per (team, tier, shape), each in
+R3 order, and a cycle visits only the head of each line, merging the heads in
+R3 order. Within a cycle room and usage only shrink, so once a line's head is
+refused every later job of that line is refused too; and a line shares one
+tier value, so its starving jobs (R4) are its oldest, a prefix. Hence:
+- a head that starts is replaced by the next job of its line;
+- a head refused while not starving: the whole line is refused and none of it
+  starves, so the line is done for this cycle;
+- a head refused while starving holds its team (quota); refused for room,
+  it reserves room and gives way to the next job of its line, or leaves its
+  line (see the simplifications in eta.py), or holds the cluster ("hold" guard),
+  exactly as the walk would at that job.
+With reservations a line is also one `max_runtime`, since that decides
+whether a job may use reserved room. Once a cycle has *settled* (no job could
+reserve room), a job without room changes nothing: the cycle ends when no
+shape of the queue fits, and passes by a team whose lines left all have
+shapes that found no room; while some job could use reserved room, "fits"
+and "no room" are on all room, reserved room included.
+Teams are merged by their first head, so a held team costs one step, and a
+team that would be held at once in every cycle sleeps out of the walk (see
+`Lines`).
+
+Two more shortcuts once a cycle has settled, exact for the same reasons:
+- a team's heads that the walk would pass without effect (a shape with no
+  room, and not refused by R2 while starving) are passed in one scan, R2's
+  answers kept per (team, need, tier preemptible) until a job starts; when
+  one starts, every team is sent back to the first head it passed that
+  comes after that job, since R2 may refuse it now (`Lines._recheck`);
+- a team none of whose lines has a shape with room leaves the walk until a
+  cycle begins in which one of its shapes fits (`Lines._rouse`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, insort
+
+from .demand import Demand
+from .model import PendingJob, Tier
+from .order import r3_key
+from .placement import place, usage_on_nodes
+from .quota import Quota, Refusal
+from .reasons import Code
+from .reservation import Hold, Holds, earliest_hold
+from .runtime import expected_runtime
+from .state import State
+
+
+class Lines:
+    """The jobs not yet started, one line per (team, tier, shape) in R3 order.
+
+    Each team keeps its lines' heads sorted by R3 key (`team_heads`), and the
+    teams are kept sorted by their first head (`order`), so a cycle merges
+    teams, and within a team its lines, and a held team costs one step.
+
+    A team whose first head is refused by quota while starving is held at
+    once in every cycle, without effect, until quota could change its answer:
+    such a team sleeps out of `order`. Usage only grows between the ends of
+    the team's own jobs, so a refusal by its own limits (borrowing limit,
+    nominal-only) stands until one ends; a refusal for lack of borrowable
+    quota also ends when what borrowers draw from the pool falls low enough.
+    """
+
+    def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False) -> None:
+        by_key: dict[tuple, int] = {}
+        self.jobs: list[list[PendingJob]] = []
+        self.keys: list[list[tuple]] = []
+        self.demand: list[Demand] = []
+        self.tier: list[Tier] = []
+        shapes: dict[Demand, int] = {}
+        self.shape: list[int] = []  # a small number per demand, cheap to hash
+        for job in queue:  # already in R3 order, so each line is too
+            demand = job.demand
+            key = (job.team, job.tier, demand, job.max_runtime if by_runtime else None)
+            n = by_key.get(key)
+            if n is None:
+                n = by_key[key] = len(self.jobs)
+                self.jobs.append([])
+                self.keys.append([])
+                self.demand.append(demand)
+                self.tier.append(tiers[job.tier])
+                self.shape.append(shapes.setdefault(demand, len(shapes)))
+            self.jobs[n].append(job)
+            self.keys[n].append(r3_key(job, tiers))
+        self.shapes = list(shapes)  # shape number -> demand
+        # Lines asking R2 the same question (team, need, tier preemptible)
+        # share a number: within a cycle, between starts, the same answer.
+        asks: dict[tuple, int] = {}
+        self.ask = [asks.setdefault((jobs[0].team, self.demand[n].total, self.tier[n].preemptible),
+                                    len(asks)) for n, jobs in enumerate(self.jobs)]
+        # The shortest max_runtime in the queue: no job is spared by a hold
+        # starting sooner than this after a cycle.
+        self.shortest = min((job.max_runtime for job in queue if job.max_runtime), default=None)
+        self.at = [0] * len(self.jobs)  # index of each line's head
+        self.team_heads: dict[str, list[tuple[tuple, int]]] = {}
+        for n, jobs in enumerate(self.jobs):
+            self.team_heads.setdefault(jobs[0].team, []).append((self.keys[n][0], n))
+        for heads in self.team_heads.values():
+            heads.sort()
+        self.order = sorted((heads[0][0], team) for team, heads in self.team_heads.items())
+        # Per team, shape -> how many of its lines still have jobs.
+        self.team_shapes: dict[str, dict[int, int]] = {}
+        for n, jobs in enumerate(self.jobs):
+            count = self.team_shapes.setdefault(jobs[0].team, {})
+            count[self.shape[n]] = count.get(self.shape[n], 0) + 1
+        # Teams out of `order` because no shape of theirs has room (see _doze).
+        self.dormant: dict[int, set[str]] = {}  # shape -> dormant teams with it
+        self.asleep: dict[str, int] = {}  # team -> its sleep's number
+        self.slept = 0
+        # Per resource, (-pool draw at which to wake, sleep number, team).
+        self.wake_at: list[list[tuple[int, int, str]]] = [[], [], []]
+
+    def ended(self, team: str | None) -> None:
+        """Notes that a job of `team` ended: its usage dropped."""
+        if team in self.asleep:
+            self._wake(team)
+
+    def _wake(self, team: str) -> None:
+        """Puts a sleeping team back in `order` at its first head."""
+        del self.asleep[team]
+        insort(self.order, (self.team_heads[team][0][0], team))
+
+    def _sleep(self, team: str, refusal: Refusal, quota: Quota) -> None:
+        """Takes a team held at its first head out of `order` until one of its
+        jobs ends or, for want of borrowable quota, the pool could serve it."""
+        self.slept += 1
+        self.asleep[team] = self.slept
+        del self.order[bisect_left(self.order, (self.team_heads[team][0][0], team))]
+        if refusal.code is Code.NOTHING_TO_BORROW:
+            at = quota.regained_at(team, refusal)
+            heapq.heappush(self.wake_at[refusal.resource], (-at, self.slept, team))
+
+    def cycle(self, state: State, t: int, settings,
+              holds: Holds | None) -> tuple[list[PendingJob], list[Hold]]:
+        """Runs one replayed cycle at virtual time `t`; returns the jobs started
+        and the reservations made. `holds` None: the "hold" guard."""
+        quota = state.quota
+        starvation_after = settings.starvation_after
+        later: list[tuple[tuple, str]] = []  # teams whose next head changed this cycle
+        # Teams asleep for want of borrowable quota that the pool, as it is
+        # now, might serve: visited in their place, and woken only if the
+        # pool still might when their turn comes (it only shrinks in a cycle).
+        maybe: dict[str, tuple[int, int, int]] = {}
+        for r, heap in enumerate(self.wake_at):
+            while heap and -heap[0][0] >= quota.above[r]:
+                mark, number, team = heapq.heappop(heap)
+                if self.asleep.get(team) == number:
+                    maybe[team] = (r, mark, number)
+                    heapq.heappush(later, (self.team_heads[team][0][0], team))
+        expect = {team: self.team_heads[team][0][0] for team in maybe}
+        rejoin = []
+        started = []
+        reserved: list[Hold] = []
+        no_room: set[int] = set()
+        fits: set[int] = set()  # shapes that fit as room is since the last start
+        # The same two, on all room, reserved room included.
+        no_room_at_all: set[int] = set()
+        fits_at_all: set[int] = set()
+        live: dict[str, int] = {}  # see _stuck
+        latest = max((h.start for h in holds.holds), default=None) if holds else None
+        # Could some job use reserved room, its max_runtime ending it in time?
+        spare = latest is not None and self.shortest is not None and t + self.shortest <= latest
+        # Once no job could reserve room, a job without room changes nothing:
+        # the walk may pass it, or its team, by. Which shapes have no room:
+        # on the room left after reservations, or, while some job could use
+        # reserved room, on all room.
+        settled = holds is not None and len(holds) >= settings.max_reservations
+        dead = no_room_at_all if spare else no_room
+        if self.dormant:
+            self._rouse(state, holds, settled, spare)
+        dozing: list[str] = []
+        jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
+        moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
+        # Per team visited this cycle: the next index into its sorted heads and
+        # a heap of the heads that came up during this cycle.
+        cursor: dict[str, int] = {}
+        risen: dict[str, list[tuple[tuple, int]]] = {}
+        sleepy: list[tuple[str, Refusal]] = []
+        answers: dict[int, Refusal | None] = {}  # R2's answers since the last start
+        since = t - starvation_after  # queued before then: starving
+        # Per team waiting in `later`: the key it waits at, and the range of its
+        # sorted heads passed over on the way there (see _pass).
+        passed: dict[str, tuple[int, int]] = {}
+        recheck = None  # the key of a head that started since the last step
+        i = 0
+        while True:
+            if recheck is not None:
+                self._recheck(recheck, passed, cursor, expect, later)
+                recheck = None
+            if later and (i == len(order) or later[0] < order[i]):
+                key, team = heapq.heappop(later)
+                if expect.get(team) != key:
+                    continue  # moved earlier by _recheck
+                del expect[team]
+                passed.pop(team, None)
+                first = team in maybe
+                if first:
+                    r, mark, number = maybe.pop(team)
+                    if quota.above[r] > -mark:
+                        heapq.heappush(self.wake_at[r], (mark, number, team))
+                        continue  # still refused: held, and still asleep
+                    del self.asleep[team]
+                    rejoin.append(team)
+                    cursor[team] = 0
+                    risen[team] = []
+            elif i < len(order):
+                team = order[i][1]
+                i += 1
+                cursor[team] = 0
+                risen[team] = []
+                first = True
+            else:
+                break
+            heads, up, c = team_heads[team], risen[team], cursor[team]
+            if up and (c == len(heads) or up[0] < heads[c]):
+                n = heapq.heappop(up)[1]
+            else:
+                n = heads[c][1]
+                cursor[team] = c = c + 1
+            job = jobs[n][at[n]]
+            demand = self.demand[n]
+            ask = self.ask[n]
+            if ask in answers:
+                refusal = answers[ask]
+            else:
+                refusal = answers[ask] = quota.refuse(team, demand.total,
+                                                      not self.tier[n].preemptible)
+            placement = hold = None
+            until = t + job.max_runtime if job.max_runtime else None
+            tried = False
+            if refusal is None and latest is not None and until is not None and until <= latest:
+                restore = holds.spared(until)
+                placement = place(state.room, demand)
+                if placement is not None:
+                    self._admit(state, job, n, placement, t, settings, holds, until)
+                restore()
+                tried = True
+            elif refusal is None and self.shape[n] not in no_room:
+                placement = place(state.room, demand)
+                if placement is None:
+                    no_room.add(self.shape[n])
+                else:
+                    self._admit(state, job, n, placement, t, settings, holds, None)
+                tried = True
+            if placement is not None:
+                fits.clear()
+                fits_at_all.clear()
+                answers.clear()
+                recheck = keys[n][at[n]]
+            elif tried and settled:
+                if not spare:
+                    nothing = self._nothing_fits(state.room, no_room, fits)
+                else:
+                    restore = holds.lifted()
+                    nothing = self._nothing_fits(state.room, no_room_at_all, fits_at_all)
+                    restore()
+                if nothing:
+                    break  # nothing can start or reserve room now
+            if placement is None and t - job.queued > starvation_after:
+                if refusal is not None:
+                    if first:
+                        sleepy.append((team, refusal))
+                    continue  # the team is held: none of its jobs is visited again
+                if holds is None:
+                    break  # the whole cluster is held for this job
+                if len(holds) < settings.max_reservations:
+                    runtime = expected_runtime(job.max_runtime, job.estimate, settings)
+                    restore = holds.lifted()
+                    hold = earliest_hold(state, job.id, demand, runtime, holds)
+                    restore()
+                    if hold is not None:
+                        holds.add(hold)
+                        reserved.append(hold)
+                        latest = max(h.start for h in holds.holds)
+                        spare = self.shortest is not None and t + self.shortest <= latest
+                        settled = len(holds) >= settings.max_reservations
+                        if dead is not (no_room_at_all if spare else no_room):
+                            dead = no_room_at_all if spare else no_room
+                            live.clear()  # scans resume only while shapes join `dead`
+                        fits.clear()
+            if placement is not None or hold is not None:
+                if placement is not None:
+                    started.append(job)
+                moved.setdefault(n, keys[n][at[n]])
+                at[n] += 1
+                if at[n] < len(jobs[n]):
+                    heapq.heappush(up, (keys[n][at[n]], n))
+                else:
+                    self._line_done(team, n)
+            # Else not starving: nothing later in this line starts or starves now.
+            c = cursor[team]
+            if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
+                shapes = self.team_shapes[team]
+                if shapes and all(k in dead for k in shapes):  # none: its last job reserved
+                    dozing.append(team)
+                continue  # none of the team's jobs left could start, reserve or hold
+            if settled:
+                skip = self._pass(team, heads, c, up, dead, answers, quota, since)
+                if skip > c:
+                    passed[team] = (c, skip)
+                    cursor[team] = c = skip
+            if up and (c == len(heads) or up[0] < heads[c]):
+                expect[team] = up[0][0]
+                heapq.heappush(later, (up[0][0], team))
+            elif c < len(heads):
+                expect[team] = heads[c][0]
+                heapq.heappush(later, (heads[c][0], team))
+        for team, (r, mark, number) in maybe.items():  # not reached: still asleep
+            heapq.heappush(self.wake_at[r], (mark, number, team))
+        for team in rejoin:
+            insort(order, (team_heads[team][0][0], team))
+        if moved:
+            self._settle(moved)
+        for team, refusal in sleepy:
+            self._sleep(team, refusal, quota)
+        for team in dozing:
+            self._doze(team)
+        return started, reserved
+
+    def _pass(self, team: str, heads, c: int, up, dead: set[int], answers: dict, quota: Quota,
+              since: int) -> int:
+        """Returns the index of the first of a team's sorted heads from `c`
+        that a settled cycle must visit (up to the first head risen in the
+        cycle): the heads before it have shapes in `dead` and are not refused
+        by R2 while starving, so visiting them would change nothing. R2 is
+        asked as it answers now; `_recheck` asks again should a job start
+        before the walk reaches them."""
+        shape, ask, jobs, at = self.shape, self.ask, self.jobs, self.at
+        stop = len(heads)
+        if up:
+            stop = bisect_left(heads, up[0], c)
+        while c < stop:
+            n = heads[c][1]
+            if shape[n] not in dead:
+                return c
+            if jobs[n][at[n]].queued < since:
+                a = ask[n]
+                if a in answers:
+                    refusal = answers[a]
+                else:
+                    refusal = answers[a] = quota.refuse(team, self.demand[n].total,
+                                                        not self.tier[n].preemptible)
+                if refusal is not None:
+                    return c
+            c += 1
+        return c
+
+    def _recheck(self, key: tuple, passed: dict, cursor: dict, expect: dict, later: list) -> None:
+        """After a job with R3 key `key` started, sends every team back to
+        the first head it passed over that comes after that job: R2 may
+        refuse that head now, which holds the team."""
+        for team, (c0, c1) in list(passed.items()):
+            heads = self.team_heads[team]
+            k = bisect_left(heads, (key,), c0, c1)
+            if k == c1:
+                continue
+            if k > c0:
+                passed[team] = (c0, k)
+            else:
+                del passed[team]
+            cursor[team] = k
+            expect[team] = heads[k][0]
+            heapq.heappush(later, (heads[k][0], team))
+
+    def _line_done(self, team: str, n: int) -> None:
+        """Notes that line `n` of `team` has no job left."""
+        count = self.team_shapes[team]
+        count[self.shape[n]] -= 1
+        if not count[self.shape[n]]:
+            del count[self.shape[n]]
+
+    def _doze(self, team: str) -> None:
+        """Takes out of `order` a team none of whose lines has a shape with
+        room: in a settled cycle it could start nothing and reserve nothing
+        (a hold of its own holds only itself), so it need not be visited
+        until room for one of its shapes comes back (`_rouse`)."""
+        del self.order[bisect_left(self.order, (self.team_heads[team][0][0], team))]
+        for k in self.team_shapes[team]:
+            self.dormant.setdefault(k, set()).add(team)
+
+    def _rouse(self, state: State, holds: Holds | None, settled: bool, spare: bool) -> None:
+        """Puts back in `order` the dormant teams that a cycle about to run
+        might need to visit: all of them unless it is settled, else those
+        with a shape that fits the room (all room, reserved room included,
+        while some job could use reserved room). Room only shrinks within a
+        cycle, so a team left dormant stays without room to the cycle's end."""
+        if not settled:
+            woken = set().union(*self.dormant.values())
+        else:
+            restore = holds.lifted() if spare else None
+            room, woken = state.room, set()
+            largest = room.largest_free_gpu()
+            for k, teams in self.dormant.items():
+                demand = self.shapes[k]
+                widest = max((g[1] for g in demand.groups), default=0)
+                if widest <= largest and place(room, demand) is not None:
+                    woken |= teams
+            if restore is not None:
+                restore()
+        if not woken:
+            return
+        for team in woken:
+            insort(self.order, (self.team_heads[team][0][0], team))
+            for k in self.team_shapes[team]:
+                teams = self.dormant.get(k)
+                if teams is not None:
+                    teams.discard(team)
+                    if not teams:
+                        del self.dormant[k]
+
+    def _stuck(self, team: str, heads, c: int, up, no_room: set[int],
+               live: dict[str, int]) -> bool:
+        """Returns whether every line of a team still to be visited in this
+        cycle (sorted heads from `c`, and those risen in the cycle) has a
+        shape in `no_room`: none of them can start, and with no reservation
+        to make, a team hold among them would hold nothing.
+
+        `live` keeps, per team, where the last scan found a shape with room:
+        while shapes only join `no_room`, a scan resumes there."""
+        shape = self.shape
+        k = max(c, live.get(team, 0))
+        while k < len(heads):
+            if shape[heads[k][1]] not in no_room:
+                live[team] = k
+                return False
+            k += 1
+        live[team] = k
+        return all(shape[n] in no_room for _, n in up)
+
+    def _nothing_fits(self, room, no_room: set[int], fits: set[int]) -> bool:
+        """Returns whether no shape of the queue fits the room as it is,
+        testing the shapes not yet known (room only shrinks in a cycle)."""
+        for k, demand in enumerate(self.shapes):
+            if k in no_room or k in fits:
+                continue
+            if place(room, demand) is None:
+                no_room.add(k)
+            else:
+                fits.add(k)
+        return len(no_room) == len(self.shapes)
+
+    def _admit(self, state: State, job: PendingJob, n: int, placement, t: int, settings,
+               holds: Holds | None, until: int | None) -> None:
+        """Starts a job at `t` for its expected runtime."""
+        demand = self.demand[n]
+        end = t + expected_runtime(job.max_runtime, job.estimate, settings)
+        state.admit(job.id, job.team, self.tier[n], demand, placement, t, end)
+        if holds:
+            holds.charge(usage_on_nodes(demand, placement), until)
+
+    def _settle(self, moved: dict[int, tuple]) -> None:
+        """Puts the new heads of the lines in `moved` (line -> old head key) in
+        their sorted places, and their teams in `order`."""
+        jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
+        changed = set()
+        for n, old in moved.items():
+            team = jobs[n][0].team
+            heads = team_heads[team]
+            if team not in changed:
+                changed.add(team)
+                del order[bisect_left(order, (heads[0][0], team))]
+            del heads[bisect_left(heads, (old, n))]
+            if at[n] < len(jobs[n]):
+                insort(heads, (keys[n][at[n]], n))
+        for team in changed:
+            if team_heads[team]:
+                insort(order, (team_heads[team][0][0], team))
