@@ -1,20 +1,15 @@
-"""Which GPU type each node holds: the cluster's GPU types (tenants.GpuType) matched to node labels.
+"""The cluster's GPU types (tenants.GpuType) as the cluster port takes them: name, node label, value.
 
-Read by the snapshot (each node's type for the policy), by the node mirror the
-pages read, by the manifests (the label that pins a job to its type) and by
-doctor (GPU nodes no type matches). On a cluster without GpuType rows every
-answer is "no type", and everything reads as it did before types.
+The snapshot, the node mirror, the previews and the tenant sync read them here and
+match them to node labels with `scheduling.cluster.node_types` (pure, so the
+adapters' doctor uses it without the database). On a cluster without GpuType rows
+the answer is empty, and everything reads as it did before types.
 """
 
 from __future__ import annotations
 
 from scheduling.cluster.base import TypeLabel
-from scheduling.cluster.node_types import label_of, type_of, unlabelled
 from tenants.selectors import gpu_types
-
-# The pure matching of labels to types lives with the cluster port (the adapters' doctor reads it
-# without the database); the snapshot, the node mirror and the previews import it from here.
-__all__ = ["TypeLabel", "known_types", "label_of", "type_of", "unlabelled"]
 
 
 def known_types() -> tuple[TypeLabel, ...]:

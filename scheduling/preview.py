@@ -15,14 +15,14 @@ from django.utils import timezone
 from jobs.models import Job
 from jobs.spec import JobSpec
 from portal.compiled import CompiledQuery
-from scheduling.cluster.base import NodeInfo, OutsidePod
+from scheduling.cluster.base import NodeInfo, OutsidePod, TypeLabel
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
 from scheduling.policy.model import RESOURCES, PendingJob, Rejection, Snapshot, Team as PolicyTeam, Tier as PolicyTier
 from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
 from scheduling.policy.types import type_of_key
-from scheduling.gpu_types import TypeLabel, known_types
+from scheduling.gpu_types import known_types
 from scheduling.snapshot import (
     build_world, epoch, policy_nodes, policy_replicas, policy_settings, policy_teams, replica_defaults,
 )

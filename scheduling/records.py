@@ -14,7 +14,8 @@ from core.durations import duration
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
-from scheduling.gpu_types import known_types, type_of
+from scheduling.cluster.node_types import type_of
+from scheduling.gpu_types import known_types
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
 from scheduling.selectors import latest_gpu_usage
 from scheduling.snapshot import World

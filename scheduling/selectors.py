@@ -270,13 +270,14 @@ def reserved_by_node() -> dict[str, list[Reserved]]:
 
 @dataclass(frozen=True)
 class TypeOffer:
-    """What one GPU type offers a team right now, read from its quota row and the node mirror:
-    figures a person can check, not the policy's verdict (the fit preview gives that)."""
+    """What one GPU type offers a team right now, from its quota row, the latest plan's figures of
+    the type and the node mirror: figures a person can check, not the policy's verdict on one job
+    (the fit preview gives that)."""
 
     name: str
     description: str
     nominal: int | None  # the team's nominal of this type; None when its quota does not name the type
-    team_used: int  # GPUs of this type the team's admitted and running jobs hold
+    team_used: int  # GPUs of this type the team used once the latest plan's admissions counted
     gpus: int  # on the nodes of this type
     free: int  # on those nodes, neither held by a job nor by pods Gangway did not create
 
@@ -290,26 +291,21 @@ class TypeOffer:
 
 
 def gpu_type_offers(team: Team) -> list[TypeOffer]:
-    """Each of the cluster's GPU types, cheapest first, with the team's nominal and use of it and the
-    free GPUs on its nodes as the last cycle saw them; [] on a cluster without types.
-
-    Per-type quota figures of the plan (what is borrowable) are the policy's; until the plan
-    carries them per type, the form shows these plain readings and the fit preview the verdict.
-    """
+    """Each of the cluster's GPU types, cheapest first, with the team's nominal and use of it as the
+    latest plan gave them (`by_type`, the policy's own figures) and the free GPUs on its nodes as
+    the last cycle saw them; [] on a cluster without types."""
     types = gpu_types()
     if not types:
         return []
     nominal = dict(Quota.objects.filter(team=team, resource__in=[t.resource for t in types])
                    .values_list("resource", "nominal"))  # fmt: skip
-    held = Job.objects.filter(team=team, state__in=Job.ACTIVE_STATES).exclude(assigned_gpu_type="")
-    used = dict(held.values("assigned_gpu_type").annotate(gpus=Sum("gpu_total")).values_list("assigned_gpu_type", "gpus"))
-    kind_of = dict(ClusterNode.objects.values_list("name", "gpu_type"))
+    figures = latest_gpu_usage().get(team.slug) or {}
+    used = {entry["gpu_type"]: entry["used"] for entry in figures.get("by_type", ())}
     gpus: dict[str, int] = defaultdict(int)
     free: dict[str, int] = defaultdict(int)
     for row in node_rows():
-        kind = kind_of.get(row.name, "")
-        gpus[kind] += row.gpu
-        free[kind] += row.gpu - row.used
+        gpus[row.gpu_type] += row.gpu
+        free[row.gpu_type] += row.gpu - row.used
     return [TypeOffer(t.name, t.description, nominal.get(t.resource), used.get(t.name, 0), gpus[t.name], free[t.name])
             for t in types]  # fmt: skip
 

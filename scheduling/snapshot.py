@@ -23,7 +23,8 @@ from scheduling.policy.types import type_of_key
 from scheduling.cluster.base import (
     ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
 )
-from scheduling.gpu_types import known_types, label_of, type_of
+from scheduling.cluster.node_types import label_of, type_of
+from scheduling.gpu_types import known_types
 from scheduling.sweeps import HOLDING, Held, within_caps
 from tenants.models import PriorityTier, Quota, Team
 

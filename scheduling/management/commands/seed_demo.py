@@ -10,7 +10,6 @@ a100 quotas and jobs; rows an admin changed keep their changes.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -243,9 +242,8 @@ class Command(BaseCommand):
                 # PyTorch jobs read the team's datasets claim, with a larger /dev/shm for DataLoader workers.
                 **({"volumes": [{"claim": "datasets", "path": "/data", "read_only": True}], "shm": "8Gi"}
                    if index % 2 else {}),
+                **({"gpu_type": list(TYPED_JOBS[name])} if name in TYPED_JOBS else {}),
             })  # fmt: skip
-            # The spec's types go in as the parsed spec carries them (replace keeps the rest as parsed).
-            spec = replace(spec, gpu_type=TYPED_JOBS.get(name, ()))
             owner = User.objects.get(username=owners[slug])
             job, _ = job_submit(team=teams[slug], spec=spec, owner=owner, via="seed_demo", idempotency_key=key)
             made += 1
