@@ -21,7 +21,8 @@
       accepts a held type and others tries only the others); else it
       reserves room (reservation.py) of the first type whose quota admits
       it, while fewer than `max_reservations` jobs do. With
-      `starvation_guard` "hold" it holds the whole cluster instead.
+      `starvation_guard` "hold" it holds the whole cluster instead (with
+      GPU types, every team's jobs of the types whose quota admits it).
 4. Rank the waiting jobs (positions) in R3 order.
 5. Estimate starts by replaying forward (eta.py, or eta_typed.py on a
    cluster with GPU types); a reserving job starts at its reservation's start.
@@ -161,8 +162,9 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     admitted: list[Admission] = []
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
-    # (team, GPU type) -> holder: the types a starving job was refused GPUs of (3d).
-    held_types: dict[tuple[str, int | None], PendingJob] = {}
+    # (team, GPU type) -> holder: the types a starving job was refused GPUs of;
+    # (None, GPU type): the types a starving job holds for room under "hold" (3d).
+    held_types: dict[tuple[str | None, int | None], PendingJob] = {}
     no_room: set[tuple] = set()  # shapes (and types) that found no room; room only shrinks
     hopeless = Hopeless()  # victim searches known to find nothing (hopeless.py)
     holds = Holds(state.room)
@@ -200,7 +202,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
         shut: dict[int | None, str] = {}  # its held types -> the sentence naming the holder
         if held_types:
             for kind in every:
-                type_holder = held_types.get((job.team, kind))
+                type_holder = held_types.get((job.team, kind)) or held_types.get((None, kind))
                 if type_holder is not None:
                     shut[kind] = held_sentence(type_holder)
             if shut:
@@ -265,6 +267,10 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                     held_types.setdefault((job.team, kind), job)
             else:  # no types, or refused CPU or memory, which every type shares
                 held_by.setdefault(job.team, job)
+        elif not reserve and types is not None and None not in kinds:
+            for kind, refusal in zip(kinds, refusals):
+                if refusal is None:  # its quota admits it there: room is what it waits for
+                    held_types.setdefault((None, kind), job)
         elif not reserve:
             held_by.setdefault(None, job)
         elif len(holds) < settings.max_reservations:

@@ -10,8 +10,8 @@ nodes of the type and the room left after reservations) let it; a starving
 job refused by quota on every type holds its team (refused GPUs of each
 type, its team's jobs of those types only, as the cycle does), one refused for room
 reserves room on the first type whose quota admits it while fewer than
-`max_reservations` jobs do (with the "hold" guard it holds the whole
-cluster). As in eta.py: no preemption and no R9 reordering in the replay,
+`max_reservations` jobs do (with the "hold" guard it holds every team's
+jobs of the types whose quota admits it). As in eta.py: no preemption and no R9 reordering in the replay,
 reserved room serves only its job, and jobs not started within `HORIZON`
 get no estimate.
 
@@ -117,7 +117,7 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
     reserved: list[Hold] = []
     no_room: set = set()
     held: set[str] = set()  # teams held whole
-    held_types: set[tuple] = set()  # (team, GPU type) held
+    held_types: set[tuple] = set()  # (team, GPU type) held; (None, GPU type): every team's
     # (team, tier, shape, types) refused by quota on every type: within a
     # cycle usage only grows, so the refusal stands for the rest of it.
     refused: set[tuple] = set()
@@ -140,7 +140,8 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
             continue
         open_kinds = kinds[job.id]
         if held_types:
-            open_kinds = tuple(k for k in open_kinds if (job.team, k) not in held_types)
+            open_kinds = tuple(k for k in open_kinds
+                               if (job.team, k) not in held_types and (None, k) not in held_types)
             if not open_kinds:
                 continue
         tier = tiers[job.tier]
@@ -150,6 +151,7 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
         if line in refused and not starving:
             continue
         quota_ok = None
+        admits = []  # the types whose quota admits it
         placed = selected = False
         gpus_refused = True  # every refusal is of GPUs (of a type), none of CPU or memory
         for kind in open_kinds:
@@ -162,6 +164,7 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
             if refusal is not None:
                 gpus_refused = gpus_refused and refusal.resource == 0
                 continue
+            admits.append(kind)
             if quota_ok is None:
                 quota_ok = kind
             if (demand, kind) in no_room:
@@ -194,6 +197,8 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
                 held_types.update((job.team, k) for k in open_kinds)
             else:
                 held.add(job.team)
+        elif not reserve and None not in open_kinds:
+            held_types.update((None, k) for k in admits)
         elif not reserve:
             break  # the whole cluster is held for this job
         elif len(holds) < settings.max_reservations:
