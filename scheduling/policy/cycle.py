@@ -15,9 +15,14 @@
       first of its types where some make it fit; admit it with them;
    d. else it waits, its sentence naming each type; a job waiting longer
       than `starvation_after` is starving: refused by quota on every type,
-      it holds its team; else it reserves room (reservation.py) of the first
-      type whose quota admits it, while fewer than `max_reservations` jobs
-      do. With `starvation_guard` "hold" it holds the whole cluster instead.
+      it holds its team (on a cluster with GPU types, refused GPUs of each
+      type, it holds its team's jobs of those types only: quota is per type,
+      so a job of another type takes nothing it waits for, and a job that
+      accepts a held type and others tries only the others); else it
+      reserves room (reservation.py) of the first type whose quota admits
+      it, while fewer than `max_reservations` jobs do. With
+      `starvation_guard` "hold" it holds the whole cluster instead (with
+      GPU types, every team's jobs of the types whose quota admits it).
 4. Rank the waiting jobs (positions) in R3 order.
 5. Estimate starts by replaying forward (eta.py, or eta_typed.py on a
    cluster with GPU types); a reserving job starts at its reservation's start.
@@ -157,6 +162,9 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     admitted: list[Admission] = []
     waiting: dict[str, tuple[Code, str]] = {}
     held_by: dict[str | None, PendingJob] = {}  # team (None: whole cluster) -> holder
+    # (team, GPU type) -> holder: the types a starving job was refused GPUs of;
+    # (None, GPU type): the types a starving job holds for room under "hold" (3d).
+    held_types: dict[tuple[str | None, int | None], PendingJob] = {}
     no_room: set[tuple] = set()  # shapes (and types) that found no room; room only shrinks
     hopeless = Hopeless()  # victim searches known to find nothing (hopeless.py)
     holds = Holds(state.room)
@@ -169,6 +177,14 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
         return None in held_by or team in held_by
 
     held_reason: dict[str, str] = {}  # holder id -> the sentence its held jobs show
+
+    def held_sentence(holder: PendingJob) -> str:
+        reason = held_reason.get(holder.id)
+        if reason is None:
+            reason = held_reason[holder.id] = Code.HELD.say(
+                job=holder.id, waited=duration(now - holder.queued))
+        return reason
+
     order = admission_order(queue, tiers, state.quota, skip_team,
                             None if types is None else first_quota(state, kinds_of))
     for job in order:
@@ -179,13 +195,23 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
             if None in held_by and not with_waits:
                 break  # the whole cluster is held: every later job waits
             if with_waits:
-                reason = held_reason.get(holder.id)
-                if reason is None:
-                    reason = held_reason[holder.id] = Code.HELD.say(
-                        job=holder.id, waited=duration(now - holder.queued))
-                waiting[job.id] = (Code.HELD, reason)
+                waiting[job.id] = (Code.HELD, held_sentence(holder))
             continue
-        kinds = kinds_of[job.id]
+        every = kinds_of[job.id]
+        kinds = every
+        shut: dict[int | None, str] = {}  # its held types -> the sentence naming the holder
+        if held_types:
+            for kind in every:
+                type_holder = held_types.get((job.team, kind)) or held_types.get((None, kind))
+                if type_holder is not None:
+                    shut[kind] = held_sentence(type_holder)
+            if shut:
+                kinds = tuple(kind for kind in every if kind not in shut)
+                if not kinds:
+                    if with_waits:
+                        waiting[job.id] = why_waiting(job, demand, every, [], state, holds,
+                                                      kept_off, now, shut)
+                    continue
         # Sure to end by then (R4: only max_runtime counts, not an estimate).
         until = now + job.max_runtime if job.max_runtime else None
         spared = holds.spares(until)
@@ -231,12 +257,20 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
             continue
         # ...else it waits.
         if with_waits:
-            waiting[job.id] = why_waiting(job, demand, kinds, refusals, state, holds,
-                                                 kept_off, now)
+            waiting[job.id] = why_waiting(job, demand, every, refusals, state, holds,
+                                          kept_off, now, shut)
         if now - job.queued <= settings.starvation_after:
             continue
         if all(refusal is not None for refusal in refusals):
-            held_by.setdefault(job.team, job)
+            if types is not None and all(refusal.resource == 0 for refusal in refusals):
+                for kind in kinds:  # refused GPUs of these types: their pools only
+                    held_types.setdefault((job.team, kind), job)
+            else:  # no types, or refused CPU or memory, which every type shares
+                held_by.setdefault(job.team, job)
+        elif not reserve and types is not None and None not in kinds:
+            for kind, refusal in zip(kinds, refusals):
+                if refusal is None:  # its quota admits it there: room is what it waits for
+                    held_types.setdefault((None, kind), job)
         elif not reserve:
             held_by.setdefault(None, job)
         elif len(holds) < settings.max_reservations:

@@ -7,10 +7,11 @@ runs for its expected runtime (R14), no new jobs arrive. At each moment a
 job ends, one cycle walks the waiting jobs in R3 order: a job starts on the
 first of its types where quota (R2, per type) and placement (R1, R11, on the
 nodes of the type and the room left after reservations) let it; a starving
-job refused by quota on every type holds its team, one refused for room
+job refused by quota on every type holds its team (refused GPUs of each
+type, its team's jobs of those types only, as the cycle does), one refused for room
 reserves room on the first type whose quota admits it while fewer than
-`max_reservations` jobs do (with the "hold" guard it holds the whole
-cluster). As in eta.py: no preemption and no R9 reordering in the replay,
+`max_reservations` jobs do (with the "hold" guard it holds every team's
+jobs of the types whose quota admits it). As in eta.py: no preemption and no R9 reordering in the replay,
 reserved room serves only its job, and jobs not started within `HORIZON`
 get no estimate.
 
@@ -115,7 +116,8 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
     started: list[PendingJob] = []
     reserved: list[Hold] = []
     no_room: set = set()
-    held: set[str] = set()
+    held: set[str] = set()  # teams held whole
+    held_types: set[tuple] = set()  # (team, GPU type) held; (None, GPU type): every team's
     # (team, tier, shape, types) refused by quota on every type: within a
     # cycle usage only grows, so the refusal stands for the rest of it.
     refused: set[tuple] = set()
@@ -136,15 +138,23 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
             break
         if job.team in held:
             continue
+        open_kinds = kinds[job.id]
+        if held_types:
+            open_kinds = tuple(k for k in open_kinds
+                               if (job.team, k) not in held_types and (None, k) not in held_types)
+            if not open_kinds:
+                continue
         tier = tiers[job.tier]
         demand = job.demand
-        line = (job.team, job.tier, demand, kinds[job.id])
+        line = (job.team, job.tier, demand, open_kinds)
         starving = job.queued < since
         if line in refused and not starving:
             continue
         quota_ok = None
+        admits = []  # the types whose quota admits it
         placed = selected = False
-        for kind in kinds[job.id]:
+        gpus_refused = True  # every refusal is of GPUs (of a type), none of CPU or memory
+        for kind in open_kinds:
             ask = (job.team, demand.total, tier.preemptible, kind)
             if ask in answers:
                 refusal = answers[ask]
@@ -152,7 +162,9 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
                 quota = quotas[0 if kind is None else kind]
                 refusal = answers[ask] = quota.refuse(job.team, demand.total, not tier.preemptible)
             if refusal is not None:
+                gpus_refused = gpus_refused and refusal.resource == 0
                 continue
+            admits.append(kind)
             if quota_ok is None:
                 quota_ok = kind
             if (demand, kind) in no_room:
@@ -180,8 +192,13 @@ def _cycle(state: State, holds: Holds, queue: list[PendingJob], kinds: dict, com
             break
         if placed or not starving:
             continue
-        if quota_ok is None and kinds[job.id]:
-            held.add(job.team)
+        if quota_ok is None and open_kinds:
+            if None not in open_kinds and gpus_refused:
+                held_types.update((job.team, k) for k in open_kinds)
+            else:
+                held.add(job.team)
+        elif not reserve and None not in open_kinds:
+            held_types.update((None, k) for k in admits)
         elif not reserve:
             break  # the whole cluster is held for this job
         elif len(holds) < settings.max_reservations:

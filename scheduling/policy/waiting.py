@@ -28,13 +28,22 @@ def typed(name: str | None, sentence: str) -> str:
 
 
 def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
-                holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
+                holds: Holds, kept_off: dict, now: int,
+                held: dict | None = None) -> tuple[Code, str]:
     """Returns the code and sentence for a job that fits no type, naming each
-    type ("a100: ...; h100: ..."); the code is its first type's."""
+    type ("a100: ...; h100: ..."); the code is its first type's.
+
+    `held` maps the types a starving job holds for the job's team (R4) to
+    the sentence naming the holder; `refusals` are R2's answers on the
+    job's other types, in order."""
     said = []
-    for kind, refusal in zip(kinds, refusals):
+    answers = iter(refusals)
+    for kind in kinds:
+        if held and kind in held:
+            said.append((Code.HELD, typed(type_name(state, kind), held[kind])))
+            continue
         state.select(kind)
-        code, reason = _why_one(job, demand, refusal, state, holds,
+        code, reason = _why_one(job, demand, next(answers), state, holds,
                                 kept_off.setdefault(kind, {}), now)
         said.append((code, typed(type_name(state, kind), reason)))
     if len(said) == 1:
