@@ -131,6 +131,13 @@ class Cluster:
         self.type_used = dict.fromkeys(world.gpu_types, 0)
         self.team_type_used: dict[tuple[str, str], int] = {
             (t.name, kind): 0 for t in world.teams for kind in world.gpu_types}
+        # (team, GPU type) -> tier name -> GPUs and running entries by id, in
+        # start order: `tier_gpus` and `by_tier` of each type, which the
+        # planner's reduced snapshots read per type (reclaim is per type).
+        self.type_tier_gpus: dict[tuple[str, str], dict[str, int]] = {
+            key: {} for key in self.team_type_used}
+        self.type_by_tier: dict[tuple[str, str], dict[str, dict[str, Entry]]] = {
+            key: {} for key in self.team_type_used}
 
     def checkpointed(self, entry: Entry, now: int) -> int | None:
         """Returns when running `entry` last checkpointed in its current run
@@ -173,8 +180,12 @@ class Cluster:
         self.partial_by_team[entry.team] -= held
         self.used[entry.team] += entry.gpus
         if entry.gpu_type is not None:
+            key = (entry.team, entry.gpu_type)
             self.type_used[entry.gpu_type] += entry.gpus
-            self.team_type_used[(entry.team, entry.gpu_type)] += entry.gpus
+            self.team_type_used[key] += entry.gpus
+            tiers = self.type_tier_gpus[key]
+            tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + entry.gpus
+            self.type_by_tier[key].setdefault(entry.tier.name, {})[entry.id] = entry
         tiers = self.tier_gpus[entry.team]
         tiers[entry.tier.name] = tiers.get(entry.tier.name, 0) + entry.gpus
         self.by_tier[entry.team].setdefault(entry.tier.name, {})[entry.id] = entry
@@ -186,8 +197,11 @@ class Cluster:
             self.free.give(i, entry.pods[k])
         self.used[entry.team] -= entry.gpus
         if entry.gpu_type is not None:
+            key = (entry.team, entry.gpu_type)
             self.type_used[entry.gpu_type] -= entry.gpus
-            self.team_type_used[(entry.team, entry.gpu_type)] -= entry.gpus
+            self.team_type_used[key] -= entry.gpus
+            self.type_tier_gpus[key][entry.tier.name] -= entry.gpus
+            del self.type_by_tier[key][entry.tier.name][entry.id]
         self.tier_gpus[entry.team][entry.tier.name] -= entry.gpus
         del self.by_tier[entry.team][entry.tier.name][entry.id]
         entry.nodes = []

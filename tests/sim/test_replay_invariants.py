@@ -92,10 +92,11 @@ class FullSnapshots(Planner):
         pending = tuple(
             PendingJob(e.id, e.team, e.tier.name, e.queued, replicas_of(e.gpus),
                        max_runtime=runtimes and runtimes.max_runtime(e),
-                       estimate=runtimes and runtimes.estimate(e))
+                       estimate=runtimes and runtimes.estimate(e),
+                       gpu_type=self.world.type_of.get(e.id, ()))
             for e in cluster.pending.values())
         return Snapshot(now, self.world.nodes, tuple(self.tiers.values()), self.world.teams,
-                        running, pending, self.settings, self.reservations)
+                        running, pending, self.settings, self.reservations, self.world.gpu_types)
 
 
 def full_twin(fast, world):
@@ -139,3 +140,55 @@ def test_reduced_snapshots_plan_as_the_full_ones(name, estimates, seed, load, mo
     assert bounded[0] > 0 or load == 1
     if name == "gangway" and load > 1:
         assert reserving[0] > 0
+
+
+def replay_twice(monkeypatch, tr, world, name):
+    """Replays `tr` under `name` with reduced snapshots and with full ones;
+    returns both outcomes, the passes whose reduced snapshot folded jobs past
+    the reclaim bound, and the passes that reserved room."""
+    bounded = [0]
+    reserving = [0]
+    reduced = Planner._reduced
+    planned = planner_module.plan
+
+    def counting(self, cluster, now, asked):
+        nodes, running = reduced(self, cluster, now, asked)
+        bounded[0] += any(job.tier == BEYOND.name for job in running)
+        return nodes, running
+
+    def counting_plan(snapshot, **kwargs):
+        result = planned(snapshot, **kwargs)
+        reserving[0] += bool(result.reservations)
+        return result
+
+    monkeypatch.setattr(Planner, "_reduced", counting)
+    monkeypatch.setattr(planner_module, "plan", counting_plan)
+    fast = POLICIES[name](world)
+    a = replay(tr.jobs, world, fast)
+    monkeypatch.setattr(Planner, "_reduced", reduced)
+    b = replay(tr.jobs, world, full_twin(fast, world))
+    return a, b, bounded[0], reserving[0]
+
+
+TYPED = {
+    "two types": (("l4", 5), ("a100", 3)),
+    "three types, the dear one first": (("a100", 2), ("l4", 4), ("t4", 2)),
+}
+
+
+@pytest.mark.parametrize("name", ["gangway", "gangway-hold", "kueue-like"])
+@pytest.mark.parametrize("types", sorted(TYPED))
+@pytest.mark.parametrize("seed,load", [(0, 2), (1, 4), (2, 8), (3, 4)])
+def test_reduced_snapshots_plan_as_the_full_ones_on_a_cluster_of_gpu_types(
+        name, types, seed, load, monkeypatch):
+    tr = synthetic(250, seed=seed, load=load)
+    world = build_world(tr, seed=seed, types=TYPED[types])
+    a, b, bounded, reserving = replay_twice(monkeypatch, tr, world, name)
+    assert a.records == b.records
+    assert (a.preemptions, a.lost, a.rejected) == (b.preemptions, b.lost, b.rejected)
+    assert a.reserved_idle == b.reserved_idle
+    assert a.type_busy == b.type_busy
+    assert a.preemptions > 0
+    assert bounded > 0
+    if name == "gangway":
+        assert reserving > 0

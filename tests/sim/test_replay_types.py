@@ -49,6 +49,9 @@ def typed_checker(name, world):
             assert gpus <= len(world.nodes_of(kind)) * 8
         for (team, kind), gpus in per_team.items():
             assert cluster.team_type_used[(team, kind)] == gpus
+            assert sum(cluster.type_tier_gpus[(team, kind)].values()) == gpus
+            assert sum(e.gpus for group in cluster.type_by_tier[(team, kind)].values()
+                       for e in group.values()) == gpus
             if name.startswith("isolated"):
                 assert gpus <= world.type_nominal(team, kind), f"{team} above its {kind} nominal"
         if name.startswith("gangway"):

@@ -63,21 +63,36 @@ second something happens:
 `tests/sim/test_replay_invariants.py` replays with and without these
 shortcuts and requires the same outcome.
 
-With GPU types (`--types`) the shortcuts are off and every pass plans on
-the full snapshot: every node with its type, every running job with the
-type it got, every queued job with the types it accepts, at every second
-something happens. The argument above is about one pool of GPUs: the empty
-nodes it keeps are the first in node order, not the first of each type a
-job may take; a team's "usage + queued > nominal" is one figure where
-reclaim is judged per type; and the test for a pass that cannot start
-anything reads the largest free room anywhere, not on a type the job
-accepts. Each could be redone per type, but no proof of it is written, so
-typed replays pay for full snapshots instead (see the README for times).
+With GPU types (`--types`) the same shortcuts hold per type, since R2, R6,
+R7 and R11 work on one type at a time (the policy's types.py) and a victim
+is only ever taken from the type its preemptor tries:
+
+- a team may be reclaimed from in type T only while above its nominal of T,
+  so the bound is per type: usage of T + queued GPUs of the jobs accepting
+  T - nominal of T (a job accepting several types counts toward each, as
+  if it got every one of them: an overestimate, so more jobs are listed);
+  reclaim is possible in T only when some team's non-preemptible usage of
+  T plus its smallest queued job accepting T is within its nominal of T;
+  R5's lower-tier jobs are listed per type for the jobs accepting it;
+- folded usage is per team and type (`~quota-<team>-<type>`,
+  `~beyond-<team>-<type>`, holding that type's GPUs), and the room of
+  unlisted jobs is one outside job per type;
+- the empty nodes kept are, per type, the first of that type in node order,
+  as many as the replicas of the jobs accepting it, and each type keeps at
+  least as many nodes as its widest such gang (and one), so R10 sees each
+  type's nodes as the full snapshot does;
+- a pass is skipped on the same conditions, with the test for a new job
+  made per type it accepts: free room on that type's nodes, a rejection by
+  R10 there (its nominal, for a non-preemptible job, or the type's GPUs),
+  or reclaim in that type.
+
+`test_reduced_snapshots_plan_as_the_full_ones_on_a_cluster_of_gpu_types`
+replays typed clusters both ways and requires the same outcome.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from scheduling.policy import ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
@@ -115,14 +130,26 @@ class Planner:
     checkpoints: bool = False  # report the running jobs' checkpoints (R8)
     reservations: tuple = ()  # the last plan's, carried into the next snapshot (R4)
     starving: int = 0  # queued jobs past starvation_after at the last pass
+    # With GPU types: each type's nodes, and team -> type -> nominal GPUs.
+    ranges: dict[str, range] = field(default_factory=dict)
+    type_nominal: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.index = {n.name: i for i, n in enumerate(self.world.nodes)}
-        self.queue = Queue(self.tiers, self.runtimes, type_of=self.world.type_of)
+        world = self.world
+        self.index = {n.name: i for i, n in enumerate(world.nodes)}
+        self.queue = Queue(self.tiers, self.runtimes, type_of=world.type_of)
         self.victim_tiers = tuple(sorted((t for t in self.tiers.values() if t.preemptible),
                                          key=lambda t: t.value))
-        if self.world.capacity > sum(self.world.nominal.values()):
+        if world.capacity > sum(world.nominal.values()):
             raise ValueError("the replay's reduced snapshots need every GPU in some team's nominal")
+        self.ranges = {kind: world.nodes_of(kind) for kind in world.gpu_types}
+        self.type_nominal = {t.name: {kind: world.type_nominal(t.name, kind) for kind in world.gpu_types}
+                             for t in world.teams}
+        for kind, nodes in self.ranges.items():
+            if (sum(world.nodes[i].gpu for i in nodes)
+                    > sum(quota[kind] for quota in self.type_nominal.values())):
+                raise ValueError(f"the replay's reduced snapshots need every {kind} GPU in some "
+                                 f"team's nominal of {kind}")
 
     @property
     def reserve(self) -> bool:
@@ -173,19 +200,12 @@ class Planner:
         return gpus
 
     def _snapshot(self, cluster: Cluster, now: int) -> Snapshot:
-        """Returns the snapshot of this pass: reduced, or the full one on a
-        cluster with GPU types (see the module docstring)."""
-        world = self.world
-        if world.gpu_types:
-            running = tuple(self.running_job(cluster, entry, now) for entry in cluster.running.values())
-            return Snapshot(now, world.nodes, tuple(self.tiers.values()), world.teams, running,
-                            tuple(self.queue.jobs.values()), self.settings, self.reservations,
-                            world.gpu_types)
+        """Returns the reduced snapshot of this pass (see the module docstring)."""
         asked = self.queue.asked()
         nodes, running = self._reduced(cluster, now, asked)
         return Snapshot(now, nodes, tuple(self.tiers.values()) + (FOLDED, BEYOND),
                         self.world.teams, running, tuple(self.queue.jobs.values()), self.settings,
-                        self.reservations)
+                        self.reservations, self.world.gpu_types)
 
     def _may_reserve(self, now: int) -> bool:
         """Returns whether a pass at `now` may reserve room: some queued job
@@ -237,7 +257,7 @@ class Planner:
     def _unchanged(self, cluster: Cluster, now: int, news: News) -> bool:
         """Returns True when this pass would start nothing, by the rules in the
         module docstring; False when it might start something."""
-        if self.last_pass is None or news.freed or self.started or self.world.gpu_types:
+        if self.last_pass is None or news.freed or self.started:
             return False
         if self.reserve and self.queue.starving(now - self.settings.starvation_after) > self.starving:
             return False  # a job starts starving: it may reserve room
@@ -248,6 +268,8 @@ class Planner:
 
     def _may_act(self, cluster: Cluster, entry: Entry) -> bool:
         """Returns False only when `entry` can neither be placed nor take a victim now."""
+        if self.world.gpu_types:
+            return self._may_act_typed(cluster, entry)
         free = cluster.free
         gpus = entry.gpus
         if gpus <= free.total:
@@ -265,24 +287,70 @@ class Planner:
             cluster.used[t] > nominal[t] for t in nominal if t != team
         ):
             return True  # reclaim may be possible
+        return self._may_preempt_own(cluster, team, tier)
+
+    def _may_preempt_own(self, cluster: Cluster, team: str, tier: Tier) -> bool:
+        """Returns whether `team` runs preemptible work of a lower tier than `tier` (R5)."""
         return any(self.tiers[name].value < tier.value and self.tiers[name].preemptible
                    for name, gpus in cluster.tier_gpus[team].items() if gpus)
+
+    def _may_act_typed(self, cluster: Cluster, entry: Entry) -> bool:
+        """Returns False only when `entry` can, on none of the GPU types it
+        accepts, be placed, be rejected (R10) or take a victim now: the
+        checks of `_may_act`, each on one type's nodes and quota."""
+        free = cluster.free
+        size = len(free.buckets) - 1
+        gpus, team = entry.gpus, entry.team
+        tier = self.tiers[entry.tier.name]
+        used, nominal = cluster.team_type_used, self.type_nominal
+        for kind in self.world.type_of.get(entry.id, self.world.gpu_types):
+            within = self.ranges[kind]
+            if gpus <= size:
+                if any(_count(free.buckets[b], within) for b in range(gpus, size + 1)):
+                    return True
+            elif _count(free.buckets[size], within) >= gpus // size:
+                return True
+            if (not tier.preemptible and gpus > nominal[team][kind]) or gpus > len(within) * size:
+                return True  # may be rejected (R10) in this pass
+            if used[(team, kind)] + gpus <= nominal[team][kind] and any(
+                used[(t, kind)] > nominal[t][kind] for t in nominal if t != team
+            ):
+                return True  # reclaim may be possible
+        return self._may_preempt_own(cluster, team, tier)
+
+    def _figures(self, cluster: Cluster, team: str,
+                 kind: str | None) -> tuple[int, int, dict[str, int], dict[str, dict[str, Entry]]]:
+        """Returns a team's nominal and usage of GPU type `kind` (None: all
+        GPUs, on a cluster without types), its GPUs per tier and its running
+        entries per tier."""
+        if kind is None:
+            return (self.world.nominal[team], cluster.used[team], cluster.tier_gpus[team],
+                    cluster.by_tier[team])
+        key = (team, kind)
+        return (self.type_nominal[team][kind], cluster.team_type_used[key],
+                cluster.type_tier_gpus[key], cluster.type_by_tier[key])
 
     def _reduced(self, cluster: Cluster, now: int,
                  asked: Asked) -> tuple[tuple, tuple[RunningJob, ...]]:
         """Returns the nodes and running jobs of a snapshot that plans as the
-        full one does (see the module docstring)."""
-        world, nominal, tiers = self.world, self.world.nominal, self.tiers
+        full one does (see the module docstring): over all GPUs, or over
+        each GPU type apart, with what the jobs accepting it ask for."""
+        world, tiers = self.world, self.tiers
+        kinds: tuple[str | None, ...] = world.gpu_types or (None,)
+        asks = {None: asked} if not world.gpu_types else {
+            kind: self.queue.asked(kind) for kind in kinds}
         # Reclaim (R6) needs a preemptor whose team ends within nominal even
         # if all its preemptible jobs were gone; without one, no job of
-        # another team can be a victim in this pass.
-        reclaim = False
-        for team, least in asked.least.items():
-            floor = sum(gpus for name, gpus in cluster.tier_gpus[team].items()
-                        if not tiers[name].preemptible)
-            if floor + least <= nominal[team]:
-                reclaim = True
-                break
+        # another team can be a victim in this pass (per type: reclaim
+        # takes only GPUs of the type the preemptor tries).
+        reclaim = dict.fromkeys(kinds, False)
+        for kind in kinds:
+            for team, least in asks[kind].least.items():
+                nominal, _, tier_gpus, _ = self._figures(cluster, team, kind)
+                floor = sum(gpus for name, gpus in tier_gpus.items() if not tiers[name].preemptible)
+                if floor + least <= nominal:
+                    reclaim[kind] = True
+                    break
         mark = None
         if self.checkpoints:
             def mark(entry: Entry) -> int:
@@ -291,28 +359,34 @@ class Planner:
         listing = Listing(now - self.settings.min_runtime_before_preemption,
                            lambda entry: self.running_job(cluster, entry, now), mark)
         folded: list[RunningJob] = []
-        for team in nominal:
-            # How far above nominal the team may end this pass: its usage
-            # plus all it asks for. Above it, its jobs may be reclaimed.
-            above = (cluster.used[team] + asked.queued.get(team, 0) - nominal[team]
-                     if reclaim else 0)
-            own_below = asked.top.get(team)
-            listed = 0
-            if above > 0 or own_below is not None:
-                listed = listing.team(cluster.by_tier[team], self.victim_tiers, above,
-                                      own_below, bounded=not asked.mixed)
-            steady = cluster.used[team] - listed
-            if above > 0:
-                # Preemptible jobs past the bound: never reached by reclaim, and
-                # of no tier lower than anything queued, but preemptible for R2.
-                rest = sum(cluster.tier_gpus[team].get(t.name, 0) for t in self.victim_tiers) - listed
-                if rest:
-                    folded.append(RunningJob(f"~beyond-{team}", team, BEYOND.name, now,
-                                             (ReplicaGroup(1, gpu=rest),), (NOWHERE,)))
-                    steady -= rest
-            if steady:
-                folded.append(RunningJob(f"~quota-{team}", team, FOLDED.name, 0,
-                                         (ReplicaGroup(1, gpu=steady),), (NOWHERE,)))
+        for team in world.nominal:
+            for kind in kinds:
+                ask = asks[kind]
+                nominal, used, tier_gpus, by_tier = self._figures(cluster, team, kind)
+                suffix = "" if kind is None else f"-{kind}"
+                # How far above nominal the team may end this pass: its usage
+                # plus all it asks for (of this type: every job accepting it,
+                # as if each got it). Above it, its jobs may be reclaimed.
+                above = used + ask.queued.get(team, 0) - nominal if reclaim[kind] else 0
+                own_below = ask.top.get(team)
+                listed = 0
+                if above > 0 or own_below is not None:
+                    listed = listing.team(by_tier, self.victim_tiers, above, own_below,
+                                          bounded=not ask.mixed)
+                steady = used - listed
+                if above > 0:
+                    # Preemptible jobs past the bound: never reached by reclaim, and
+                    # of no tier lower than anything queued, but preemptible for R2.
+                    rest = sum(tier_gpus.get(t.name, 0) for t in self.victim_tiers) - listed
+                    if rest:
+                        folded.append(RunningJob(f"~beyond-{team}{suffix}", team, BEYOND.name, now,
+                                                 (ReplicaGroup(1, gpu=rest),), (NOWHERE,),
+                                                 gpu_type=kind))
+                        steady -= rest
+                if steady:
+                    folded.append(RunningJob(f"~quota-{team}{suffix}", team, FOLDED.name, 0,
+                                             (ReplicaGroup(1, gpu=steady),), (NOWHERE,),
+                                             gpu_type=kind))
         nodes = world.nodes
         running = listing.jobs
         if self._may_reserve(now):
@@ -326,27 +400,48 @@ class Planner:
         keep = set(listing.on_node)
         for b in range(1, size):
             keep.update(free.buckets[b])
-        keep.update(free.buckets[size][:asked.pods])
-        # R10 places every job on the empty listed nodes: list enough of them
-        # (full ones, which take no placement) for the widest gang.
-        for i in free.buckets[0] + free.buckets[size]:
-            if len(keep) >= asked.widest:
-                break
-            keep.add(i)
+        everywhere = range(len(nodes))
+        for kind in kinds:
+            ask = asks[kind]
+            within = everywhere if kind is None else self.ranges[kind]
+            empty = _within(free.buckets[size], within)
+            keep.update(empty[:ask.pods])
+            # R10 places every job on the empty listed nodes of a type it
+            # accepts: list enough of them (full ones, which take no
+            # placement) for the widest gang, and one of each type at least.
+            need = max(ask.widest, 1)
+            have = len(keep) if kind is None else sum(1 for i in keep if i in within)
+            for i in _within(free.buckets[0], within) + empty:
+                if have >= need:
+                    break
+                if i not in keep:
+                    keep.add(i)
+                    have += 1
         kept = tuple(nodes[i] for i in sorted(keep))
-        # What the listed jobs do not hold is folded: room per node, quota per team.
-        by_size: dict[int, list[str]] = {}
+        # What the listed jobs do not hold is folded: room per node (one
+        # outside job per GPU type), quota per team.
+        rooms: dict[str | None, dict[int, list[str]]] = {}
         for i in sorted(keep):
             gpus = nodes[i].gpu - free.gpu[i] - listing.on_node.get(i, 0)
             if gpus:
-                by_size.setdefault(gpus, []).append(nodes[i].name)
-        if by_size:
+                rooms.setdefault(nodes[i].gpu_type, {}).setdefault(gpus, []).append(nodes[i].name)
+        for kind, by_size in rooms.items():
             running.append(RunningJob(
-                "~room", None, None, 0,
+                "~room" if kind is None else f"~room-{kind}", None, None, 0,
                 tuple(ReplicaGroup(len(names), gpu=gpus) for gpus, names in by_size.items()),
-                tuple(name for names in by_size.values() for name in names)))
+                tuple(name for names in by_size.values() for name in names), gpu_type=kind))
         running.extend(folded)
         return kept, tuple(running)
+
+
+def _within(indices: list[int], nodes: range) -> list[int]:
+    """Returns the node indices of sorted `indices` that fall in `nodes`."""
+    return indices[bisect_left(indices, nodes.start):bisect_left(indices, nodes.stop)]
+
+
+def _count(indices: list[int], nodes: range) -> int:
+    """Returns how many of sorted `indices` fall in `nodes`."""
+    return bisect_left(indices, nodes.stop) - bisect_left(indices, nodes.start)
 
 
 def gangway(world: World) -> Planner:

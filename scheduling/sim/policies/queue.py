@@ -27,13 +27,11 @@ class Queue:
     jobs: dict[str, PendingJob] = field(default_factory=dict)
     # (team, GPUs) -> the queued entries R14 learns one estimate for, by id
     by_kind: dict[tuple[str, int], dict[str, Entry]] = field(default_factory=dict)
-    queued: dict[str, int] = field(default_factory=dict)  # team -> GPUs
-    values: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> tier value -> jobs
-    sizes: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> GPUs -> jobs
-    widths: dict[int, int] = field(default_factory=dict)  # replicas -> jobs
     times: list[int] = field(default_factory=list)  # queue times, sorted
-    pods: int = 0
-    mixed: int = 0  # jobs of several replica groups
+    everything: Tally = field(default_factory=lambda: Tally())  # what all jobs ask for
+    # GPU type -> what the jobs accepting it ask for (a job accepting several
+    # types counts in each); empty without types.
+    by_type: dict[str, Tally] = field(default_factory=dict)
 
     def add(self, entry: Entry) -> None:
         job = self._pending(entry)
@@ -70,9 +68,36 @@ class Queue:
         return job
 
     def _count(self, job: PendingJob, entry: Entry, sign: int) -> None:
+        value = self.tiers[job.tier].value
+        self.everything.count(job, entry, value, sign)
+        for kind in self.type_of.get(entry.id, ()):
+            tally = self.by_type.get(kind)
+            if tally is None:
+                tally = self.by_type[kind] = Tally()
+            tally.count(job, entry, value, sign)
+
+    def asked(self, gpu_type: str | None = None) -> Asked:
+        """Returns what the queue asks for: all of it (`gpu_type` None), or
+        the jobs that accept `gpu_type`."""
+        tally = self.everything if gpu_type is None else self.by_type.get(gpu_type)
+        return Asked() if tally is None else tally.asked()
+
+
+@dataclass(slots=True)
+class Tally:
+    """Counts of what some queued jobs ask for, kept as jobs come and go."""
+
+    queued: dict[str, int] = field(default_factory=dict)  # team -> GPUs
+    values: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> tier value -> jobs
+    sizes: dict[str, dict[int, int]] = field(default_factory=dict)  # team -> GPUs -> jobs
+    widths: dict[int, int] = field(default_factory=dict)  # replicas -> jobs
+    pods: int = 0
+    mixed: int = 0  # jobs of several replica groups
+
+    def count(self, job: PendingJob, entry: Entry, value: int, sign: int) -> None:
         team, gpus, width = job.team, entry.gpus, len(entry.pods)
         self.queued[team] = self.queued.get(team, 0) + sign * gpus
-        _tally(self.values.setdefault(team, {}), self.tiers[job.tier].value, sign)
+        _tally(self.values.setdefault(team, {}), value, sign)
         _tally(self.sizes.setdefault(team, {}), gpus, sign)
         _tally(self.widths, width, sign)
         self.pods += sign * width
@@ -84,6 +109,7 @@ class Queue:
             top={team: max(values) for team, values in self.values.items() if values},
             least={team: min(sizes) for team, sizes in self.sizes.items() if sizes},
             pods=self.pods, widest=max(self.widths, default=0), mixed=self.mixed > 0)
+
 
 def _tally(counts: dict[int, int], key: int, sign: int) -> None:
     """Adds `sign` to a count, dropping it at zero (so max and min see only live keys)."""
