@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import caches
 
 from jobs import kinds
+from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
 from scheduling.cluster.simulated import SimulatedCluster
@@ -90,6 +91,14 @@ def gpu_types(nodes, maps, vision):
         for kind in (l4, a100):
             Quota.objects.create(team=team, resource=kind.resource, nominal=4, borrowing_limit=4, max_per_replica=8)
     return {"l4": l4, "a100": a100}
+
+
+@pytest.fixture
+def maps_on_a100(gpu_types, submit, cycle):
+    """maps runs 6 a100 GPUs (4 nominal + 2 borrowed from vision) and nothing of l4."""
+    job = submit(name="big", replicas=[{"role": "Worker", "count": 1, "gpu": 6}])
+    Job.objects.filter(pk=job.pk).update(gpu_type=["a100"])
+    cycle()
 
 
 @pytest.fixture

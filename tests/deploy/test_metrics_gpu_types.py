@@ -3,17 +3,9 @@ their own names so the team totals stay as they were; none of them without types
 
 import pytest
 
-from jobs.models import Job
 from tests.deploy.test_metrics import scrape
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def maps_on_a100(gpu_types, submit, cycle):
-    job = submit(name="big", replicas=[{"role": "Worker", "count": 1, "gpu": 6}])
-    Job.objects.filter(pk=job.pk).update(gpu_type=["a100"])
-    cycle()
 
 
 def _typed(metrics, kind, team, gpu_type):

@@ -7,17 +7,8 @@ import re
 
 import pytest
 
-from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def maps_on_a100(gpu_types, submit, cycle):
-    """maps runs 6 a100 GPUs (4 nominal + 2 borrowed from vision) and nothing of l4."""
-    job = submit(name="big", replicas=[{"role": "Worker", "count": 1, "gpu": 6}])
-    Job.objects.filter(pk=job.pk).update(gpu_type=["a100"])
-    cycle()
 
 
 def _row(body: str, name: str) -> list[str]:

@@ -111,35 +111,16 @@ def full_twin(fast, world):
     ("gangway-hold", "history"), ("kueue-like", "history")])
 @pytest.mark.parametrize("seed,load", [(0, 4), (2, 4), (4, 1)])
 def test_reduced_snapshots_plan_as_the_full_ones(name, estimates, seed, load, monkeypatch):
-    bounded = [0]  # passes that folded jobs past the reclaim bound
-    reserving = [0]  # passes that reserved room
-    reduced = Planner._reduced
-    planned = planner_module.plan
-
-    def counting(self, cluster, now, asked):
-        nodes, running = reduced(self, cluster, now, asked)
-        bounded[0] += any(job.tier == BEYOND.name for job in running)
-        return nodes, running
-
-    def counting_plan(snapshot, **kwargs):
-        result = planned(snapshot, **kwargs)
-        reserving[0] += bool(result.reservations)
-        return result
-
-    monkeypatch.setattr(Planner, "_reduced", counting)
-    monkeypatch.setattr(planner_module, "plan", counting_plan)
     tr = synthetic(300, seed=seed, load=load)
     world = build_world(tr, seed=seed, estimates=estimates)
-    fast = POLICIES[name](world)
-    a = replay(tr.jobs, world, fast)
-    b = replay(tr.jobs, world, full_twin(fast, world))
+    a, b, bounded, reserving = replay_twice(monkeypatch, tr, world, name)
     assert a.records == b.records
     assert (a.preemptions, a.lost, a.rejected) == (b.preemptions, b.lost, b.rejected)
     assert a.reserved_idle == b.reserved_idle
     assert a.preemptions > 0 or load == 1
-    assert bounded[0] > 0 or load == 1
+    assert bounded > 0 or load == 1
     if name == "gangway" and load > 1:
-        assert reserving[0] > 0
+        assert reserving > 0
 
 
 def replay_twice(monkeypatch, tr, world, name):
