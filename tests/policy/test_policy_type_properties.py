@@ -5,8 +5,9 @@ As in test_policy_properties.py, each check recomputes what it needs with
 plain sums: a job's GPUs count against `gpu:<its type>`, CPU against `cpu`.
 R1 (no node over capacity), R11 (only nodes of its type, a type it
 accepts), R2 per type (borrowing limit, non-preemptible work within
-nominal, no pool overdrawn), R7/R8 (victims of the preemptor's type, of a
-team above its nominal in what the preemptor needs, never shared).
+nominal, no pool overdrawn), R6 per type (a job that reclaims leaves its
+team within nominal of its type), R7/R8 (victims of the preemptor's type,
+of a team above its nominal in what the preemptor needs, never shared).
 """
 
 from __future__ import annotations
@@ -169,6 +170,39 @@ def test_victims_are_of_the_preemptors_type_and_legal(snapshot):
                 need[key] > 0 and (victim.team, key) in quota and (job.team, key) in quota
                 and after.get((victim.team, key), 0) + gone[key] > quota[(victim.team, key)][0]
                 for key in need)
+
+
+@PROFILE
+@given(typed_snapshots())
+def test_a_job_that_reclaims_leaves_its_team_within_nominal_of_its_type(snapshot):
+    """R6 per type: once a job that took another team's jobs is admitted, its
+    team is within its nominal of the type it got (and of CPU when named),
+    counted at its turn in the plan: a later admission of its team may borrow."""
+    result = plan(snapshot, with_eta=False)
+    of_node = _types(snapshot)
+    running = {j.id: j for j in snapshot.running}
+    pending = {p.id: p for p in snapshot.pending}
+    quota = _typed_teams(snapshot)
+    used, _ = _usage(snapshot, _held(snapshot, type(result)()))
+
+    def add(job, gpu_type, sign):
+        g = job.replicas[0]
+        for key, v in ((f"gpu:{gpu_type}", g.count * g.gpu), ("cpu", g.count * g.cpu)):
+            if v and job.team is not None:
+                used[(job.team, key)] = used.get((job.team, key), 0) + sign * v
+
+    for a in result.admit:
+        job = pending[a.id]
+        for v in a.victims:
+            victim = running[v]
+            add(victim, victim.gpu_type or of_node[victim.nodes[0]], -1)
+        add(job, a.gpu_type, 1)
+        if all(running[v].team == job.team for v in a.victims):
+            continue
+        g = job.replicas[0]
+        for key, need in ((f"gpu:{a.gpu_type}", g.gpu), ("cpu", g.cpu)):
+            if need and (job.team, key) in quota:
+                assert used.get((job.team, key), 0) <= quota[(job.team, key)][0], (a, key)
 
 
 @PROFILE
