@@ -16,8 +16,9 @@ reserved room serves only its job, and jobs not started within `HORIZON`
 get no estimate.
 
 A cycle skips a job whose shape already found no room on that type in the
-cycle (room only shrinks within a cycle), and ends once every shape of the
-queue found no room on every type it could use.
+cycle (room only shrinks within a cycle), ends once every shape of the
+queue found no room on every type it could use, and passes by teams and
+jobs that could change nothing: see typed_queue.py.
 """
 
 from __future__ import annotations

@@ -1,22 +1,27 @@
 """The typed estimate replay's waiting jobs and its cycle (see eta_typed.py).
 
-A cycle's result is the same as walking every waiting job in R3 order; it
-only passes by jobs whose visit could change nothing that the walk reads
-later. The jobs are kept per team, each team's in R3 order, and a cycle
-merges the teams by their next job, so a team can leave the walk at once:
-- a team held whole (R4: refused by quota on a type outside the typed
-  GPU holds) skips every later job of its own, so it leaves;
-- a team whose jobs' types are all held for it, or for every team (the
-  "hold" guard), finds every later job with no type open, so it leaves;
-  once every type of the queue is held for every team, the cycle ends;
-- with reservations, in a settled cycle (no job could reserve room), a team
-  none of whose shapes has room on any type it could use starts nothing,
-  reserves nothing, and what it would hold holds only itself: it leaves.
-  Room only shrinks within a cycle, so it stays without room to the end.
-  Under the "hold" guard such a team stays: a job of it with quota but no
-  room holds its types for every team, which changes what later jobs try.
-Each of these stands to the cycle's end: holds and shapes without room only
-grow within it, and a settled cycle stays settled.
+A cycle's result is the same as walking every waiting job in R3 order (its
+body is that walk's, job by job); it only passes by jobs whose visit could
+change nothing the walk reads later. The jobs are kept per team, each
+team's in R3 order, and a cycle merges the teams by their next job, so:
+- a team held whole (R4: a starving job refused CPU or memory, or on a
+  cluster without types) skips all its later jobs, so it leaves the walk;
+- a team leaves once each (shape, type) of its jobs has its type held for
+  it or for every team (the "hold" guard) or, in a settled cycle with
+  reservations (no job could reserve room), no room: its jobs then start
+  nothing, reserve nothing, and hold only their own team. Under the "hold"
+  guard a shape without room does not count: a job with quota but no room
+  holds its types for every team, which changes what later jobs try.
+  A settled cycle with reservations walks only teams with a shape that has
+  room; once every type of the queue is held for every team, it ends;
+- in a settled cycle with reservations, a team's jobs with no room on any
+  type open to them and admitted by R2 on one (a type, not None: the walk
+  takes a job admitted only without a type as refused) are jumped over
+  (`_jump`): starving, they would hold nothing. Should a job start before them, the
+  team goes back to the first of them after it (`_rewind`): R2 may refuse
+  it now, and then it holds the team.
+All of this stands to the cycle's end: holds and shapes without room only
+grow within a cycle, usage only grows, and a settled cycle stays settled.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class TypedQueue:
         # Per team, (shape, type) -> how many of its jobs could use it.
         self.pairs: dict[str, Counter] = {}
         self.combos: Counter = Counter()
+        self.teams_with: dict[tuple, set[str]] = {}  # (shape, type) -> teams with such jobs
         # Jobs of one team asking the same (shape, tier preemptible, types)
         # share a line number: R2 and room answer them alike (see _jump).
         lines: dict[tuple, int] = {}
@@ -62,6 +68,7 @@ class TypedQueue:
             for k in kinds[job.id]:
                 pairs[(job.demand, k)] += 1
                 self.combos[(job.demand, k)] += 1
+                self.teams_with.setdefault((job.demand, k), set()).add(job.team)
 
     def __bool__(self) -> bool:
         return bool(self.jobs)
@@ -76,10 +83,13 @@ class TypedQueue:
                 if job.id not in ids:
                     continue
                 for k in self.kinds[job.id]:
+                    pair = (job.demand, k)
                     for count in (pairs, self.combos):
-                        count[(job.demand, k)] -= 1
-                        if not count[(job.demand, k)]:
-                            del count[(job.demand, k)]
+                        count[pair] -= 1
+                        if not count[pair]:
+                            del count[pair]
+                    if pair not in pairs:
+                        self.teams_with[pair].discard(team)
             kept = [i for i, job in enumerate(self.jobs[team]) if job.id not in ids]
             if kept:
                 self.jobs[team] = [self.jobs[team][i] for i in kept]
@@ -118,22 +128,31 @@ class TypedQueue:
         # The teams merged by their next job: (its R3 key, team, its index);
         # an entry whose index is not the team's in `at` is stale (`_rewind`
         # pushes a team again without looking for its entry).
-        walk = [(keys[0], team, 0) for team, keys in keys_of.items()]
+        teams = keys_of
+        if settled and reserve:  # a team with no shape that fits would leave at once
+            teams = set().union(*(self.teams_with[pair] for pair in fits))
+        # A team sifts its pairs when what could drop some changed since this
+        # mark: the walk begins with nothing held and, when settled with
+        # reservations, only teams with a shape that has room.
+        unsifted = (0, 0, len(no_room) if settled and reserve else 0)
+        walk = [(keys_of[team][0], team, 0) for team in teams]
         heapq.heapify(walk)
         at = dict.fromkeys(keys_of, 0)
         # Per team, the range of its jobs jumped over since its last visit
         # (see _jump), to go back to should a job start before them.
         passed: dict[str, tuple[int, int]] = {}
         # Per team visited, the (shape, type) pairs of its jobs that might
-        # still start or matter, and when they were last sifted (see mark).
+        # still start or matter (see _sift), and when they were last sifted:
+        # (holds for it, holds for every team, shapes without room).
         rest: dict[str, list] = {}
         sifted: dict[str, tuple] = {}
         # Per team, which of its lines a settled cycle may jump over, and when
-        # that was known (see mark).
+        # that was known: (holds for it, holds for every team, starts).
+        # Shapes without room only make more lines passable.
         passable: dict[str, dict[int, bool]] = {}
         known: dict[str, tuple] = {}
-        # How often types were held for each team, and for every team, and
-        # how many jobs started: a team's answers above change only with these.
+        # How often types were held for each team, and for every team: with
+        # starts and shapes without room, all that changes the answers above.
         holds_of: dict[str, int] = {}
         held_every = 0
         every = {k for _, k in combos}  # the types the queue could use
@@ -144,15 +163,17 @@ class TypedQueue:
             if at[team] != i or team in held:
                 continue
             at[team] = None  # taken: a duplicate entry for `i` is stale now
-            mark = (holds_of.get(team, 0), held_every, len(no_room), settled, len(started))
-            if (held_types or (settled and reserve and no_room)) and sifted.get(team) != mark:
+            dead_go = settled and reserve
+            mark = (holds_of.get(team, 0), held_every, len(no_room) if dead_go else 0)
+            if sifted.get(team, unsifted) != mark:
                 sifted[team] = mark
                 left = rest[team] = self._sift(rest.get(team) or list(pairs_of[team]), team,
-                                               held_types, no_room, settled and reserve)
+                                               held_types, no_room, dead_go)
                 if not left:
                     continue
             jobs = jobs_of[team]
             if settled and reserve:
+                mark = (holds_of.get(team, 0), held_every, len(started))
                 if known.get(team) != mark:
                     known[team] = mark
                     passable[team] = {}
@@ -257,8 +278,9 @@ class TypedQueue:
               no_room: set, answers: dict, quotas) -> int:
         """Returns the index of the first of a team's jobs from `c` that a
         settled cycle with reservations must visit: the jobs before it have
-        no room on any type open to them and R2 admits them on one, so a
-        visit would start nothing, hold nothing and reserve nothing. R2 is
+        no room on any type open to them and R2 admits them on one (see
+        _passable), so a visit would start nothing, hold nothing and reserve
+        nothing. R2 is
         asked as it answers now; `_rewind` goes back should a job start
         before the walk reaches them. `passable` keeps the answer per line."""
         lines = self.line_of[team]
@@ -275,8 +297,8 @@ class TypedQueue:
     def _passable(self, n: int, held_types: set, no_room: set, answers: dict, quotas) -> bool:
         """Returns whether a job of line `n` is visited without effect in a
         settled cycle with reservations: no type open to it, or no room on
-        any open type and R2 admits it on one of them (so, starving, it
-        holds nothing)."""
+        any open type and R2 admits it on one of them other than None (so,
+        starving, it holds nothing)."""
         team, demand, preemptible, kinds = self.lines[n]
         open_kinds = [k for k in kinds if (team, k) not in held_types and (None, k) not in held_types]
         if any((demand, k) not in no_room for k in open_kinds):
@@ -288,7 +310,10 @@ class TypedQueue:
             else:
                 quota = quotas[0 if kind is None else kind]
                 refusal = answers[ask] = quota.refuse(team, demand.total, not preemptible)
-            if refusal is None:
+            # The walk takes the first admitting type other than None for
+            # `quota_ok`: admitted only without a type, a job is taken as
+            # refused and holds its team, so it is no job to jump over.
+            if refusal is None and kind is not None:
                 return True
         return not open_kinds
 
