@@ -1,0 +1,364 @@
+"""The typed estimate replay's waiting jobs and its cycle (see eta_typed.py).
+
+A cycle's result is the same as walking every waiting job in R3 order (its
+body is that walk's, job by job); it only passes by jobs whose visit could
+change nothing the walk reads later. The jobs are kept per team, each
+team's in R3 order, and a cycle merges the teams by their next job, so:
+- a team held whole (R4: a starving job refused CPU or memory, or on a
+  cluster without types) skips all its later jobs, so it leaves the walk;
+- a team leaves once each (shape, type) of its jobs has its type held for
+  it or for every team (the "hold" guard) or, in a settled cycle with
+  reservations (no job could reserve room), no room: its jobs then start
+  nothing, reserve nothing, and hold only their own team. Under the "hold"
+  guard a shape without room does not count: a job with quota but no room
+  holds its types for every team, which changes what later jobs try.
+  A settled cycle with reservations walks only teams with a shape that has
+  room; once every type of the queue is held for every team, it ends;
+- in a settled cycle with reservations, a team's jobs with no room on any
+  type open to them and admitted by R2 on one (a type, not None: the walk
+  takes a job admitted only without a type as refused) are jumped over
+  (`_jump`): starving, they would hold nothing. Should a job start before them, the
+  team goes back to the first of them after it (`_rewind`): R2 may refuse
+  it now, and then it holds the team.
+All of this stands to the cycle's end: holds and shapes without room only
+grow within a cycle, usage only grows, and a settled cycle stays settled.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections import Counter
+
+from .model import PendingJob
+from .order import r3_key
+from .placement import place, usage_on_nodes
+from .reservation import Hold, Holds, earliest_hold
+from .runtime import expected_runtime
+from .state import State
+
+
+class TypedQueue:
+    """The jobs not yet started, per team in R3 order, with the shapes of
+    the queue on each GPU type they could use (`combos`, how many jobs)."""
+
+    def __init__(self, queue: list[PendingJob], kinds: dict, tiers) -> None:
+        self.kinds = kinds
+        self.tiers = tiers
+        self.jobs: dict[str, list[PendingJob]] = {}
+        self.keys: dict[str, list[tuple]] = {}
+        # Per team, (shape, type) -> how many of its jobs could use it.
+        self.pairs: dict[str, Counter] = {}
+        self.combos: Counter = Counter()
+        self.teams_with: dict[tuple, set[str]] = {}  # (shape, type) -> teams with such jobs
+        # Jobs of one team asking the same (shape, tier preemptible, types)
+        # share a line number: R2 and room answer them alike (see _jump).
+        lines: dict[tuple, int] = {}
+        self.lines: list[tuple] = []
+        self.line_of: dict[str, list[int]] = {}
+        for job in queue:  # already in R3 order, so each team's list is too
+            self.jobs.setdefault(job.team, []).append(job)
+            self.keys.setdefault(job.team, []).append(r3_key(job, tiers))
+            line = (job.team, job.demand, tiers[job.tier].preemptible, kinds[job.id])
+            if line not in lines:
+                lines[line] = len(self.lines)
+                self.lines.append(line)
+            self.line_of.setdefault(job.team, []).append(lines[line])
+            pairs = self.pairs.setdefault(job.team, Counter())
+            for k in kinds[job.id]:
+                pairs[(job.demand, k)] += 1
+                self.combos[(job.demand, k)] += 1
+                self.teams_with.setdefault((job.demand, k), set()).add(job.team)
+
+    def __bool__(self) -> bool:
+        return bool(self.jobs)
+
+    def remove(self, gone: list[PendingJob]) -> None:
+        """Takes the jobs in `gone` (started, or holding a reservation) out of
+        the queue."""
+        ids = {job.id for job in gone}
+        for team in {job.team for job in gone}:
+            pairs = self.pairs[team]
+            for job in self.jobs[team]:
+                if job.id not in ids:
+                    continue
+                for k in self.kinds[job.id]:
+                    pair = (job.demand, k)
+                    for count in (pairs, self.combos):
+                        count[pair] -= 1
+                        if not count[pair]:
+                            del count[pair]
+                    if pair not in pairs:
+                        self.teams_with[pair].discard(team)
+            kept = [i for i, job in enumerate(self.jobs[team]) if job.id not in ids]
+            if kept:
+                self.jobs[team] = [self.jobs[team][i] for i in kept]
+                self.keys[team] = [self.keys[team][i] for i in kept]
+                self.line_of[team] = [self.line_of[team][i] for i in kept]
+            else:
+                del self.jobs[team], self.keys[team], self.pairs[team], self.line_of[team]
+
+    def cycle(self, state: State, holds: Holds, settings, t: int,
+              reserve: bool) -> tuple[list[PendingJob], list[Hold]]:
+        """Runs one replayed cycle at virtual time `t`; returns the jobs started
+        and the reservations made."""
+        started: list[PendingJob] = []
+        reserved: list[Hold] = []
+        combos = self.combos
+        no_room: set = set()
+        held: set[str] = set()  # teams held whole
+        held_types: set[tuple] = set()  # (team, GPU type) held; (None, GPU type): every team's
+        # (team, tier, shape, types) refused by quota on every type: within a
+        # cycle usage only grows, so the refusal stands for the rest of it.
+        refused: set[tuple] = set()
+        settled = not reserve or len(holds) >= settings.max_reservations
+        fits: set = set()  # shapes on a type that fit, as room is since the last start
+        # Most cycles start nothing: a settled cycle first asks which shapes
+        # have room at all, and ends at once when none has.
+        if settled and shut(state, combos, no_room, fits):
+            return started, reserved
+        since = t - settings.starvation_after  # queued before then: starving
+        # R2's answer per (team, need, tier preemptible, type): the same for
+        # every such job until a start changes usage. Asked of the type's quota directly: selecting a
+        # type is needed only to place.
+        answers: dict[tuple, object] = {}
+        quotas = state.quotas
+        tiers, kinds = self.tiers, self.kinds
+        jobs_of, keys_of, pairs_of = self.jobs, self.keys, self.pairs
+        # The teams merged by their next job: (its R3 key, team, its index);
+        # an entry whose index is not the team's in `at` is stale (`_rewind`
+        # pushes a team again without looking for its entry).
+        teams = keys_of
+        if settled and reserve:  # a team with no shape that fits would leave at once
+            teams = set().union(*(self.teams_with[pair] for pair in fits))
+        # A team sifts its pairs when what could drop some changed since this
+        # mark: the walk begins with nothing held and, when settled with
+        # reservations, only teams with a shape that has room.
+        unsifted = (0, 0, len(no_room) if settled and reserve else 0)
+        walk = [(keys_of[team][0], team, 0) for team in teams]
+        heapq.heapify(walk)
+        at = dict.fromkeys(keys_of, 0)
+        # Per team, the range of its jobs jumped over since its last visit
+        # (see _jump), to go back to should a job start before them.
+        passed: dict[str, tuple[int, int]] = {}
+        # Per team visited, the (shape, type) pairs of its jobs that might
+        # still start or matter (see _sift), and when they were last sifted:
+        # (holds for it, holds for every team, shapes without room).
+        rest: dict[str, list] = {}
+        sifted: dict[str, tuple] = {}
+        # Per team, which of its lines a settled cycle may jump over, and when
+        # that was known: (holds for it, holds for every team, starts).
+        # Shapes without room only make more lines passable.
+        passable: dict[str, dict[int, bool]] = {}
+        known: dict[str, tuple] = {}
+        # How often types were held for each team, and for every team: with
+        # starts and shapes without room, all that changes the answers above.
+        holds_of: dict[str, int] = {}
+        held_every = 0
+        every = {k for _, k in combos}  # the types the queue could use
+        while walk:
+            if settled and len(no_room) == len(combos):
+                break
+            _, team, i = heapq.heappop(walk)
+            if at[team] != i or team in held:
+                continue
+            at[team] = None  # taken: a duplicate entry for `i` is stale now
+            dead_go = settled and reserve
+            mark = (holds_of.get(team, 0), held_every, len(no_room) if dead_go else 0)
+            if sifted.get(team, unsifted) != mark:
+                sifted[team] = mark
+                left = rest[team] = self._sift(rest.get(team) or list(pairs_of[team]), team,
+                                               held_types, no_room, dead_go)
+                if not left:
+                    continue
+            jobs = jobs_of[team]
+            if settled and reserve:
+                mark = (holds_of.get(team, 0), held_every, len(started))
+                if known.get(team) != mark:
+                    known[team] = mark
+                    passable[team] = {}
+                c = self._jump(team, i, passable[team], held_types, no_room, answers, quotas)
+                if c > i:
+                    passed[team] = (i, c)
+                    if c < len(jobs):
+                        at[team] = c
+                        heapq.heappush(walk, (keys_of[team][c], team, c))
+                    continue
+            passed.pop(team, None)
+            job = jobs[i]
+            if i + 1 < len(jobs):
+                at[team] = i + 1
+                heapq.heappush(walk, (keys_of[team][i + 1], team, i + 1))
+            open_kinds = kinds[job.id]
+            if held_types:
+                open_kinds = tuple(k for k in open_kinds
+                                   if (job.team, k) not in held_types and (None, k) not in held_types)
+                if not open_kinds:
+                    continue
+            tier = tiers[job.tier]
+            demand = job.demand
+            line = (job.team, job.tier, demand, open_kinds)
+            starving = job.queued < since
+            if line in refused and not starving:
+                continue
+            quota_ok = None
+            admits = []  # the types whose quota admits it
+            placed = selected = False
+            gpus_refused = True  # every refusal is of GPUs (of a type), none of CPU or memory
+            for kind in open_kinds:
+                ask = (job.team, demand.total, tier.preemptible, kind)
+                if ask in answers:
+                    refusal = answers[ask]
+                else:
+                    quota = quotas[0 if kind is None else kind]
+                    refusal = answers[ask] = quota.refuse(job.team, demand.total, not tier.preemptible)
+                if refusal is not None:
+                    gpus_refused = gpus_refused and refusal.resource == 0
+                    continue
+                admits.append(kind)
+                if quota_ok is None:
+                    quota_ok = kind
+                if (demand, kind) in no_room:
+                    continue
+                state.select(kind)
+                selected = True
+                placement = place(state.room, demand)
+                if placement is None:
+                    no_room.add((demand, kind))
+                    continue
+                end = t + expected_runtime(job.max_runtime, job.estimate, settings)
+                state.admit(job.id, job.team, tier, demand, placement, t, end)
+                answers.clear()
+                if holds:
+                    holds.charge(usage_on_nodes(demand, placement), None)
+                started.append(job)
+                if passed:
+                    self._rewind(keys_of[team][i], passed, at, walk)
+                placed = True
+                fits.clear()
+                break
+            if selected:
+                state.select(None)
+            if quota_ok is None:
+                refused.add(line)
+            if placed and settled and shut(state, combos, no_room, fits):
+                break
+            if placed or not starving:
+                continue
+            if quota_ok is None and open_kinds:
+                if None not in open_kinds and gpus_refused:
+                    held_types.update((job.team, k) for k in open_kinds)
+                    holds_of[team] = holds_of.get(team, 0) + 1
+                else:
+                    held.add(job.team)
+            elif not reserve and None not in open_kinds:
+                held_types.update((None, k) for k in admits)
+                held_every += 1
+                if all((None, k) in held_types for k in every):
+                    break  # every type is held for every team: no job is visited again
+            elif not reserve:
+                break  # the whole cluster is held for this job
+            elif len(holds) < settings.max_reservations:
+                state.select(quota_ok)
+                restore = holds.lifted()
+                runtime = expected_runtime(job.max_runtime, job.estimate, settings)
+                hold = earliest_hold(state, job.id, demand, runtime, holds)
+                restore()
+                state.select(None)
+                if hold is not None:
+                    hold.gpu_type = None if quota_ok is None else state.types.names[quota_ok]
+                    holds.add(hold)
+                    reserved.append(hold)
+                    settled = len(holds) >= settings.max_reservations
+                    if settled and shut(state, combos, no_room, fits):
+                        break
+        return started, reserved
+
+    def _jump(self, team: str, c: int, passable: dict[int, bool], held_types: set,
+              no_room: set, answers: dict, quotas) -> int:
+        """Returns the index of the first of a team's jobs from `c` that a
+        settled cycle with reservations must visit: the jobs before it have
+        no room on any type open to them and R2 admits them on one (see
+        _passable), so a visit would start nothing, hold nothing and reserve
+        nothing. R2 is
+        asked as it answers now; `_rewind` goes back should a job start
+        before the walk reaches them. `passable` keeps the answer per line."""
+        lines = self.line_of[team]
+        while c < len(lines):
+            n = lines[c]
+            ok = passable.get(n)
+            if ok is None:
+                ok = passable[n] = self._passable(n, held_types, no_room, answers, quotas)
+            if not ok:
+                return c
+            c += 1
+        return c
+
+    def _passable(self, n: int, held_types: set, no_room: set, answers: dict, quotas) -> bool:
+        """Returns whether a job of line `n` is visited without effect in a
+        settled cycle with reservations: no type open to it, or no room on
+        any open type and R2 admits it on one of them other than None (so,
+        starving, it holds nothing)."""
+        team, demand, preemptible, kinds = self.lines[n]
+        open_kinds = [k for k in kinds if (team, k) not in held_types and (None, k) not in held_types]
+        if any((demand, k) not in no_room for k in open_kinds):
+            return False
+        for kind in open_kinds:
+            ask = (team, demand.total, preemptible, kind)
+            if ask in answers:
+                refusal = answers[ask]
+            else:
+                quota = quotas[0 if kind is None else kind]
+                refusal = answers[ask] = quota.refuse(team, demand.total, not preemptible)
+            # The walk takes the first admitting type other than None for
+            # `quota_ok`: admitted only without a type, a job is taken as
+            # refused and holds its team, so it is no job to jump over.
+            if refusal is None and kind is not None:
+                return True
+        return not open_kinds
+
+    def _rewind(self, key: tuple, passed: dict, at: dict, walk: list) -> None:
+        """After the job with R3 key `key` started, sends every team back to
+        the first job it jumped over that comes after that job: R2 may
+        refuse that job now, which holds the team."""
+        for team, (c0, c1) in list(passed.items()):
+            keys = self.keys[team]
+            k = bisect_left(keys, key, c0, c1)
+            if k == c1:
+                continue
+            if k > c0:
+                passed[team] = (c0, k)
+            else:
+                del passed[team]
+            at[team] = k
+            heapq.heappush(walk, (keys[k], team, k))
+
+    @staticmethod
+    def _sift(pairs: list, team: str, held_types: set, no_room: set, dead_go: bool) -> list:
+        """Returns the (shape, type) pairs of `pairs` through which a later
+        job of `team` could still change something in this cycle: not those
+        of a type held for the team or for every team, nor (`dead_go`: a
+        settled cycle with reservations) those without room. None left: the
+        team leaves the walk."""
+        return [(demand, k) for demand, k in pairs
+                if (team, k) not in held_types and (None, k) not in held_types
+                and not (dead_go and (demand, k) in no_room)]
+
+
+def shut(state: State, combos: Counter, no_room: set, fits: set) -> bool:
+    """Returns whether no shape of the queue has room on any type it could
+    use, testing the pairs not yet known (room only shrinks within a cycle,
+    so a pair without room stays without it: `no_room` holds what a job of
+    that pair would find when tried)."""
+    for demand, kind in combos:
+        if (demand, kind) in no_room or (demand, kind) in fits:
+            continue
+        state.select(kind)
+        room = state.room
+        widest = max((g[1] for g in demand.groups), default=0)
+        if widest > room.largest_free_gpu() or place(room, demand) is None:
+            no_room.add((demand, kind))
+        else:
+            fits.add((demand, kind))
+    state.select(None)
+    return len(no_room) == len(combos)
