@@ -41,7 +41,7 @@ from bisect import bisect_left, insort
 
 from .demand import Demand
 from .model import PendingJob, Tier
-from .order import r3_key
+from .order import r3_key, rewound
 from .placement import place, usage_on_nodes
 from .quota import Quota, Refusal
 from .reasons import Code
@@ -353,18 +353,11 @@ class Lines:
         """After a job with R3 key `key` started, sends every team back to
         the first head it passed over that comes after that job: R2 may
         refuse that head now, which holds the team."""
-        for team, (c0, c1) in list(passed.items()):
-            heads = self.team_heads[team]
-            k = bisect_left(heads, (key,), c0, c1)
-            if k == c1:
-                continue
-            if k > c0:
-                passed[team] = (c0, k)
-            else:
-                del passed[team]
+        for team, k in rewound(passed, self.team_heads, (key,)):
+            head = self.team_heads[team][k][0]
             cursor[team] = k
-            expect[team] = heads[k][0]
-            heapq.heappush(later, (heads[k][0], team))
+            expect[team] = head
+            heapq.heappush(later, (head, team))
 
     def _line_done(self, team: str, n: int) -> None:
         """Notes that line `n` of `team` has no job left."""

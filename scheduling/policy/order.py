@@ -9,6 +9,7 @@ Jobs that do not borrow keep R3's order.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -104,3 +105,22 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
             pick = best[1]
         done[pick] = True
         yield jobs[pick]
+
+
+def rewound(passed: dict, lines, probe) -> list[tuple[str, int]]:
+    """After a job with R3 key `probe` started, cuts each team's range of jobs passed over,
+    `passed[team] = (c0, c1)` indices into `lines[team]` (sorted by R3 key), back to the jobs
+    before that one; returns (team, k) for each team that had passed over a later job, k the
+    index of the first: R2 may refuse that job now, which holds the team, so the walk goes back
+    to it. Used by the estimate replays with and without GPU types."""
+    back = []
+    for team, (c0, c1) in list(passed.items()):
+        k = bisect_left(lines[team], probe, c0, c1)
+        if k == c1:
+            continue
+        if k > c0:
+            passed[team] = (c0, k)
+        else:
+            del passed[team]
+        back.append((team, k))
+    return back

@@ -27,11 +27,10 @@ grow within a cycle, usage only grows, and a settled cycle stays settled.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 from collections import Counter
 
 from .model import PendingJob
-from .order import r3_key
+from .order import r3_key, rewound
 from .placement import place, usage_on_nodes
 from .reservation import Hold, Holds, earliest_hold
 from .runtime import expected_runtime
@@ -321,17 +320,9 @@ class TypedQueue:
         """After the job with R3 key `key` started, sends every team back to
         the first job it jumped over that comes after that job: R2 may
         refuse that job now, which holds the team."""
-        for team, (c0, c1) in list(passed.items()):
-            keys = self.keys[team]
-            k = bisect_left(keys, key, c0, c1)
-            if k == c1:
-                continue
-            if k > c0:
-                passed[team] = (c0, k)
-            else:
-                del passed[team]
+        for team, k in rewound(passed, self.keys, key):
             at[team] = k
-            heapq.heappush(walk, (keys[k], team, k))
+            heapq.heappush(walk, (self.keys[team][k], team, k))
 
     @staticmethod
     def _sift(pairs: list, team: str, held_types: set, no_room: set, dead_go: bool) -> list:
