@@ -16,7 +16,7 @@ from .policies import POLICIES
 from .progress import bar
 from .report import markdown, plot, type_lines, write_csv
 from .runtimes import ESTIMATES
-from .trace import Trace, TraceError, read_teams, read_trace, synthetic
+from .trace import Trace, TraceError, read_teams, read_trace, synthetic, synthetic_teams
 from .world import ANY_TYPE, PARTITIONS, build_world, parse_types
 
 # The published comparisons' window of the Philly trace: October and November 2017.
@@ -38,6 +38,10 @@ class Config:
     vc: str | None
     synthetic: int | None = None
     seed: int = 1
+    # The synthetic cluster: None nodes = synthetic()'s own small one.
+    nodes: int | None = None
+    team_count: int = 10
+    span_days: float = 1.0
     policies: tuple[str, ...] = tuple(POLICIES)
     loads: tuple[float, ...] = (1.0,)
     out: str | None = None
@@ -69,6 +73,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--synthetic", type=int, metavar="N",
                         help="replay N synthetic jobs instead of a trace file")
     parser.add_argument("--seed", type=int, default=1, help="seed of tiers and synthetic jobs")
+    parser.add_argument("--nodes", type=int,
+                        help="with --synthetic: a cluster of this many 8-GPU nodes shared by "
+                             "--team-count teams (default: 8 nodes, 3 teams)")
+    parser.add_argument("--team-count", type=int,
+                        help="with --synthetic --nodes: how many teams, sized a few large and "
+                             "many small (default 10)")
+    parser.add_argument("--span", type=float, metavar="DAYS",
+                        help="with --synthetic: submit times spread over this many days before "
+                             "--load compresses them (default 1)")
     parser.add_argument("--policy", action="append", choices=sorted(POLICIES),
                         help="a policy to replay; repeat it (default: all)")
     parser.add_argument("--load", action="append", type=float,
@@ -105,12 +118,16 @@ def config_from(options: dict) -> Config:
         if not header:
             raise TraceError(f"--columns: expected field=header, got {pair!r}")
         columns.append((field.strip(), header.strip()))
+    _check_synthetic(options)
     folder = traces_dir()
     return Config(
         trace=options.get("trace") or str(folder / "philly.csv"),
         vc=options.get("vc") or str(folder / "philly_vc.csv"),
         synthetic=options.get("synthetic"),
         seed=options.get("seed", 1),
+        nodes=options.get("nodes"),
+        team_count=options.get("team_count") or 10,
+        span_days=options.get("span") or 1.0,
         policies=tuple(options.get("policy") or POLICIES),
         loads=tuple(options.get("load") or (1.0,)),
         out=options.get("out"),
@@ -127,10 +144,29 @@ def config_from(options: dict) -> Config:
     )
 
 
+def _check_synthetic(options: dict) -> None:
+    """Raises TraceError naming a synthetic cluster option given without
+    what it needs, or out of range."""
+    given = [f"--{name.replace('_', '-')}" for name in ("nodes", "team_count", "span")
+             if options.get(name) is not None]
+    if given and options.get("synthetic") is None:
+        raise TraceError(f"{', '.join(given)}: only for a synthetic trace; add --synthetic N")
+    if options.get("team_count") is not None and options.get("nodes") is None:
+        raise TraceError("--team-count splits the nodes of --nodes: add --nodes N")
+    nodes, count = options.get("nodes"), options.get("team_count") or 10
+    if nodes is not None and not 1 <= count <= nodes:
+        raise TraceError(f"--team-count must be between 1 and --nodes ({nodes}), got {count}")
+    span = options.get("span")
+    if span is not None and not span > 0:
+        raise TraceError(f"--span must be a positive number of days, got {span:g}")
+
+
 def load_jobs(config: Config, load: float) -> Trace:
     """Returns the jobs of `config` compressed by `load`."""
     if config.synthetic is not None:
-        return synthetic(config.synthetic, config.seed, load=load)
+        teams = None if config.nodes is None else synthetic_teams(config.nodes, config.team_count)
+        return synthetic(config.synthetic, config.seed, teams, load=load,
+                         span=round(config.span_days * 86400))
     teams = read_teams(config.vc)
     return read_trace(config.trace, teams, load=load, start=config.start, until=config.until,
                       columns=dict(config.columns))

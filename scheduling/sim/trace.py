@@ -166,6 +166,24 @@ def _compress(raw, first, load) -> tuple[TraceJob, ...]:
     )
 
 
+def synthetic_teams(nodes: int, count: int) -> tuple[tuple[str, int], ...]:
+    """Returns `count` teams sharing `nodes` nodes of 8 GPUs, sized as shared
+    clusters' teams are, a few large and many small: team k (from 0) gets a
+    share of the nodes in proportion to 1 / (k + 1), in whole nodes, at
+    least one each (largest remainders take the nodes left). Sizes in GPUs."""
+    if count < 1 or nodes < count:
+        raise TraceError(f"{count} teams need at least as many nodes, got {nodes}")
+    weights = [1 / (k + 1) for k in range(count)]
+    spare = nodes - count  # one node each first
+    exact = [spare * w / sum(weights) for w in weights]
+    sizes = [1 + int(x) for x in exact]
+    by_remainder = sorted(range(count), key=lambda k: (int(exact[k]) - exact[k], k))
+    for k in by_remainder[:nodes - sum(sizes)]:
+        sizes[k] += 1
+    width = len(str(count - 1))
+    return tuple((f"t{k:0{width}d}", size * GPUS_PER_NODE) for k, size in enumerate(sizes))
+
+
 def synthetic(count: int, seed: int, teams: Iterable[tuple[str, int]] | None = None,
               *, load: float = 1.0, span: int = 86400) -> Trace:
     """Returns a Philly-like trace of `count` jobs over `span` seconds.
