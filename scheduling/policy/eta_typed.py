@@ -95,7 +95,7 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
             estimates[hold.id] = hold.start
             heapq.heappush(events, (hold.start, 1, hold.id))
         if started or reserved:
-            lines.remove(started + [pending[hold.id] for hold in reserved])
+            lines.remove_taken()
     return estimates
 
 

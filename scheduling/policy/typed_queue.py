@@ -55,6 +55,8 @@ class TypedQueue:
         lines: dict[tuple, int] = {}
         self.lines: list[tuple] = []
         self.line_of: dict[str, list[int]] = {}
+        # Per team, the places in its lists of the jobs the last cycle took.
+        self.taken: dict[str, list[int]] = {}
         for job in queue:  # already in R3 order, so each team's list is too
             self.jobs.setdefault(job.team, []).append(job)
             self.keys.setdefault(job.team, []).append(r3_key(job, tiers))
@@ -72,15 +74,14 @@ class TypedQueue:
     def __bool__(self) -> bool:
         return bool(self.jobs)
 
-    def remove(self, gone: list[PendingJob]) -> None:
-        """Takes the jobs in `gone` (started, or holding a reservation) out of
-        the queue."""
-        ids = {job.id for job in gone}
-        for team in {job.team for job in gone}:
-            pairs = self.pairs[team]
-            for job in self.jobs[team]:
-                if job.id not in ids:
-                    continue
+    def remove_taken(self) -> None:
+        """Takes the jobs the last cycle started or gave a reservation out of
+        the queue (by their places in their teams' lists, which the cycle
+        noted in `taken`)."""
+        for team, places in self.taken.items():
+            pairs, jobs = self.pairs[team], self.jobs[team]
+            for i in sorted(places, reverse=True):
+                job = jobs[i]
                 for k in self.kinds[job.id]:
                     pair = (job.demand, k)
                     for count in (pairs, self.combos):
@@ -89,13 +90,10 @@ class TypedQueue:
                             del count[pair]
                     if pair not in pairs:
                         self.teams_with[pair].discard(team)
-            kept = [i for i, job in enumerate(self.jobs[team]) if job.id not in ids]
-            if kept:
-                self.jobs[team] = [self.jobs[team][i] for i in kept]
-                self.keys[team] = [self.keys[team][i] for i in kept]
-                self.line_of[team] = [self.line_of[team][i] for i in kept]
-            else:
+                del jobs[i], self.keys[team][i], self.line_of[team][i]
+            if not jobs:
                 del self.jobs[team], self.keys[team], self.pairs[team], self.line_of[team]
+        self.taken = {}
 
     def cycle(self, state: State, holds: Holds, settings, t: int,
               reserve: bool) -> tuple[list[PendingJob], list[Hold]]:
@@ -231,6 +229,7 @@ class TypedQueue:
                 if holds:
                     holds.charge(usage_on_nodes(demand, placement), None)
                 started.append(job)
+                self.taken.setdefault(team, []).append(i)
                 if passed:
                     self._rewind(keys_of[team][i], passed, at, walk)
                 placed = True
@@ -268,6 +267,7 @@ class TypedQueue:
                     hold.gpu_type = None if quota_ok is None else state.types.names[quota_ok]
                     holds.add(hold)
                     reserved.append(hold)
+                    self.taken.setdefault(team, []).append(i)
                     settled = len(holds) >= settings.max_reservations
                     if settled and shut(state, combos, no_room, fits):
                         break
