@@ -298,17 +298,21 @@ class TypedQueue:
         settled cycle with reservations: no type open to it, or no room on
         any open type and R2 admits it on one of them other than None (so,
         starving, it holds nothing)."""
-        team, demand, preemptible, kinds = self.lines[n]
-        open_kinds = [k for k in kinds if (team, k) not in held_types and (None, k) not in held_types]
-        if any((demand, k) not in no_room for k in open_kinds):
-            return False
+        team, demand, preemptible, open_kinds = self.lines[n]
+        if held_types:
+            open_kinds = [k for k in open_kinds
+                          if (team, k) not in held_types and (None, k) not in held_types]
+        for k in open_kinds:
+            if (demand, k) not in no_room:
+                return False
+        need = demand.total
         for kind in open_kinds:
-            ask = (team, demand.total, preemptible, kind)
+            ask = (team, need, preemptible, kind)
             if ask in answers:
                 refusal = answers[ask]
             else:
                 quota = quotas[0 if kind is None else kind]
-                refusal = answers[ask] = quota.refuse(team, demand.total, not preemptible)
+                refusal = answers[ask] = quota.refuse(team, need, not preemptible)
             # The walk takes the first admitting type other than None for
             # `quota_ok`: admitted only without a type, a job is taken as
             # refused and holds its team, so it is no job to jump over.
