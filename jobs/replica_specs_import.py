@@ -10,7 +10,7 @@ from __future__ import annotations
 from jobs import kinds
 from jobs.manifest_fields import as_mapping, list_unsupported
 from jobs.node_selection import NODE_SELECTION
-from jobs.pod_template import MANAGED, amounts, gpu_types_of, volumes_of, without_shm
+from jobs.pod_template import MANAGED, amounts, gpu_types_of, literal_env, volumes_of, without_shm
 from jobs.spec import SpecError
 
 
@@ -53,15 +53,8 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         for key in ("image", "command", "args"):
             if key in container and key not in data:
                 data[key] = container[key]
-        env = {}
-        env_items = container.get("env") or []
-        if not isinstance(env_items, list):
-            raise SpecError({f"{path}.template.spec.containers[0].env": ["Must be a list of {name, value}."]})
-        for index, item in enumerate(env_items):
-            if isinstance(item, dict) and "value" in item and set(item) <= {"name", "value"}:
-                env[item.get("name")] = item["value"]
-            else:
-                unsupported.append(f"{path}.template.spec.containers[0].env[{index}] (only literal values)")
+        # `or []`: an empty env of any type ("", {}) reads as none here, as it always has
+        env = literal_env(container.get("env") or [], f"{path}.template.spec.containers[0].env", unsupported)
         if env:
             data.setdefault("env", {}).update(env)
         volumes, shm = volumes_of(pod, container, path, unsupported)
