@@ -1,4 +1,4 @@
-"""A manifest's node selection read as the GPU types a job accepts (part of `jobs.yaml_import`).
+"""A manifest's node selection read as the GPU types a job accepts (read by `jobs.pod_template`).
 
 A pod template pins a GPU model with a `nodeSelector` on the model's node label, or
 with a required node affinity whose expression is `In` on that label. Gangway pins

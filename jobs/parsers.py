@@ -10,8 +10,9 @@ from rest_framework.parsers import BaseParser, JSONParser
 
 from jobs.spec import SpecError
 from jobs import kinds
-from jobs.yaml_import import MAX_YAML_BYTES, is_manifest, load_yaml, spec_from_manifest
-from tenants.inputs import json_depth_problem
+from jobs.safe_yaml import load_yaml
+from jobs.yaml_import import is_manifest, spec_from_manifest
+from tenants.inputs import MAX_YAML_BYTES, json_depth_problem
 
 
 class JsonParser(JSONParser):
@@ -35,7 +36,7 @@ class JsonParser(JSONParser):
 
 
 class YamlParser(BaseParser):
-    """A YAML body, parsed safely (no tags, no aliases, size-limited) by `jobs.yaml_import.load_yaml`."""
+    """A YAML body, parsed safely (no tags, no aliases, size-limited) by `jobs.safe_yaml.load_yaml`."""
 
     media_type = "application/yaml"
 

@@ -13,8 +13,11 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
-from jobs import forms as job_forms
 from jobs import kinds
+from jobs.form_errors import add_fit_error, add_spec_errors, error_count, mark_invalid
+from jobs.form_initial import bound_data, initial_from_data, initial_from_job
+from jobs.form_spec import preview_spec, validate
+from jobs.forms import JobForm, bind, replica_formset
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
@@ -77,8 +80,8 @@ def job_list(request):
 
 def _submit_context(request, form, formset, **extra) -> dict:
     if form.is_bound:
-        job_forms.mark_invalid(form, formset)
-    return {"form": form, "formset": formset, "error_count": job_forms.error_count(form, formset) if form.is_bound else 0,
+        mark_invalid(form, formset)
+    return {"form": form, "formset": formset, "error_count": error_count(form, formset) if form.is_bound else 0,
             "kinds": kinds.all_kinds(), **extra}  # fmt: skip
 
 
@@ -94,8 +97,8 @@ def submit(request):
     """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form."""
     teams = _submit_teams(request.user)
     if request.method == "POST":
-        form, formset = job_forms.bind(request.POST, teams=teams, offers=gpu_type_offers)
-        spec = job_forms.validate(form, formset)
+        form, formset = bind(request.POST, teams=teams, offers=gpu_type_offers)
+        spec = validate(form, formset)
         if spec is not None:
             job = _submit_spec(request, form, formset, spec)
             if job is not None:
@@ -107,9 +110,9 @@ def submit(request):
     initial, rows = {"team": request.GET.get("team", ""), "gpu_type": request.GET.getlist("gpu_type")}, None
     if request.GET.get("from", "").isdigit():
         source = _get_job(request, int(request.GET["from"]))
-        initial, rows = job_forms.initial_from_job(source)
-    form = job_forms.JobForm(initial=initial, teams=teams, offers=gpu_type_offers)
-    formset = job_forms.replica_formset(initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
+        initial, rows = initial_from_job(source)
+    form = JobForm(initial=initial, teams=teams, offers=gpu_type_offers)
+    formset = replica_formset(initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
     if request.htmx and request.headers.get("HX-Target") == "tier-field":
         # Another team: its tiers, and what each GPU type offers it (swapped out of band, choices kept).
         tier = render(request, "jobs/submit.html#tier-field", {"form": form})
@@ -125,10 +128,10 @@ def _submit_spec(request, form, formset, spec) -> Job | None:
     try:
         job, _ = job_submit(team=form.selected_team, spec=spec, owner=request.user, via="form")
     except SpecError as error:
-        job_forms.add_spec_errors(form, formset, error.errors)
+        add_spec_errors(form, formset, error.errors)
         return None
     except NeverFits as error:
-        job_forms.add_fit_error(form, formset, error.code, error.reason)
+        add_fit_error(form, formset, error.code, error.reason)
         return None
     except IdempotencyConflict as error:  # the form sends no key; kept for completeness
         form.add_error(None, str(error))
@@ -142,8 +145,8 @@ def _submit_spec(request, form, formset, spec) -> Job | None:
 def preview(request):
     """The live fit preview: where the job in the form would stand if submitted now (the admission policy)."""
     teams = _submit_teams(request.user)
-    form, formset = job_forms.bind(request.POST, teams=teams)
-    spec, missing = job_forms.preview_spec(form, formset)
+    form, formset = bind(request.POST, teams=teams)
+    spec, missing = preview_spec(form, formset)
     if spec is None:
         result = Preview("incomplete", missing)
     else:
@@ -176,26 +179,26 @@ def import_yaml(request):
         if problem := lone_surrogate_problem(data):  # the filled form could not be written out
             raise SpecError({"yaml": [problem]})
     except SpecError as error:
-        form, formset = job_forms.bind(request.POST, teams=teams, offers=gpu_type_offers)
+        form, formset = bind(request.POST, teams=teams, offers=gpu_type_offers)
         form.is_valid(), formset.is_valid()
         context = _submit_context(request, form, formset, yaml_errors=[m for ms in error.errors.values() for m in ms],
                                   yaml_text=text, import_open=True)  # fmt: skip
         context["error_count"] = 0
         return _render_form(request, context, status=422)
-    initial, rows = job_forms.initial_from_data(data)
+    initial, rows = initial_from_data(data)
     if initial["team"] not in {team.slug for team in teams}:
         if initial["team"]:
             unsupported.append(f"metadata.namespace {initial['team']!r} (not one of your teams; pick a team)")
         initial["team"] = request.POST.get("team", "")
-    form, formset = job_forms.bind(job_forms.bound_data(initial, rows), teams=teams, offers=gpu_type_offers)
-    spec = job_forms.validate(form, formset)
+    form, formset = bind(bound_data(initial, rows), teams=teams, offers=gpu_type_offers)
+    spec = validate(form, formset)
     if spec is not None:
         try:
             job_check(team=form.selected_team, spec=spec)
         except SpecError as error:
-            job_forms.add_spec_errors(form, formset, error.errors)
+            add_spec_errors(form, formset, error.errors)
         except NeverFits as error:
-            job_forms.add_fit_error(form, formset, error.code, error.reason)
+            add_fit_error(form, formset, error.code, error.reason)
     context = _submit_context(request, form, formset, imported=True, unsupported=unsupported)
     return _render_form(request, context, status=422 if context["error_count"] or form.non_field_errors() else 200)
 

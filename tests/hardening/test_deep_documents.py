@@ -15,7 +15,7 @@ import yaml
 
 from jobs.models import Job
 from jobs.spec import SpecError
-from jobs.yaml_import import load_yaml
+from jobs.safe_yaml import load_yaml
 from tenants.inputs import MAX_DEPTH, json_depth_problem, yaml_depth_problem
 
 LIMIT = f"deeper than {MAX_DEPTH} levels"

@@ -14,7 +14,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from jobs import kinds
-from jobs.forms import JobForm, bind, replica_formset, validate
+from jobs.form_spec import validate
+from jobs.forms import JobForm, bind, replica_formset
 from jobs.models import Job
 from jobs.serializers import JobSpecSerializer
 from jobs.spec import SpecError, parse_spec
