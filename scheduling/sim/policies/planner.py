@@ -51,10 +51,12 @@ second something happens:
 - with reservations, a pass where some queued job has waited longer than
   `starvation_after` may reserve room, and a reservation is the earliest
   time room frees on any node as running jobs end when expected (R14). Such
-  a pass lists every node, and every running job it does not list as a
-  victim is outside usage (R12) on its own nodes with its own expected end
-  (its expected runtime as an `estimate`), so room frees at the same times
-  as in the full snapshot; only the quota side stays folded (a reservation
+  a pass lists every node, and the running jobs it does not list as
+  victims are outside usage (R12), one outside job per expected end
+  holding on each node the GPUs of the jobs that end then (the search for
+  the earliest start frees the room of every job ending at one time before
+  it tries to place), so room frees on the same nodes at the same times as
+  in the full snapshot; only the quota side stays folded (a reservation
   is about room; quota is judged now). Without such a job no pass reserves
   anything, and ends are not read. A pass is also due when a queued job
   starts starving, since it may then reserve room. Victims are listed in
@@ -94,9 +96,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import cache
 
 from scheduling.policy import ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
-from scheduling.policy.runtime import expected_runtime
+from scheduling.policy.runtime import expected_end, expected_runtime
 
 from ..engine import Actions, Cluster, Entry, News
 from ..runtimes import Runtimes
@@ -243,16 +246,44 @@ class Planner:
                 entry.run, cluster.next_checkpoint(entry, now), cluster.checkpointed(entry, now))
         return cached[2]
 
-    def _outside(self, entry: Entry, job: RunningJob) -> RunningJob:
-        """Returns a running job no victim search reaches as outside usage
-        on its nodes that is expected to end when the job is (R12, R14)."""
-        runtime = expected_runtime(job.max_runtime, job.estimate, self.settings)
+    def _outside(self, entry: Entry) -> RunningJob:
+        """Returns running `entry` as outside usage (R12) on its nodes that
+        is expected to end when the job is (R14)."""
+        runtimes = self.runtimes
+        max_runtime = None if runtimes is None else runtimes.max_runtime(entry)
+        estimate = None if runtimes is None else runtimes.learned.get(runtimes.key(entry))
+        runtime = expected_runtime(max_runtime, estimate, self.settings)
         folded = entry.cache.get("outside")
-        if folded is None or folded.started != job.started or folded.estimate != runtime:
+        if folded is None or folded.started != entry.started or folded.estimate != runtime:
             folded = entry.cache["outside"] = RunningJob(
-                f"~{entry.id}", None, None, job.started, job.replicas, job.nodes,
-                estimate=runtime)
+                f"~{entry.id}", None, None, entry.started, replicas_of(entry.gpus),
+                tuple(self.world.nodes[i].name for i in entry.nodes), estimate=runtime)
         return folded
+
+    def _ending(self, cluster: Cluster, listed: set[str], now: int) -> list[RunningJob]:
+        """Returns the running jobs not `listed` as outside usage (R12): one
+        job per expected end (R14) holding, on each node, the GPUs of the
+        jobs that end then. Room frees on the same nodes at the same times
+        as with one outside job per running job, and nothing else reads
+        outside usage: it is never a victim and counts against no quota."""
+        settings = self.settings
+        by_end: dict[int, dict[int, int]] = {}
+        for entry in cluster.running.values():
+            if entry.id in listed:
+                continue
+            end = expected_end(self._outside(entry), now, settings)
+            on_node = by_end.get(end)
+            if on_node is None:
+                on_node = by_end[end] = {}
+            for k, i in enumerate(entry.nodes):
+                on_node[i] = on_node.get(i, 0) + entry.pods[k]
+        names = self.world.nodes
+        # Started a second before `end` and expected to run one second:
+        # expected_end gives back `end` (or, were it past, the same slack).
+        return [RunningJob(f"~end-{end}", None, None, end - 1,
+                           tuple(map(_replica, on_node.values())),
+                           tuple(names[i].name for i in on_node), estimate=1)
+                for end, on_node in by_end.items()]
 
     def _unchanged(self, cluster: Cluster, now: int, news: News) -> bool:
         """Returns True when this pass would start nothing, by the rules in the
@@ -391,8 +422,7 @@ class Planner:
         running = listing.jobs
         if self._may_reserve(now):
             # Every node, and every running job's room with its expected end.
-            running.extend(self._outside(entry, self.running_job(cluster, entry, now))
-                           for entry in cluster.running.values() if entry.id not in listing.ids)
+            running.extend(self._ending(cluster, listing.ids, now))
             running.extend(folded)
             return nodes, tuple(running)
         free = cluster.free
@@ -432,6 +462,13 @@ class Planner:
                 tuple(name for names in by_size.values() for name in names), gpu_type=kind))
         running.extend(folded)
         return kept, tuple(running)
+
+
+@cache
+def _replica(gpus: int) -> ReplicaGroup:
+    """Returns one replica of `gpus` GPUs, made once per size: it is frozen,
+    so every snapshot may share it."""
+    return ReplicaGroup(1, gpu=gpus)
 
 
 def _within(indices: list[int], nodes: range) -> list[int]:
