@@ -99,7 +99,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from scheduling.policy import ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
-from scheduling.policy.runtime import expected_end, expected_runtime
+from scheduling.policy.runtime import expected_runtime
 
 from ..engine import Actions, Cluster, Entry, News
 from ..runtimes import Runtimes
@@ -246,40 +246,34 @@ class Planner:
                 entry.run, cluster.next_checkpoint(entry, now), cluster.checkpointed(entry, now))
         return cached[2]
 
-    def _outside(self, entry: Entry) -> RunningJob:
-        """Returns running `entry` as outside usage (R12) on its nodes that
-        is expected to end when the job is (R14)."""
-        runtimes = self.runtimes
-        max_runtime = None if runtimes is None else runtimes.max_runtime(entry)
-        estimate = None if runtimes is None else runtimes.learned.get(runtimes.key(entry))
-        runtime = expected_runtime(max_runtime, estimate, self.settings)
-        folded = entry.cache.get("outside")
-        if folded is None or folded.started != entry.started or folded.estimate != runtime:
-            folded = entry.cache["outside"] = RunningJob(
-                f"~{entry.id}", None, None, entry.started, replicas_of(entry.gpus),
-                tuple(self.world.nodes[i].name for i in entry.nodes), estimate=runtime)
-        return folded
-
     def _ending(self, cluster: Cluster, listed: set[str], now: int) -> list[RunningJob]:
         """Returns the running jobs not `listed` as outside usage (R12): one
         job per expected end (R14) holding, on each node, the GPUs of the
         jobs that end then. Room frees on the same nodes at the same times
         as with one outside job per running job, and nothing else reads
         outside usage: it is never a victim and counts against no quota."""
-        settings = self.settings
+        runtimes, settings = self.runtimes, self.settings
         by_end: dict[int, dict[int, int]] = {}
         for entry in cluster.running.values():
             if entry.id in listed:
                 continue
-            end = expected_end(self._outside(entry), now, settings)
+            if runtimes is None:
+                runtime = expected_runtime(None, None, settings)
+            else:
+                runtime = expected_runtime(runtimes.max_runtime(entry),
+                                           runtimes.learned.get(runtimes.key(entry)), settings)
+            # Every job whose end is past is expected `reservation_slack`
+            # from now (R14): one group, keyed by now.
+            end = max(entry.started + runtime, now)
             on_node = by_end.get(end)
             if on_node is None:
                 on_node = by_end[end] = {}
             for k, i in enumerate(entry.nodes):
                 on_node[i] = on_node.get(i, 0) + entry.pods[k]
         names = self.world.nodes
-        # Started a second before `end` and expected to run one second:
-        # expected_end gives back `end` (or, were it past, the same slack).
+        # Started a second before `end` and expected to run one second: the
+        # policy's expected_end gives `end`, or for the group keyed by now,
+        # `reservation_slack` from now, as for each of its jobs.
         return [RunningJob(f"~end-{end}", None, None, end - 1,
                            tuple(map(_replica, on_node.values())),
                            tuple(names[i].name for i in on_node), estimate=1)
