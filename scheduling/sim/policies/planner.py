@@ -133,6 +133,9 @@ class Planner:
     checkpoints: bool = False  # report the running jobs' checkpoints (R8)
     reservations: tuple = ()  # the last plan's, carried into the next snapshot (R4)
     starving: int = 0  # queued jobs past starvation_after at the last pass
+    # expected end -> the outside job of the last reserving pass that ends then
+    # (kept while the same GPUs on the same nodes end then).
+    ends: dict[int, RunningJob] = field(default_factory=dict)
     # With GPU types: each type's nodes, and team -> type -> nominal GPUs.
     ranges: dict[str, range] = field(default_factory=dict)
     type_nominal: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -271,13 +274,18 @@ class Planner:
             for k, i in enumerate(entry.nodes):
                 on_node[i] = on_node.get(i, 0) + entry.pods[k]
         names = self.world.nodes
-        # Started a second before `end` and expected to run one second: the
-        # policy's expected_end gives `end`, or for the group keyed by now,
-        # `reservation_slack` from now, as for each of its jobs.
-        return [RunningJob(f"~end-{end}", None, None, end - 1,
-                           tuple(map(_replica, on_node.values())),
-                           tuple(names[i].name for i in on_node), estimate=1)
-                for end, on_node in by_end.items()]
+        kept, self.ends = self.ends, {}
+        for end, on_node in by_end.items():
+            replicas = tuple(map(_replica, on_node.values()))
+            nodes = tuple(names[i].name for i in on_node)
+            job = kept.get(end)
+            if job is None or job.replicas != replicas or job.nodes != nodes:
+                # Started a second before `end` and expected to run one second:
+                # the policy's expected_end gives `end`, or for the group keyed
+                # by now, `reservation_slack` from now, as for each of its jobs.
+                job = RunningJob(f"~end-{end}", None, None, end - 1, replicas, nodes, estimate=1)
+            self.ends[end] = job
+        return list(self.ends.values())
 
     def _unchanged(self, cluster: Cluster, now: int, news: News) -> bool:
         """Returns True when this pass would start nothing, by the rules in the
