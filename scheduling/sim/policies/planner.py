@@ -113,6 +113,7 @@ FOLDED = Tier("~folded", -1, preemptible=False)
 BEYOND = Tier("~beyond", 10**9, preemptible=True)
 NOWHERE = "~nowhere"
 NO_GUARD = 10**12
+NEVER = 1 << 62  # a time no replay reaches
 
 
 @dataclass(slots=True)
@@ -223,20 +224,26 @@ class Planner:
         last checkpoint when this planner reports them."""
         # Called for every listed job in every pass: reads only caches
         # unless the job started again, checkpointed or got a new estimate.
+        # A run keeps its start, nodes and GPU type; its next checkpoint is
+        # when its last one changes.
         cache = entry.cache
         runtimes = self.runtimes
         estimate = None if runtimes is None else runtimes.learned.get(runtimes.key(entry))
+        kept = cache.get("running")  # (job, run, valid until)
+        if kept is not None and kept[1] == entry.run and now < kept[2] and kept[0].estimate == estimate:
+            return kept[0]
         checkpointed = self.checkpointed(cluster, entry, now) if self.checkpoints else None
-        job = cache.get("running")
-        if (job is None or job.started != entry.started or job.estimate != estimate
-                or job.checkpointed != checkpointed or job.gpu_type != entry.gpu_type):
+        until = cache["checkpoint"][1] if self.checkpoints else NEVER
+        job = None if kept is None or kept[1] != entry.run else kept[0]
+        if job is None or job.estimate != estimate or job.checkpointed != checkpointed:
             names = self.world.nodes
-            job = cache["running"] = RunningJob(
+            job = RunningJob(
                 entry.id, entry.team, entry.tier.name, entry.started,
                 replicas_of(entry.gpus), tuple(names[i].name for i in entry.nodes),
                 max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
                 queued=entry.queued, estimate=estimate, checkpointed=checkpointed,
                 gpu_type=entry.gpu_type)
+        cache["running"] = (job, entry.run, until)
         return job
 
     @staticmethod
