@@ -57,18 +57,14 @@ class Entry:
     # placed, and always on a cluster without types.
     gpu_type: str | None = None
     cache: dict = field(default_factory=dict)
+    # The job's id, team and GPUs, as plain attributes: a policy reads them
+    # for every listed job in every pass.
+    id: str = field(init=False)
+    team: str = field(init=False)
+    gpus: int = field(init=False)
 
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def team(self) -> str:
-        return self.job.team
-
-    @property
-    def gpus(self) -> int:
-        return self.job.gpus
+    def __post_init__(self) -> None:
+        self.id, self.team, self.gpus = self.job.id, self.job.team, self.job.gpus
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,10 +51,12 @@ second something happens:
 - with reservations, a pass where some queued job has waited longer than
   `starvation_after` may reserve room, and a reservation is the earliest
   time room frees on any node as running jobs end when expected (R14). Such
-  a pass lists every node, and every running job it does not list as a
-  victim is outside usage (R12) on its own nodes with its own expected end
-  (its expected runtime as an `estimate`), so room frees at the same times
-  as in the full snapshot; only the quota side stays folded (a reservation
+  a pass lists every node, and the running jobs it does not list as
+  victims are outside usage (R12), one outside job per expected end
+  holding on each node the GPUs of the jobs that end then (the search for
+  the earliest start frees the room of every job ending at one time before
+  it tries to place), so room frees on the same nodes at the same times as
+  in the full snapshot; only the quota side stays folded (a reservation
   is about room; quota is judged now). Without such a job no pass reserves
   anything, and ends are not read. A pass is also due when a queued job
   starts starving, since it may then reserve room. Victims are listed in
@@ -94,6 +96,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import cache
 
 from scheduling.policy import ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
 from scheduling.policy.runtime import expected_runtime
@@ -110,6 +113,7 @@ FOLDED = Tier("~folded", -1, preemptible=False)
 BEYOND = Tier("~beyond", 10**9, preemptible=True)
 NOWHERE = "~nowhere"
 NO_GUARD = 10**12
+NEVER = 1 << 62  # a time no replay reaches
 
 
 @dataclass(slots=True)
@@ -130,6 +134,9 @@ class Planner:
     checkpoints: bool = False  # report the running jobs' checkpoints (R8)
     reservations: tuple = ()  # the last plan's, carried into the next snapshot (R4)
     starving: int = 0  # queued jobs past starvation_after at the last pass
+    # expected end -> the outside job of the last reserving pass that ends then
+    # (kept while the same GPUs on the same nodes end then).
+    ends: dict[int, RunningJob] = field(default_factory=dict)
     # With GPU types: each type's nodes, and team -> type -> nominal GPUs.
     ranges: dict[str, range] = field(default_factory=dict)
     type_nominal: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -217,20 +224,26 @@ class Planner:
         last checkpoint when this planner reports them."""
         # Called for every listed job in every pass: reads only caches
         # unless the job started again, checkpointed or got a new estimate.
+        # A run keeps its start, nodes and GPU type; its next checkpoint is
+        # when its last one changes.
         cache = entry.cache
         runtimes = self.runtimes
         estimate = None if runtimes is None else runtimes.learned.get(runtimes.key(entry))
+        kept = cache.get("running")  # (job, run, valid until)
+        if kept is not None and kept[1] == entry.run and now < kept[2] and kept[0].estimate == estimate:
+            return kept[0]
         checkpointed = self.checkpointed(cluster, entry, now) if self.checkpoints else None
-        job = cache.get("running")
-        if (job is None or job.started != entry.started or job.estimate != estimate
-                or job.checkpointed != checkpointed or job.gpu_type != entry.gpu_type):
+        until = cache["checkpoint"][1] if self.checkpoints else NEVER
+        job = None if kept is None or kept[1] != entry.run else kept[0]
+        if job is None or job.estimate != estimate or job.checkpointed != checkpointed:
             names = self.world.nodes
-            job = cache["running"] = RunningJob(
+            job = RunningJob(
                 entry.id, entry.team, entry.tier.name, entry.started,
                 replicas_of(entry.gpus), tuple(names[i].name for i in entry.nodes),
                 max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
                 queued=entry.queued, estimate=estimate, checkpointed=checkpointed,
                 gpu_type=entry.gpu_type)
+        cache["running"] = (job, entry.run, until)
         return job
 
     @staticmethod
@@ -243,16 +256,43 @@ class Planner:
                 entry.run, cluster.next_checkpoint(entry, now), cluster.checkpointed(entry, now))
         return cached[2]
 
-    def _outside(self, entry: Entry, job: RunningJob) -> RunningJob:
-        """Returns a running job no victim search reaches as outside usage
-        on its nodes that is expected to end when the job is (R12, R14)."""
-        runtime = expected_runtime(job.max_runtime, job.estimate, self.settings)
-        folded = entry.cache.get("outside")
-        if folded is None or folded.started != job.started or folded.estimate != runtime:
-            folded = entry.cache["outside"] = RunningJob(
-                f"~{entry.id}", None, None, job.started, job.replicas, job.nodes,
-                estimate=runtime)
-        return folded
+    def _ending(self, cluster: Cluster, listed: set[str], now: int) -> list[RunningJob]:
+        """Returns the running jobs not `listed` as outside usage (R12): one
+        job per expected end (R14) holding, on each node, the GPUs of the
+        jobs that end then. Room frees on the same nodes at the same times
+        as with one outside job per running job, and nothing else reads
+        outside usage: it is never a victim and counts against no quota."""
+        runtimes, settings = self.runtimes, self.settings
+        by_end: dict[int, dict[int, int]] = {}
+        for entry in cluster.running.values():
+            if entry.id in listed:
+                continue
+            if runtimes is None:
+                runtime = expected_runtime(None, None, settings)
+            else:
+                runtime = expected_runtime(runtimes.max_runtime(entry),
+                                           runtimes.learned.get(runtimes.key(entry)), settings)
+            # Every job whose end is past is expected `reservation_slack`
+            # from now (R14): one group, keyed by now.
+            end = max(entry.started + runtime, now)
+            on_node = by_end.get(end)
+            if on_node is None:
+                on_node = by_end[end] = {}
+            for k, i in enumerate(entry.nodes):
+                on_node[i] = on_node.get(i, 0) + entry.pods[k]
+        names = self.world.nodes
+        kept, self.ends = self.ends, {}
+        for end, on_node in by_end.items():
+            replicas = tuple(map(_replica, on_node.values()))
+            nodes = tuple(names[i].name for i in on_node)
+            job = kept.get(end)
+            if job is None or job.replicas != replicas or job.nodes != nodes:
+                # Started a second before `end` and expected to run one second:
+                # the policy's expected_end gives `end`, or for the group keyed
+                # by now, `reservation_slack` from now, as for each of its jobs.
+                job = RunningJob(f"~end-{end}", None, None, end - 1, replicas, nodes, estimate=1)
+            self.ends[end] = job
+        return list(self.ends.values())
 
     def _unchanged(self, cluster: Cluster, now: int, news: News) -> bool:
         """Returns True when this pass would start nothing, by the rules in the
@@ -391,8 +431,7 @@ class Planner:
         running = listing.jobs
         if self._may_reserve(now):
             # Every node, and every running job's room with its expected end.
-            running.extend(self._outside(entry, self.running_job(cluster, entry, now))
-                           for entry in cluster.running.values() if entry.id not in listing.ids)
+            running.extend(self._ending(cluster, listing.ids, now))
             running.extend(folded)
             return nodes, tuple(running)
         free = cluster.free
@@ -432,6 +471,13 @@ class Planner:
                 tuple(name for names in by_size.values() for name in names), gpu_type=kind))
         running.extend(folded)
         return kept, tuple(running)
+
+
+@cache
+def _replica(gpus: int) -> ReplicaGroup:
+    """Returns one replica of `gpus` GPUs, made once per size: it is frozen,
+    so every snapshot may share it."""
+    return ReplicaGroup(1, gpu=gpus)
 
 
 def _within(indices: list[int], nodes: range) -> list[int]:
