@@ -21,6 +21,7 @@ from .world import ANY_TYPE, PARTITIONS, build_world, parse_types
 
 # The published comparisons' window of the Philly trace: October and November 2017.
 WINDOW = ("2017-10-01 00:00:00", "2017-11-30 23:59:59")
+TEAM_COUNT = 10  # teams of a synthetic cluster of --nodes, unless --team-count says
 
 
 def traces_dir() -> Path:
@@ -40,7 +41,7 @@ class Config:
     seed: int = 1
     # The synthetic cluster: None nodes = synthetic()'s own small one.
     nodes: int | None = None
-    team_count: int = 10
+    team_count: int = TEAM_COUNT
     span_days: float = 1.0
     policies: tuple[str, ...] = tuple(POLICIES)
     loads: tuple[float, ...] = (1.0,)
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--team-count teams (default: 8 nodes, 3 teams)")
     parser.add_argument("--team-count", type=int,
                         help="with --synthetic --nodes: how many teams, sized a few large and "
-                             "many small (default 10)")
+                             f"many small (default {TEAM_COUNT})")
     parser.add_argument("--span", type=float, metavar="DAYS",
                         help="with --synthetic: submit times spread over this many days before "
                              "--load compresses them (default 1)")
@@ -126,7 +127,7 @@ def config_from(options: dict) -> Config:
         synthetic=options.get("synthetic"),
         seed=options.get("seed", 1),
         nodes=options.get("nodes"),
-        team_count=options.get("team_count") or 10,
+        team_count=options.get("team_count") or TEAM_COUNT,
         span_days=options.get("span") or 1.0,
         policies=tuple(options.get("policy") or POLICIES),
         loads=tuple(options.get("load") or (1.0,)),
@@ -153,7 +154,7 @@ def _check_synthetic(options: dict) -> None:
         raise TraceError(f"{', '.join(given)}: only for a synthetic trace; add --synthetic N")
     if options.get("team_count") is not None and options.get("nodes") is None:
         raise TraceError("--team-count splits the nodes of --nodes: add --nodes N")
-    nodes, count = options.get("nodes"), options.get("team_count") or 10
+    nodes, count = options.get("nodes"), options.get("team_count") or TEAM_COUNT
     if nodes is not None and not 1 <= count <= nodes:
         raise TraceError(f"--team-count must be between 1 and --nodes ({nodes}), got {count}")
     span = options.get("span")
