@@ -14,6 +14,7 @@ from jobs.models import Job, JobEvent
 from core.quantities import format_cpu, format_memory
 from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_GPU_TYPES, MAX_LIST, MAX_STRING
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
+from tenants.models import DNS_LABEL
 
 
 class ReplicaGroupSerializer(serializers.Serializer):
@@ -217,7 +218,8 @@ class JobSpecSerializer(serializers.Serializer):
     command = serializers.ListField(child=serializers.CharField(), required=False)
     args = serializers.ListField(child=serializers.CharField(), required=False)
     env = EnvField(child=serializers.CharField(), required=False)
-    tier = serializers.CharField(required=False, help_text="Priority tier; empty = the team's default.")
+    tier = serializers.RegexField(DNS_LABEL, required=False, allow_blank=True,
+                                  help_text="Priority tier; empty = the team's default.")
     max_runtime = serializers.IntegerField(min_value=1, max_value=MAX_RUNTIME, required=False, allow_null=True)
     runtime = serializers.RegexField(OBJECT_NAME, max_length=253, required=False,
                                      help_text="What the job runs on, for a kind that takes a runtime "
