@@ -86,6 +86,7 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
                 continue
             holder = state.holders.pop(job_id)
             state.release(holder)
+            lines.ended(holder.team)
             kept.refresh()
         started, reserved = lines.cycle(state, kept, settings, t, reserve)
         for job in started:

@@ -22,6 +22,14 @@ team's in R3 order, and a cycle merges the teams by their next job, so:
   it now, and then it holds the team.
 All of this stands to the cycle's end: holds and shapes without room only
 grow within a cycle, usage only grows, and a settled cycle stays settled.
+
+Across cycles, with reservations, a team whose walk had no effect (it
+started nothing, reserved nothing and held only its own types) sleeps out of
+the walks until one of its jobs ends, R2's pool frees enough for a need it
+was refused, a shape it found without room fits again, or a cycle may
+reserve room (typed_sleep.py gives the argument). After a start, only the
+pairs of the start's type (and those of no type) are tested for room again:
+other types' nodes kept their room.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from .placement import place, usage_on_nodes
 from .reservation import Hold, Holds, earliest_hold
 from .runtime import expected_runtime
 from .state import State
+from .typed_sleep import Sleepers
 
 
 class TypedQueue:
@@ -57,6 +66,7 @@ class TypedQueue:
         self.line_of: dict[str, list[int]] = {}
         # Per team, the places in its lists of the jobs the last cycle took.
         self.taken: dict[str, list[int]] = {}
+        self.sleepers = Sleepers()  # teams out of the walk (typed_sleep.py)
         for job in queue:  # already in R3 order, so each team's list is too
             self.jobs.setdefault(job.team, []).append(job)
             self.keys.setdefault(job.team, []).append(r3_key(job, tiers))
@@ -73,6 +83,10 @@ class TypedQueue:
 
     def __bool__(self) -> bool:
         return bool(self.jobs)
+
+    def ended(self, team: str | None) -> None:
+        """Notes that a job of `team` ended: its usage dropped."""
+        self.sleepers.ended(team)
 
     def remove_taken(self) -> None:
         """Takes the jobs the last cycle started or gave a reservation out of
@@ -109,7 +123,7 @@ class TypedQueue:
         # cycle usage only grows, so the refusal stands for the rest of it.
         refused: set[tuple] = set()
         settled = not reserve or len(holds) >= settings.max_reservations
-        fits: set = set()  # shapes on a type that fit, as room is since the last start
+        fits: set = set()  # shapes on a type that fit, as room is since the last start on that type
         # Most cycles start nothing: a settled cycle first asks which shapes
         # have room at all, and ends at once when none has.
         if settled and shut(state, combos, no_room, fits):
@@ -120,6 +134,20 @@ class TypedQueue:
         # type is needed only to place.
         answers: dict[tuple, object] = {}
         quotas = state.quotas
+        sleepers = self.sleepers
+        sleepers.wake(quotas, fits if settled else None)
+        # What each team's walk met, to put it to sleep should the walk have
+        # had no effect (typed_sleep.py; with reservations only): R2's
+        # refusals (quota, refusal); pairs R2 admitted without room; the
+        # ranges of jobs jumped over, with the types then held for the team;
+        # the teams that left with shapes still open but without room. A
+        # team whose walk started or reserved something is `dirty`.
+        refusals: dict[str, list] = {}
+        rooms: dict[str, set] = {}
+        jumps: dict[str, list] = {}
+        held_kinds: dict[str, frozenset] = {}
+        departed: set[str] = set()
+        dirty: set[str] = set()
         tiers, kinds = self.tiers, self.kinds
         jobs_of, keys_of, pairs_of = self.jobs, self.keys, self.pairs
         # The teams merged by their next job: (its R3 key, team, its index);
@@ -128,6 +156,8 @@ class TypedQueue:
         teams = keys_of
         if settled and reserve:  # a team with no shape that fits would leave at once
             teams = set().union(*(self.teams_with[pair] for pair in fits))
+        if sleepers:
+            teams = [team for team in teams if team not in sleepers]
         # A team sifts its pairs when what could drop some changed since this
         # mark: the walk begins with nothing held and, when settled with
         # reservations, only teams with a shape that has room.
@@ -167,6 +197,7 @@ class TypedQueue:
                 left = rest[team] = self._sift(rest.get(team) or list(pairs_of[team]), team,
                                                held_types, no_room, dead_go)
                 if not left:
+                    departed.add(team)
                     continue
             jobs = jobs_of[team]
             if settled and reserve:
@@ -176,6 +207,7 @@ class TypedQueue:
                     passable[team] = {}
                 c = self._jump(team, i, passable[team], held_types, no_room, answers, quotas)
                 if c > i:
+                    jumps.setdefault(team, []).append((i, c, held_kinds.get(team, frozenset())))
                     passed[team] = (i, c)
                     if c < len(jobs):
                         at[team] = c
@@ -211,17 +243,20 @@ class TypedQueue:
                     refusal = answers[ask] = quota.refuse(job.team, demand.total, not tier.preemptible)
                 if refusal is not None:
                     gpus_refused = gpus_refused and refusal.resource == 0
+                    refusals.setdefault(team, []).append((0 if kind is None else kind, refusal))
                     continue
                 admits.append(kind)
                 if quota_ok is None:
                     quota_ok = kind
                 if (demand, kind) in no_room:
+                    rooms.setdefault(team, set()).add((demand, kind))
                     continue
                 state.select(kind)
                 selected = True
                 placement = place(state.room, demand)
                 if placement is None:
                     no_room.add((demand, kind))
+                    rooms.setdefault(team, set()).add((demand, kind))
                     continue
                 end = t + expected_runtime(job.max_runtime, job.estimate, settings)
                 state.admit(job.id, job.team, tier, demand, placement, t, end)
@@ -229,11 +264,12 @@ class TypedQueue:
                 if holds:
                     holds.charge(usage_on_nodes(demand, placement), None)
                 started.append(job)
+                dirty.add(team)
                 self.taken.setdefault(team, []).append(i)
                 if passed:
                     self._rewind(keys_of[team][i], passed, at, walk)
                 placed = True
-                fits.clear()
+                _forget_fits(fits, kind)
                 break
             if selected:
                 state.select(None)
@@ -246,6 +282,7 @@ class TypedQueue:
             if quota_ok is None and open_kinds:
                 if None not in open_kinds and gpus_refused:
                     held_types.update((job.team, k) for k in open_kinds)
+                    held_kinds[team] = held_kinds.get(team, frozenset()).union(open_kinds)
                     holds_of[team] = holds_of.get(team, 0) + 1
                 else:
                     held.add(job.team)
@@ -267,11 +304,33 @@ class TypedQueue:
                     hold.gpu_type = None if quota_ok is None else state.types.names[quota_ok]
                     holds.add(hold)
                     reserved.append(hold)
+                    dirty.add(team)
                     self.taken.setdefault(team, []).append(i)
                     settled = len(holds) >= settings.max_reservations
                     if settled and shut(state, combos, no_room, fits):
                         break
+        if reserve:
+            for team in (refusals.keys() | rooms.keys() | jumps.keys() | departed) - dirty:
+                if team in held or at[team] is None:  # its walk ran to its end
+                    self._sleep(team, refusals.get(team, []), rooms.get(team, set()),
+                                jumps.get(team, ()), team in departed,
+                                held_kinds.get(team, frozenset()), quotas)
         return started, reserved
+
+    def _sleep(self, team: str, refusals: list, rooms: set, jumps, departed: bool,
+               held_kinds: frozenset, quotas) -> None:
+        """Puts to sleep a team whose walk in this cycle had no effect, with
+        what would wake it: its refusals, and the pairs on which R2 admitted
+        a job of it without room (visited, jumped over, or, had it left the
+        walk with types still open, all of those types' pairs)."""
+        lines, line_of = self.lines, self.line_of[team]
+        for i, c, held_then in jumps:
+            for n in set(line_of[i:c]):
+                _, demand, _, open_kinds = lines[n]
+                rooms.update((demand, k) for k in open_kinds if k not in held_then)
+        if departed:
+            rooms.update(pair for pair in self.pairs[team] if pair[1] not in held_kinds)
+        self.sleepers.sleep(team, refusals, rooms, quotas)
 
     def _jump(self, team: str, c: int, passable: dict[int, bool], held_types: set,
               no_room: set, answers: dict, quotas) -> int:
@@ -338,6 +397,16 @@ class TypedQueue:
         return [(demand, k) for demand, k in pairs
                 if (team, k) not in held_types and (None, k) not in held_types
                 and not (dead_go and (demand, k) in no_room)]
+
+
+def _forget_fits(fits: set, kind: int | None) -> None:
+    """Drops from `fits` the pairs a start on GPU type `kind` may have left
+    without room: those of that type, and those of no type (placed on any
+    node); a start without a type may have taken room on every node."""
+    if kind is None:
+        fits.clear()
+    else:
+        fits.difference_update([pair for pair in fits if pair[1] == kind or pair[1] is None])
 
 
 def shut(state: State, combos: Counter, no_room: set, fits: set) -> bool:

@@ -15,9 +15,11 @@ import heapq
 import random
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.policy_bench import build
 from scheduling.policy import PendingJob, ReplicaGroup, plan
 from scheduling.policy.cycle import decide
 from scheduling.policy.eta import HORIZON
@@ -27,6 +29,7 @@ from scheduling.policy.placement import place, usage_on_nodes
 from scheduling.policy.reservation import Hold, Holds, earliest_hold
 from scheduling.policy.runtime import expected_runtime
 from scheduling.policy.state import State
+from scheduling.policy.typed_sleep import Sleepers
 from tests.policy.random_snapshots import typed_snapshot
 from tests.policy.test_policy_properties import PROFILE, TIERS
 
@@ -176,3 +179,35 @@ def _walk(state, holds, queue, kinds, tiers, settings, t) -> tuple[list[str], li
 def test_typed_estimates_match_the_straightforward_replay(snapshot):
     result = plan(snapshot)
     assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)
+
+
+@pytest.mark.parametrize("seed", [7, 11])
+def test_teams_sleep_and_wake_on_a_busy_typed_cluster_with_the_same_estimates(seed, monkeypatch):
+    """On the policy benchmark's busy cluster split over 4 GPU types (600
+    pending jobs), teams whose walk has no effect sleep out of the replay's
+    cycles and wake again on an end, a pool drawn less or room
+    (typed_sleep.py), and every estimate is still the straightforward
+    replay's."""
+    slept, woken = [], []
+    sleep, wake, ended = Sleepers.sleep, Sleepers.wake, Sleepers.ended
+
+    def counted_sleep(self, team, *args):
+        slept.append(team)
+        sleep(self, team, *args)
+
+    def counted_wake(self, *args):
+        before = set(self.asleep)
+        wake(self, *args)
+        woken.extend(before - set(self.asleep))
+
+    def counted_ended(self, team):
+        woken.extend([team] if team in self.asleep else [])
+        ended(self, team)
+
+    monkeypatch.setattr(Sleepers, "sleep", counted_sleep)
+    monkeypatch.setattr(Sleepers, "wake", counted_wake)
+    monkeypatch.setattr(Sleepers, "ended", counted_ended)
+    snapshot = build(600, seed, types=4)
+    estimates = {w.id: w.eta for w in plan(snapshot).wait}
+    assert len(slept) > 50 and len(woken) > 50
+    assert estimates == reference_starts(snapshot)
