@@ -373,9 +373,16 @@ class Planner:
                     break
         mark = None
         if self.checkpoints:
+            checkpointed = self.checkpointed
+
             def mark(entry: Entry) -> int:
                 # R8: unsaved work since the last checkpoint, else the start.
-                return self.checkpointed(cluster, entry, now) or entry.started
+                # Read for every job of a team reclaim may reach, in every
+                # pass: the cached checkpoint is read here while it holds.
+                cached = entry.cache.get("checkpoint")  # (run, next checkpoint, last)
+                if cached is None or cached[0] != entry.run or now >= cached[1]:
+                    return checkpointed(cluster, entry, now) or entry.started
+                return cached[2] or entry.started
         listing = Listing(now - self.settings.min_runtime_before_preemption,
                            lambda entry: self.running_job(cluster, entry, now), mark)
         folded: list[RunningJob] = []
