@@ -2,11 +2,11 @@
 (R14), kept from pass to pass (see the planner's docstring for why a
 reserving pass sees them so).
 
-A pass used to walk every running job to group them; here the groups change
-only as jobs start, end, are preempted, get a new estimate or come on or
-off the pass's list of victims, and a pass reads them as they stand. A
-group is kept by its job's true expected end; the groups whose end is past
-are merged into one when read, since R14 expects all of them
+No pass walks the running jobs to group them: the groups change only as
+jobs start, end, are preempted, get a new estimate or come on or off the
+pass's list of victims, and a pass reads them as they stand. A group is
+kept by its jobs' true expected end; the groups whose end is past are
+merged into one when read, since R14 expects all of them
 `reservation_slack` from now.
 """
 
