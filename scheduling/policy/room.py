@@ -96,7 +96,11 @@ class Room:
         return other
 
     def _move(self, i: int, old: int, new: int) -> None:
-        old, new = max(old, 0), max(new, 0)
+        # Called for every room change of every cycle: comparisons, not max().
+        if old < 0:
+            old = 0
+        if new < 0:
+            new = 0
         if old != new:
             self.members[old].discard(i)
             self.members[new].add(i)

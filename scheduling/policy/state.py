@@ -153,23 +153,31 @@ class State:
             if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
                 group = replicas[0]
                 g, c, m = group.gpu, group.cpu, group.memory
-                pods: tuple | list = ((job.nodes[0], g, c, m),)
-            else:
-                pods = [(name, group.gpu, group.cpu, group.memory)
-                        for group, name in zip(_expand(replicas), job.nodes)]
-                g = sum(pod[1] for pod in pods)
-                c = sum(pod[2] for pod in pods)
-                m = sum(pod[3] for pod in pods)
-            for name, pg, pc, pm in pods:
-                i = index.get(name)
+                i = index.get(job.nodes[0])
                 if i is not None:
                     held = on_node.get(i)
                     if held is None:
-                        on_node[i] = [pg, pc, pm]
+                        on_node[i] = [g, c, m]
                     else:
-                        held[0] += pg
-                        held[1] += pc
-                        held[2] += pm
+                        held[0] += g
+                        held[1] += c
+                        held[2] += m
+            else:
+                g = c = m = 0
+                for group, name in zip(_expand(replicas), job.nodes):
+                    pg, pc, pm = group.gpu, group.cpu, group.memory
+                    g += pg
+                    c += pc
+                    m += pm
+                    i = index.get(name)
+                    if i is not None:
+                        held = on_node.get(i)
+                        if held is None:
+                            on_node[i] = [pg, pc, pm]
+                        else:
+                            held[0] += pg
+                            held[1] += pc
+                            held[2] += pm
             tier = tiers.get(job.tier) if job.tier else None
             kind = None if types is None else types.running_kind(job, index)
             key = (job.team, tier is not None and not tier.preemptible, kind)

@@ -50,9 +50,11 @@ class Listing:
                 if self.mark is None:
                     marks = [e.started for e in entries]  # start order already
                 else:
-                    pairs = sorted((self.mark(e), k) for k, e in enumerate(entries))
-                    entries = [entries[k] for _, k in pairs]
-                    marks = [m for m, _ in pairs]
+                    # By mark, then start order: the sort is stable.
+                    marks = list(map(self.mark, entries))
+                    order = sorted(range(len(entries)), key=marks.__getitem__)
+                    entries = [entries[k] for k in order]
+                    marks = [marks[k] for k in order]
                 # Least unsaved work first, one mark at a time, so that jobs
                 # with the same mark (R8 orders them by id) go together.
                 while cut and before < above:
@@ -66,12 +68,17 @@ class Listing:
         return gpus
 
     def _add(self, entries: list[Entry]) -> int:
+        self.jobs.extend(map(self.describe, entries))
+        self.ids.update([entry.id for entry in entries])
         on_node = self.on_node
         gpus = 0
         for entry in entries:
-            self.jobs.append(self.describe(entry))
-            self.ids.add(entry.id)
             gpus += entry.gpus
+            pods = entry.pods
+            if len(pods) == 1:  # most jobs: one replica
+                i = entry.nodes[0]
+                on_node[i] = on_node.get(i, 0) + pods[0]
+                continue
             for k, i in enumerate(entry.nodes):
-                on_node[i] = on_node.get(i, 0) + entry.pods[k]
+                on_node[i] = on_node.get(i, 0) + pods[k]
         return gpus

@@ -57,13 +57,21 @@ second something happens:
   the earliest start frees the room of every job ending at one time before
   it tries to place), so room frees on the same nodes at the same times as
   in the full snapshot; only the quota side stays folded (a reservation
-  is about room; quota is judged now). Without such a job no pass reserves
-  anything, and ends are not read. A pass is also due when a queued job
-  starts starving, since it may then reserve room. Victims are listed in
-  R8's order with checkpoints: least unsaved work first.
+  is about room; quota is judged now). The groups by expected end are
+  kept from pass to pass (ends.py), changed as jobs start, end, are
+  preempted, get a new estimate or come on or off the list of victims, so
+  a pass does not walk the running jobs; which order the outside jobs and
+  their nodes come in changes no plan (room and quota are sums, and
+  holders are ordered by R8's key, which ends in the id). Without such a
+  job no pass reserves anything, and ends are not read. A pass is also due
+  when a queued job starts starving, since it may then reserve room.
+  Victims are listed in R8's order with checkpoints: least unsaved work
+  first.
 
 `tests/sim/test_replay_invariants.py` replays with and without these
-shortcuts and requires the same outcome.
+shortcuts and requires the same outcome; `tests/sim/test_replay_ends.py`
+checks the kept groups against a walk over the running jobs in every
+reserving pass.
 
 With GPU types (`--types`) the same shortcuts hold per type, since R2, R6,
 R7 and R11 work on one type at a time (the policy's types.py) and a victim
@@ -96,14 +104,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from functools import cache
 
 from scheduling.policy import ReplicaGroup, RunningJob, Settings, Snapshot, Tier, plan
-from scheduling.policy.runtime import expected_runtime
 
 from ..engine import Actions, Cluster, Entry, News
 from ..runtimes import Runtimes
 from ..world import World, replicas_of
+from .ends import Ends
 from .listing import Listing
 from .queue import Asked, Queue
 
@@ -134,9 +141,8 @@ class Planner:
     checkpoints: bool = False  # report the running jobs' checkpoints (R8)
     reservations: tuple = ()  # the last plan's, carried into the next snapshot (R4)
     starving: int = 0  # queued jobs past starvation_after at the last pass
-    # expected end -> the outside job of the last reserving pass that ends then
-    # (kept while the same GPUs on the same nodes end then).
-    ends: dict[int, RunningJob] = field(default_factory=dict)
+    # The running jobs by expected end, for reserving passes; None without reservations.
+    ends: Ends | None = None
     # With GPU types: each type's nodes, and team -> type -> nominal GPUs.
     ranges: dict[str, range] = field(default_factory=dict)
     type_nominal: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -145,6 +151,8 @@ class Planner:
         world = self.world
         self.index = {n.name: i for i, n in enumerate(world.nodes)}
         self.queue = Queue(self.tiers, self.runtimes, type_of=world.type_of)
+        if self.reserve:
+            self.ends = Ends(world, self.settings, self.runtimes)
         self.victim_tiers = tuple(sorted((t for t in self.tiers.values() if t.preemptible),
                                          key=lambda t: t.value))
         if world.capacity > sum(world.nominal.values()):
@@ -163,12 +171,18 @@ class Planner:
         return self.settings.starvation_guard == "reserve"
 
     def admit(self, cluster: Cluster, now: int, news: News, act: Actions) -> None:
+        ends = self.ends
+        if ends is not None:
+            for entry in news.finished:
+                ends.stop(entry)
         if self.runtimes is not None:
             for entry in news.finished:
                 # The loop learns from the last run, start to finish.
                 key = self.runtimes.learn(entry, now - entry.started)
                 if key is not None:
                     self.queue.relearn(key)
+                    if ends is not None:
+                        ends.relearn(key)
         for entry in news.arrived:
             self.queue.add(entry)
         if not cluster.pending or self._unchanged(cluster, now, news):
@@ -189,6 +203,10 @@ class Planner:
             self.queue.remove(entry)
             for victim in victims:
                 self.queue.add(victim)  # queued again, with its old queue time
+            if ends is not None:
+                for victim in victims:
+                    ends.stop(victim)
+                ends.start(entry)  # a plan places the whole gang: it runs now
             self.starts.append(now)
         if self.reserve:
             self.starving = self.queue.starving(now - self.settings.starvation_after)
@@ -255,44 +273,6 @@ class Planner:
             cached = entry.cache["checkpoint"] = (
                 entry.run, cluster.next_checkpoint(entry, now), cluster.checkpointed(entry, now))
         return cached[2]
-
-    def _ending(self, cluster: Cluster, listed: set[str], now: int) -> list[RunningJob]:
-        """Returns the running jobs not `listed` as outside usage (R12): one
-        job per expected end (R14) holding, on each node, the GPUs of the
-        jobs that end then. Room frees on the same nodes at the same times
-        as with one outside job per running job, and nothing else reads
-        outside usage: it is never a victim and counts against no quota."""
-        runtimes, settings = self.runtimes, self.settings
-        by_end: dict[int, dict[int, int]] = {}
-        for entry in cluster.running.values():
-            if entry.id in listed:
-                continue
-            if runtimes is None:
-                runtime = expected_runtime(None, None, settings)
-            else:
-                runtime = expected_runtime(runtimes.max_runtime(entry),
-                                           runtimes.learned.get(runtimes.key(entry)), settings)
-            # Every job whose end is past is expected `reservation_slack`
-            # from now (R14): one group, keyed by now.
-            end = max(entry.started + runtime, now)
-            on_node = by_end.get(end)
-            if on_node is None:
-                on_node = by_end[end] = {}
-            for k, i in enumerate(entry.nodes):
-                on_node[i] = on_node.get(i, 0) + entry.pods[k]
-        names = self.world.nodes
-        kept, self.ends = self.ends, {}
-        for end, on_node in by_end.items():
-            replicas = tuple(map(_replica, on_node.values()))
-            nodes = tuple(names[i].name for i in on_node)
-            job = kept.get(end)
-            if job is None or job.replicas != replicas or job.nodes != nodes:
-                # Started a second before `end` and expected to run one second:
-                # the policy's expected_end gives `end`, or for the group keyed
-                # by now, `reservation_slack` from now, as for each of its jobs.
-                job = RunningJob(f"~end-{end}", None, None, end - 1, replicas, nodes, estimate=1)
-            self.ends[end] = job
-        return list(self.ends.values())
 
     def _unchanged(self, cluster: Cluster, now: int, news: News) -> bool:
         """Returns True when this pass would start nothing, by the rules in the
@@ -393,9 +373,16 @@ class Planner:
                     break
         mark = None
         if self.checkpoints:
+            checkpointed = self.checkpointed
+
             def mark(entry: Entry) -> int:
                 # R8: unsaved work since the last checkpoint, else the start.
-                return self.checkpointed(cluster, entry, now) or entry.started
+                # Read for every job of a team reclaim may reach, in every
+                # pass: the cached checkpoint is read here while it holds.
+                cached = entry.cache.get("checkpoint")  # (run, next checkpoint, last)
+                if cached is None or cached[0] != entry.run or now >= cached[1]:
+                    return checkpointed(cluster, entry, now) or entry.started
+                return cached[2] or entry.started
         listing = Listing(now - self.settings.min_runtime_before_preemption,
                            lambda entry: self.running_job(cluster, entry, now), mark)
         folded: list[RunningJob] = []
@@ -431,7 +418,7 @@ class Planner:
         running = listing.jobs
         if self._may_reserve(now):
             # Every node, and every running job's room with its expected end.
-            running.extend(self._ending(cluster, listing.ids, now))
+            running.extend(self.ends.outside(now, listing.ids))
             running.extend(folded)
             return nodes, tuple(running)
         free = cluster.free
@@ -471,13 +458,6 @@ class Planner:
                 tuple(name for names in by_size.values() for name in names), gpu_type=kind))
         running.extend(folded)
         return kept, tuple(running)
-
-
-@cache
-def _replica(gpus: int) -> ReplicaGroup:
-    """Returns one replica of `gpus` GPUs, made once per size: it is frozen,
-    so every snapshot may share it."""
-    return ReplicaGroup(1, gpu=gpus)
 
 
 def _within(indices: list[int], nodes: range) -> list[int]:
