@@ -153,41 +153,18 @@ class State:
             if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
                 group = replicas[0]
                 g, c, m = group.gpu, group.cpu, group.memory
-                i = index.get(job.nodes[0])
-                if i is not None:
-                    held = on_node.get(i)
-                    if held is None:
-                        on_node[i] = [g, c, m]
-                    else:
-                        held[0] += g
-                        held[1] += c
-                        held[2] += m
+                _add_to(on_node, index.get(job.nodes[0]), g, c, m)
             else:
                 g = c = m = 0
                 for group, name in zip(_expand(replicas), job.nodes):
-                    pg, pc, pm = group.gpu, group.cpu, group.memory
-                    g += pg
-                    c += pc
-                    m += pm
-                    i = index.get(name)
-                    if i is not None:
-                        held = on_node.get(i)
-                        if held is None:
-                            on_node[i] = [pg, pc, pm]
-                        else:
-                            held[0] += pg
-                            held[1] += pc
-                            held[2] += pm
+                    g += group.gpu
+                    c += group.cpu
+                    m += group.memory
+                    _add_to(on_node, index.get(name), group.gpu, group.cpu, group.memory)
             tier = tiers.get(job.tier) if job.tier else None
             kind = None if types is None else types.running_kind(job, index)
             key = (job.team, tier is not None and not tier.preemptible, kind)
-            total = per_team.get(key)
-            if total is None:
-                per_team[key] = [g, c, m]
-            else:
-                total[0] += g
-                total[1] += c
-                total[2] += m
+            _add_to(per_team, key, g, c, m)
             by_team.get(job.team, by_team[None]).append(job)
         for i, (g, c, m) in on_node.items():
             self.room.take(i, (g, c, m))
@@ -348,6 +325,21 @@ class State:
             extra = (max(0, now[0] - g), max(0, now[1] - c), max(0, now[2] - m))
             if extra != (0, 0, 0):
                 self.room.take(i, extra)
+
+
+def _add_to(totals: dict, key, g: int, c: int, m: int) -> None:
+    """Adds GPUs, CPU and memory to `totals[key]` (a node's or a team's);
+    key None (a node the snapshot does not list, which holds no schedulable
+    room) adds nothing."""
+    if key is None:
+        return
+    held = totals.get(key)
+    if held is None:
+        totals[key] = [g, c, m]
+    else:
+        held[0] += g
+        held[1] += c
+        held[2] += m
 
 
 def _expand(replicas):
