@@ -176,14 +176,11 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     for i in out:
         free = room.free(i)
         room.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
-    # (end, job id or "" for a hold, number): sorted as plain tuples, never
-    # reaching the holder itself.
-    events: list[tuple[int, str, int]] = []
-    held: list = []
-    for h in state.holders.values():
-        if h.end is not None and not h.taken:
-            events.append((h.end, h.id, len(held)))
-            held.append(h)
+    # (end, job id, 0) or (end, "", number of a hold): sorted as plain
+    # tuples. A job's holder is built only once the walk reaches its end.
+    events: list[tuple[int, str, int]] = [(end, job_id, 0)
+                                          for end, job_id in state.expected_ends()]
+    held: list[Hold] = []
     for h in holds.holds:
         for i, v in h.on_nodes.items():
             if i not in out:
@@ -199,7 +196,7 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         ending = []
         while events and events[0][0] == t:
             _, name, number = heapq.heappop(events)
-            h = held[number]
+            h = state.holder(name) if name else held[number]
             for i, v in h.on_nodes.items():
                 if i not in out:
                     room.give(i, v)

@@ -102,6 +102,10 @@ class State:
         self._running[None] = []
         self._held: dict[str | None, list[Holder]] = {}
         self._holders: dict[str, Holder] | None = None
+        # job id -> its holder, once built; and the running jobs
+        # `expected_ends` saw without one, so `holder` can build it.
+        self._made: dict[str, Holder] = {}
+        self._unbuilt: dict[str, RunningJob] = {}
         self._fresh: dict[str, Holder] = {}
         # team -> what victim searches' upper bounds counted of it, kept
         # while its jobs and usage stay as they are (preemption.Reach).
@@ -199,11 +203,18 @@ class State:
         return self._held[key]
 
     def _build(self, running) -> list[Holder]:
+        """Returns the holders of `running`, in R8 victim order: each built
+        once per cycle, so a job has one holder however it was asked for."""
         index, tiers = self.room.index, self._tiers
         now, settings = self.now, self.settings
         types = self.types
+        made = self._made
         holders = []
         for job in running:
+            holder = made.get(job.id)
+            if holder is not None:
+                holders.append(holder)
+                continue
             replicas = job.replicas
             if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
                 group = replicas[0]
@@ -221,13 +232,47 @@ class State:
                     if i is not None:
                         on_nodes[i] = v
                 usage = (total[0], total[1], total[2])
-            holders.append(Holder.of(job.id, job.team, tiers.get(job.tier) if job.tier else None,
-                                     job.started, usage, on_nodes,
-                                     end=expected_end(job, now, settings),
-                                     saved=job.checkpointed,
-                                     kind=None if types is None else types.running_kind(job, index)))
+            holder = made[job.id] = Holder.of(
+                job.id, job.team, tiers.get(job.tier) if job.tier else None, job.started, usage,
+                on_nodes, end=expected_end(job, now, settings), saved=job.checkpointed,
+                kind=None if types is None else types.running_kind(job, index))
+            holders.append(holder)
         holders.sort(key=lambda h: h.key)
         return holders
+
+    def expected_ends(self) -> list[tuple[int, str]]:
+        """Returns (expected end, job id) of every job holding room that has
+        an expected end (R14) and is not taken as a victim: running, or
+        admitted in this cycle.
+
+        Unlike `holders` it builds no holder: a search for the first end
+        that makes room (reservation.py) reads few of them, through `holder`.
+        """
+        if self._holders is not None:
+            return [(h.end, h.id) for h in self._holders.values()
+                    if h.end is not None and not h.taken]
+        now, settings = self.now, self.settings
+        made, unbuilt = self._made, self._unbuilt
+        found = []
+        for jobs in self._running.values():
+            for job in jobs:
+                holder = made.get(job.id)
+                if holder is None:
+                    unbuilt[job.id] = job
+                    end = expected_end(job, now, settings)
+                    if end is not None:
+                        found.append((end, job.id))
+                elif holder.end is not None and not holder.taken:
+                    found.append((holder.end, holder.id))
+        found.extend((h.end, h.id) for h in self._fresh.values() if h.end is not None)
+        return found
+
+    def holder(self, job_id: str) -> Holder:
+        """Returns the holder of a job `expected_ends` returned."""
+        holder = self._fresh.get(job_id) or self._made.get(job_id)
+        if holder is None:
+            holder = self._build((self._unbuilt[job_id],))[0]
+        return holder
 
     def reaches(self, team: str | None) -> dict[tuple, object]:
         """Returns what victim searches keep about a team's jobs, emptied
