@@ -12,7 +12,12 @@ Definitions (seconds; fractions in 0..1):
 - Guarantee kept: of the time a team asked for at least its nominal (GPUs of
   its running and queued jobs), the share it ran on at least its nominal.
 - Jain's index of slowdown (JCT / duration): over the teams' mean slowdowns;
-  in `teams.csv`, over the team's own jobs.
+  in `teams.csv`, over the team's own jobs. `teams.csv` also gives each
+  team's mean slowdown (`avg_slowdown`, what the cluster's index is taken
+  over) and its offered load (`offered_load`): the GPU-hours its finished
+  jobs ran for, over its nominal GPUs x the time jobs arrived (first to last
+  submit). Above 1 a team asks for more than its quota holds, and its queue
+  grows unless it borrows.
 - Reserved idle GPU-hours: GPUs reserved for a starving job (R4) while free,
   integrated over time: room kept from backfill that did no work (cluster
   wide only; `teams.csv` has no such column).
@@ -40,7 +45,7 @@ COLUMNS = ("policy", "load", "jobs", "avg_jct", "median_jct", "p95_jct", "p99_jc
            "jain_slowdown", "reserved_idle_gpu_hours", "p99_queue_big", "max_queue_big")
 # Per team: every column but the reserved room, which belongs to the cluster.
 TEAM_COLUMNS = COLUMNS[:2] + ("team",) + tuple(
-    c for c in COLUMNS[2:] if c != "reserved_idle_gpu_hours")
+    c for c in COLUMNS[2:] if c != "reserved_idle_gpu_hours") + ("avg_slowdown", "offered_load")
 TYPE_COLUMNS = ("policy", "load", "gpu_type", "gpus", "gpu_hours", "utilization")
 
 
@@ -78,6 +83,8 @@ class Outcome:
     team_asked: dict[str, int]
     team_lost: dict[str, int]
     team_preemptions: dict[str, int]
+    team_nominal: dict[str, int]  # GPUs
+    last_submit: int
     times: tuple[int, ...]  # sample times, for the plot of use per team
     use: tuple[tuple[int, ...], ...]  # GPUs in use per team at each sample
     reserved_idle: int = 0  # GPU-seconds reserved (R4) while free
@@ -96,6 +103,7 @@ class Ledger:
         self.capacity = world.capacity
         self.jobs = len(jobs)
         self.first = jobs[0].submit if jobs else 0
+        self.last_submit = jobs[-1].submit if jobs else 0
         self.last = self.first
         span = (jobs[-1].submit - self.first) if jobs else 0
         self.every = max(1, span // SAMPLES)
@@ -170,7 +178,7 @@ class Ledger:
             self.busy, self.partial, self.lost, self.preemptions, self.rejected,
             self.stuck_jobs, self.stuck_at, self.team_busy, self.team_partial,
             self.team_kept, self.team_asked, self.team_lost, self.team_preemptions,
-            tuple(self.times), tuple(self.use), self.reserved_idle,
+            dict(self.nominal), self.last_submit, tuple(self.times), tuple(self.use), self.reserved_idle,
             tuple((kind, sum(n.gpu for n in self.world.nodes if n.gpu_type == kind), busy)
                   for kind, busy in self.type_busy.items()),
         )
@@ -217,10 +225,13 @@ def summarize_teams(outcome: Outcome, load: float) -> list[dict[str, object]]:
     """Returns the `teams.csv` rows of one replay, one per team; utilisation
     is the team's share of the cluster's GPU-seconds over the makespan."""
     makespan = _makespan(outcome)
+    arriving = max(1, outcome.last_submit - outcome.first_submit)
     rows = []
     for team in outcome.teams:
         records = [r for r in outcome.records if r.team == team]
         asked = outcome.team_asked[team]
+        slowdowns = [(r.end - r.submit) / max(r.duration, 1) for r in records]
+        nominal = outcome.team_nominal[team]
         row = _times(outcome.policy, load, records)
         row.update(
             makespan=max((r.end for r in records), default=outcome.first_submit)
@@ -230,7 +241,10 @@ def summarize_teams(outcome: Outcome, load: float) -> list[dict[str, object]]:
             lost_gpu_hours=outcome.team_lost[team] / 3600,
             partial_gang_gpu_hours=outcome.team_partial[team] / 3600,
             guarantee_kept=outcome.team_kept[team] / asked if asked else 1.0,
-            jain_slowdown=jain([(r.end - r.submit) / max(r.duration, 1) for r in records]),
+            jain_slowdown=jain(slowdowns),
+            avg_slowdown=sum(slowdowns) / len(slowdowns) if slowdowns else 0.0,
+            offered_load=(sum(r.gpus * r.duration for r in records) / (nominal * arriving)
+                          if nominal else 0.0),
         )
         rows.append({"policy": outcome.policy, "load": load, "team": team, **row})
     return rows

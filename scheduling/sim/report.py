@@ -45,9 +45,10 @@ def markdown(rows: list[dict[str, object]], notes: dict[tuple[str, float], str] 
     head = ("| load | policy |" + (" team |" if by_team else "") + " jobs | avg JCT | p99 JCT | avg queue | median queue | p99 queue "
             "| makespan | GPU use | preemptions | lost GPU-h | partial-gang GPU-h "
             "| guarantee kept | Jain (slowdown) |"
-            + ("" if by_team else " reserved idle GPU-h | p99 queue 32+ GPUs | max queue 32+ GPUs |"))
+            + (" mean slowdown | offered load |" if by_team else
+               " reserved idle GPU-h | p99 queue 32+ GPUs | max queue 32+ GPUs |"))
     lines = [head, "|" + "|".join(["---"] * (3 if by_team else 2)
-                                   + ["--:"] * (13 if by_team else 16)) + "|"]
+                                   + ["--:"] * (15 if by_team else 16)) + "|"]
     for row in rows:
         note = (notes or {}).get((row["policy"], row["load"]), "")
         lines.append(
@@ -58,7 +59,8 @@ def markdown(rows: list[dict[str, object]], notes: dict[tuple[str, float], str] 
             f"| {row['utilization']:.1%} | {row['preemptions']:,} | {row['lost_gpu_hours']:,.0f} "
             f"| {row['partial_gang_gpu_hours']:,.0f} | {row['guarantee_kept']:.1%} "
             f"| {row['jain_slowdown']:.3f} |"
-            + ("" if by_team else f" {row['reserved_idle_gpu_hours']:,.0f} "
+            + (f" {row['avg_slowdown']:,.1f} | {row['offered_load']:.2f} |" if by_team else
+               f" {row['reserved_idle_gpu_hours']:,.0f} "
                f"| {_h(row['p99_queue_big'])} | {_h(row['max_queue_big'])} |"))
     return "\n".join(lines) + "\n"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scheduling.sim import POLICIES, build_world, replay, summarize
+from scheduling.sim.metrics import summarize_teams
 
 from .helpers import ends, trace, world
 
@@ -28,6 +29,21 @@ def test_isolated_teams_never_borrow_while_pooled_fifo_shares_everything():
     pooled = sorted(r.end for r in run("pooled-fifo", tr).records)
     assert isolated == [100, 200]
     assert pooled == [100, 100]
+
+
+def test_each_team_row_gives_its_mean_slowdown_and_its_offered_load():
+    # Jobs arrive from 0 to 100. Team a (8 GPUs) offers three 8-GPU jobs of
+    # 100 s: 2,400 GPU-s over 8 GPUs x 100 s, three times its quota. Alone
+    # on its nodes, j1 runs 0-100, j3 (submitted 30) 100-200 and j4
+    # (submitted 100) 200-300: slowdowns 1, 170/100 and 200/100. Team b
+    # (8 GPUs) offers one 1-GPU job of 50 s, run as submitted: 50 / 800.
+    tr = trace([("a", 8), ("b", 8)], (0, 100, 8, "a"), (20, 50, 1, "b"), (30, 100, 8, "a"),
+               (100, 100, 8, "a"))
+    rows = {row["team"]: row for row in summarize_teams(run("isolated-fifo", tr), 1.0)}
+    assert rows["a"]["avg_slowdown"] == (1 + 1.7 + 2.0) / 3
+    assert rows["a"]["offered_load"] == 3.0
+    assert rows["b"]["avg_slowdown"] == 1.0
+    assert rows["b"]["offered_load"] == 50 / 800
 
 
 def test_isolated_sjf_starts_the_shortest_job_first():
