@@ -177,7 +177,7 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         free = room.free(i)
         room.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
     # (end, job id, 0) or (end, "", number of a hold): sorted as plain
-    # tuples. A job's holder is built only once the walk reaches its end.
+    # tuples. A job's room is read only once the walk reaches its end.
     events: list[tuple[int, str, int]] = [(end, job_id, 0)
                                           for end, job_id in state.expected_ends()]
     held: list[Hold] = []
@@ -193,15 +193,15 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     total = room.total
     while events:
         t = events[0][0]
-        ending = []
+        ending: list[tuple[str, dict[int, Vector]]] = []  # (job id, its room)
         while events and events[0][0] == t:
             _, name, number = heapq.heappop(events)
-            h = state.holder(name) if name else held[number]
-            for i, v in h.on_nodes.items():
+            freed = state.on_nodes(name) if name else held[number].on_nodes
+            for i, v in freed.items():
                 if i not in out:
                     room.give(i, v)
             if name:
-                ending.append(h)
+                ending.append((name, freed))
         if need[0] > total[0] or need[1] > total[1] or need[2] > total[2]:
             continue
         placement = place(room, demand)
@@ -212,7 +212,8 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                 free = room.free(i)
                 headroom[i] = [free[0] - v[0], free[1] - v[1], free[2] - v[2]]
             # The jobs whose end makes room on the reserved nodes.
-            due = tuple(sorted(h.id for h in ending if any(i in on_nodes for i in h.on_nodes)))
+            due = tuple(sorted(name for name, freed in ending
+                               if any(i in on_nodes for i in freed)))
             return Hold(job_id, t, placement, on_nodes, headroom, due, t + runtime)
     return None
 

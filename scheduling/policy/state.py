@@ -205,40 +205,42 @@ class State:
     def _build(self, running) -> list[Holder]:
         """Returns the holders of `running`, in R8 victim order: each built
         once per cycle, so a job has one holder however it was asked for."""
-        index, tiers = self.room.index, self._tiers
+        tiers, index = self._tiers, self.room.index
         now, settings = self.now, self.settings
         types = self.types
         made = self._made
         holders = []
         for job in running:
             holder = made.get(job.id)
-            if holder is not None:
-                holders.append(holder)
-                continue
-            replicas = job.replicas
-            if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
-                group = replicas[0]
-                usage = (group.gpu, group.cpu, group.memory)
-                i = index.get(job.nodes[0])
-                on_nodes = {} if i is None else {i: usage}
-            else:
-                on_nodes = {}
-                total = [0, 0, 0]
-                for name, v in per_node_usage(replicas, job.nodes).items():
-                    total[0] += v[0]
-                    total[1] += v[1]
-                    total[2] += v[2]
-                    i = index.get(name)
-                    if i is not None:
-                        on_nodes[i] = v
-                usage = (total[0], total[1], total[2])
-            holder = made[job.id] = Holder.of(
-                job.id, job.team, tiers.get(job.tier) if job.tier else None, job.started, usage,
-                on_nodes, end=expected_end(job, now, settings), saved=job.checkpointed,
-                kind=None if types is None else types.running_kind(job, index))
+            if holder is None:
+                usage, on_nodes = self._usage(job)
+                holder = made[job.id] = Holder.of(
+                    job.id, job.team, tiers.get(job.tier) if job.tier else None, job.started,
+                    usage, on_nodes, end=expected_end(job, now, settings), saved=job.checkpointed,
+                    kind=None if types is None else types.running_kind(job, index))
             holders.append(holder)
         holders.sort(key=lambda h: h.key)
         return holders
+
+    def _usage(self, job: RunningJob) -> tuple[Vector, dict[int, Vector]]:
+        """Returns what a running job holds in all, and on each listed node."""
+        index = self.room.index
+        replicas = job.replicas
+        if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
+            group = replicas[0]
+            usage = (group.gpu, group.cpu, group.memory)
+            i = index.get(job.nodes[0])
+            return usage, {} if i is None else {i: usage}
+        on_nodes = {}
+        g = c = m = 0
+        for name, v in per_node_usage(replicas, job.nodes).items():
+            g += v[0]
+            c += v[1]
+            m += v[2]
+            i = index.get(name)
+            if i is not None:
+                on_nodes[i] = v
+        return (g, c, m), on_nodes
 
     def expected_ends(self) -> list[tuple[int, str]]:
         """Returns (expected end, job id) of every job holding room that has
@@ -246,7 +248,8 @@ class State:
         admitted in this cycle.
 
         Unlike `holders` it builds no holder: a search for the first end
-        that makes room (reservation.py) reads few of them, through `holder`.
+        that makes room (reservation.py) reads the room of few of them,
+        through `on_nodes`.
         """
         if self._holders is not None:
             return [(h.end, h.id) for h in self._holders.values()
@@ -267,12 +270,13 @@ class State:
         found.extend((h.end, h.id) for h in self._fresh.values() if h.end is not None)
         return found
 
-    def holder(self, job_id: str) -> Holder:
-        """Returns the holder of a job `expected_ends` returned."""
+    def on_nodes(self, job_id: str) -> dict[int, Vector]:
+        """Returns what a job `expected_ends` returned holds on each node,
+        without building its holder."""
         holder = self._fresh.get(job_id) or self._made.get(job_id)
         if holder is None:
-            holder = self._build((self._unbuilt[job_id],))[0]
-        return holder
+            return self._usage(self._unbuilt[job_id])[1]
+        return holder.on_nodes
 
     def reaches(self, team: str | None) -> dict[tuple, object]:
         """Returns what victim searches keep about a team's jobs, emptied
