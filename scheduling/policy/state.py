@@ -103,7 +103,7 @@ class State:
         self._held: dict[str | None, list[Holder]] = {}
         self._holders: dict[str, Holder] | None = None
         # job id -> its holder, once built; and the running jobs
-        # `expected_ends` saw without one, so `holder` can build it.
+        # `expected_ends` saw without one, so `on_nodes` can read their room.
         self._made: dict[str, Holder] = {}
         self._unbuilt: dict[str, RunningJob] = {}
         self._fresh: dict[str, Holder] = {}
