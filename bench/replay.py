@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from scheduling.sim.run import WINDOW, add_arguments, config_from, run
+from scheduling.sim.trace import TraceError
 
 
 def main() -> None:
@@ -25,7 +26,10 @@ def main() -> None:
     options["load"] = options["load"] or [1.0, 4.0, 8.0]
     options["start"] = options["start"] or WINDOW[0]
     options["until"] = options["until"] or WINDOW[1]
-    result = run(config_from(options))
+    try:
+        result = run(config_from(options))
+    except TraceError as error:
+        parser.error(str(error))
     print(result.table)
     print("| policy | load | replay time | CPU time |")
     print("|---|--:|--:|--:|")

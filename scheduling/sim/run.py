@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .engine import replay
 from .metrics import COLUMNS, TEAM_COLUMNS, TYPE_COLUMNS, Outcome, summarize, summarize_teams, summarize_types
-from .policies import POLICIES
+from .policies import POLICIES, TUNABLE, TUNED
 from .progress import bar
 from .report import markdown, plot, type_lines, write_csv
 from .runtimes import ESTIMATES
@@ -56,6 +56,8 @@ class Config:
     partition: str = "shared"
     types: tuple[tuple[str, int], ...] = ()  # (GPU type, nodes), cheapest first; () = untyped
     any_type: float = ANY_TYPE
+    # (setting, value) that gangway and gangway-hold replay under instead of the default
+    settings: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "type drawn with --seed")
     parser.add_argument("--any-type", type=float, default=ANY_TYPE,
                         help=f"with --types, the share of jobs accepting every type (default {ANY_TYPE})")
+    parser.add_argument("--set", dest="policy_settings", action="append", metavar="NAME=SECONDS",
+                        help="replay gangway and gangway-hold with this policy setting instead "
+                             f"of its default; repeat it; one of {', '.join(TUNABLE)} "
+                             "(max_reservations is a count); their rows name it")
     parser.add_argument("--teams", action="store_true", help="also print the table per team")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -142,7 +148,30 @@ def config_from(options: dict) -> Config:
         partition=options.get("partition") or "shared",
         types=parse_types(options.get("types") or ""),
         any_type=ANY_TYPE if options.get("any_type") is None else options["any_type"],
+        settings=_settings(options.get("policy_settings") or ()),
     )
+
+
+def _settings(pairs) -> tuple[tuple[str, int], ...]:
+    """Returns `--set` pairs as (setting, value) in the order given; raises
+    TraceError naming an unknown setting, a value that is not a whole
+    number of at least 0, or a setting given twice."""
+    found: dict[str, int] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        name = name.strip()
+        if name not in TUNABLE:
+            raise TraceError(f"--set {pair}: the setting must be one of {', '.join(TUNABLE)}")
+        if name in found:
+            raise TraceError(f"--set {name}: given twice")
+        try:
+            number = int(value)
+        except ValueError:
+            number = -1
+        if number < 0:
+            raise TraceError(f"--set {pair}: expected {name}=N, N a whole number of at least 0")
+        found[name] = number
+    return tuple(found.items())
 
 
 def _check_synthetic(options: dict) -> None:
@@ -193,7 +222,10 @@ def run(config: Config, err=None) -> Result:
         world = build_world(trace, config.seed, partition=config.partition,
                             estimates=config.estimates, types=config.types, any_type=config.any_type)
         for name in config.policies:
-            policy = POLICIES[name](world)
+            if config.settings and name in TUNED:
+                policy = POLICIES[name](world, config.settings)
+            else:
+                policy = POLICIES[name](world)
             began, cpu = time.perf_counter(), time.process_time()
             progress = bar(f"{name} x{load:g}", err) if config.progress else None
             outcome = replay(trace.jobs, world, policy,
@@ -203,7 +235,7 @@ def run(config: Config, err=None) -> Result:
             rows.append(summarize(outcome, load))
             team_rows.extend(summarize_teams(outcome, load))
             type_rows.extend(summarize_types(outcome, load))
-            notes[(name, load)] = _note(outcome)
+            notes[(outcome.policy, load)] = _note(outcome)
     table = markdown(rows, notes)
     if type_rows:
         table += "\n" + type_lines(type_rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduling.sim import POLICIES, build_world, replay, summarize
 from scheduling.sim.metrics import summarize_teams
+from scheduling.sim.policies.planner import gangway
 
 from .helpers import ends, trace, world
 
@@ -95,6 +96,22 @@ def test_gangway_reclaims_borrowed_gpus_for_their_owner():
     assert outcome.lost == (10 + 30) * 8
     assert ends(outcome)[10] == (110, 0)
     assert sorted(r.end for r in outcome.records if r.team == "b") == [100, 230]
+
+
+def test_gangway_preempts_its_own_lower_tier_once_the_thrash_guard_allows_it():
+    # Teams a and b fill their one node each: j1 (a, experiment) from 0, j2
+    # (b) from 1. j3 (a, standard) arrives at 100. Under the default guard
+    # (600 s) j1 may be preempted from 600 on, and the replay plans again
+    # when something happens: j4 arrives at 650, so j3 runs 650-750. With
+    # the guard set to 0, j3 preempts j1 at once.
+    tr = trace([("a", 8), ("b", 8)], (0, 1000, 8, "a"), (1, 2000, 8, "b"), (100, 100, 8, "a"),
+               (650, 10, 1, "b"))
+    tiers = {"j1": "experiment"}
+    assert ends(run("gangway", tr, tiers))[100] == (750, 550)
+    w = world(tr, tiers)
+    unguarded = replay(tr.jobs, w, gangway(w, (("min_runtime_before_preemption", 0),)))
+    assert unguarded.policy == "gangway[min_runtime_before_preemption=0]"
+    assert ends(unguarded)[100] == (200, 0)
 
 
 def test_perfect_checkpoints_lose_only_the_restart_overhead():

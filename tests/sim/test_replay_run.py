@@ -67,3 +67,24 @@ def test_the_synthetic_options_shape_the_cluster_and_the_span():
 def test_a_synthetic_option_out_of_place_or_range_is_refused_with_a_sentence(options, message):
     with pytest.raises(TraceError, match=re.escape(message)):
         config_from(options)
+
+
+def test_set_replays_gangway_under_other_settings_and_names_them_in_its_rows():
+    config = config_from({"synthetic": 60, "seed": 2, "load": [4.0], "quiet": True,
+                          "policy": ["gangway", "gangway-hold", "kueue-like"],
+                          "policy_settings": ["max_reservations=2", "starvation_after=0"]})
+    assert config.settings == (("max_reservations", 2), ("starvation_after", 0))
+    assert [row["policy"] for row in run(config).rows] == [
+        "gangway[max_reservations=2,starvation_after=0]",
+        "gangway-hold[max_reservations=2,starvation_after=0]", "kueue-like"]
+
+
+@pytest.mark.parametrize("pairs, message", [
+    (["bogus=1"], "--set bogus=1: the setting must be one of starvation_after, "),
+    (["starvation_after=soon"], "--set starvation_after=soon: expected starvation_after=N"),
+    (["starvation_after=-5"], "N a whole number of at least 0"),
+    (["max_reservations=1", "max_reservations=2"], "--set max_reservations: given twice"),
+])
+def test_a_bad_setting_is_refused_with_a_sentence(pairs, message):
+    with pytest.raises(TraceError, match=re.escape(message)):
+        config_from({"synthetic": 10, "policy_settings": pairs})

@@ -1,7 +1,8 @@
 """The policies a replay compares, in one registry: name -> constructor.
 
 Each constructor takes the `World` and returns a fresh policy (policies keep
-their own queues, so one per replay).
+their own queues, so one per replay). Those in `TUNED` also take the
+settings to replay `plan` under (`TUNABLE` names which may change).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from ..engine import Policy
 from ..world import World
 from .fifo import isolated_fifo, isolated_sjf, pooled_fifo
 from .kube import KubeDefault
-from .planner import gangway, gangway_hold, kueue_like
+from .planner import TUNABLE, gangway, gangway_hold, kueue_like
 
 POLICIES: dict[str, Callable[[World], Policy]] = {
     "kube-default": KubeDefault.of,
@@ -24,4 +25,6 @@ POLICIES: dict[str, Callable[[World], Policy]] = {
     "gangway-hold": gangway_hold,
 }
 
-__all__ = ["POLICIES"]
+TUNED = ("gangway", "gangway-hold")
+
+__all__ = ["POLICIES", "TUNABLE", "TUNED"]

@@ -470,16 +470,32 @@ def _count(indices: list[int], nodes: range) -> int:
     return bisect_left(indices, nodes.stop) - bisect_left(indices, nodes.start)
 
 
-def gangway(world: World) -> Planner:
-    settings = Settings()
-    return Planner("gangway", world, settings, {t.name: t for t in world.tiers},
+# The settings `--set` may change, for the policies that run `plan` as the
+# loop does (gangway, gangway-hold); kueue-like keeps Kueue's defaults.
+TUNABLE = ("starvation_after", "min_runtime_before_preemption", "default_runtime",
+           "max_reservations", "reservation_slack")
+
+
+def gangway(world: World, overrides: tuple[tuple[str, int], ...] = ()) -> Planner:
+    settings = Settings(**dict(overrides))
+    return Planner(_named("gangway", overrides), world, settings,
+                   {t.name: t for t in world.tiers},
                    runtimes=Runtimes(world.estimates, settings.default_runtime),
                    checkpoints=True)
 
 
-def gangway_hold(world: World) -> Planner:
-    return Planner("gangway-hold", world, Settings(starvation_guard="hold"),
+def gangway_hold(world: World, overrides: tuple[tuple[str, int], ...] = ()) -> Planner:
+    return Planner(_named("gangway-hold", overrides), world,
+                   Settings(**dict(overrides), starvation_guard="hold"),
                    {t.name: t for t in world.tiers})
+
+
+def _named(name: str, overrides: tuple[tuple[str, int], ...]) -> str:
+    """Returns a policy's name as its rows show it: with the settings it
+    replays under when they are not the defaults."""
+    if not overrides:
+        return name
+    return f"{name}[{','.join(f'{key}={value}' for key, value in overrides)}]"
 
 
 def kueue_like(world: World) -> Planner:
