@@ -178,7 +178,8 @@ class Ledger:
             self.busy, self.partial, self.lost, self.preemptions, self.rejected,
             self.stuck_jobs, self.stuck_at, self.team_busy, self.team_partial,
             self.team_kept, self.team_asked, self.team_lost, self.team_preemptions,
-            dict(self.nominal), self.last_submit, tuple(self.times), tuple(self.use), self.reserved_idle,
+            dict(self.nominal), self.last_submit, tuple(self.times), tuple(self.use),
+            self.reserved_idle,
             tuple((kind, sum(n.gpu for n in self.world.nodes if n.gpu_type == kind), busy)
                   for kind, busy in self.type_busy.items()),
         )
