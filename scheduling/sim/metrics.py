@@ -105,7 +105,7 @@ class Ledger:
         self.first = jobs[0].submit if jobs else 0
         self.last_submit = jobs[-1].submit if jobs else 0
         self.last = self.first
-        span = (jobs[-1].submit - self.first) if jobs else 0
+        span = self.last_submit - self.first
         self.every = max(1, span // SAMPLES)
         self.next_sample = self.first
         self.times: list[int] = []
@@ -206,7 +206,7 @@ def summarize(outcome: Outcome, load: float) -> dict[str, object]:
     makespan = _makespan(outcome)
     slowdowns: dict[str, list[float]] = {}
     for r in outcome.records:
-        slowdowns.setdefault(r.team, []).append((r.end - r.submit) / max(r.duration, 1))
+        slowdowns.setdefault(r.team, []).append(_slowdown(r))
     asked = sum(outcome.team_asked.values())
     row = _times(outcome.policy, load, outcome.records)
     row.update(
@@ -231,7 +231,7 @@ def summarize_teams(outcome: Outcome, load: float) -> list[dict[str, object]]:
     for team in outcome.teams:
         records = [r for r in outcome.records if r.team == team]
         asked = outcome.team_asked[team]
-        slowdowns = [(r.end - r.submit) / max(r.duration, 1) for r in records]
+        slowdowns = [_slowdown(r) for r in records]
         nominal = outcome.team_nominal[team]
         row = _times(outcome.policy, load, records)
         row.update(
@@ -259,6 +259,11 @@ def summarize_types(outcome: Outcome, load: float) -> list[dict[str, object]]:
              "gpu_hours": busy / 3600,
              "utilization": busy / (gpus * makespan) if gpus and makespan else 0.0}
             for kind, gpus, busy in outcome.type_busy]
+
+
+def _slowdown(record: Record) -> float:
+    """Returns a finished job's slowdown: its JCT over its duration."""
+    return (record.end - record.submit) / max(record.duration, 1)
 
 
 def _makespan(outcome: Outcome) -> int:
