@@ -45,7 +45,7 @@ from .order import r3_key, rewound
 from .placement import place, usage_on_nodes
 from .quota import Quota, Refusal
 from .reasons import Code
-from .reservation import Hold, Holds, earliest_hold
+from .reservation import Hold, Holds, earliest_hold, heap_in_order
 from .runtime import expected_runtime
 from .state import State
 
@@ -102,6 +102,10 @@ class Lines:
         for heads in self.team_heads.values():
             heads.sort()
         self.order = sorted((heads[0][0], team) for team, heads in self.team_heads.items())
+        # The replay's events heap, (time, 0, job id) for each job's expected
+        # end, kept by eta.py; None: a search for a reservation's start lists
+        # the ends itself.
+        self.events: list[tuple[int, int, str]] | None = None
         # Per team, shape -> how many of its lines still have jobs.
         self.team_shapes: dict[str, dict[int, int]] = {}
         for n, jobs in enumerate(self.jobs):
@@ -270,7 +274,8 @@ class Lines:
                 if len(holds) < settings.max_reservations:
                     runtime = expected_runtime(job.max_runtime, job.estimate, settings)
                     restore = holds.lifted()
-                    hold = earliest_hold(state, job.id, demand, runtime, holds)
+                    hold = earliest_hold(state, job.id, demand, runtime, holds,
+                                         ends=self._ends(state, started))
                     restore()
                     if hold is not None:
                         holds.add(hold)
@@ -320,6 +325,18 @@ class Lines:
         for team in dozing:
             self._doze(team)
         return started, reserved
+
+    def _ends(self, state: State, started: list[PendingJob]):
+        """Returns (expected end, job id) of every job holding room, soonest
+        first, as `State.expected_ends` lists them: the ends in the replay's
+        events heap, read in order without listing them all, merged with
+        those of the jobs started in this cycle (not in the heap yet)."""
+        if self.events is None:
+            return None
+        holders = state.holders
+        fresh = sorted((holders[job.id].end, job.id) for job in started)
+        running = ((end, name) for end, kind, name in heap_in_order(self.events) if kind == 0)
+        return heapq.merge(running, fresh)
 
     def _pass(self, team: str, heads, c: int, up, dead: set[int], answers: dict, quota: Quota,
               since: int) -> int:

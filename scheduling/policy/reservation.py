@@ -19,7 +19,7 @@ their job is expected to end: conservative, and never in conflict with them.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .demand import Demand, Vector
@@ -161,13 +161,17 @@ class Holds:
 
 
 def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
-                  holds: Holds, nodes: set[int] | None = None) -> Hold | None:
+                  holds: Holds, nodes: set[int] | None = None,
+                  ends: Iterator[tuple[int, str]] | None = None) -> Hold | None:
     """Returns the hold of a job that does not fit now: the first moment a job
     ends after which it can be placed (R1, R11 on the room free then), with
     earlier holds holding their room until their job ends; only on `nodes`
     when given. Returns None when it never fits, even once every job with an
     expected end has ended.
 
+    `ends` yields what `state.expected_ends()` returns, soonest first, for a
+    caller that keeps the ends in order already (the estimate replay): the
+    walk then reads only the ends it passes instead of listing every one.
     The room must be lifted (no hold kept out) when this is called.
     """
     room = state.room.copy()
@@ -176,26 +180,29 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     for i in out:
         free = room.free(i)
         room.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
-    # (end, job id, 0) or (end, "", number of a hold): sorted as plain
-    # tuples. A job's room is read only once the walk reaches its end.
-    events: list[tuple[int, str, int]] = [(end, job_id, 0)
-                                          for end, job_id in state.expected_ends()]
+    # (end, job id, 0) or (end, "", number of a hold), soonest first. A
+    # job's room is read only once the walk reaches its end.
     held: list[Hold] = []
+    others: list[tuple[int, str, int]] = []
     for h in holds.holds:
         for i, v in h.on_nodes.items():
             if i not in out:
                 room.take(i, v)
-        events.append((h.end, "", len(held)))
+        others.append((h.end, "", len(held)))
         held.append(h)
-    # A heap, not a sort: the walk stops at the first end that lets it fit.
-    heapq.heapify(events)
+    others.sort()
+    if ends is None:
+        ends = soonest_first(state.expected_ends())
+    events = heapq.merge(((end, name, 0) for end, name in ends), others)
     need = demand.total
     total = room.total
-    while events:
-        t = events[0][0]
+    event = next(events, None)
+    while event is not None:
+        t = event[0]
         ending: list[tuple[str, dict[int, Vector]]] = []  # (job id, its room)
-        while events and events[0][0] == t:
-            _, name, number = heapq.heappop(events)
+        while event is not None and event[0] == t:
+            _, name, number = event
+            event = next(events, None)
             freed = state.on_nodes(name) if name else held[number].on_nodes
             for i, v in freed.items():
                 if i not in out:
@@ -216,6 +223,31 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                                if any(i in on_nodes for i in freed)))
             return Hold(job_id, t, placement, on_nodes, headroom, due, t + runtime)
     return None
+
+
+def soonest_first(items: list) -> Iterator:
+    """Yields `items` in ascending order, sorting only as far as it is read
+    (a heap: a walk that stops early pays for what it read)."""
+    heapq.heapify(items)
+    while items:
+        yield heapq.heappop(items)
+
+
+def heap_in_order(heap: list) -> Iterator:
+    """Yields the items of a heap in ascending order without changing it:
+    each item read puts its two children in a frontier heap."""
+    if not heap:
+        return
+    frontier = [(heap[0], 0)]
+    size = len(heap)
+    while frontier:
+        item, k = heapq.heappop(frontier)
+        yield item
+        child = 2 * k + 1
+        if child < size:
+            heapq.heappush(frontier, (heap[child], child))
+            if child + 1 < size:
+                heapq.heappush(frontier, (heap[child + 1], child + 1))
 
 
 def outside_without_end(state: State) -> Vector:

@@ -25,7 +25,7 @@ from scheduling.policy.cycle import decide
 from scheduling.policy.demand import demand_of
 from scheduling.policy.eta import HORIZON
 from scheduling.policy.placement import place, usage_on_nodes
-from scheduling.policy.reservation import Hold, Holds, earliest_hold
+from scheduling.policy.reservation import Hold, Holds, earliest_hold, heap_in_order
 from scheduling.policy.runtime import expected_runtime
 from scheduling.policy.state import State
 
@@ -200,3 +200,13 @@ def reference_starts(snapshot: Snapshot) -> dict[str, int | None]:
 def test_estimates_match_the_straightforward_replay(snapshot):
     result = plan(snapshot)
     assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)
+
+
+@PROFILE
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 1), st.text(max_size=2)), unique=True))
+def test_a_heap_is_read_in_order_and_left_as_it_was(items):
+    heap = list(items)
+    heapq.heapify(heap)
+    before = list(heap)
+    assert list(heap_in_order(heap)) == sorted(items)
+    assert heap == before
