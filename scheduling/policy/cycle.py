@@ -47,7 +47,6 @@ from .quota import Refusal
 from .reasons import Code, amounts, replicas_text
 from .rejection import reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
-from .room import Room
 from .runtime import expected_runtime
 from .state import State
 from .usage import team_gpus
@@ -130,7 +129,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
 
     # 2. Reject what can never fit.
     types = state.types
-    empty = Room(snapshot.nodes, None if types is None else types.node_kinds)
+    empty = state.empty
     cache: dict[object, bool] = {}
     # The verdict depends on the team, the tier, the shape and the types only.
     verdicts: dict[tuple, tuple[Code, str] | None] = {}

@@ -83,8 +83,10 @@ class State:
         types = self.types
         self.whole = Room(snapshot.nodes, None if types is None else types.node_kinds)
         self.room = self.whole
-        capacity = (sum(n.gpu for n in snapshot.nodes), sum(n.cpu for n in snapshot.nodes),
-                    sum(n.memory for n in snapshot.nodes))
+        # The room of the empty cluster, for R10: a copy before any job is
+        # charged, cheaper than indexing the nodes again.
+        self.empty = self.whole.copy()
+        capacity = tuple(self.whole.total)  # nothing is charged yet
         self.kind: int | None = None
         # GPU type -> whether a shape fits the empty cluster's nodes of that type (R10).
         self.empty_fits: dict[int | None, dict[object, bool]] = {}
