@@ -9,6 +9,7 @@ Jobs that do not borrow keep R3's order.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -67,6 +68,9 @@ def first_quota(state, kinds_of: dict[str, tuple]) -> Callable[[PendingJob], Quo
 
 
 def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJob]:
+    if quota_of is None:
+        yield from _one_tier_shared(jobs, tiers, quota, skip_team)
+        return
     done = [False] * len(jobs)
     by_team: dict[str, deque[int]] = {}
     for k, job in enumerate(jobs):
@@ -104,6 +108,73 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
                     best = share
             pick = best[1]
         done[pick] = True
+        yield jobs[pick]
+
+
+def _one_tier_shared(jobs, tiers, quota: Quota, skip_team) -> Iterator[PendingJob]:
+    """`_one_tier` with one quota for every job (no GPU types): the same
+    choice, without looking at every team at every step.
+
+    A team competes with its first job left in the tier (its head) while
+    that job would borrow, ranked by (weighted dominant share, head's
+    index). Both change only when the team's usage changes (`Quota.touched`)
+    or its head is admitted, so each team's rank is kept in a heap and
+    worked out again only then; a rank gone stale is dropped when it
+    surfaces. A team held by the starvation guard stays held for the rest
+    of the cycle, so it is dropped for good."""
+    done = [False] * len(jobs)
+    by_team: dict[str, deque[int]] = {}
+    for k, job in enumerate(jobs):
+        by_team.setdefault(job.team, deque()).append(k)
+    several = len(by_team) > 1
+    ranks: list[tuple[float, int, str]] = []  # (share, head, team), some stale
+    current: dict[str, tuple[float, int] | None] = {}  # team -> its live rank
+    stale = set(by_team)  # teams whose rank must be worked out again
+    quota.touched.clear()
+
+    def rerank() -> None:
+        stale.update(t for t in quota.touched if t in by_team)
+        quota.touched.clear()
+        for team in stale:
+            heads = by_team[team]
+            while heads and done[heads[0]]:
+                heads.popleft()
+            rank = None
+            if heads and not skip_team(team) and quota.borrows(team, jobs[heads[0]].demand.total):
+                rank = (quota.dominant_share(team), heads[0])
+                heapq.heappush(ranks, (rank[0], rank[1], team))
+            current[team] = rank
+        stale.clear()
+
+    k = 0
+    while k < len(jobs):
+        if done[k]:
+            k += 1
+            continue
+        job = jobs[k]
+        pick = k
+        need = job.demand.total
+        if (
+            several
+            and not skip_team(job.team)
+            and quota.borrows(job.team, need)
+            and quota.refuse(job.team, need, not tiers[job.tier].preemptible) is None
+        ):
+            rerank()
+            while ranks:
+                share, head, team = ranks[0]
+                if current.get(team) != (share, head) or skip_team(team):
+                    heapq.heappop(ranks)  # stale, or held for good
+                    if current.get(team) == (share, head):
+                        current[team] = None
+                    continue
+                # The least rank: another team's head goes first if it is
+                # below this job's team's, whose rank is this job's own.
+                if team != job.team and (share, head) < (quota.dominant_share(job.team), k):
+                    pick = head
+                break
+        done[pick] = True
+        stale.add(jobs[pick].team)
         yield jobs[pick]
 
 

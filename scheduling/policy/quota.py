@@ -56,6 +56,9 @@ class Quota:
         self.above = [0, 0, 0]
         # Per resource, the teams whose nominal names it using more than it.
         self.over: list[set[str]] = [set(), set(), set()]
+        # The teams whose usage changed since a reader last emptied this
+        # (R9's order keeps each team's share until its usage changes).
+        self.touched: set[str] = set()
         assigned = [0, 0, 0]
         for t in teams:
             named = tuple(r for r, name in enumerate(RESOURCES) if name in t.nominal)
@@ -85,6 +88,7 @@ class Quota:
         """Adds `v` to a team's usage; `steady` marks a non-preemptible tier."""
         if team is None or team not in self.usage:
             return
+        self.touched.add(team)
         used, nominal = self.usage[team], self.nominal[team]
         for r in self.named[team]:
             before = self._above(team, r, used[r])
