@@ -24,6 +24,8 @@ def tenants_from_database() -> Tenants:
                 per_replica_max=limits["per_replica_max"],
                 default_request=limits["replica_defaults"],
                 weight=team.weight,
+                type_nominal={type_of_key(key): amount for key, amount in limits["nominal"].items()
+                              if type_of_key(key) is not None},
             )
         )
     tiers = tuple(TenantTier(name=t.name, value=t.value, preemptible=t.preemptible) for t in PriorityTier.objects.all())

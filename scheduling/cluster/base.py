@@ -245,6 +245,8 @@ class TenantTeam:
     per_replica_max: dict[str, int] = field(default_factory=dict)
     default_request: dict[str, int] = field(default_factory=dict)
     weight: float = 1.0
+    # On a cluster with GPU types: nominal GPUs per type its quota names (`nominal` counts their sum).
+    type_nominal: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,7 +201,7 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
             "Install Volcano (its Helm chart runs the scheduler) or find out why its scheduler pod is not running.",
         ))
     findings += _gpu_findings(raw_nodes, nodes)
-    findings += node_types.type_findings(nodes, tenants.gpu_types)
+    findings += node_types.type_findings(nodes, tenants)
     findings += _quota_findings(tenants, nodes)
     return findings
 

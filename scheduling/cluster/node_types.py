@@ -7,7 +7,7 @@ node mirror and the previews; the adapters' doctor reads them here, with the typ
 
 from __future__ import annotations
 
-from scheduling.cluster.base import Finding, NodeInfo, TypeLabel
+from scheduling.cluster.base import Finding, NodeInfo, Tenants, TypeLabel
 
 
 def type_of(node: NodeInfo, types: tuple[TypeLabel, ...]) -> str:
@@ -29,13 +29,16 @@ def label_of(name: str, types: tuple[TypeLabel, ...]) -> tuple[str, str] | tuple
     return next(((t.label, t.value) for t in types if t.name == name), ())
 
 
-def type_findings(nodes: list[NodeInfo], types: tuple[TypeLabel, ...]) -> list[Finding]:
+def type_findings(nodes: list[NodeInfo], tenants: Tenants) -> list[Finding]:
     """Returns doctor's findings on the schedulable `nodes` against the cluster's GPU types; empty without types.
 
     A GPU node whose labels match no type is a problem: the policy places no job there, so its
-    GPUs sit idle. It is named with the value it carries of each label the types read. A type no
-    node carries is a note: jobs that accept only it wait, the rest run.
+    GPUs sit idle. It is named with the value it carries of each label the types read. Nominal
+    quotas of a type adding up to more than the GPUs of that type's nodes are a problem: the sum
+    over types can fit the cluster while one type's guarantees cannot be kept. A type no node
+    carries is a note: jobs that accept only it wait, the rest run.
     """
+    types = tenants.gpu_types
     if not types:
         return []
     findings = []
@@ -50,6 +53,16 @@ def type_findings(nodes: list[NodeInfo], types: tuple[TypeLabel, ...]) -> list[F
             f"Label each with its type ({expected}), or add a GPU type for the value it carries.",
         ))  # fmt: skip
     carried = {type_of(node, types) for node in nodes}
+    for t in types:
+        nominal = sum(team.type_nominal.get(t.name, 0) for team in tenants.teams)
+        held = sum(node.gpu for node in nodes if type_of(node, types) == t.name)
+        if nominal > held:
+            findings.append(Finding(
+                f"Nominal {t.name} GPU quotas add up to {nominal} but the schedulable {t.name} nodes have "
+                f"{held}, so not every team can get its guaranteed share of {t.name}.",
+                f"Lower the nominal gpu:{t.name} quotas, or add or label {t.name} nodes "
+                f"({t.label}={t.value}).",
+            ))  # fmt: skip
     for t in types:
         if t.name not in carried:
             findings.append(Finding(

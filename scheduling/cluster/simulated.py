@@ -145,7 +145,7 @@ class SimulatedCluster:
                 f"Teams' nominal GPU quotas sum to {nominal}, above the {capacity} GPUs of the cluster.",
                 "Lower some nominal quotas so every team's guarantee can be kept.",
             ))  # fmt: skip
-        return findings + node_types.type_findings(nodes, tenants.gpu_types)
+        return findings + node_types.type_findings(nodes, tenants)
 
     # --- the passage of time ------------------------------------------------------
     def advance(self) -> None:

@@ -86,6 +86,22 @@ def test_doctor_names_gpu_nodes_no_type_matches_and_notes_a_type_no_node_carries
     assert not note.blocking and "GPU type a100" in note.problem
 
 
+def test_doctor_finds_a_types_nominals_above_its_nodes_though_the_total_fits(fake, cluster):
+    _healthy_but_nodes(fake)
+    fake.add(_labelled("n1", {PRODUCT: "NVIDIA-L4"}))
+    fake.add(_labelled("n2", {PRODUCT: "NVIDIA-A100-SXM4-80GB"}))
+    teams = tuple(dataclasses.replace(team, type_nominal={"a100": 6, "l4": 2}) for team in TYPED.teams)
+
+    [finding] = cluster.doctor(dataclasses.replace(TYPED, teams=teams))
+
+    assert finding.blocking and finding.problem == (
+        "Nominal a100 GPU quotas add up to 12 but the schedulable a100 nodes have 8, so not every team "
+        "can get its guaranteed share of a100."
+    )
+    assert finding.fix == ("Lower the nominal gpu:a100 quotas, or add or label a100 nodes "
+                           "(nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB).")
+
+
 def test_doctor_without_types_reads_no_labels(fake, cluster):
     _healthy_but_nodes(fake)
     fake.add(_labelled("n1", {PRODUCT: "Tesla-T4"}))

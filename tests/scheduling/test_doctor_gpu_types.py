@@ -41,6 +41,21 @@ def test_doctor_notes_a_gpu_type_no_node_carries(gpu_types, cluster):
                             "so jobs that accept only GPU type h100 wait until one does.")  # fmt: skip
 
 
+def test_doctor_finds_a_types_nominals_above_its_nodes_and_the_command_fails(gpu_types, maps):
+    maps.quotas.filter(resource=gpu_types["a100"].resource).update(nominal=6)  # 6 + vision's 4 > 8 a100
+    maps.quotas.filter(resource=gpu_types["l4"].resource).update(nominal=2)  # in all 16, the GPUs the nodes have
+    out = io.StringIO()
+
+    with pytest.raises(SystemExit) as stopped:
+        call_command("doctor", stdout=out)
+
+    assert stopped.value.code == 1
+    assert ("- Nominal a100 GPU quotas add up to 10 but the schedulable a100 nodes have 8, so not every team "
+            "can get its guaranteed share of a100. Fix: Lower the nominal gpu:a100 quotas, or add or label "
+            "a100 nodes (nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB).") in out.getvalue()
+    assert "l4 GPU quotas" not in out.getvalue()
+
+
 def test_doctor_without_types_ignores_labels(maps, cluster):
     SimNode.objects.create(name="node-03", gpu=8, labels={A100_LABEL[0]: "Tesla-T4"})
 
