@@ -25,7 +25,7 @@ every remaining victim is still eligible.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import heapq
 from dataclasses import dataclass
 from enum import IntEnum
@@ -90,28 +90,28 @@ class Reach:
     summed: in all, per tier kind (non-preemptible or not), per node."""
 
     team: str | None
-    holders: list[Holder]
+    count: int  # how many jobs
     total: list[int]
     by_steady: dict[bool, list[int]]
     on_nodes: dict[int, list[int]]
 
     @classmethod
-    def of(cls, team: str | None, holders: list[Holder]) -> Reach:
+    def of(cls, team: str | None, jobs: list[tuple[Vector, dict[int, Vector], bool]]) -> Reach:
+        """Returns the reach of `jobs`, each (usage, on nodes, non-preemptible)."""
         total = [0, 0, 0]
         by_steady: dict[bool, list[int]] = {}
         on_nodes: dict[int, list[int]] = {}
-        for h in holders:
-            u = h.usage
-            acc = by_steady.setdefault(h.steady, [0, 0, 0])
+        for u, held_on, steady in jobs:
+            acc = by_steady.setdefault(steady, [0, 0, 0])
             for r in range(3):
                 total[r] += u[r]
                 acc[r] += u[r]
-            for i, v in h.on_nodes.items():
+            for i, v in held_on.items():
                 acc = on_nodes.setdefault(i, [0, 0, 0])
                 acc[0] += v[0]
                 acc[1] += v[1]
                 acc[2] += v[2]
-        return cls(team, holders, total, by_steady, on_nodes)
+        return cls(team, len(jobs), total, by_steady, on_nodes)
 
 
 class _Search:
@@ -212,7 +212,11 @@ class _Search:
         key = (self.tier.value,)
         own = kept.get(key)
         if own is None:
-            own = kept[key] = Reach.of(self.team, [h for h in self.own if self.own_eligible(h)])
+            if state.types is None:
+                jobs = state.own_victims(self.team, self.tier.value, self.guard_since)
+            else:
+                jobs = [(h.usage, h.on_nodes, h.steady) for h in self.own if self.own_eligible(h)]
+            own = kept[key] = Reach.of(self.team, jobs)
         gone = own.total
         reaches = []
         self.reclaims = self.may_reclaim((gone[0], gone[1], gone[2]))
@@ -224,14 +228,16 @@ class _Search:
                     kept = state.reaches(team)
                     reach = kept.get(key)
                     if reach is None:
-                        reach = kept[key] = Reach.of(team, self._reachable(team, state.held(team)))
-                    if reach.holders:
+                        reach = kept[key] = Reach.of(team, [
+                            (h.usage, h.on_nodes, h.steady)
+                            for h in self._reachable(team, state.held(team))])
+                    if reach.count:
                         reaches.append(reach)
-        if own.holders:
+        if own.count:
             reaches.append(own)
         return reaches
 
-    def _reachable(self, team: str, held: list[Holder]) -> list[Holder]:
+    def _reachable(self, team: str, held: Sequence[Holder]) -> list[Holder]:
         """Returns the eligible jobs of `team` the walk may take: in R8 order,
         each while the team is above nominal with the earlier ones gone.
         With several replica groups, all eligible jobs (the walk's placement

@@ -6,7 +6,7 @@ and every what-if removal returns a restore closure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .demand import Demand, Vector, per_node_usage
@@ -57,15 +57,46 @@ class Holder:
         return self.tier is not None and not self.tier.preemptible
 
 
+class Held:
+    """A team's running jobs as holders in R8 victim order, each built the
+    first time it is read; indexed from 0 up, or walked in order."""
+
+    __slots__ = ("_make", "_jobs", "_built")
+
+    def __init__(self, make: Callable[[RunningJob], Holder], jobs: list[RunningJob]) -> None:
+        self._make = make
+        self._jobs = jobs
+        self._built: list[Holder] = []
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __getitem__(self, k: int) -> Holder:
+        built = self._built
+        while len(built) <= k:
+            built.append(self._make(self._jobs[len(built)]))
+        return built[k]
+
+    def __iter__(self) -> Iterator[Holder]:
+        for k in range(len(self._jobs)):
+            yield self[k]
+
+
+def _first(pair: tuple) -> object:
+    return pair[0]
+
+
 class State:
     """Room, quota and holders, changed only through admit and remove.
 
     Room and quota are charged per node and per team in one sum, which is
-    what every cycle needs. A team's holders (`held`) are built the first
-    time a victim search asks for that team, and all of them (`holders`)
-    when the ETA replay asks: most cycles admit what fits and look at the
-    running jobs of few teams, if any, so a cycle over many running jobs
-    costs one pass of additions.
+    what every cycle needs. A team's jobs (`held`) are put in R8 order the
+    first time a victim search asks for that team, and each job's holder is
+    built when the search reads that far (a search reads the first few; the
+    upper bound of its own team sums the jobs without holders,
+    `own_victims`); all of them (`holders`) when the ETA replay asks: most
+    cycles admit what fits and look at the running jobs of few teams, if
+    any, so a cycle over many running jobs costs one pass of additions.
 
     On a cluster with GPU types (types.py) each type has its quota, and
     `select(kind)` points `room` and `quota` at that type's nodes and quota
@@ -102,7 +133,7 @@ class State:
         # its running jobs, then its holders once built.
         self._running: dict[str | None, list[RunningJob]] = {name: [] for name in self.teams}
         self._running[None] = []
-        self._held: dict[str | None, list[Holder]] = {}
+        self._held: dict[object, Held | list[Holder]] = {}
         self._holders: dict[str, Holder] | None = None
         # job id -> its holder, once built; and the running jobs
         # `expected_ends` saw without one, so `on_nodes` can read their room.
@@ -177,7 +208,7 @@ class State:
         for (team, steady, kind), (g, c, m) in per_team.items():
             self.charge(team, (g, c, m), steady, kind)
 
-    def held(self, team: str | None) -> list[Holder]:
+    def held(self, team: str | None) -> Held | list[Holder]:
         """Returns a team's running jobs as holders, in R8 victim order (never
         the jobs admitted in this cycle); [] for a team the snapshot does not list.
         With GPU types, only its holders of the selected type."""
@@ -195,7 +226,7 @@ class State:
             holders = self._held[key] = [h for h in every if h.kind == self.kind]
         return holders
 
-    def _all_held(self, team: str | None) -> list[Holder]:
+    def _all_held(self, team: str | None) -> Held | list[Holder]:
         """Returns a team's running jobs as holders, of every type."""
         if self.types is None:
             return self.held(team)
@@ -204,25 +235,55 @@ class State:
             self._held[key] = self._build(self._running.get(team, ()))
         return self._held[key]
 
-    def _build(self, running) -> list[Holder]:
-        """Returns the holders of `running`, in R8 victim order: each built
-        once per cycle, so a job has one holder however it was asked for."""
-        tiers, index = self._tiers, self.room.index
-        now, settings = self.now, self.settings
-        types = self.types
-        made = self._made
-        holders = []
+    def _build(self, running) -> Held:
+        """Returns the holders of `running` in R8 victim order, each built the
+        first time it is read (a victim search reads the first few of a
+        team's jobs) and once per cycle, so a job has one holder however it
+        was asked for. The order is `Holder.key`, worked out from the jobs."""
+        tiers = self._tiers
+        keyed = []
         for job in running:
+            tier = tiers.get(job.tier) if job.tier else None
+            saved = job.checkpointed
+            keyed.append(((tier.value if tier else 0, -(job.started if saved is None else saved),
+                           job.id), job))
+        keyed.sort(key=_first)  # ids are unique: jobs are never compared
+        return Held(self._holder, [job for _, job in keyed])
+
+    def _holder(self, job: RunningJob) -> Holder:
+        """Returns a running job's holder, built the first time it is asked for."""
+        holder = self._made.get(job.id)
+        if holder is None:
+            usage, on_nodes = self._usage(job)
+            types = self.types
+            holder = self._made[job.id] = Holder.of(
+                job.id, job.team, self._tiers.get(job.tier) if job.tier else None, job.started,
+                usage, on_nodes, end=expected_end(job, self.now, self.settings),
+                saved=job.checkpointed,
+                kind=None if types is None else types.running_kind(job, self.room.index))
+        return holder
+
+    def own_victims(self, team: str, value: int,
+                    since: int) -> list[tuple[Vector, dict[int, Vector], bool]]:
+        """Returns (usage, on nodes, non-preemptible) of each running job of
+        `team` at a preemptible tier below `value`, started by `since` and not
+        taken: every job of its own team a preemptor of tier `value` could
+        take (R5), read without building a holder for the jobs not built yet
+        (no type selected: with GPU types a search reads the holders of its
+        type)."""
+        tiers, made = self._tiers, self._made
+        found = []
+        for job in self._running.get(team, ()):
+            tier = tiers.get(job.tier) if job.tier else None
+            if tier is None or not tier.preemptible or tier.value >= value or job.started > since:
+                continue
             holder = made.get(job.id)
             if holder is None:
                 usage, on_nodes = self._usage(job)
-                holder = made[job.id] = Holder.of(
-                    job.id, job.team, tiers.get(job.tier) if job.tier else None, job.started,
-                    usage, on_nodes, end=expected_end(job, now, settings), saved=job.checkpointed,
-                    kind=None if types is None else types.running_kind(job, index))
-            holders.append(holder)
-        holders.sort(key=lambda h: h.key)
-        return holders
+                found.append((usage, on_nodes, False))
+            elif not holder.taken:
+                found.append((holder.usage, holder.on_nodes, False))
+        return found
 
     def _usage(self, job: RunningJob) -> tuple[Vector, dict[int, Vector]]:
         """Returns what a running job holds in all, and on each listed node."""
