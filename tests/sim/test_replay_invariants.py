@@ -8,7 +8,8 @@ import pytest
 from scheduling.policy import PendingJob, Snapshot
 from scheduling.sim import POLICIES, build_world, replay, summarize, synthetic
 from scheduling.sim.policies import planner as planner_module
-from scheduling.sim.policies.planner import BEYOND, Planner
+from scheduling.sim.policies.planner import Planner
+from scheduling.sim.policies.reduced import BEYOND
 from scheduling.sim.runtimes import Runtimes
 from scheduling.sim.world import replicas_of
 

@@ -1,5 +1,5 @@
 """The running jobs a reserving pass does not list, grouped by expected end
-(R14), kept from pass to pass (see the planner's docstring for why a
+(R14), kept from pass to pass (see reduced.py's docstring for why a
 reserving pass sees them so).
 
 No pass walks the running jobs to group them: the groups change only as

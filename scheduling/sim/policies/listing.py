@@ -1,5 +1,5 @@
 """The running jobs a reduced snapshot lists as possible victims, in R8's
-order (see the planner's docstring for which and why)."""
+order (see reduced.py's docstring for which and why)."""
 
 from __future__ import annotations
 
