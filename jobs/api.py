@@ -47,6 +47,9 @@ from tenants.schema_examples import ERROR
 from tenants.selectors import teams_for, tier_for
 
 IDEMPOTENCY_KEY_MAX = 200  # Job.idempotency_key
+# What the schema promises is accepted: printable ASCII (an HTTP field value's visible characters and
+# spaces), at most IDEMPOTENCY_KEY_MAX of them. The check below accepts any printable text of that length.
+IDEMPOTENCY_KEY_PATTERN = rf"^[\x20-\x7E]{{0,{IDEMPOTENCY_KEY_MAX}}}$"
 # ?gpu_type=: at most MAX_GPU_TYPES names of at most 63 characters, comma-separated (the spec checks the rest).
 _TYPE_NAME = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 GPU_TYPES_PARAMETER = rf"^{_TYPE_NAME}(,{_TYPE_NAME}){{0,{MAX_GPU_TYPES - 1}}}$"
@@ -173,7 +176,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         tags=["jobs"],
         parameters=[
             OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                             description=f"At most {IDEMPOTENCY_KEY_MAX} characters; unique per team."),
+                             pattern=IDEMPOTENCY_KEY_PATTERN,
+                             description=f"At most {IDEMPOTENCY_KEY_MAX} printable characters; unique per team."),
             OpenApiParameter("team", str, OpenApiParameter.QUERY, required=False, pattern=DNS_LABEL,
                              description="Team slug, when the body does not name it."),
             OpenApiParameter("gpu_type", str, OpenApiParameter.QUERY, required=False, pattern=GPU_TYPES_PARAMETER,
