@@ -68,13 +68,18 @@ def first_quota(state, kinds_of: dict[str, tuple]) -> Callable[[PendingJob], Quo
 
 
 def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJob]:
-    if quota_of is None:
-        yield from _one_tier_shared(jobs, tiers, quota, skip_team)
-        return
+    """Yields one tier value's jobs (R3 order) in R9's order: when the next
+    job would borrow and R2 admits it, the head (first job left) of another
+    team that would borrow too goes first if that team's (weighted dominant
+    share, head's index) is lower."""
     done = [False] * len(jobs)
     by_team: dict[str, deque[int]] = {}
     for k, job in enumerate(jobs):
         by_team.setdefault(job.team, deque()).append(k)
+    if quota_of is None:
+        rival = _Ranks(jobs, done, by_team, quota, skip_team)
+    else:
+        rival = _Scan(jobs, done, by_team, skip_team, quota_of)
     k = 0
     while k < len(jobs):
         if done[k]:
@@ -91,48 +96,87 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
             and quota.borrows(job.team, need)
             and quota.refuse(job.team, need, not tiers[job.tier].preemptible) is None
         ):
-            best = (quota.dominant_share(job.team), k)
-            for team, heads in by_team.items():
-                while heads and done[heads[0]]:
-                    heads.popleft()
-                if not heads or team == job.team or skip_team(team):
-                    continue
-                head = heads[0]
-                other = jobs[head]
-                if quota_of is not None and quota_of(other) is not quota:
-                    continue  # borrows another GPU type: no competition
-                if not quota.borrows(team, other.demand.total):
-                    continue
-                share = (quota.dominant_share(team), head)
-                if share < best:
-                    best = share
-            pick = best[1]
+            pick = rival.first(job, k, quota)
         done[pick] = True
+        rival.admitted(jobs[pick].team)
         yield jobs[pick]
 
 
-def _one_tier_shared(jobs, tiers, quota: Quota, skip_team) -> Iterator[PendingJob]:
-    """`_one_tier` with one quota for every job (no GPU types): the same
-    choice, without looking at every team at every step.
+class _Scan:
+    """R9's choice by looking at every team's head at every step; with GPU
+    types, only heads whose first type is the job's compete."""
 
-    A team competes with its first job left in the tier (its head) while
-    that job would borrow, ranked by (weighted dominant share, head's
-    index). Both change only when the team's usage changes (`Quota.touched`)
-    or its head is admitted, so each team's rank is kept in a heap and
-    worked out again only then; a rank gone stale is dropped when it
-    surfaces. A team held by the starvation guard stays held for the rest
-    of the cycle, so it is dropped for good."""
-    done = [False] * len(jobs)
-    by_team: dict[str, deque[int]] = {}
-    for k, job in enumerate(jobs):
-        by_team.setdefault(job.team, deque()).append(k)
-    several = len(by_team) > 1
-    ranks: list[tuple[float, int, str]] = []  # (share, head, team), some stale
-    current: dict[str, tuple[float, int] | None] = {}  # team -> its live rank
-    stale = set(by_team)  # teams whose rank must be worked out again
-    quota.touched.clear()
+    def __init__(self, jobs, done, by_team, skip_team, quota_of) -> None:
+        self.jobs, self.done, self.by_team = jobs, done, by_team
+        self.skip_team, self.quota_of = skip_team, quota_of
 
-    def rerank() -> None:
+    def first(self, job: PendingJob, k: int, quota: Quota) -> int:
+        """Returns the index of the job that goes before job `k`, or `k`."""
+        jobs, done = self.jobs, self.done
+        best = (quota.dominant_share(job.team), k)
+        for team, heads in self.by_team.items():
+            while heads and done[heads[0]]:
+                heads.popleft()
+            if not heads or team == job.team or self.skip_team(team):
+                continue
+            head = heads[0]
+            other = jobs[head]
+            if self.quota_of is not None and self.quota_of(other) is not quota:
+                continue  # borrows another GPU type: no competition
+            if not quota.borrows(team, other.demand.total):
+                continue
+            share = (quota.dominant_share(team), head)
+            if share < best:
+                best = share
+        return best[1]
+
+    def admitted(self, team: str) -> None:
+        """Notes that a job of `team` was yielded (its head moves on)."""
+
+
+class _Ranks:
+    """R9's choice with one quota for every job (no GPU types), the same as
+    `_Scan`'s without looking at every team at every step.
+
+    A team competes with its head while that job would borrow, ranked by
+    (weighted dominant share, head's index). Both change only when the
+    team's usage changes (`Quota.touched`) or its head is admitted, so each
+    team's rank is kept in a heap and worked out again only then; a rank
+    gone stale is dropped when it surfaces. A team held by the starvation
+    guard stays held for the rest of the cycle, so it is dropped for good."""
+
+    def __init__(self, jobs, done, by_team, quota: Quota, skip_team) -> None:
+        self.jobs, self.done, self.by_team = jobs, done, by_team
+        self.quota, self.skip_team = quota, skip_team
+        self.ranks: list[tuple[float, int, str]] = []  # (share, head, team), some stale
+        self.current: dict[str, tuple[float, int] | None] = {}  # team -> its live rank
+        self.stale = set(by_team)  # teams whose rank must be worked out again
+        quota.touched.clear()
+
+    def first(self, job: PendingJob, k: int, quota: Quota) -> int:
+        """Returns the index of the job that goes before job `k`, or `k`."""
+        self._rerank()
+        ranks, current = self.ranks, self.current
+        while ranks:
+            share, head, team = ranks[0]
+            if current.get(team) != (share, head) or self.skip_team(team):
+                heapq.heappop(ranks)  # stale, or held for good
+                if current.get(team) == (share, head):
+                    current[team] = None
+                continue
+            # The least rank: another team's head goes first if it is below
+            # this job's team's, whose rank is this job's own.
+            if team != job.team and (share, head) < (quota.dominant_share(job.team), k):
+                return head
+            break
+        return k
+
+    def admitted(self, team: str) -> None:
+        """Notes that a job of `team` was yielded (its head moves on)."""
+        self.stale.add(team)
+
+    def _rerank(self) -> None:
+        quota, stale, by_team, done = self.quota, self.stale, self.by_team, self.done
         stale.update(t for t in quota.touched if t in by_team)
         quota.touched.clear()
         for team in stale:
@@ -140,42 +184,12 @@ def _one_tier_shared(jobs, tiers, quota: Quota, skip_team) -> Iterator[PendingJo
             while heads and done[heads[0]]:
                 heads.popleft()
             rank = None
-            if heads and not skip_team(team) and quota.borrows(team, jobs[heads[0]].demand.total):
+            if heads and not self.skip_team(team) and quota.borrows(
+                    team, self.jobs[heads[0]].demand.total):
                 rank = (quota.dominant_share(team), heads[0])
-                heapq.heappush(ranks, (rank[0], rank[1], team))
-            current[team] = rank
+                heapq.heappush(self.ranks, (rank[0], rank[1], team))
+            self.current[team] = rank
         stale.clear()
-
-    k = 0
-    while k < len(jobs):
-        if done[k]:
-            k += 1
-            continue
-        job = jobs[k]
-        pick = k
-        need = job.demand.total
-        if (
-            several
-            and not skip_team(job.team)
-            and quota.borrows(job.team, need)
-            and quota.refuse(job.team, need, not tiers[job.tier].preemptible) is None
-        ):
-            rerank()
-            while ranks:
-                share, head, team = ranks[0]
-                if current.get(team) != (share, head) or skip_team(team):
-                    heapq.heappop(ranks)  # stale, or held for good
-                    if current.get(team) == (share, head):
-                        current[team] = None
-                    continue
-                # The least rank: another team's head goes first if it is
-                # below this job's team's, whose rank is this job's own.
-                if team != job.team and (share, head) < (quota.dominant_share(job.team), k):
-                    pick = head
-                break
-        done[pick] = True
-        stale.add(jobs[pick].team)
-        yield jobs[pick]
 
 
 def rewound(passed: dict, lines, probe) -> list[tuple[str, int]]:
