@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
+from collections.abc import Iterator
 
 from .demand import Demand
 from .model import PendingJob, Tier
@@ -326,7 +327,7 @@ class Lines:
             self._doze(team)
         return started, reserved
 
-    def _ends(self, state: State, started: list[PendingJob]):
+    def _ends(self, state: State, started: list[PendingJob]) -> Iterator[tuple[int, str]] | None:
         """Returns (expected end, job id) of every job holding room, soonest
         first, as `State.expected_ends` lists them: the ends in the replay's
         events heap, read in order without listing them all, merged with

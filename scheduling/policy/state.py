@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .demand import Demand, Vector, per_node_usage
 from .model import RunningJob, Snapshot, Tier
@@ -80,10 +81,6 @@ class Held:
     def __iter__(self) -> Iterator[Holder]:
         for k in range(len(self._jobs)):
             yield self[k]
-
-
-def _first(pair: tuple) -> object:
-    return pair[0]
 
 
 class State:
@@ -247,7 +244,7 @@ class State:
             saved = job.checkpointed
             keyed.append(((tier.value if tier else 0, -(job.started if saved is None else saved),
                            job.id), job))
-        keyed.sort(key=_first)  # ids are unique: jobs are never compared
+        keyed.sort(key=itemgetter(0))  # ids are unique: jobs are never compared
         return Held(self._holder, [job for _, job in keyed])
 
     def _holder(self, job: RunningJob) -> Holder:
