@@ -85,8 +85,7 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
         if h.id in estimates:
             estimates[h.id] = h.start
     reserve = settings.starvation_guard == "reserve"
-    lines = Lines(queue, tiers, reserve)
-    lines.events = events
+    lines = Lines(queue, tiers, reserve, events)
     smallest = min((min((g[1] for g in j.demand.groups), default=0)
                     for j in queue), default=0)
     limit = now + HORIZON

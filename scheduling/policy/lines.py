@@ -66,7 +66,8 @@ class Lines:
     quota also ends when what borrowers draw from the pool falls low enough.
     """
 
-    def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False) -> None:
+    def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False,
+                 events: list[tuple[int, int, str]] | None = None) -> None:
         by_key: dict[tuple, int] = {}
         self.jobs: list[list[PendingJob]] = []
         self.keys: list[list[tuple]] = []
@@ -106,7 +107,7 @@ class Lines:
         # The replay's events heap, (time, 0, job id) for each job's expected
         # end, kept by eta.py; None: a search for a reservation's start lists
         # the ends itself.
-        self.events: list[tuple[int, int, str]] | None = None
+        self.events = events
         # Per team, shape -> how many of its lines still have jobs.
         self.team_shapes: dict[str, dict[int, int]] = {}
         for n, jobs in enumerate(self.jobs):

@@ -33,7 +33,7 @@ from enum import IntEnum
 from .demand import Demand, Vector
 from .model import Settings, Tier
 from .placement import Placement, place, placeable_with
-from .state import Holder, State
+from .state import Holder, State, own_candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +144,8 @@ class _Search:
         return place(self.state.room, self.demand)
 
     def own_eligible(self, h: Holder) -> bool:
-        return (
-            not h.taken and not h.fresh and h.tier is not None and h.tier.preemptible
-            and h.tier.value < self.tier.value and h.started <= self.guard_since
-        )
+        return (not h.taken and not h.fresh
+                and own_candidate(h.tier, h.started, self.tier.value, self.guard_since))
 
     @staticmethod
     def other_eligible(h: Holder) -> bool:

@@ -58,6 +58,13 @@ class Holder:
         return self.tier is not None and not self.tier.preemptible
 
 
+def own_candidate(tier: Tier | None, started: int, value: int, since: int) -> bool:
+    """Returns whether a running job of a preemptor's own team, at `tier` and
+    started at `started`, may be its victim (R5): a preemptible tier below the
+    preemptor's `value`, and started by `since` (past the thrash guard)."""
+    return tier is not None and tier.preemptible and tier.value < value and started <= since
+
+
 class Held:
     """A team's running jobs as holders in R8 victim order, each built the
     first time it is read; indexed from 0 up, or walked in order."""
@@ -271,8 +278,7 @@ class State:
         tiers, made = self._tiers, self._made
         found = []
         for job in self._running.get(team, ()):
-            tier = tiers.get(job.tier) if job.tier else None
-            if tier is None or not tier.preemptible or tier.value >= value or job.started > since:
+            if not own_candidate(tiers.get(job.tier) if job.tier else None, job.started, value, since):
                 continue
             holder = made.get(job.id)
             if holder is None:
