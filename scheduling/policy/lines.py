@@ -21,8 +21,8 @@ shape of the queue fits, and passes by a team whose lines left all have
 shapes that found no room; while some job could use reserved room, "fits"
 and "no room" are on all room, reserved room included.
 Teams are merged by their first head, so a held team costs one step, and a
-team that would be held at once in every cycle sleeps out of the walk (see
-`Lines`).
+team whose walk had no effect sleeps out of later walks until what it read
+could change in its favour (see `Lines`).
 
 Two more shortcuts once a cycle has settled, exact for the same reasons:
 - a team's heads that the walk would pass without effect (a shape with no
@@ -30,8 +30,9 @@ Two more shortcuts once a cycle has settled, exact for the same reasons:
   answers kept per (team, need, tier preemptible) until a job starts; when
   one starts, every team is sent back to the first head it passed that
   comes after that job, since R2 may refuse it now (`Lines._recheck`);
-- a team none of whose lines has a shape with room leaves the walk until a
-  cycle begins in which one of its shapes fits (`Lines._rouse`).
+- a team none of whose lines has a shape with room, or held after heads
+  that found none, leaves the walk until a cycle begins in which one of
+  those shapes fits (`Lines._rouse`), or another of its wakes comes.
 """
 
 from __future__ import annotations
@@ -58,12 +59,22 @@ class Lines:
     teams are kept sorted by their first head (`order`), so a cycle merges
     teams, and within a team its lines, and a held team costs one step.
 
-    A team whose first head is refused by quota while starving is held at
-    once in every cycle, without effect, until quota could change its answer:
-    such a team sleeps out of `order`. Usage only grows between the ends of
-    the team's own jobs, so a refusal by its own limits (borrowing limit,
-    nominal-only) stands until one ends; a refusal for lack of borrowable
-    quota also ends when what borrowers draw from the pool falls low enough.
+    A team whose walk in a cycle had no effect sleeps out of `order` until
+    what it read could change in its favour (`_sleep`). Such a walk meets
+    only heads refused by quota and heads whose shape has no room, and ends
+    held (a head refused while starving) or with no line left that has room:
+    - a refusal stands while the team's usage does not drop: usage only
+      grows between the ends of the team's own jobs, so a refusal by its own
+      limits (borrowing limit, nominal-only) stands until one ends; one for
+      lack of borrowable quota also ends when what borrowers draw from the
+      pool falls low enough;
+    - a shape without room stays so until a cycle begins in which it fits
+      (`_rouse`), or one that may reserve room (not settled) begins;
+    - the walk's order does not change, and a head that starves meanwhile
+      only holds its team sooner.
+    A walk meeting a shape without room sleeps only in a settled cycle in
+    which no job could use reserved room, where "no room" is on the one
+    room every job is placed on.
     """
 
     def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False,
@@ -113,32 +124,44 @@ class Lines:
         for n, jobs in enumerate(self.jobs):
             count = self.team_shapes.setdefault(jobs[0].team, {})
             count[self.shape[n]] = count.get(self.shape[n], 0) + 1
-        # Teams out of `order` because no shape of theirs has room (see _doze).
-        self.dormant: dict[int, set[str]] = {}  # shape -> dormant teams with it
-        self.asleep: dict[str, int] = {}  # team -> its sleep's number
+        # Teams out of `order` (see _sleep), each with its sleep's number:
+        # what would wake it is kept with the number, and is stale once the
+        # team sleeps again or wakes.
+        self.asleep: dict[str, int] = {}
         self.slept = 0
+        self.by_end: dict[str, int] = {}  # teams woken by an end of their own
         # Per resource, (-pool draw at which to wake, sleep number, team).
         self.wake_at: list[list[tuple[int, int, str]]] = [[], [], []]
+        self.dormant: dict[int, dict[str, int]] = {}  # shape -> teams woken when it fits
 
     def ended(self, team: str | None) -> None:
         """Notes that a job of `team` ended: its usage dropped."""
-        if team in self.asleep:
+        number = self.by_end.get(team)
+        if number is not None and self.asleep.get(team) == number:
             self._wake(team)
+            insort(self.order, (self.team_heads[team][0][0], team))
 
     def _wake(self, team: str) -> None:
-        """Puts a sleeping team back in `order` at its first head."""
+        """Ends a team's sleep; the caller puts it back in `order`."""
         del self.asleep[team]
-        insort(self.order, (self.team_heads[team][0][0], team))
+        self.by_end.pop(team, None)
 
-    def _sleep(self, team: str, refusal: Refusal, quota: Quota) -> None:
-        """Takes a team held at its first head out of `order` until one of its
-        jobs ends or, for want of borrowable quota, the pool could serve it."""
+    def _sleep(self, team: str, refusals: list[Refusal], shapes, quota: Quota) -> None:
+        """Takes a team whose walk had no effect out of `order` until one of
+        its jobs ends (when quota refused it), the pool could serve a need
+        it was refused for want of borrowable quota, or one of `shapes`
+        (which found no room) fits as a cycle begins."""
         self.slept += 1
-        self.asleep[team] = self.slept
+        number = self.asleep[team] = self.slept
         del self.order[bisect_left(self.order, (self.team_heads[team][0][0], team))]
-        if refusal.code is Code.NOTHING_TO_BORROW:
-            at = quota.regained_at(team, refusal)
-            heapq.heappush(self.wake_at[refusal.resource], (-at, self.slept, team))
+        if refusals:
+            self.by_end[team] = number
+        for refusal in refusals:
+            if refusal.code is Code.NOTHING_TO_BORROW:
+                at = quota.regained_at(team, refusal)
+                heapq.heappush(self.wake_at[refusal.resource], (-at, number, team))
+        for k in shapes:
+            self.dormant.setdefault(k, {})[team] = number
 
     def cycle(self, state: State, t: int, settings,
               holds: Holds | None) -> tuple[list[PendingJob], list[Hold]]:
@@ -147,17 +170,6 @@ class Lines:
         quota = state.quota
         starvation_after = settings.starvation_after
         later: list[tuple[tuple, str]] = []  # teams whose next head changed this cycle
-        # Teams asleep for want of borrowable quota that the pool, as it is
-        # now, might serve: visited in their place, and woken only if the
-        # pool still might when their turn comes (it only shrinks in a cycle).
-        maybe: dict[str, tuple[int, int, int]] = {}
-        for r, heap in enumerate(self.wake_at):
-            while heap and -heap[0][0] >= quota.above[r]:
-                mark, number, team = heapq.heappop(heap)
-                if self.asleep.get(team) == number:
-                    maybe[team] = (r, mark, number)
-                    heapq.heappush(later, (self.team_heads[team][0][0], team))
-        expect = {team: self.team_heads[team][0][0] for team in maybe}
         rejoin = []
         started = []
         reserved: list[Hold] = []
@@ -178,14 +190,35 @@ class Lines:
         dead = no_room_at_all if spare else no_room
         if self.dormant:
             self._rouse(state, holds, settled, spare)
-        dozing: list[str] = []
+        # Teams asleep for want of borrowable quota that the pool, as it is
+        # now, might serve: visited in their place, and woken only if the
+        # pool still might when their turn comes (it only shrinks in a cycle).
+        maybe: dict[str, list[tuple[int, int, int]]] = {}  # team -> (resource, mark, number)
+        for r, heap in enumerate(self.wake_at):
+            while heap and -heap[0][0] >= quota.above[r]:
+                mark, number, team = heapq.heappop(heap)
+                if self.asleep.get(team) == number:
+                    if team not in maybe:
+                        maybe[team] = []
+                        heapq.heappush(later, (self.team_heads[team][0][0], team))
+                    maybe[team].append((r, mark, number))
+        expect = {team: self.team_heads[team][0][0] for team in maybe}
+        # Settled, and no job could use reserved room: every job is placed
+        # on the room left after reservations, so a shape in `no_room` stays
+        # without room for every job to the cycle's end (see _sleep).
+        calm = settled and not spare
+        refused: set[int] = set()  # lines whose head quota refused in this cycle
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
         moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
         # Per team visited this cycle: the next index into its sorted heads and
         # a heap of the heads that came up during this cycle.
         cursor: dict[str, int] = {}
         risen: dict[str, list[tuple[tuple, int]]] = {}
-        sleepy: list[tuple[str, Refusal]] = []
+        # Teams whose walk had no effect, with the refusals and shapes
+        # without room it met (see _sleep); and the teams whose walk had.
+        sleepy: dict[str, tuple[list[Refusal], set[int]]] = {}
+        met: dict[str, list[Refusal]] = {}
+        lively: set[str] = set()
         answers: dict[int, Refusal | None] = {}  # R2's answers since the last start
         since = t - starvation_after  # queued before then: starving
         # Per team waiting in `later`: the key it waits at, and the range of its
@@ -203,13 +236,13 @@ class Lines:
                     continue  # moved earlier by _recheck
                 del expect[team]
                 passed.pop(team, None)
-                first = team in maybe
-                if first:
-                    r, mark, number = maybe.pop(team)
-                    if quota.above[r] > -mark:
-                        heapq.heappush(self.wake_at[r], (mark, number, team))
-                        continue  # still refused: held, and still asleep
-                    del self.asleep[team]
+                if team in maybe:
+                    marks = maybe.pop(team)
+                    if all(quota.above[r] > -mark for r, mark, _ in marks):
+                        for r, mark, number in marks:
+                            heapq.heappush(self.wake_at[r], (mark, number, team))
+                        continue  # still refused: its walk still has no effect, and it sleeps on
+                    self._wake(team)
                     rejoin.append(team)
                     cursor[team] = 0
                     risen[team] = []
@@ -218,7 +251,6 @@ class Lines:
                 i += 1
                 cursor[team] = 0
                 risen[team] = []
-                first = True
             else:
                 break
             heads, up, c = team_heads[team], risen[team], cursor[team]
@@ -238,7 +270,11 @@ class Lines:
             placement = hold = None
             until = t + job.max_runtime if job.max_runtime else None
             tried = False
-            if refusal is None and latest is not None and until is not None and until <= latest:
+            if refusal is not None:
+                met.setdefault(team, []).append(refusal)
+                refused.add(n)
+            elif refusal is None and latest is not None and until is not None and until <= latest:
+                lively.add(team)  # not calm: room spared for it may differ from `dead`
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
@@ -268,8 +304,11 @@ class Lines:
                     break  # nothing can start or reserve room now
             if placement is None and t - job.queued > starvation_after:
                 if refusal is not None:
-                    if first:
-                        sleepy.append((team, refusal))
+                    if team not in lively:
+                        # Held at its head number c - 1, after heads refused or without room.
+                        shapes = self._roomless(heads[:cursor[team] - 1], refused)
+                        if calm or not shapes:
+                            sleepy[team] = (met[team], shapes)
                     continue  # the team is held: none of its jobs is visited again
                 if holds is None:
                     break  # the whole cluster is held for this job
@@ -290,6 +329,7 @@ class Lines:
                             live.clear()  # scans resume only while shapes join `dead`
                         fits.clear()
             if placement is not None or hold is not None:
+                lively.add(team)
                 if placement is not None:
                     started.append(job)
                 moved.setdefault(n, keys[n][at[n]])
@@ -301,9 +341,12 @@ class Lines:
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
             if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
-                shapes = self.team_shapes[team]
-                if shapes and all(k in dead for k in shapes):  # none: its last job reserved
-                    dozing.append(team)
+                if team in lively:
+                    pass
+                elif calm:
+                    sleepy[team] = (met.get(team, []), self._roomless(heads, refused))
+                elif all(k in dead for k in self.team_shapes[team]):
+                    sleepy[team] = ([], set(self.team_shapes[team]))
                 continue  # none of the team's jobs left could start, reserve or hold
             if settled:
                 skip = self._pass(team, heads, c, up, dead, answers, quota, since)
@@ -316,16 +359,16 @@ class Lines:
             elif c < len(heads):
                 expect[team] = heads[c][0]
                 heapq.heappush(later, (heads[c][0], team))
-        for team, (r, mark, number) in maybe.items():  # not reached: still asleep
-            heapq.heappush(self.wake_at[r], (mark, number, team))
+        for team, marks in maybe.items():  # not reached: still asleep
+            for r, mark, number in marks:
+                heapq.heappush(self.wake_at[r], (mark, number, team))
         for team in rejoin:
             insort(order, (team_heads[team][0][0], team))
         if moved:
             self._settle(moved)
-        for team, refusal in sleepy:
-            self._sleep(team, refusal, quota)
-        for team in dozing:
-            self._doze(team)
+        for team, (refusals, shapes) in sleepy.items():
+            if refusals or shapes:
+                self._sleep(team, refusals, shapes, quota)
         return started, reserved
 
     def _ends(self, state: State, started: list[PendingJob]) -> Iterator[tuple[int, str]] | None:
@@ -385,44 +428,44 @@ class Lines:
         if not count[self.shape[n]]:
             del count[self.shape[n]]
 
-    def _doze(self, team: str) -> None:
-        """Takes out of `order` a team none of whose lines has a shape with
-        room: in a settled cycle it could start nothing and reserve nothing
-        (a hold of its own holds only itself), so it need not be visited
-        until room for one of its shapes comes back (`_rouse`)."""
-        del self.order[bisect_left(self.order, (self.team_heads[team][0][0], team))]
-        for k in self.team_shapes[team]:
-            self.dormant.setdefault(k, set()).add(team)
+    def _roomless(self, heads, refused: set[int]) -> set[int]:
+        """Returns the shapes of `heads` (sorted heads a walk met) not refused
+        by quota: in a walk without effect, shapes that found no room."""
+        shape = self.shape
+        return {shape[n] for _, n in heads if n not in refused}
 
     def _rouse(self, state: State, holds: Holds | None, settled: bool, spare: bool) -> None:
-        """Puts back in `order` the dormant teams that a cycle about to run
-        might need to visit: all of them unless it is settled, else those
-        with a shape that fits the room (all room, reserved room included,
-        while some job could use reserved room). Room only shrinks within a
-        cycle, so a team left dormant stays without room to the cycle's end."""
+        """Wakes the teams asleep for room that a cycle about to run might
+        need to visit: all of them unless it is settled, else those with a
+        shape that fits the room (all room, reserved room included, while
+        some job could use reserved room). Room only shrinks within a
+        cycle, so a team left asleep stays without room to the cycle's end."""
+        asleep, woken = self.asleep, set()
         if not settled:
-            woken = set().union(*self.dormant.values())
+            for teams in self.dormant.values():
+                woken.update(team for team, number in teams.items() if asleep.get(team) == number)
+            self.dormant = {}
         else:
             restore = holds.lifted() if spare else None
-            room, woken = state.room, set()
+            room = state.room
             largest = room.largest_free_gpu()
-            for k, teams in self.dormant.items():
+            for k in list(self.dormant):
+                teams = {team: number for team, number in self.dormant[k].items()
+                         if asleep.get(team) == number}
+                if not teams:
+                    del self.dormant[k]
+                    continue
+                self.dormant[k] = teams
                 demand = self.shapes[k]
                 widest = max((g[1] for g in demand.groups), default=0)
                 if widest <= largest and place(room, demand) is not None:
-                    woken |= teams
+                    del self.dormant[k]
+                    woken.update(teams)
             if restore is not None:
                 restore()
-        if not woken:
-            return
         for team in woken:
+            self._wake(team)
             insort(self.order, (self.team_heads[team][0][0], team))
-            for k in self.team_shapes[team]:
-                teams = self.dormant.get(k)
-                if teams is not None:
-                    teams.discard(team)
-                    if not teams:
-                        del self.dormant[k]
 
     def _stuck(self, team: str, heads, c: int, up, no_room: set[int],
                live: dict[str, int]) -> bool:

@@ -17,6 +17,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.policy_bench import build
 from tests.policy.random_snapshots import place_randomly
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
@@ -24,6 +25,7 @@ from scheduling.policy import (
 from scheduling.policy.cycle import decide
 from scheduling.policy.demand import demand_of
 from scheduling.policy.eta import HORIZON
+from scheduling.policy.lines import Lines
 from scheduling.policy.placement import place, usage_on_nodes
 from scheduling.policy.reservation import Hold, Holds, earliest_hold, heap_in_order
 from scheduling.policy.runtime import expected_runtime
@@ -210,3 +212,23 @@ def test_a_heap_is_read_in_order_and_left_as_it_was(items):
     before = list(heap)
     assert list(heap_in_order(heap)) == sorted(items)
     assert heap == before
+
+
+def test_teams_held_behind_heads_without_room_sleep_with_the_same_estimates(monkeypatch):
+    """On the policy benchmark's busy cluster (1,500 pending jobs), a team
+    whose walk passes heads without room and is then held at a later head
+    sleeps out of the replay's cycles, to wake on an end of its own, a pool
+    drawn less or room for one of those shapes (Lines._sleep), and every
+    estimate is still the straightforward replay's."""
+    sleeps = []
+    sleep = Lines._sleep
+
+    def counted_sleep(self, team, refusals, shapes, quota):
+        sleeps.append((bool(refusals), bool(shapes)))
+        sleep(self, team, refusals, shapes, quota)
+
+    monkeypatch.setattr(Lines, "_sleep", counted_sleep)
+    snapshot = build(1500, 7)
+    estimates = {w.id: w.eta for w in plan(snapshot).wait}
+    assert sleeps.count((True, True)) > 20
+    assert estimates == reference_starts(snapshot)
