@@ -72,9 +72,13 @@ class Lines:
       (`_rouse`), or one that may reserve room (not settled) begins;
     - the walk's order does not change, and a head that starves meanwhile
       only holds its team sooner.
-    A walk meeting a shape without room sleeps only in a settled cycle in
-    which no job could use reserved room, where "no room" is on the one
-    room every job is placed on.
+    A walk meeting a shape without room sleeps only in a settled cycle.
+    While some job could use reserved room, its shapes may have no room on
+    the room left after reservations but fit on all room: a job whose
+    `max_runtime` let it use reserved room keeps its place in time only
+    while the cycles' time does not pass the reservation's start, later a
+    job's end is only later, so its room only shrinks; `_rouse` tests all
+    room in such cycles, room after reservations in the others.
     """
 
     def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False,
@@ -133,6 +137,7 @@ class Lines:
         # Per resource, (-pool draw at which to wake, sleep number, team).
         self.wake_at: list[list[tuple[int, int, str]]] = [[], [], []]
         self.dormant: dict[int, dict[str, int]] = {}  # shape -> teams woken when it fits
+        self.waits_for: dict[str, set[int]] = {}  # team -> those shapes, in its last sleep
 
     def ended(self, team: str | None) -> None:
         """Notes that a job of `team` ended: its usage dropped."""
@@ -160,6 +165,7 @@ class Lines:
             if refusal.code is Code.NOTHING_TO_BORROW:
                 at = quota.regained_at(team, refusal)
                 heapq.heappush(self.wake_at[refusal.resource], (-at, number, team))
+        self.waits_for[team] = shapes
         for k in shapes:
             self.dormant.setdefault(k, {})[team] = number
 
@@ -188,8 +194,15 @@ class Lines:
         # reserved room, on all room.
         settled = holds is not None and len(holds) >= settings.max_reservations
         dead = no_room_at_all if spare else no_room
+        # Teams asleep for room, when the cycle may reserve room: visited in
+        # their place, and woken only if it still may, or one of their
+        # shapes fits, when their turn comes (see _drowsy).
+        drowsy: dict[str, int] = {}
         if self.dormant:
-            self._rouse(state, holds, settled, spare)
+            if settled:
+                self._rouse(state, holds, spare)
+            else:
+                drowsy = self._drowsy(later)
         # Teams asleep for want of borrowable quota that the pool, as it is
         # now, might serve: visited in their place, and woken only if the
         # pool still might when their turn comes (it only shrinks in a cycle).
@@ -202,11 +215,7 @@ class Lines:
                         maybe[team] = []
                         heapq.heappush(later, (self.team_heads[team][0][0], team))
                     maybe[team].append((r, mark, number))
-        expect = {team: self.team_heads[team][0][0] for team in maybe}
-        # Settled, and no job could use reserved room: every job is placed
-        # on the room left after reservations, so a shape in `no_room` stays
-        # without room for every job to the cycle's end (see _sleep).
-        calm = settled and not spare
+        expect = {team: self.team_heads[team][0][0] for team in maybe.keys() | drowsy.keys()}
         refused: set[int] = set()  # lines whose head quota refused in this cycle
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
         moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
@@ -236,12 +245,17 @@ class Lines:
                     continue  # moved earlier by _recheck
                 del expect[team]
                 passed.pop(team, None)
-                if team in maybe:
-                    marks = maybe.pop(team)
-                    if all(quota.above[r] > -mark for r, mark, _ in marks):
-                        for r, mark, number in marks:
+                marks = maybe.pop(team, None)
+                number = drowsy.pop(team, None)
+                if marks is not None or number is not None:
+                    pool = marks is not None and any(quota.above[r] <= -mark
+                                                     for r, mark, _ in marks)
+                    if not pool and (number is None or (settled and self.asleep.get(team) == number
+                                                        and not self._room_for(team, state, holds,
+                                                                               spare, dead))):
+                        for r, mark, number in marks or ():
                             heapq.heappush(self.wake_at[r], (mark, number, team))
-                        continue  # still refused: its walk still has no effect, and it sleeps on
+                        continue  # its walk still has no effect, and it sleeps on
                     self._wake(team)
                     rejoin.append(team)
                     cursor[team] = 0
@@ -274,7 +288,6 @@ class Lines:
                 met.setdefault(team, []).append(refusal)
                 refused.add(n)
             elif refusal is None and latest is not None and until is not None and until <= latest:
-                lively.add(team)  # not calm: room spared for it may differ from `dead`
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
@@ -307,7 +320,7 @@ class Lines:
                     if team not in lively:
                         # Held at its head number c - 1, after heads refused or without room.
                         shapes = self._roomless(heads[:cursor[team] - 1], refused)
-                        if calm or not shapes:
+                        if settled or not shapes:
                             sleepy[team] = (met[team], shapes)
                     continue  # the team is held: none of its jobs is visited again
                 if holds is None:
@@ -341,12 +354,8 @@ class Lines:
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
             if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
-                if team in lively:
-                    pass
-                elif calm:
+                if team not in lively:
                     sleepy[team] = (met.get(team, []), self._roomless(heads, refused))
-                elif all(k in dead for k in self.team_shapes[team]):
-                    sleepy[team] = ([], set(self.team_shapes[team]))
                 continue  # none of the team's jobs left could start, reserve or hold
             if settled:
                 skip = self._pass(team, heads, c, up, dead, answers, quota, since)
@@ -434,38 +443,64 @@ class Lines:
         shape = self.shape
         return {shape[n] for _, n in heads if n not in refused}
 
-    def _rouse(self, state: State, holds: Holds | None, settled: bool, spare: bool) -> None:
-        """Wakes the teams asleep for room that a cycle about to run might
-        need to visit: all of them unless it is settled, else those with a
+    def _rouse(self, state: State, holds: Holds, spare: bool) -> None:
+        """Wakes, as a settled cycle begins, the teams asleep for room with a
         shape that fits the room (all room, reserved room included, while
         some job could use reserved room). Room only shrinks within a
         cycle, so a team left asleep stays without room to the cycle's end."""
         asleep, woken = self.asleep, set()
-        if not settled:
-            for teams in self.dormant.values():
-                woken.update(team for team, number in teams.items() if asleep.get(team) == number)
-            self.dormant = {}
-        else:
-            restore = holds.lifted() if spare else None
-            room = state.room
-            largest = room.largest_free_gpu()
-            for k in list(self.dormant):
-                teams = {team: number for team, number in self.dormant[k].items()
-                         if asleep.get(team) == number}
-                if not teams:
-                    del self.dormant[k]
-                    continue
-                self.dormant[k] = teams
-                demand = self.shapes[k]
-                widest = max((g[1] for g in demand.groups), default=0)
-                if widest <= largest and place(room, demand) is not None:
-                    del self.dormant[k]
-                    woken.update(teams)
-            if restore is not None:
-                restore()
+        restore = holds.lifted() if spare else None
+        room = state.room
+        largest = room.largest_free_gpu()
+        for k in list(self.dormant):
+            teams = {team: number for team, number in self.dormant[k].items()
+                     if asleep.get(team) == number}
+            if not teams:
+                del self.dormant[k]
+                continue
+            self.dormant[k] = teams
+            demand = self.shapes[k]
+            widest = max((g[1] for g in demand.groups), default=0)
+            if widest <= largest and place(room, demand) is not None:
+                del self.dormant[k]
+                woken.update(teams)
+        if restore is not None:
+            restore()
         for team in woken:
             self._wake(team)
             insort(self.order, (self.team_heads[team][0][0], team))
+
+    def _drowsy(self, later: list) -> dict[str, int]:
+        """Returns the teams asleep for room, with their sleeps' numbers, as
+        a cycle that may reserve room begins, and puts them in `later` at
+        their first heads: a starving job of theirs that R2 admits might
+        reserve room, if the cycle still may when their turn comes."""
+        asleep, drowsy = self.asleep, {}
+        for teams in self.dormant.values():
+            for team, number in teams.items():
+                if asleep.get(team) == number and team not in drowsy:
+                    drowsy[team] = number
+                    heapq.heappush(later, (self.team_heads[team][0][0], team))
+        return drowsy
+
+    def _room_for(self, team: str, state: State, holds: Holds, spare: bool,
+                  dead: set[int]) -> bool:
+        """Returns whether a shape a sleeping team waits for fits now, in a
+        cycle that has settled since it began: on all room while some job
+        could use reserved room, else on the room left after reservations.
+        `dead` keeps the shapes known to have none, as the cycle does."""
+        restore = holds.lifted() if spare else None
+        found = False
+        for k in self.waits_for[team]:
+            if k in dead:
+                continue
+            if place(state.room, self.shapes[k]) is not None:
+                found = True
+                break
+            dead.add(k)
+        if restore is not None:
+            restore()
+        return found
 
     def _stuck(self, team: str, heads, c: int, up, no_room: set[int],
                live: dict[str, int]) -> bool:
