@@ -69,16 +69,16 @@ class Lines:
       lack of borrowable quota also ends when what borrowers draw from the
       pool falls low enough;
     - a shape without room stays so until a cycle begins in which it fits
-      (`_rouse`), or one that may reserve room (not settled) begins;
+      (`_rouse`; all room is tested while some job could use reserved room,
+      the room left after reservations otherwise), or one that may reserve
+      room, where the team is visited in its place unless the cycle has
+      settled by then and none of its shapes fits (`_drowsy`);
+    - the room a job may use never grows with time alone: it may use
+      reserved room only if its `max_runtime` ends it by the reservation's
+      start, and a later cycle ends it later;
     - the walk's order does not change, and a head that starves meanwhile
       only holds its team sooner.
     A walk meeting a shape without room sleeps only in a settled cycle.
-    While some job could use reserved room, its shapes may have no room on
-    the room left after reservations but fit on all room: a job whose
-    `max_runtime` let it use reserved room keeps its place in time only
-    while the cycles' time does not pass the reservation's start, later a
-    job's end is only later, so its room only shrinks; `_rouse` tests all
-    room in such cycles, room after reservations in the others.
     """
 
     def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False,
