@@ -28,8 +28,10 @@ Two more shortcuts once a cycle has settled, exact for the same reasons:
 - a team's heads that the walk would pass without effect (a shape with no
   room, and not refused by R2 while starving) are passed in one scan, R2's
   answers kept per (team, need, tier preemptible) until a job starts; when
-  one starts, every team is sent back to the first head it passed that
-  comes after that job, since R2 may refuse it now (`Lines._recheck`);
+  one starts and draws more from the pool of borrowable quota (the only
+  thing it changes that R2's answers to other teams read), every team is
+  sent back to the first head it passed that comes after that job, since
+  R2 may refuse it now (`Lines._recheck`);
 - a team none of whose lines has a shape with room, or held after heads
   that found none, leaves the walk until a cycle begins in which one of
   those shapes fits (`Lines._rouse`), or another of its wakes comes.
@@ -291,7 +293,7 @@ class Lines:
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
-                    self._admit(state, job, n, placement, t, settings, holds, until)
+                    drew = self._admit(state, job, n, placement, t, settings, holds, until)
                 restore()
                 tried = True
             elif refusal is None and self.shape[n] not in no_room:
@@ -299,13 +301,14 @@ class Lines:
                 if placement is None:
                     no_room.add(self.shape[n])
                 else:
-                    self._admit(state, job, n, placement, t, settings, holds, None)
+                    drew = self._admit(state, job, n, placement, t, settings, holds, None)
                 tried = True
             if placement is not None:
                 fits.clear()
                 fits_at_all.clear()
                 answers.clear()
-                recheck = keys[n][at[n]]
+                if drew:  # other teams' R2 answers change only with the pool's draw
+                    recheck = keys[n][at[n]]
             elif tried and settled:
                 if not spare:
                     nothing = self._nothing_fits(state.room, no_room, fits)
@@ -534,13 +537,18 @@ class Lines:
         return len(no_room) == len(self.shapes)
 
     def _admit(self, state: State, job: PendingJob, n: int, placement, t: int, settings,
-               holds: Holds | None, until: int | None) -> None:
-        """Starts a job at `t` for its expected runtime."""
+               holds: Holds | None, until: int | None) -> bool:
+        """Starts a job at `t` for its expected runtime; returns whether it
+        drew more from the pool of borrowable quota (what borrowers draw,
+        `Quota.above`), the only way it changes R2's answers to other teams."""
         demand = self.demand[n]
         end = t + expected_runtime(job.max_runtime, job.estimate, settings)
+        above = state.quota.above
+        before = (above[0], above[1], above[2])
         state.admit(job.id, job.team, self.tier[n], demand, placement, t, end)
         if holds:
             holds.charge(usage_on_nodes(demand, placement), until)
+        return (above[0], above[1], above[2]) != before
 
     def _settle(self, moved: dict[int, tuple]) -> None:
         """Puts the new heads of the lines in `moved` (line -> old head key) in
