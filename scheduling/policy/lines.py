@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from .demand import Demand
 from .model import PendingJob, Tier
 from .order import r3_key, rewound
-from .placement import place, usage_on_nodes
+from .placement import place
 from .quota import Quota, Refusal
 from .reasons import Code
 from .reservation import Hold, Holds, earliest_hold, heap_in_order
@@ -545,9 +545,9 @@ class Lines:
         end = t + expected_runtime(job.max_runtime, job.estimate, settings)
         above = state.quota.above
         before = (above[0], above[1], above[2])
-        state.admit(job.id, job.team, self.tier[n], demand, placement, t, end)
+        holder = state.admit(job.id, job.team, self.tier[n], demand, placement, t, end)
         if holds:
-            holds.charge(usage_on_nodes(demand, placement), until)
+            holds.charge(holder.on_nodes, until)
         return (above[0], above[1], above[2]) != before
 
     def _settle(self, moved: dict[int, tuple]) -> None:
