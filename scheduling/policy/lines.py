@@ -125,11 +125,6 @@ class Lines:
         # end, kept by eta.py; None: a search for a reservation's start lists
         # the ends itself.
         self.events = events
-        # Per team, shape -> how many of its lines still have jobs.
-        self.team_shapes: dict[str, dict[int, int]] = {}
-        for n, jobs in enumerate(self.jobs):
-            count = self.team_shapes.setdefault(jobs[0].team, {})
-            count[self.shape[n]] = count.get(self.shape[n], 0) + 1
         # Teams out of `order` (see _sleep), each with its sleep's number:
         # what would wake it is kept with the number, and is stale once the
         # team sleeps again or wakes.
@@ -252,9 +247,8 @@ class Lines:
                 if marks is not None or number is not None:
                     pool = marks is not None and any(quota.above[r] <= -mark
                                                      for r, mark, _ in marks)
-                    if not pool and (number is None or (settled and self.asleep.get(team) == number
-                                                        and not self._room_for(team, state, holds,
-                                                                               spare, dead))):
+                    if not pool and (number is None or (
+                            settled and not self._room_for(team, state, holds, spare, dead))):
                         for r, mark, number in marks or ():
                             heapq.heappush(self.wake_at[r], (mark, number, team))
                         continue  # its walk still has no effect, and it sleeps on
@@ -289,14 +283,14 @@ class Lines:
             if refusal is not None:
                 met.setdefault(team, []).append(refusal)
                 refused.add(n)
-            elif refusal is None and latest is not None and until is not None and until <= latest:
+            elif latest is not None and until is not None and until <= latest:
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
                     drew = self._admit(state, job, n, placement, t, settings, holds, until)
                 restore()
                 tried = True
-            elif refusal is None and self.shape[n] not in no_room:
+            elif self.shape[n] not in no_room:
                 placement = place(state.room, demand)
                 if placement is None:
                     no_room.add(self.shape[n])
@@ -352,8 +346,6 @@ class Lines:
                 at[n] += 1
                 if at[n] < len(jobs[n]):
                     heapq.heappush(up, (keys[n][at[n]], n))
-                else:
-                    self._line_done(team, n)
             # Else not starving: nothing later in this line starts or starves now.
             c = cursor[team]
             if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
@@ -432,13 +424,6 @@ class Lines:
             cursor[team] = k
             expect[team] = head
             heapq.heappush(later, (head, team))
-
-    def _line_done(self, team: str, n: int) -> None:
-        """Notes that line `n` of `team` has no job left."""
-        count = self.team_shapes[team]
-        count[self.shape[n]] -= 1
-        if not count[self.shape[n]]:
-            del count[self.shape[n]]
 
     def _roomless(self, heads, refused: set[int]) -> set[int]:
         """Returns the shapes of `heads` (sorted heads a walk met) not refused
