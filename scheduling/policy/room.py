@@ -6,7 +6,6 @@ preemption gives room back and returns it through a restore closure.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
 
 from .demand import Vector
@@ -18,12 +17,11 @@ class Room:
 
     `bucket(b)` lists, in node order, the nodes with `b` free GPUs (nodes
     overcommitted by outside pods sit in bucket 0 with a negative free count).
-    Each bucket is kept sorted as nodes move (a bisection and a shift of a
-    list of at most the cluster's nodes), as placements read buckets after
-    nearly every move.
+    Membership is a set, sorted again only when a changed bucket is read, so
+    what-if removals of many jobs stay cheap.
     """
 
-    __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "total",
+    __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "sorted", "total",
                  "indices", "parts", "part_of", "master", "kind")
 
     def __init__(self, nodes: tuple[Node, ...], kinds: tuple[int, ...] | None = None) -> None:
@@ -35,9 +33,10 @@ class Room:
         self.cpu = [n.cpu for n in nodes]
         self.memory = [n.memory for n in nodes]
         top = max(self.gpu, default=0)
-        self.members: list[list[int]] = [[] for _ in range(top + 1)]
+        self.members: list[set[int]] = [set() for _ in range(top + 1)]
         for i, free in enumerate(self.gpu):
-            self.members[max(free, 0)].append(i)
+            self.members[free].add(i)
+        self.sorted: list[list[int] | None] = [None] * (top + 1)
         self.total = [sum(self.gpu), sum(self.cpu), sum(self.memory)]
         self.indices = range(len(nodes))
         self.master: Room | None = None
@@ -55,9 +54,10 @@ class Room:
         part = Room.__new__(Room)
         part.names, part.index = self.names, self.index
         part.gpu, part.cpu, part.memory = self.gpu, self.cpu, self.memory
-        part.members = [[] for _ in self.members]
-        for i in indices:  # in node order
-            part.members[max(self.gpu[i], 0)].append(i)
+        part.members = [set() for _ in self.members]
+        for i in indices:
+            part.members[max(self.gpu[i], 0)].add(i)
+        part.sorted = [None] * len(self.members)
         part.total = [sum(self.gpu[i] for i in indices), sum(self.cpu[i] for i in indices),
                       sum(self.memory[i] for i in indices)]
         part.indices, part.master, part.kind = indices, self, kind
@@ -76,7 +76,8 @@ class Room:
         other = Room.__new__(Room)
         other.names, other.index = self.names, self.index
         other.gpu, other.cpu, other.memory = list(self.gpu), list(self.cpu), list(self.memory)
-        other.members = [list(m) for m in self.members]
+        other.members = [set(m) for m in self.members]
+        other.sorted = list(self.sorted)
         other.total = list(self.total)
         other.indices, other.master, other.kind = self.indices, None, -1
         other.part_of = self.part_of
@@ -86,7 +87,8 @@ class Room:
                 copy = Room.__new__(Room)
                 copy.names, copy.index = self.names, self.index
                 copy.gpu, copy.cpu, copy.memory = other.gpu, other.cpu, other.memory
-                copy.members = [list(m) for m in part.members]
+                copy.members = [set(m) for m in part.members]
+                copy.sorted = list(part.sorted)
                 copy.total = list(part.total)
                 copy.indices, copy.master, copy.kind = part.indices, other, part.kind
                 copy.part_of, copy.parts = None, []
@@ -100,13 +102,16 @@ class Room:
         if new < 0:
             new = 0
         if old != new:
-            nodes = self.members[old]
-            del nodes[bisect_left(nodes, i)]
-            insort(self.members[new], i)
+            self.members[old].discard(i)
+            self.members[new].add(i)
+            self.sorted[old] = self.sorted[new] = None
 
     def bucket(self, b: int) -> list[int]:
         """Returns the nodes with `b` free GPUs, in node order."""
-        return self.members[b]
+        nodes = self.sorted[b]
+        if nodes is None:
+            nodes = self.sorted[b] = sorted(self.members[b])
+        return nodes
 
     @property
     def top(self) -> int:
