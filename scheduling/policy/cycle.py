@@ -354,8 +354,9 @@ def _reserve(state: State, holds: Holds, job: PendingJob, previous: Reservation 
         index = state.room.index
         nodes = {index[name] for name, _ in previous.placement if name in index}
         if nodes and set(best.on_nodes) != nodes:
-            kept = earliest_hold(state, job.id, job.demand, runtime, holds, nodes)
-            if kept is not None and kept.start <= best.start + settings.reservation_slack:
+            kept = earliest_hold(state, job.id, job.demand, runtime, holds, nodes,
+                                 by=best.start + settings.reservation_slack)
+            if kept is not None:
                 best = kept
     restore()
     return best

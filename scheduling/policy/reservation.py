@@ -162,12 +162,13 @@ class Holds:
 
 def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                   holds: Holds, nodes: set[int] | None = None,
-                  ends: Iterator[tuple[int, str]] | None = None) -> Hold | None:
+                  ends: Iterator[tuple[int, str]] | None = None,
+                  by: int | None = None) -> Hold | None:
     """Returns the hold of a job that does not fit now: the first moment a job
     ends after which it can be placed (R1, R11 on the room free then), with
     earlier holds holding their room until their job ends; only on `nodes`
     when given. Returns None when it never fits, even once every job with an
-    expected end has ended.
+    expected end has ended, or, given `by`, when it would start after `by`.
 
     `ends` yields what `state.expected_ends()` returns, soonest first, for a
     caller that keeps the ends in order already (the estimate replay): the
@@ -177,9 +178,10 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     room = state.room.copy()
     # Nodes left out keep no room, and get none back as jobs end.
     out = set() if nodes is None else set(range(len(room.names))) - nodes
-    for i in out:
-        free = room.free(i)
-        room.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
+    names = None  # of `nodes`: the jobs whose end frees none of them are passed over
+    if out:
+        room.confine(nodes)
+        names = {room.names[i] for i in nodes}
     # (end, job id, 0) or (end, "", number of a hold), soonest first. A
     # job's room is read only once the walk reaches its end.
     held: list[Hold] = []
@@ -199,10 +201,14 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     event = next(events, None)
     while event is not None:
         t = event[0]
+        if by is not None and t > by:
+            return None
         ending: list[tuple[str, dict[int, Vector]]] = []  # (job id, its room)
         while event is not None and event[0] == t:
             _, name, number = event
             event = next(events, None)
+            if names is not None and name and not state.touches(name, nodes, names):
+                continue
             freed = state.on_nodes(name) if name else held[number].on_nodes
             for i, v in freed.items():
                 if i not in out:

@@ -7,6 +7,7 @@ preemption gives room back and returns it through a restore closure.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from operator import sub
 
 from .demand import Vector
 from .model import Node
@@ -141,6 +142,44 @@ class Room:
                 part.total[2] -= v[2]
                 if v[0]:
                     part._move(i, before, self.gpu[i])
+
+    def take_all(self, gpu: list[int], cpu: list[int], memory: list[int]) -> None:
+        """Takes room on every node of the whole room at once (a cycle's
+        running jobs: what they hold on each node, in node order), cheaper
+        than a `take` per node when most nodes change."""
+        self.gpu[:] = map(sub, self.gpu, gpu)
+        self.cpu[:] = map(sub, self.cpu, cpu)
+        self.memory[:] = map(sub, self.memory, memory)
+        self._refile()
+
+    def confine(self, nodes: set[int]) -> None:
+        """Leaves no free room on any node but `nodes` (of the whole room,
+        when this is a type's part): a search confined to them."""
+        whole = self.master or self
+        for column in (whole.gpu, whole.cpu, whole.memory):
+            column[:] = [v if v < 0 or i in nodes else 0 for i, v in enumerate(column)]
+        whole._refile()
+
+    def _refile(self) -> None:
+        """Files every node of the whole room in its bucket again, and works
+        out the totals again, after its free counts changed in place."""
+        gpu, cpu, memory = self.gpu, self.cpu, self.memory
+        members: list[set[int]] = [set() for _ in self.members]
+        for i, free in enumerate(gpu):
+            members[free if free > 0 else 0].add(i)
+        self.members = members
+        self.sorted = [None] * len(members)
+        self.total = [sum(gpu), sum(cpu), sum(memory)]
+        for part in self.parts:
+            indices = part.indices
+            members = [set() for _ in part.members]
+            for i in indices:
+                free = gpu[i]
+                members[free if free > 0 else 0].add(i)
+            part.members = members
+            part.sorted = [None] * len(members)
+            part.total = [sum(gpu[i] for i in indices), sum(cpu[i] for i in indices),
+                          sum(memory[i] for i in indices)]
 
     def give(self, i: int, v: Vector) -> None:
         """Gives `v` back to node `i`."""

@@ -143,6 +143,7 @@ class State:
         # `expected_ends` saw without one, so `on_nodes` can read their room.
         self._made: dict[str, Holder] = {}
         self._unbuilt: dict[str, RunningJob] = {}
+        self._rooms: dict[str, dict[int, Vector]] = {}  # job id -> `on_nodes` of the unbuilt
         self._fresh: dict[str, Holder] = {}
         # team -> what victim searches' upper bounds counted of it, kept
         # while its jobs and usage stay as they are (preemption.Reach).
@@ -186,7 +187,9 @@ class State:
         schedulable room; the usage still counts against quota.
         """
         index, tiers, by_team = self.room.index, self._tiers, self._running
-        on_node: dict[int, list[int]] = {}
+        # Room taken per node, as GPU, CPU and memory columns in node order.
+        size = len(self.room.gpu)
+        taken_gpu, taken_cpu, taken_memory = [0] * size, [0] * size, [0] * size
         per_team: dict[tuple[str | None, bool, int | None], list[int]] = {}
         types = self.types
         for job in running:
@@ -194,21 +197,29 @@ class State:
             if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica
                 group = replicas[0]
                 g, c, m = group.gpu, group.cpu, group.memory
-                _add_to(on_node, index.get(job.nodes[0]), g, c, m)
-            else:
+                i = index.get(job.nodes[0])
+                if i is not None:
+                    taken_gpu[i] += g
+                    taken_cpu[i] += c
+                    taken_memory[i] += m
+            else:  # a gang, or an outside job over many nodes
                 g = c = m = 0
                 for group, name in zip(_expand(replicas), job.nodes):
-                    g += group.gpu
-                    c += group.cpu
-                    m += group.memory
-                    _add_to(on_node, index.get(name), group.gpu, group.cpu, group.memory)
+                    rg, rc, rm = group.gpu, group.cpu, group.memory
+                    g += rg
+                    c += rc
+                    m += rm
+                    i = index.get(name)
+                    if i is not None:
+                        taken_gpu[i] += rg
+                        taken_cpu[i] += rc
+                        taken_memory[i] += rm
             tier = tiers.get(job.tier) if job.tier else None
             kind = None if types is None else types.running_kind(job, index)
             key = (job.team, tier is not None and not tier.preemptible, kind)
             _add_to(per_team, key, g, c, m)
             by_team.get(job.team, by_team[None]).append(job)
-        for i, (g, c, m) in on_node.items():
-            self.room.take(i, (g, c, m))
+        self.room.take_all(taken_gpu, taken_cpu, taken_memory)
         for (team, steady, kind), (g, c, m) in per_team.items():
             self.charge(team, (g, c, m), steady, kind)
 
@@ -299,7 +310,20 @@ class State:
             return usage, {} if i is None else {i: usage}
         on_nodes = {}
         g = c = m = 0
-        for name, v in per_node_usage(replicas, job.nodes).items():
+        nodes = job.nodes
+        if len(replicas) == len(nodes) and len(set(nodes)) == len(nodes):
+            # One replica per group, each on a node of its own (an outside
+            # job over many nodes): nothing to add up per node.
+            for group, name in zip(replicas, nodes):
+                v = (group.gpu, group.cpu, group.memory)
+                g += v[0]
+                c += v[1]
+                m += v[2]
+                i = index.get(name)
+                if i is not None:
+                    on_nodes[i] = v
+            return (g, c, m), on_nodes
+        for name, v in per_node_usage(replicas, nodes).items():
             g += v[0]
             c += v[1]
             m += v[2]
@@ -340,9 +364,22 @@ class State:
         """Returns what a job `expected_ends` returned holds on each node,
         without building its holder."""
         holder = self._fresh.get(job_id) or self._made.get(job_id)
-        if holder is None:
-            return self._usage(self._unbuilt[job_id])[1]
-        return holder.on_nodes
+        if holder is not None:
+            return holder.on_nodes
+        # Read again by a second search in the same cycle (a reservation's
+        # kept nodes): worked out once.
+        on_nodes = self._rooms.get(job_id)
+        if on_nodes is None:
+            on_nodes = self._rooms[job_id] = self._usage(self._unbuilt[job_id])[1]
+        return on_nodes
+
+    def touches(self, job_id: str, nodes: set[int], names: set[str]) -> bool:
+        """Returns whether a job `expected_ends` returned holds room on any
+        of `nodes` (`names` are theirs), without working out its room."""
+        holder = self._fresh.get(job_id) or self._made.get(job_id)
+        if holder is not None:
+            return not nodes.isdisjoint(holder.on_nodes)
+        return not names.isdisjoint(self._unbuilt[job_id].nodes)
 
     def reaches(self, team: str | None) -> dict[tuple, object]:
         """Returns what victim searches keep about a team's jobs, emptied
@@ -458,7 +495,10 @@ def _add_to(totals: dict, key, g: int, c: int, m: int) -> None:
 
 
 def _expand(replicas):
-    """Yields each replica's group, in the order the replica groups expand."""
+    """Returns each replica's group, in the order the replica groups expand:
+    the groups themselves when each is one replica (outside jobs are one
+    replica per node)."""
     for group in replicas:
-        for _ in range(group.count):
-            yield group
+        if group.count != 1:
+            return [group for group in replicas for _ in range(group.count)]
+    return replicas
