@@ -152,7 +152,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
                                                    state, empty)
         if verdict is None:
             queue.append(job)
-            kinds_of[job.id] = tuple(k for k in kinds if k != -1)
+            kinds_of[job.id] = kinds if types is None else tuple(k for k in kinds if k != -1)
         else:
             rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
     queue = r3_sorted(queue, tiers)

@@ -46,10 +46,7 @@ class Runtimes:
     @staticmethod
     def key(entry: Entry) -> tuple[str, int]:
         """Returns what estimates are learned by: the job's team and GPUs."""
-        key = entry.cache.get("runtime key")
-        if key is None:
-            key = entry.cache["runtime key"] = (entry.job.team, entry.job.gpus)
-        return key
+        return entry.team, entry.gpus
 
     def learn(self, entry: Entry, runtime: int) -> tuple[str, int] | None:
         """Notes that `entry` succeeded after running `runtime` seconds; returns

@@ -15,12 +15,13 @@ from ..engine import Entry
 class Listing:
     """The running jobs a reduced snapshot lists, and their GPUs per node.
 
-    `describe` returns an entry as the snapshot lists it; `mark`, when given,
-    the time its unsaved work counts from (R8), else its start is used."""
+    `describe` returns entries as the snapshot lists them; `marks`, when given,
+    the times the unsaved work of entries counts from (R8), else their
+    starts are used."""
 
     since: int  # started at or before: past the thrash guard
-    describe: Callable[[Entry], RunningJob]
-    mark: Callable[[Entry], int] | None = None
+    describe: Callable[[list[Entry]], list[RunningJob]]
+    marks: Callable[[list[Entry]], list[int]] | None = None
     jobs: list[RunningJob] = field(default_factory=list)
     on_node: dict[int, int] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
@@ -47,11 +48,11 @@ class Listing:
                 cut = 0
                 gpus += self._add(entries)
             elif above > 0 and before < above:
-                if self.mark is None:
+                if self.marks is None:
                     marks = [e.started for e in entries]  # start order already
                 else:
                     # By mark, then start order: the sort is stable.
-                    marks = list(map(self.mark, entries))
+                    marks = self.marks(entries)
                     order = sorted(range(len(entries)), key=marks.__getitem__)
                     entries = [entries[k] for k in order]
                     marks = [marks[k] for k in order]
@@ -68,7 +69,7 @@ class Listing:
         return gpus
 
     def _add(self, entries: list[Entry]) -> int:
-        self.jobs.extend(map(self.describe, entries))
+        self.jobs.extend(self.describe(entries))
         self.ids.update([entry.id for entry in entries])
         on_node = self.on_node
         gpus = 0

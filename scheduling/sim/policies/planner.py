@@ -234,28 +234,53 @@ class Planner:
         kinds = self.world.gpu_types
         asks = {None: asked} if not kinds else {kind: self.queue.asked(kind) for kind in kinds}
         listing = Listing(now - self.settings.min_runtime_before_preemption,
-                          lambda entry: self.running_job(cluster, entry, now),
-                          self._mark(cluster, now))
+                          self._describe(cluster, now), self._mark(cluster, now))
         return self.reduction.fold(cluster, now, asks, listing,
                                    self.ends if self._may_reserve(now) else None)
 
-    def _mark(self, cluster: Cluster, now: int) -> Callable[[Entry], int] | None:
-        """Returns the time a running entry's unsaved work counts from (R8)
-        in a pass at `now`, when this planner reports checkpoints; None when
-        it does not (R8 then counts from the start)."""
+    def _describe(self, cluster: Cluster, now: int) -> Callable[[list[Entry]], list[RunningJob]]:
+        """Returns what gives running entries as a pass at `now` lists them
+        (`running_job`), reading each one's kept job first: the jobs of the
+        teams a pass may take victims from are listed in every pass."""
+        learned = None if self.runtimes is None else self.runtimes.learned
+        key = Runtimes.key
+        running_job = self.running_job
+
+        def describe(entries: list[Entry]) -> list[RunningJob]:
+            found = []
+            for entry in entries:
+                kept = entry.cache.get("running")  # (job, run, valid until)
+                if (kept is not None and kept[1] == entry.run and now < kept[2]
+                        and kept[0].estimate == (None if learned is None
+                                                 else learned.get(key(entry)))):
+                    found.append(kept[0])
+                else:
+                    found.append(running_job(cluster, entry, now))
+            return found
+        return describe
+
+    def _mark(self, cluster: Cluster, now: int) -> Callable[[list[Entry]], list[int]] | None:
+        """Returns what gives, for running entries, the time each one's
+        unsaved work counts from (R8) in a pass at `now`, when this planner
+        reports checkpoints; None when it does not (R8 then counts from the
+        start)."""
         if not self.checkpoints:
             return None
         checkpointed = self.checkpointed
 
-        def mark(entry: Entry) -> int:
+        def marks(entries: list[Entry]) -> list[int]:
             # R8: unsaved work since the last checkpoint, else the start.
             # Read for every job of a team reclaim may reach, in every
             # pass: the cached checkpoint is read here while it holds.
-            cached = entry.cache.get("checkpoint")  # (run, next checkpoint, last)
-            if cached is None or cached[0] != entry.run or now >= cached[1]:
-                return checkpointed(cluster, entry, now) or entry.started
-            return cached[2] or entry.started
-        return mark
+            found = []
+            for entry in entries:
+                cached = entry.cache.get("checkpoint")  # (run, next checkpoint, last)
+                if cached is None or cached[0] != entry.run or now >= cached[1]:
+                    found.append(checkpointed(cluster, entry, now) or entry.started)
+                else:
+                    found.append(cached[2] or entry.started)
+            return found
+        return marks
 
 
 # The settings `--set` may change, for the policies that run `plan` as the
