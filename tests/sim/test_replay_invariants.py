@@ -89,7 +89,7 @@ class FullSnapshots(Planner):
 
     def _snapshot(self, cluster, now):
         runtimes = self.runtimes
-        running = tuple(self.running_job(cluster, e, now) for e in cluster.running.values())
+        running = tuple(self.running_jobs(cluster, list(cluster.running.values()), now))
         pending = tuple(
             PendingJob(e.id, e.team, e.tier.name, e.queued, replicas_of(e.gpus),
                        max_runtime=runtimes and runtimes.max_runtime(e),

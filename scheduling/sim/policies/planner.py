@@ -177,32 +177,38 @@ class Planner:
         waited longer than `starvation_after`, under reservations."""
         return self.reserve and self.queue.starving(now - self.settings.starvation_after) > 0
 
-    def running_job(self, cluster: Cluster, entry: Entry, now: int) -> RunningJob:
-        """Returns `entry` as the snapshot lists it, with its runtimes and
-        last checkpoint when this planner reports them."""
+    def running_jobs(self, cluster: Cluster, entries: list[Entry], now: int) -> list[RunningJob]:
+        """Returns `entries` as the snapshot lists them, with their runtimes
+        and last checkpoints when this planner reports them."""
         # Called for every listed job in every pass: reads only caches
         # unless the job started again, checkpointed or got a new estimate.
         # A run keeps its start, nodes and GPU type; its next checkpoint is
         # when its last one changes.
-        cache = entry.cache
         runtimes = self.runtimes
-        estimate = None if runtimes is None else runtimes.learned.get(runtimes.key(entry))
-        kept = cache.get("running")  # (job, run, valid until)
-        if kept is not None and kept[1] == entry.run and now < kept[2] and kept[0].estimate == estimate:
-            return kept[0]
-        checkpointed = self.checkpointed(cluster, entry, now) if self.checkpoints else None
-        until = cache["checkpoint"][1] if self.checkpoints else NEVER
-        job = None if kept is None or kept[1] != entry.run else kept[0]
-        if job is None or job.estimate != estimate or job.checkpointed != checkpointed:
-            names = self.world.nodes
-            job = RunningJob(
-                entry.id, entry.team, entry.tier.name, entry.started,
-                replicas_of(entry.gpus), tuple(names[i].name for i in entry.nodes),
-                max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
-                queued=entry.queued, estimate=estimate, checkpointed=checkpointed,
-                gpu_type=entry.gpu_type)
-        cache["running"] = (job, entry.run, until)
-        return job
+        learned = None if runtimes is None else runtimes.learned
+        key = Runtimes.key
+        found = []
+        for entry in entries:
+            cache = entry.cache
+            estimate = None if learned is None else learned.get(key(entry))
+            kept = cache.get("running")  # (job, run, valid until)
+            if kept is not None and kept[1] == entry.run and now < kept[2] and kept[0].estimate == estimate:
+                found.append(kept[0])
+                continue
+            checkpointed = self.checkpointed(cluster, entry, now) if self.checkpoints else None
+            until = cache["checkpoint"][1] if self.checkpoints else NEVER
+            job = None if kept is None or kept[1] != entry.run else kept[0]
+            if job is None or job.estimate != estimate or job.checkpointed != checkpointed:
+                names = self.world.nodes
+                job = RunningJob(
+                    entry.id, entry.team, entry.tier.name, entry.started,
+                    replicas_of(entry.gpus), tuple(names[i].name for i in entry.nodes),
+                    max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
+                    queued=entry.queued, estimate=estimate, checkpointed=checkpointed,
+                    gpu_type=entry.gpu_type)
+            cache["running"] = (job, entry.run, until)
+            found.append(job)
+        return found
 
     @staticmethod
     def checkpointed(cluster: Cluster, entry: Entry, now: int) -> int | None:
@@ -234,30 +240,10 @@ class Planner:
         kinds = self.world.gpu_types
         asks = {None: asked} if not kinds else {kind: self.queue.asked(kind) for kind in kinds}
         listing = Listing(now - self.settings.min_runtime_before_preemption,
-                          self._describe(cluster, now), self._mark(cluster, now))
+                          lambda entries: self.running_jobs(cluster, entries, now),
+                          self._mark(cluster, now))
         return self.reduction.fold(cluster, now, asks, listing,
                                    self.ends if self._may_reserve(now) else None)
-
-    def _describe(self, cluster: Cluster, now: int) -> Callable[[list[Entry]], list[RunningJob]]:
-        """Returns what gives running entries as a pass at `now` lists them
-        (`running_job`), reading each one's kept job first: the jobs of the
-        teams a pass may take victims from are listed in every pass."""
-        learned = None if self.runtimes is None else self.runtimes.learned
-        key = Runtimes.key
-        running_job = self.running_job
-
-        def describe(entries: list[Entry]) -> list[RunningJob]:
-            found = []
-            for entry in entries:
-                kept = entry.cache.get("running")  # (job, run, valid until)
-                if (kept is not None and kept[1] == entry.run and now < kept[2]
-                        and kept[0].estimate == (None if learned is None
-                                                 else learned.get(key(entry)))):
-                    found.append(kept[0])
-                else:
-                    found.append(running_job(cluster, entry, now))
-            return found
-        return describe
 
     def _mark(self, cluster: Cluster, now: int) -> Callable[[list[Entry]], list[int]] | None:
         """Returns what gives, for running entries, the time each one's
