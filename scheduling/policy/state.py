@@ -308,22 +308,16 @@ class State:
             usage = (group.gpu, group.cpu, group.memory)
             i = index.get(job.nodes[0])
             return usage, {} if i is None else {i: usage}
-        on_nodes = {}
-        g = c = m = 0
         nodes = job.nodes
         if len(replicas) == len(nodes) and len(set(nodes)) == len(nodes):
             # One replica per group, each on a node of its own (an outside
             # job over many nodes): nothing to add up per node.
-            for group, name in zip(replicas, nodes):
-                v = (group.gpu, group.cpu, group.memory)
-                g += v[0]
-                c += v[1]
-                m += v[2]
-                i = index.get(name)
-                if i is not None:
-                    on_nodes[i] = v
-            return (g, c, m), on_nodes
-        for name, v in per_node_usage(replicas, nodes).items():
+            held = zip(nodes, [(group.gpu, group.cpu, group.memory) for group in replicas])
+        else:
+            held = per_node_usage(replicas, nodes).items()
+        on_nodes = {}
+        g = c = m = 0
+        for name, v in held:
             g += v[0]
             c += v[1]
             m += v[2]
