@@ -84,3 +84,48 @@ def test_counting_slots_answers_as_placing_on_the_given_back_room(seed):
     assert counted == (place(room, demand) is not None)
     give_back()
     assert [room.free(i) for i in range(len(room.names))] == free_before
+
+
+def _index(room: Room) -> tuple:
+    """Returns everything placement reads of a room: free counts, buckets in
+    node order, totals, and the same of each GPU type's part."""
+    def one(r: Room) -> tuple:
+        return (tuple(r.total), tuple(tuple(r.bucket(b)) for b in range(r.top + 1)))
+    return (list(room.gpu), list(room.cpu), list(room.memory), one(room),
+            tuple(one(part) for part in room.parts))
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_taking_room_on_every_node_at_once_leaves_the_room_a_take_per_node_leaves(seed):
+    rng = random.Random(seed)
+    nodes = tuple(Node(f"n{i}", rng.choice((4, 8)), 32, 64) for i in range(rng.randint(1, 12)))
+    kinds = None if rng.random() < 0.5 else tuple(rng.choice((-1, 0, 1)) for _ in nodes)
+    at_once, one_by_one = Room(nodes, kinds), Room(nodes, kinds)
+    # Overcommitted nodes (outside pods) end with negative free room.
+    taken = [[rng.randint(0, node.gpu + 2), rng.randint(0, 34), rng.randint(0, 66)]
+             for node in nodes]
+    at_once.take_all(*(list(column) for column in zip(*taken)))
+    for i, v in enumerate(taken):
+        one_by_one.take(i, tuple(v))
+    assert _index(at_once) == _index(one_by_one)
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_confining_room_to_some_nodes_takes_all_free_room_of_the_others(seed):
+    rng = random.Random(seed)
+    nodes = tuple(Node(f"n{i}", rng.choice((4, 8)), 32, 64) for i in range(rng.randint(1, 12)))
+    kinds = None if rng.random() < 0.5 else tuple(rng.choice((-1, 0, 1)) for _ in nodes)
+    room = Room(nodes, kinds)
+    for i, node in enumerate(nodes):
+        room.take(i, (rng.randint(0, node.gpu + 2), rng.randint(0, 34), rng.randint(0, 66)))
+    keep = set(rng.sample(range(len(nodes)), rng.randint(0, len(nodes))))
+    confined, reference = room.copy(), room.copy()
+    part = confined if kinds is None or not confined.parts else confined.parts[0]
+    part.confine(keep)
+    for i in range(len(nodes)):
+        if i not in keep:
+            free = reference.free(i)
+            reference.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
+    assert _index(confined) == _index(reference)
