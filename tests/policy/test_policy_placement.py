@@ -86,6 +86,17 @@ def test_counting_slots_answers_as_placing_on_the_given_back_room(seed):
     assert [room.free(i) for i in range(len(room.names))] == free_before
 
 
+def _nodes_of_types(rng: random.Random) -> tuple[tuple[Node, ...], tuple[int, ...] | None, list]:
+    """Returns a few nodes, half the time of GPU types (-1: none), and room
+    to take on each; overcommitted nodes (outside pods) end with negative
+    free room."""
+    nodes = tuple(Node(f"n{i}", rng.choice((4, 8)), 32, 64) for i in range(rng.randint(1, 12)))
+    kinds = None if rng.random() < 0.5 else tuple(rng.choice((-1, 0, 1)) for _ in nodes)
+    taken = [[rng.randint(0, node.gpu + 2), rng.randint(0, 34), rng.randint(0, 66)]
+             for node in nodes]
+    return nodes, kinds, taken
+
+
 def _index(room: Room) -> tuple:
     """Returns everything placement reads of a room: free counts, buckets in
     node order, totals, and the same of each GPU type's part."""
@@ -99,12 +110,8 @@ def _index(room: Room) -> tuple:
 @given(st.integers(0, 2**32))
 def test_taking_room_on_every_node_at_once_leaves_the_room_a_take_per_node_leaves(seed):
     rng = random.Random(seed)
-    nodes = tuple(Node(f"n{i}", rng.choice((4, 8)), 32, 64) for i in range(rng.randint(1, 12)))
-    kinds = None if rng.random() < 0.5 else tuple(rng.choice((-1, 0, 1)) for _ in nodes)
+    nodes, kinds, taken = _nodes_of_types(rng)
     at_once, one_by_one = Room(nodes, kinds), Room(nodes, kinds)
-    # Overcommitted nodes (outside pods) end with negative free room.
-    taken = [[rng.randint(0, node.gpu + 2), rng.randint(0, 34), rng.randint(0, 66)]
-             for node in nodes]
     at_once.take_all(*(list(column) for column in zip(*taken)))
     for i, v in enumerate(taken):
         one_by_one.take(i, tuple(v))
@@ -115,11 +122,10 @@ def test_taking_room_on_every_node_at_once_leaves_the_room_a_take_per_node_leave
 @given(st.integers(0, 2**32))
 def test_confining_room_to_some_nodes_takes_all_free_room_of_the_others(seed):
     rng = random.Random(seed)
-    nodes = tuple(Node(f"n{i}", rng.choice((4, 8)), 32, 64) for i in range(rng.randint(1, 12)))
-    kinds = None if rng.random() < 0.5 else tuple(rng.choice((-1, 0, 1)) for _ in nodes)
+    nodes, kinds, taken = _nodes_of_types(rng)
     room = Room(nodes, kinds)
-    for i, node in enumerate(nodes):
-        room.take(i, (rng.randint(0, node.gpu + 2), rng.randint(0, 34), rng.randint(0, 66)))
+    for i, v in enumerate(taken):
+        room.take(i, tuple(v))
     keep = set(rng.sample(range(len(nodes)), rng.randint(0, len(nodes))))
     confined, reference = room.copy(), room.copy()
     part = confined if kinds is None or not confined.parts else confined.parts[0]
