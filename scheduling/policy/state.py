@@ -143,7 +143,6 @@ class State:
         # `expected_ends` saw without one, so `on_nodes` can read their room.
         self._made: dict[str, Holder] = {}
         self._unbuilt: dict[str, RunningJob] = {}
-        self._rooms: dict[str, dict[int, Vector]] = {}  # job id -> `on_nodes` of the unbuilt
         self._fresh: dict[str, Holder] = {}
         # team -> what victim searches' upper bounds counted of it, kept
         # while its jobs and usage stay as they are (preemption.Reach).
@@ -360,12 +359,7 @@ class State:
         holder = self._fresh.get(job_id) or self._made.get(job_id)
         if holder is not None:
             return holder.on_nodes
-        # Read again by a second search in the same cycle (a reservation's
-        # kept nodes): worked out once.
-        on_nodes = self._rooms.get(job_id)
-        if on_nodes is None:
-            on_nodes = self._rooms[job_id] = self._usage(self._unbuilt[job_id])[1]
-        return on_nodes
+        return self._usage(self._unbuilt[job_id])[1]
 
     def touches(self, job_id: str, nodes: set[int], names: set[str]) -> bool:
         """Returns whether a job `expected_ends` returned holds room on any
