@@ -231,6 +231,59 @@ def placeable_with(room: Room, demand: Demand, given: dict[int, list[int]]) -> b
     return False
 
 
+class Capacity:
+    """How many replicas of a one-group gang with GPUs the room holds,
+    counted once and kept up to date as the room changes on a few nodes.
+
+    `place` finds such a gang a placement exactly when the room's free
+    total covers it and the nodes hold enough replicas (see
+    `placeable_with`), so `fits` answers `place(room, demand) is not None`
+    without a placement search: what a victim search asks after each
+    victim taken or put back.
+    """
+
+    __slots__ = ("room", "demand", "count", "gpu", "cpu", "memory", "caps", "held", "whole")
+
+    def __init__(self, room: Room, demand: Demand) -> None:
+        (count, gpu, cpu, memory), = demand.groups
+        assert gpu > 0, "a node's free GPUs bound its capacity only for replicas with GPUs"
+        self.room, self.demand = room, demand
+        self.count, self.gpu, self.cpu, self.memory = count, gpu, cpu, memory
+        self.caps: dict[int, int] = {}  # node -> replicas it holds, when any
+        self.held = 0
+        for b in range(gpu, room.top + 1):
+            for i in room.members[b]:
+                cap = _capacity(room, i, gpu, cpu, memory)
+                if cap:
+                    self.caps[i] = cap
+                    self.held += cap
+        # A type's part counts only its own nodes.
+        self.whole = room.master is None
+
+    @staticmethod
+    def applies(demand: Demand) -> bool:
+        """Returns whether `demand` can be counted: one group, with GPUs."""
+        return len(demand.groups) == 1 and demand.groups[0][1] > 0
+
+    def moved(self, nodes) -> None:
+        """Counts `nodes` again after their free room changed."""
+        room = self.room
+        if not self.whole:
+            kinds, kind = room.master.part_of, room.kind
+            nodes = [i for i in nodes if kinds[i] == kind]
+        caps = self.caps
+        for i in nodes:
+            cap = _capacity(room, i, self.gpu, self.cpu, self.memory)
+            self.held += cap - caps.get(i, 0)
+            caps[i] = cap
+
+    def fits(self) -> bool:
+        """Returns whether `place(room, demand)` would find a placement now."""
+        total, need = self.room.total, self.demand.total
+        return (self.held >= self.count and need[0] <= total[0] and need[1] <= total[1]
+                and need[2] <= total[2])
+
+
 def usage_on_nodes(demand: Demand, placement: Placement) -> dict[int, Vector]:
     """Returns the room a placement takes on each node."""
     usage = {}

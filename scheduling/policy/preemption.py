@@ -32,7 +32,7 @@ from enum import IntEnum
 
 from .demand import Demand, Vector
 from .model import Settings, Tier
-from .placement import Placement, place, placeable_with
+from .placement import Capacity, Placement, place, placeable_with
 from .state import Holder, State, own_candidate
 
 
@@ -136,12 +136,31 @@ class _Search:
         self.own_at = 0
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
         self.reclaims = True  # see upper_bound
+        self.capacity: Capacity | None = None  # see count_room
 
-    def fits(self) -> Placement | None:
-        """Returns the preemptor's placement when it fits now (R2 and R1), else None."""
+    def count_room(self) -> None:
+        """Counts the replicas the room holds, when the preemptor's shape
+        allows it, so that `fits` reads the room without placing the job:
+        only the nodes of victims taken or put back change from here on,
+        and `moved` counts them again."""
+        if Capacity.applies(self.demand):
+            self.capacity = Capacity(self.state.room, self.demand)
+
+    def moved(self, h: Holder) -> None:
+        """Notes that a victim was counted as gone or as holding its room again."""
+        if self.capacity is not None:
+            self.capacity.moved(h.on_nodes)
+
+    def fits(self) -> bool:
+        """Returns whether the preemptor fits now (R2 and R1)."""
+        if self.capacity is not None:
+            if not self.capacity.fits():
+                return False
+        elif not _may_fit(self.state, self.demand):
+            return False
         if self.state.quota.refuse(self.team, self.demand.total, self.steady) is not None:
-            return None
-        return place(self.state.room, self.demand)
+            return False
+        return self.capacity is not None or place(self.state.room, self.demand) is not None
 
     def own_eligible(self, h: Holder) -> bool:
         return (not h.taken and not h.fresh
@@ -293,11 +312,12 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
             if i not in before:
                 before[i] = state.room.free(i)
         restores[h.id] = state.remove(h)
+        search.moved(h)
 
     bound = Verdict(_fits_without(search, search.upper_bound()), search.reclaims)
     if bound.bound is not Bound.MAY_FIT:
         return None, bound
-    placement = None
+    search.count_room()
     while True:
         candidate = search.first_candidate()
         if candidate is None:
@@ -307,12 +327,10 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
         take(candidate)
         search.taken(candidate)
         victims.append(candidate)
-        if _may_fit(state, demand):
-            placement = search.fits()
-            if placement is not None:
-                break
+        if search.fits():
+            break
     victims = _put_back(search, victims, restores)
-    placement = search.fits()
+    placement = place(state.room, demand)
     assert placement is not None
     return Preemption(tuple(victims), placement, before), bound
 
@@ -335,6 +353,7 @@ def _put_back(search: _Search, victims: list[Holder],
     back: set[str] = set()  # the victims put back
     for h in reversed(victims):
         restores[h.id]()
+        search.moved(h)
         team = h.team
         rest = None
         if team != mine:
@@ -345,7 +364,7 @@ def _put_back(search: _Search, victims: list[Holder],
             team_ok, left = True, others
         eligible = not left or (
             team_ok and search.may_reclaim() and not (lost and lost != {team}))
-        if eligible and search.fits() is not None:
+        if eligible and search.fits():
             back.add(h.id)
             if rest is not None:
                 others -= 1
@@ -358,6 +377,7 @@ def _put_back(search: _Search, victims: list[Holder],
                     del of_team[team]
             continue
         restores[h.id] = search.state.remove(h)
+        search.moved(h)
     return [v for v in victims if v.id not in back]
 
 

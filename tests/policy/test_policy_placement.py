@@ -2,7 +2,8 @@
 random rooms (hypothesis): one replica group placed by reading capacities
 lazily, best first, must match computing them all and sorting; counting
 replica slots with room given back (the preemption bound) must match
-placing the gang on that room.
+placing the gang on that room, and so must a count kept up to date as room
+moves on a few nodes (a victim search's walk and put-back).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 
 from scheduling.policy import Node
 from scheduling.policy.demand import Demand
-from scheduling.policy.placement import _capacity, _place_group, place, placeable_with
+from scheduling.policy.placement import (
+    Capacity, _capacity, _place_group, place, placeable_with,
+)
 from scheduling.policy.room import Room
 
 PROFILE = settings(
@@ -135,3 +138,27 @@ def test_confining_room_to_some_nodes_takes_all_free_room_of_the_others(seed):
             free = reference.free(i)
             reference.take(i, (max(0, free[0]), max(0, free[1]), max(0, free[2])))
     assert _index(confined) == _index(reference)
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_a_count_kept_as_room_moves_answers_as_placing_the_gang(seed):
+    rng = random.Random(seed)
+    nodes, kinds, taken = _nodes_of_types(rng)
+    whole = Room(nodes, kinds)
+    for i, v in enumerate(taken):
+        whole.take(i, tuple(v))
+    room = whole.parts[0] if whole.parts and rng.random() < 0.5 else whole
+    count, gpu = rng.randint(1, 6), rng.randint(1, 8)
+    cpu, memory = rng.choice((0, 1, 4, 8)), rng.choice((0, 0, 4, 16))
+    demand = Demand(((count, gpu, cpu, memory),), (count * gpu, count * cpu, count * memory))
+    capacity = Capacity(room, demand)
+    for _ in range(rng.randint(1, 8)):
+        # Victims go and come back: room moves on a few nodes of the whole
+        # room, of this part or not.
+        moved = rng.sample(range(len(nodes)), rng.randint(1, min(3, len(nodes))))
+        for i in moved:  # no node ends with more free GPUs than it has
+            back = nodes[i].gpu - whole.gpu[i]
+            whole.take(i, (rng.randint(-back, 4), rng.randint(-8, 8), rng.randint(-16, 16)))
+        capacity.moved(moved)
+        assert capacity.fits() == (place(room, demand) is not None)
