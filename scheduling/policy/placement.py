@@ -198,33 +198,56 @@ def place(room: Room, demand: Demand) -> Placement | None:
     return tuple(sorted((i, tuple(n)) for i, n in mixed.items()))
 
 
-def placeable_with(room: Room, demand: Demand, given: dict[int, list[int]]) -> bool:
-    """Returns whether `place(room, demand)` finds a placement once `given`
-    (node -> room) is given back; the room is left as found.
+def placeable_with(room: Room, demand: Demand, given: list[dict[int, Vector]],
+                   given_total: Vector) -> bool:
+    """Returns whether `place(room, demand)` finds a placement once the room
+    of every map of `given` (node -> room; a node may be in several) is
+    given back, `given_total` being all of it; the room is left as found.
 
     A gang of one group with GPUs is placed if and only if the free total
-    covers it and the nodes hold enough replicas: counting them touches the
-    given nodes and those with enough free GPUs, and moves no room in and
-    out of the GPU buckets.
+    covers it and the nodes hold enough replicas. The count reads the given
+    nodes map by map, each node with what was given to it so far: as a
+    node's capacity only grows with room given back, the count so far never
+    exceeds the final one, and it stops as soon as it covers the gang. Then
+    it adds the other nodes with enough free GPUs. No room moves in and out
+    of the GPU buckets.
     """
+    for r in range(3):
+        if demand.total[r] > room.total[r] + given_total[r]:
+            return False
     groups = demand.groups
     if len(groups) != 1 or groups[0][1] <= 0:
-        give_back = room.give_many({i: (v[0], v[1], v[2]) for i, v in given.items()})
+        merged: dict[int, list[int]] = {}
+        for part in given:
+            for i, v in part.items():
+                acc = merged.setdefault(i, [0, 0, 0])
+                acc[0] += v[0]
+                acc[1] += v[1]
+                acc[2] += v[2]
+        give_back = room.give_many({i: (v[0], v[1], v[2]) for i, v in merged.items()})
         found = place(room, demand) is not None
         give_back()
         return found
-    for r in range(3):
-        if demand.total[r] > room.total[r] + sum(v[r] for v in given.values()):
-            return False
     count, gpu, cpu, memory = groups[0]
+    so_far: dict[int, tuple[int, int, int, int]] = {}  # node -> (given GPU, CPU, memory, capacity)
     held = 0
-    for i, v in given.items():
-        held += _capacity(room, i, gpu, cpu, memory, (v[0], v[1], v[2]))
-        if held >= count:
-            return True
+    for part in given:
+        for i, v in part.items():
+            was = so_far.get(i)
+            if was is None:
+                extra = (v[0], v[1], v[2])
+                before = 0
+            else:
+                extra = (was[0] + v[0], was[1] + v[1], was[2] + v[2])
+                before = was[3]
+            cap = _capacity(room, i, gpu, cpu, memory, extra)
+            so_far[i] = (extra[0], extra[1], extra[2], cap)
+            held += cap - before
+            if held >= count:
+                return True
     for b in range(room.top, gpu - 1, -1):
         for i in room.members[b]:
-            if i not in given:
+            if i not in so_far:
                 held += _capacity(room, i, gpu, cpu, memory)
                 if held >= count:
                     return True

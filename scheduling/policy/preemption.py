@@ -87,13 +87,15 @@ class Verdict:
 @dataclass(slots=True)
 class Reach:
     """The jobs of one team a search's upper bound counts, with their usage
-    summed: in all, per tier kind (non-preemptible or not), per node."""
+    summed: in all, per tier kind (non-preemptible or not), per node, and
+    over the nodes (`on_total`: the room the nodes get back)."""
 
     team: str | None
     count: int  # how many jobs
     total: list[int]
     by_steady: dict[bool, list[int]]
     on_nodes: dict[int, list[int]]
+    on_total: list[int]
 
     @classmethod
     def of(cls, team: str | None, jobs: list[tuple[Vector, dict[int, Vector], bool]]) -> Reach:
@@ -101,6 +103,7 @@ class Reach:
         total = [0, 0, 0]
         by_steady: dict[bool, list[int]] = {}
         on_nodes: dict[int, list[int]] = {}
+        on_total = [0, 0, 0]
         for u, held_on, steady in jobs:
             acc = by_steady.setdefault(steady, [0, 0, 0])
             for r in range(3):
@@ -111,7 +114,10 @@ class Reach:
                 acc[0] += v[0]
                 acc[1] += v[1]
                 acc[2] += v[2]
-        return cls(team, len(jobs), total, by_steady, on_nodes)
+                on_total[0] += v[0]
+                on_total[1] += v[1]
+                on_total[2] += v[2]
+        return cls(team, len(jobs), total, by_steady, on_nodes, on_total)
 
 
 class _Search:
@@ -391,25 +397,15 @@ def _fits_without(search: _Search, reaches: list[Reach]) -> Bound:
     freed = [sum(reach.total[r] for reach in reaches) for r in range(3)]
     if any(need[r] > total[r] + freed[r] for r in range(3)):
         return Bound.NO_ROOM
-    # One what-if removal per team and per node, not per job: cheaper, same
-    # sums; quota first, as it is cheaper and refuses most often.
-    charges = [state.quota.what_if_gone(reach.team, (v[0], v[1], v[2]), steady)
-               for reach in reaches for steady, v in reach.by_steady.items()]
-    fits = quota_ok = state.quota.refuse(search.team, need, search.steady) is None
+    # Quota first, as it is cheaper and refuses most often; then room, per
+    # node, not per job.
+    fits = quota_ok = state.quota.refuse_without(
+        search.team, need, search.steady,
+        [(reach.team, reach.total, reach.by_steady.get(True)) for reach in reaches]) is None
     if fits:
-        on_nodes: dict[int, list[int]] = {}
-        for reach in reaches:
-            for i, v in reach.on_nodes.items():
-                acc = on_nodes.get(i)
-                if acc is None:
-                    on_nodes[i] = [v[0], v[1], v[2]]
-                else:
-                    acc[0] += v[0]
-                    acc[1] += v[1]
-                    acc[2] += v[2]
-        fits = placeable_with(state.room, search.demand, on_nodes)
-    for charge in reversed(charges):
-        charge()
+        given = [sum(reach.on_total[r] for reach in reaches) for r in range(3)]
+        fits = placeable_with(state.room, search.demand, [reach.on_nodes for reach in reaches],
+                              (given[0], given[1], given[2]))
     if fits:
         return Bound.MAY_FIT
     if not quota_ok:

@@ -119,8 +119,10 @@ class Quota:
         The guaranteed share stays usable even when the pool is overdrawn
         (a lending limit lowered while others borrowed).
         """
-        used = self.usage[team][r]
-        return max(0, self.guaranteed[team][r] - used) + max(0, self.pool[r] - self.above[r])
+        return self._available(team, r, self.usage[team][r], self.above[r])
+
+    def _available(self, team: str, r: int, used: int, above: int) -> int:
+        return max(0, self.guaranteed[team][r] - used) + max(0, self.pool[r] - above)
 
     def refuse(self, team: str, need: Vector, steady: bool) -> Refusal | None:
         """Returns why R2 refuses `need` for `team` now, or None when it fits.
@@ -129,19 +131,44 @@ class Quota:
         non-preemptible job must keep the team's non-preemptible usage within
         nominal, since borrowed room has to stay reclaimable.
         """
-        used = self.usage[team]
+        return self._refuse(team, need, steady, self.usage[team], self.steady[team], self.above)
+
+    def refuse_without(self, team: str, need: Vector, steady: bool,
+                       gone: list[tuple[str | None, list[int], list[int] | None]]) -> Refusal | None:
+        """Returns what `refuse` would return with usage of other teams and of
+        `team` counted as gone: `gone` lists (team, usage, the part of it at
+        non-preemptible tiers), each team at most once. Nothing changes: the
+        pool drawn (`above`) and the team's usage are worked out apart."""
+        used, held_steady, above = self.usage[team], self.steady[team], list(self.above)
+        for other, v, v_steady in gone:
+            if other is None or other not in self.usage:
+                continue
+            was, guaranteed = self.usage[other], self.guaranteed[other]
+            for r in self.named[other]:
+                if v[r]:
+                    above[r] -= (max(0, was[r] - guaranteed[r])
+                                 - max(0, was[r] - v[r] - guaranteed[r]))
+            if other == team:
+                used = [used[r] - v[r] for r in range(3)]
+                if v_steady is not None:
+                    held_steady = [held_steady[r] - v_steady[r] for r in range(3)]
+        return self._refuse(team, need, steady, used, held_steady, above)
+
+    def _refuse(self, team: str, need: Vector, steady: bool, used: list[int],
+                held_steady: list[int], above: list[int]) -> Refusal | None:
         nominal = self.nominal[team]
         for r in self.named[team]:
             q = need[r]
             if q <= 0:
                 continue
-            if steady and self.steady[team][r] + q > nominal[r]:
-                return Refusal(Code.NOMINAL_ONLY, r, q, self.steady[team][r], nominal[r], nominal[r])
+            if steady and held_steady[r] + q > nominal[r]:
+                return Refusal(Code.NOMINAL_ONLY, r, q, held_steady[r], nominal[r], nominal[r])
             ceiling = self.ceiling[team][r]
             if ceiling is not None and used[r] + q > ceiling:
                 return Refusal(Code.BORROWING_LIMIT, r, q, used[r], nominal[r], ceiling - nominal[r])
-            if q > self.available(team, r):
-                return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], self.available(team, r))
+            available = self._available(team, r, used[r], above[r])
+            if q > available:
+                return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], available)
         return None
 
     def regained_at(self, team: str, refusal: Refusal) -> int:

@@ -80,8 +80,21 @@ def test_counting_slots_answers_as_placing_on_the_given_back_room(seed):
              for i in rng.sample(range(len(room.names)), rng.randint(0, len(room.names)))}
     count, gpu = rng.randint(1, 8), rng.randint(1, 8)
     cpu, memory = rng.choice((0, 1, 2, 4, 8)), rng.choice((0, 0, 4, 16))
-    demand = Demand(((count, gpu, cpu, memory),), (count * gpu, count * cpu, count * memory))
-    counted = placeable_with(room, demand, freed)
+    groups = [(count, gpu, cpu, memory)]
+    if rng.random() < 0.25:  # a chief beside the workers: placed by first-fit decreasing
+        groups.append((1, rng.randint(0, 4), rng.choice((1, 4)), rng.choice((0, 4))))
+    demand = Demand(tuple(groups), tuple(sum(g[0] * g[r] for g in groups) for r in (1, 2, 3)))
+    # As the preemption bound gives it: in parts, a node in one or two.
+    parts: list[dict[int, list[int]]] = [{} for _ in range(rng.randint(1, 3))]
+    for i, v in freed.items():
+        if len(parts) > 1 and rng.random() < 0.5:
+            cut = [rng.randint(0, x) for x in v]
+            parts[0][i] = cut
+            parts[rng.randint(1, len(parts) - 1)][i] = [x - y for x, y in zip(v, cut)]
+        else:
+            rng.choice(parts)[i] = v
+    given = [sum(v[r] for v in freed.values()) for r in range(3)]
+    counted = placeable_with(room, demand, parts, (given[0], given[1], given[2]))
     free_before = [room.free(i) for i in range(len(room.names))]
     give_back = room.give_many({i: tuple(v) for i, v in freed.items()})
     assert counted == (place(room, demand) is not None)

@@ -1,0 +1,69 @@
+"""R2's answer with some usage counted as gone (a victim search's upper
+bound), worked out apart, against crediting that usage, asking, and
+charging it back (hypothesis)."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.policy.test_policy_placement import PROFILE
+from scheduling.policy import Team
+from scheduling.policy.quota import Quota
+
+NAMES = ("gpu", "cpu", "memory")
+
+
+def _team(rng: random.Random, k: int) -> Team:
+    named = [name for name in NAMES if rng.random() < 0.7] or ["gpu"]
+    return Team(
+        f"t{k}",
+        {name: rng.randint(0, 16) for name in named},
+        {name: rng.randint(0, 8) for name in named if rng.random() < 0.4},
+        {name: rng.randint(0, 8) for name in named if rng.random() < 0.4},
+    )
+
+
+def _state(quota: Quota) -> tuple:
+    return (quota.usage, quota.steady, quota.above, quota.over, quota.pool)
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_refusing_with_usage_gone_answers_as_crediting_it_first(seed):
+    rng = random.Random(seed)
+    teams = tuple(_team(rng, k) for k in range(rng.randint(1, 5)))
+    quota = Quota(teams, (rng.randint(0, 80), rng.randint(0, 80), rng.randint(0, 80)))
+    used: dict[str, list[int]] = {}
+    for team in teams:
+        for steady in (False, True):
+            v = (rng.randint(0, 24), rng.randint(0, 24), rng.randint(0, 24))
+            quota.charge(team.name, v, steady)
+            used.setdefault(team.name, [0, 0, 0])
+            used[team.name] = [a + b for a, b in zip(used[team.name], v)]
+    asking = rng.choice(teams).name
+    gone = []
+    for team in rng.sample([t.name for t in teams], rng.randint(0, len(teams))):
+        v = [rng.randint(0, x) for x in used[team]]
+        steady = [rng.randint(0, x) for x in v] if rng.random() < 0.3 else None
+        gone.append((team, v, steady))
+    need = (rng.randint(0, 12), rng.randint(0, 12), rng.randint(0, 12))
+    steady = rng.random() < 0.3
+    before = copy.deepcopy(_state(quota))
+
+    answer = quota.refuse_without(asking, need, steady, gone)
+    assert _state(quota) == before
+
+    charges = []
+    for team, v, v_steady in gone:
+        moving = [v[r] - (v_steady[r] if v_steady else 0) for r in range(3)]
+        charges.append(quota.what_if_gone(team, (moving[0], moving[1], moving[2]), False))
+        if v_steady:
+            charges.append(quota.what_if_gone(team, tuple(v_steady), True))
+    assert answer == quota.refuse(asking, need, steady)
+    for charge in reversed(charges):
+        charge()
+    assert _state(quota) == before
