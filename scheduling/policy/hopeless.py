@@ -33,13 +33,41 @@ preemptible, shape, and, for a job that may use reserved room, the end its
   team's usage does not drop, which takes a preemption involving it; so
   such a proof outlives every other team's borrowing.
 
-A job whose key is remembered would find nothing: the cycle skips its
-search, and its decisions are those of a cycle that ran every search.
+A lasting proof also covers a larger gang of one replica group: same team,
+tier value, preemptibility and GPU type, asking for the same resources, at
+least as many replicas, each at least as large. Its bound counts the same
+candidates (its own team's depend on the tier value; other teams' on the
+resources it needs and on its being one group), or none of other teams when
+the larger need keeps its team from ending within nominal (R6); and with
+the same or less room given back, nodes hold fewer of its larger replicas
+than the smaller gang needed, and its free total is shorter.
+
+A job whose key is remembered, or covered, would find nothing: the cycle
+skips its search, and its decisions are those of a cycle that ran every
+search.
 """
 
 from __future__ import annotations
 
+from .demand import Demand
 from .preemption import Verdict
+
+
+def _family(lasting_key: tuple) -> tuple:
+    """Returns what a lasting proof must share with another key to cover
+    it: all of it, but the shape of a gang of one replica group, of which
+    only the resources it asks for."""
+    value, preemptible, demand, kind = lasting_key
+    if len(demand.groups) != 1:
+        return lasting_key
+    return (value, preemptible, kind, demand.needs())
+
+
+def _covers(proven: Demand, demand: Demand) -> bool:
+    """Returns whether a gang of one group `demand` is at least `proven`:
+    as many replicas or more, each as large or larger."""
+    a, b = proven.groups[0], demand.groups[0]
+    return a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2] and a[3] <= b[3]
 
 
 class Hopeless:
@@ -47,23 +75,33 @@ class Hopeless:
 
     def __init__(self) -> None:
         self.for_now: set[tuple] = set()
-        # team -> lasting key of each of its proofs (the key without the sure
-        # end: a lasting proof is made on all room, which does not depend on
-        # it) -> whether the proof counted reclaim candidates.
-        self.lasting: dict[str, dict[tuple, bool]] = {}
+        # team -> family of the lasting key of each of its proofs (the key
+        # without the sure end: a lasting proof is made on all room, which
+        # does not depend on it; see `_family`) -> its demand -> whether the
+        # proof counted reclaim candidates.
+        self.lasting: dict[str, dict[tuple, dict[Demand, bool]]] = {}
 
     def known(self, key: tuple, lasting_key: tuple, team: str) -> bool:
         """Returns whether a search with these keys is known to find nothing."""
         if key in self.for_now:
             return True
         proofs = self.lasting.get(team)
-        return proofs is not None and lasting_key in proofs
+        if proofs is None:
+            return False
+        family = proofs.get(_family(lasting_key))
+        if not family:
+            return False
+        demand = lasting_key[2]
+        if demand in family:
+            return True
+        return len(demand.groups) == 1 and any(_covers(d, demand) for d in family)
 
     def note(self, key: tuple, lasting_key: tuple, team: str, verdict: Verdict) -> None:
         """Remembers a search that found nothing, with its bound's verdict."""
         self.for_now.add(key)
         if verdict.lasting:
-            self.lasting.setdefault(team, {})[lasting_key] = verdict.reclaims
+            family = self.lasting.setdefault(team, {}).setdefault(_family(lasting_key), {})
+            family[lasting_key[2]] = verdict.reclaims
 
     def admitted(self, team: str, borrowing_before: bool, borrowing: bool) -> None:
         """Forgets what an admission without victims by `team` may have made
@@ -90,5 +128,8 @@ class Hopeless:
         """Forgets the lasting proofs that counted reclaim candidates, but
         those of team `but`, whose own jobs are never its reclaim candidates."""
         for team, proofs in self.lasting.items():
-            if team != but and any(proofs.values()):
-                self.lasting[team] = {k: r for k, r in proofs.items() if not r}
+            if team == but:
+                continue
+            for family, of_family in proofs.items():
+                if any(of_family.values()):
+                    proofs[family] = {d: r for d, r in of_family.items() if not r}

@@ -34,8 +34,12 @@ def snapshots(draw):
     rng = random.Random(draw(st.integers(0, 2**32)))
     nodes = tuple(Node(f"n{i}", 8, rng.choice((16000, 32000))) for i in range(rng.randint(2, 6)))
     capacity = sum(n.gpu for n in nodes)
+    cpu_capacity = sum(n.cpu for n in nodes)
+    # Some teams' quota names CPU too: a gang asking for none counts fewer
+    # reclaim candidates than one asking for some.
     teams = tuple(
-        Team(f"t{k}", {"gpu": rng.randint(0, capacity // 2)},
+        Team(f"t{k}", {"gpu": rng.randint(0, capacity // 2)}
+             | ({"cpu": rng.randint(0, cpu_capacity // 2)} if rng.random() < 0.3 else {}),
              {"gpu": rng.randint(0, 8)} if rng.random() < 0.3 else {},
              {"gpu": rng.randint(0, 4)} if rng.random() < 0.2 else {})
         for k in range(rng.randint(2, 6)))
