@@ -45,7 +45,7 @@ from collections.abc import Iterator
 
 from .demand import Demand
 from .model import PendingJob, Tier
-from .order import r3_key, rewound
+from .order import rewound
 from .placement import place
 from .quota import Quota, Refusal
 from .reasons import Code
@@ -57,9 +57,11 @@ from .state import State
 class Lines:
     """The jobs not yet started, one line per (team, tier, shape) in R3 order.
 
-    Each team keeps its lines' heads sorted by R3 key (`team_heads`), and the
-    teams are kept sorted by their first head (`order`), so a cycle merges
-    teams, and within a team its lines, and a held team costs one step.
+    Each team keeps its lines' heads sorted by R3 order (`team_heads`), and
+    the teams are kept sorted by their first head (`order`), so a cycle
+    merges teams, and within a team its lines, and a held team costs one
+    step. A job's key in all of these is its place in the queue, which comes
+    in R3 order: unique, and cheaper to compare than R3's own key.
 
     A team whose walk in a cycle had no effect sleeps out of `order` until
     what it read could change in its favour (`_sleep`). Such a walk meets
@@ -87,12 +89,12 @@ class Lines:
                  events: list[tuple[int, int, str]] | None = None) -> None:
         by_key: dict[tuple, int] = {}
         self.jobs: list[list[PendingJob]] = []
-        self.keys: list[list[tuple]] = []
+        self.keys: list[list[int]] = []
         self.demand: list[Demand] = []
         self.tier: list[Tier] = []
         shapes: dict[Demand, int] = {}
         self.shape: list[int] = []  # a small number per demand, cheap to hash
-        for job in queue:  # already in R3 order, so each line is too
+        for rank, job in enumerate(queue):  # already in R3 order, so each line is too
             demand = job.demand
             key = (job.team, job.tier, demand, job.max_runtime if by_runtime else None)
             n = by_key.get(key)
@@ -104,7 +106,7 @@ class Lines:
                 self.tier.append(tiers[job.tier])
                 self.shape.append(shapes.setdefault(demand, len(shapes)))
             self.jobs[n].append(job)
-            self.keys[n].append(r3_key(job, tiers))
+            self.keys[n].append(rank)
         self.shapes = list(shapes)  # shape number -> demand
         # Lines asking R2 the same question (team, need, tier preemptible)
         # share a number: within a cycle, between starts, the same answer.
@@ -215,7 +217,7 @@ class Lines:
         expect = {team: self.team_heads[team][0][0] for team in maybe.keys() | drowsy.keys()}
         refused: set[int] = set()  # lines whose head quota refused in this cycle
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order
-        moved: dict[int, tuple] = {}  # line -> key of its head when the cycle began
+        moved: dict[int, int] = {}  # line -> key of its head when the cycle began
         # Per team visited this cycle: the next index into its sorted heads and
         # a heap of the heads that came up during this cycle.
         cursor: dict[str, int] = {}
@@ -415,8 +417,8 @@ class Lines:
             c += 1
         return c
 
-    def _recheck(self, key: tuple, passed: dict, cursor: dict, expect: dict, later: list) -> None:
-        """After a job with R3 key `key` started, sends every team back to
+    def _recheck(self, key: int, passed: dict, cursor: dict, expect: dict, later: list) -> None:
+        """After a job with key `key` started, sends every team back to
         the first head it passed over that comes after that job: R2 may
         refuse that head now, which holds the team."""
         for team, k in rewound(passed, self.team_heads, (key,)):
@@ -535,7 +537,7 @@ class Lines:
             holds.charge(holder.on_nodes, until)
         return (above[0], above[1], above[2]) != before
 
-    def _settle(self, moved: dict[int, tuple]) -> None:
+    def _settle(self, moved: dict[int, int]) -> None:
         """Puts the new heads of the lines in `moved` (line -> old head key) in
         their sorted places, and their teams in `order`."""
         jobs, keys, at, team_heads, order = self.jobs, self.keys, self.at, self.team_heads, self.order

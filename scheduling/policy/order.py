@@ -193,8 +193,8 @@ class _Ranks:
 
 
 def rewound(passed: dict, lines, probe) -> list[tuple[str, int]]:
-    """After a job with R3 key `probe` started, cuts each team's range of jobs passed over,
-    `passed[team] = (c0, c1)` indices into `lines[team]` (sorted by R3 key), back to the jobs
+    """After a job with key `probe` (R3 order) started, cuts each team's range of jobs passed over,
+    `passed[team] = (c0, c1)` indices into `lines[team]` (sorted in R3 order), back to the jobs
     before that one; returns (team, k) for each team that had passed over a later job, k the
     index of the first: R2 may refuse that job now, which holds the team, so the walk goes back
     to it. Used by the estimate replays with and without GPU types.

@@ -38,7 +38,7 @@ import heapq
 from collections import Counter
 
 from .model import PendingJob
-from .order import r3_key, rewound
+from .order import rewound
 from .placement import place, usage_on_nodes
 from .reservation import Hold, Holds, earliest_hold
 from .runtime import expected_runtime
@@ -48,13 +48,15 @@ from .typed_sleep import Sleepers
 
 class TypedQueue:
     """The jobs not yet started, per team in R3 order, with the shapes of
-    the queue on each GPU type they could use (`combos`, how many jobs)."""
+    the queue on each GPU type they could use (`combos`, how many jobs).
+    A job's key (`keys`) is its place in the queue, which comes in R3 order:
+    unique, and cheaper to compare than R3's own key."""
 
     def __init__(self, queue: list[PendingJob], kinds: dict, tiers) -> None:
         self.kinds = kinds
         self.tiers = tiers
         self.jobs: dict[str, list[PendingJob]] = {}
-        self.keys: dict[str, list[tuple]] = {}
+        self.keys: dict[str, list[int]] = {}
         # Per team, (shape, type) -> how many of its jobs could use it.
         self.pairs: dict[str, Counter] = {}
         self.combos: Counter = Counter()
@@ -67,9 +69,9 @@ class TypedQueue:
         # Per team, the places in its lists of the jobs the last cycle took.
         self.taken: dict[str, list[int]] = {}
         self.sleepers = Sleepers()  # teams out of the walk (typed_sleep.py)
-        for job in queue:  # already in R3 order, so each team's list is too
+        for rank, job in enumerate(queue):  # already in R3 order, so each team's list is too
             self.jobs.setdefault(job.team, []).append(job)
-            self.keys.setdefault(job.team, []).append(r3_key(job, tiers))
+            self.keys.setdefault(job.team, []).append(rank)
             line = (job.team, job.demand, tiers[job.tier].preemptible, kinds[job.id])
             if line not in lines:
                 lines[line] = len(self.lines)
@@ -150,7 +152,7 @@ class TypedQueue:
         dirty: set[str] = set()
         tiers, kinds = self.tiers, self.kinds
         jobs_of, keys_of, pairs_of = self.jobs, self.keys, self.pairs
-        # The teams merged by their next job: (its R3 key, team, its index);
+        # The teams merged by their next job: (its key, team, its index);
         # an entry whose index is not the team's in `at` is stale (`_rewind`
         # pushes a team again without looking for its entry).
         teams = keys_of
@@ -379,8 +381,8 @@ class TypedQueue:
                 return True
         return not open_kinds
 
-    def _rewind(self, key: tuple, passed: dict, at: dict, walk: list) -> None:
-        """After the job with R3 key `key` started, sends every team back to
+    def _rewind(self, key: int, passed: dict, at: dict, walk: list) -> None:
+        """After the job with key `key` started, sends every team back to
         the first job it jumped over that comes after that job: R2 may
         refuse that job now, which holds the team."""
         for team, k in rewound(passed, self.keys, key):
