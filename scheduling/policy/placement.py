@@ -28,14 +28,17 @@ def _capacity(room: Room, i: int, gpu: int, cpu: int, memory: int,
               extra: Vector = (0, 0, 0)) -> int:
     """Returns how many replicas of one size node `i` can hold right now, or
     with `extra` room given back."""
-    cap = 1 << 30
-    if gpu:
-        cap = min(cap, (room.gpu[i] + extra[0]) // gpu)
+    # Read for every node a search counts: comparisons, not min() and max().
+    cap = (room.gpu[i] + extra[0]) // gpu if gpu else 1 << 30
     if cpu:
-        cap = min(cap, (room.cpu[i] + extra[1]) // cpu)
+        held = (room.cpu[i] + extra[1]) // cpu
+        if held < cap:
+            cap = held
     if memory:
-        cap = min(cap, (room.memory[i] + extra[2]) // memory)
-    return max(cap, 0)
+        held = (room.memory[i] + extra[2]) // memory
+        if held < cap:
+            cap = held
+    return cap if cap > 0 else 0
 
 
 def _place_on_one(room: Room, total: Vector) -> int | None:
