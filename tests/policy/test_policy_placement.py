@@ -113,6 +113,15 @@ def _nodes_of_types(rng: random.Random) -> tuple[tuple[Node, ...], tuple[int, ..
     return nodes, kinds, taken
 
 
+def _used_room(rng: random.Random) -> tuple[tuple[Node, ...], tuple[int, ...] | None, Room]:
+    """Returns `_nodes_of_types`' nodes and their room with its room taken."""
+    nodes, kinds, taken = _nodes_of_types(rng)
+    room = Room(nodes, kinds)
+    for i, v in enumerate(taken):
+        room.take(i, tuple(v))
+    return nodes, kinds, room
+
+
 def _index(room: Room) -> tuple:
     """Returns everything placement reads of a room: free counts, buckets in
     node order, totals, and the same of each GPU type's part."""
@@ -138,10 +147,7 @@ def test_taking_room_on_every_node_at_once_leaves_the_room_a_take_per_node_leave
 @given(st.integers(0, 2**32))
 def test_confining_room_to_some_nodes_takes_all_free_room_of_the_others(seed):
     rng = random.Random(seed)
-    nodes, kinds, taken = _nodes_of_types(rng)
-    room = Room(nodes, kinds)
-    for i, v in enumerate(taken):
-        room.take(i, tuple(v))
+    nodes, kinds, room = _used_room(rng)
     keep = set(rng.sample(range(len(nodes)), rng.randint(0, len(nodes))))
     confined, reference = room.copy(), room.copy()
     part = confined if kinds is None or not confined.parts else confined.parts[0]
@@ -157,10 +163,7 @@ def test_confining_room_to_some_nodes_takes_all_free_room_of_the_others(seed):
 @given(st.integers(0, 2**32))
 def test_a_count_kept_as_room_moves_answers_as_placing_the_gang(seed):
     rng = random.Random(seed)
-    nodes, kinds, taken = _nodes_of_types(rng)
-    whole = Room(nodes, kinds)
-    for i, v in enumerate(taken):
-        whole.take(i, tuple(v))
+    nodes, kinds, whole = _used_room(rng)
     room = whole.parts[0] if whole.parts and rng.random() < 0.5 else whole
     count, gpu = rng.randint(1, 6), rng.randint(1, 8)
     cpu, memory = rng.choice((0, 1, 4, 8)), rng.choice((0, 0, 4, 16))
