@@ -302,10 +302,9 @@ def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: 
            admitted: list[Admission], hopeless: Hopeless) -> None:
     """Admits a job that fits without victims, on the selected GPU type: its
     usage counts from now on."""
-    above = state.borrowing(job.team)
     state.admit(job.id, job.team, tier, demand, placement, state.now, end)
     # A team borrowing offers reclaim candidates, more as it grows.
-    hopeless.admitted(job.team, above, state.borrowing(job.team))
+    hopeless.admitted(job.team, state.borrowing(job.team))
     admitted.append(Admission(job.id, _names(state, placement),
                               nodes=replica_nodes(placement, state.room.names),
                               gpu_type=type_name(state, state.kind)))

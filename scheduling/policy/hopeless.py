@@ -6,8 +6,12 @@ preemptible, shape, and, for a job that may use reserved room, the end its
 `max_runtime` is sure of). Within one cycle two kinds of answer are kept:
 
 - *for now*: any search that found nothing. It stays true until a
-  preemption frees room and quota, or a team starts borrowing and so offers
-  reclaim candidates it did not before: then everything is forgotten.
+  preemption frees room and quota (then everything is forgotten), or an
+  admission leaves a team above its nominal: that team then offers reclaim
+  candidates it did not before, or more of them (its jobs are reachable in
+  R8 order while it stays above nominal with the earlier ones gone, so
+  every GPU it borrows more reaches further), and the answers of other
+  teams' searches that counted reclaim candidates are forgotten.
 - *lasting*: the search's upper bound (every job that could become a victim,
   all gone at once) has no candidates, or leaves the job without room on
   the cluster's free room (`Bound.lasting`). Such a proof survives a
@@ -25,13 +29,15 @@ preemptible, shape, and, for a job that may use reserved room, the end its
     replicas); quota does not enter either proof.
   An admission without victims also keeps room and candidates shrinking,
   except that a team above its nominal after it may offer more reclaim
-  candidates (more of its jobs reachable in R8 order): then the answers
-  for now are forgotten if the team only started borrowing, and the
-  lasting proofs of other teams that counted reclaim candidates. A proof
-  whose team could not reclaim even with all its own candidates gone
-  (`Verdict.reclaims` False) counted none, and none appears while that
-  team's usage does not drop, which takes a preemption involving it; so
-  such a proof outlives every other team's borrowing.
+  candidates (more of its jobs reachable in R8 order): then the answers,
+  for now and lasting, of other teams' searches that counted reclaim
+  candidates are forgotten. A search whose team could not reclaim even
+  with all its own candidates gone (`Verdict.reclaims` False) counted
+  none, and none appears while that team's usage does not drop, which
+  takes a preemption involving it; so its answer outlives every other
+  team's borrowing. The admitting team's own answers stand too: its jobs
+  are never its own reclaim candidates, and the job it admitted is never a
+  victim in this cycle.
 
 A lasting proof also covers a larger gang of one replica group: same team,
 tier value, preemptibility and GPU type, asking for the same resources, at
@@ -74,7 +80,8 @@ class Hopeless:
     """The searches of one cycle known to find nothing."""
 
     def __init__(self) -> None:
-        self.for_now: set[tuple] = set()
+        # key -> (its team, whether its bound counted reclaim candidates)
+        self.for_now: dict[tuple, tuple[str, bool]] = {}
         # team -> family of the lasting key of each of its proofs (the key
         # without the sure end: a lasting proof is made on all room, which
         # does not depend on it; see `_family`) -> its demand -> whether the
@@ -98,19 +105,19 @@ class Hopeless:
 
     def note(self, key: tuple, lasting_key: tuple, team: str, verdict: Verdict) -> None:
         """Remembers a search that found nothing, with its bound's verdict."""
-        self.for_now.add(key)
+        self.for_now[key] = (team, verdict.reclaims)
         if verdict.lasting:
             family = self.lasting.setdefault(team, {}).setdefault(_family(lasting_key), {})
             family[lasting_key[2]] = verdict.reclaims
 
-    def admitted(self, team: str, borrowing_before: bool, borrowing: bool) -> None:
+    def admitted(self, team: str, borrowing: bool) -> None:
         """Forgets what an admission without victims by `team` may have made
-        possible; `borrowing_before` and `borrowing` tell whether the team was
-        above its nominal (in some resource, of any GPU type) before and after it."""
+        possible; `borrowing` tells whether the team is above its nominal
+        (in some resource, of any GPU type) after it."""
         if not borrowing:
             return
-        if not borrowing_before:
-            self.for_now.clear()
+        self.for_now = {key: (owner, reclaims) for key, (owner, reclaims) in self.for_now.items()
+                        if owner == team or not reclaims}
         self._forget_reclaims(but=team)
 
     def preempted(self, team: str, victim_teams: set[str | None], borrowing: bool) -> None:

@@ -2,7 +2,8 @@
 with reservations (hypothesis).
 
 - Victim searches remembered as hopeless (hopeless.py): the plan equals the
-  plan of a cycle that forgets every answer and runs every search.
+  plan of a cycle that forgets every answer and runs every search, also
+  where teams borrowing beyond their nominal grow during the cycle.
 - The replay (eta.py): the estimates equal the straightforward replay's on
   queues long enough for teams to hold many lines.
 """
@@ -77,6 +78,49 @@ def snapshots(draw):
                              max_reservations=rng.choice((0, 1, 1, 2))))
 
 
+@st.composite
+def borrowed_clusters(draw):
+    """A cluster filled by small jobs of teams borrowing a little beyond
+    their nominal, spread over the nodes, and a queue where whole-node gangs
+    of teams within their nominal (reclaim, R6) alternate with small jobs of
+    the borrowers: a borrower's admission lets reclaim reach further into its
+    jobs, so a gang's search may find victims that an earlier one of the
+    same shape did not."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    nodes = tuple(Node(f"n{i}", 8) for i in range(rng.randint(3, 6)))
+    capacity = sum(n.gpu for n in nodes)
+    borrowers = rng.randint(1, 2)
+    count = rng.randint(borrowers + 1, 4)
+    free = {n.name: [n.gpu, 0] for n in nodes}
+    now = 10_000
+    running = []
+    used = [0] * borrowers
+    for k in range(capacity):
+        gpu = rng.choice((1, 2, 4, 4))
+        placed = place_randomly(rng, free, 1, gpu, 0)
+        if placed is None or rng.random() < 0.2:
+            continue
+        team = rng.randrange(borrowers)
+        used[team] += gpu
+        running.append(RunningJob(
+            f"r{k:02d}", f"t{team}", rng.choice(("standard", "standard", "experiment")),
+            rng.randint(0, now), (ReplicaGroup(1, gpu),), tuple(placed)))
+    nominal = [max(0, u - rng.randint(1, 12)) for u in used]
+    rest = max(0, capacity - sum(nominal))
+    nominal += [rest // (count - borrowers)] * (count - borrowers)
+    teams = tuple(Team(f"t{k}", {"gpu": nominal[k]}) for k in range(count))
+    pending = []
+    for k in range(rng.randint(4, 16)):
+        if rng.random() < 0.5:
+            team, groups = f"t{rng.randrange(borrowers, count)}", (ReplicaGroup(rng.choice((1, 1, 2)), 8),)
+        else:
+            team, groups = f"t{rng.randrange(borrowers)}", (ReplicaGroup(1, rng.choice((1, 2, 4))),)
+        pending.append(PendingJob(f"p{k:02d}", team, rng.choice(("standard", "standard", "experiment")),
+                                  now - rng.randint(0, 1000), groups))
+    return Snapshot(now, nodes, TIERS, teams, tuple(running), tuple(pending),
+                    Settings(min_runtime_before_preemption=rng.choice((0, 600))))
+
+
 class Forgetful(Hopeless):
     """A memo that never answers: every search runs."""
 
@@ -90,6 +134,15 @@ def test_remembering_hopeless_searches_changes_no_decision(snapshot):
     remembered = plan(snapshot)
     with patch.object(cycle, "Hopeless", Forgetful):
         searched = plan(snapshot)
+    assert remembered == searched
+
+
+@PROFILE
+@given(borrowed_clusters())
+def test_remembering_hopeless_searches_changes_no_decision_as_borrowers_grow(snapshot):
+    remembered = plan(snapshot, with_eta=False)
+    with patch.object(cycle, "Hopeless", Forgetful):
+        searched = plan(snapshot, with_eta=False)
     assert remembered == searched
 
 
