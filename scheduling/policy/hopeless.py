@@ -7,11 +7,8 @@ preemptible, shape, and, for a job that may use reserved room, the end its
 
 - *for now*: any search that found nothing. It stays true until a
   preemption frees room and quota (then everything is forgotten), or an
-  admission leaves a team above its nominal: that team then offers reclaim
-  candidates it did not before, or more of them (its jobs are reachable in
-  R8 order while it stays above nominal with the earlier ones gone, so
-  every GPU it borrows more reaches further), and the answers of other
-  teams' searches that counted reclaim candidates are forgotten.
+  admission leaves a team above its nominal (then the answers that counted
+  reclaim candidates are forgotten, as below).
 - *lasting*: the search's upper bound (every job that could become a victim,
   all gone at once) has no candidates, or leaves the job without room on
   the cluster's free room (`Bound.lasting`). Such a proof survives a
@@ -29,9 +26,11 @@ preemptible, shape, and, for a job that may use reserved room, the end its
     replicas); quota does not enter either proof.
   An admission without victims also keeps room and candidates shrinking,
   except that a team above its nominal after it may offer more reclaim
-  candidates (more of its jobs reachable in R8 order): then the answers,
-  for now and lasting, of other teams' searches that counted reclaim
-  candidates are forgotten. A search whose team could not reclaim even
+  candidates: its jobs are reachable in R8 order while it stays above
+  nominal with the earlier ones gone, so every GPU it borrows more reaches
+  further, whether it only started borrowing or borrowed already. Then the
+  answers, for now and lasting, of other teams' searches that counted
+  reclaim candidates are forgotten. A search whose team could not reclaim even
   with all its own candidates gone (`Verdict.reclaims` False) counted
   none, and none appears while that team's usage does not drop, which
   takes a preemption involving it; so its answer outlives every other
