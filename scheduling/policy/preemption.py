@@ -20,7 +20,11 @@ The set is found as Kueue does: take the first eligible job of the whole
 ordered list, recompute eligibility, repeat until the preemptor fits (quota and
 placement) or nothing is left, in which case nothing is preempted. Then put
 back, in reverse order, every victim without which the preemptor still fits and
-every remaining victim is still eligible.
+every remaining victim is still eligible. For a gang of one replica group with
+GPUs (most), walk and put-back count candidates as gone on a count of the
+replicas the room holds and on each team's usage, without changing the state,
+which then loses only the victims kept: a walk often takes dozens of small
+jobs to free one node and puts back all but a few.
 """
 
 from __future__ import annotations
@@ -143,30 +147,81 @@ class _Search:
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
         self.reclaims = True  # see upper_bound
         self.capacity: Capacity | None = None  # see count_room
+        # The candidates counted as gone: with `capacity`, their usage per
+        # team, which the state still holds, and how much more (or less)
+        # borrowers draw from the pool (`Quota.above`) without it; without
+        # `capacity`, the state leaves them out, and each one's restore.
+        self.gone: dict[str | None, list[int]] = {}
+        self.drawn = [0, 0, 0]
+        self.restores: dict[str, Callable[[], None]] = {}
 
     def count_room(self) -> None:
         """Counts the replicas the room holds, when the preemptor's shape
-        allows it, so that `fits` reads the room without placing the job:
-        only the nodes of victims taken or put back change from here on,
-        and `moved` counts them again."""
+        allows it: the walk then counts candidates as gone on that count
+        and per team (`remove`), reading room and quota through them,
+        and leaves the state as it is until the victims are known
+        (`settle`); it never places the job."""
         if Capacity.applies(self.demand):
             self.capacity = Capacity(self.state.room, self.demand)
 
-    def moved(self, h: Holder) -> None:
-        """Notes that a victim was counted as gone or as holding its room again."""
+    def remove(self, h: Holder) -> None:
+        """Counts a candidate as gone: its room and its team's usage."""
+        if self.capacity is None:
+            self.restores[h.id] = self.state.remove(h)
+            return
+        self.capacity.give(h.on_nodes, 1)
+        self._count(h.team, h.usage, 1)
+
+    def restore(self, h: Holder) -> None:
+        """Counts a candidate counted as gone as holding its room again."""
+        if self.capacity is None:
+            self.restores.pop(h.id)()
+            return
+        self.capacity.give(h.on_nodes, -1)
+        self._count(h.team, h.usage, -1)
+
+    def _count(self, team: str, usage: Vector, sign: int) -> None:
+        """Counts `usage` of a team as gone (`sign` 1) or back (-1), and
+        what its team draws from the pool (`Quota.above`) with it."""
+        gone = self.gone.get(team)
+        if gone is None:
+            gone = self.gone[team] = [0, 0, 0]
+        quota = self.state.quota
+        used, guaranteed, drawn = quota.usage[team], quota.guaranteed[team], self.drawn
+        for r in quota.named[team]:
+            if usage[r]:
+                was = used[r] - gone[r] - guaranteed[r]
+                gone[r] += sign * usage[r]
+                now = used[r] - gone[r] - guaranteed[r]
+                drawn[r] += (now if now > 0 else 0) - (was if was > 0 else 0)
+
+    def settle(self, victims: list[Holder]) -> None:
+        """Leaves `victims`, counted as gone, out of the state's room and
+        quota too (already so without `capacity`)."""
         if self.capacity is not None:
-            self.capacity.moved(h.on_nodes)
+            for h in victims:
+                self.state.remove(h)
+
+    def _used(self, team: str) -> Sequence[int]:
+        """Returns a team's usage with the candidates counted as gone left out."""
+        used = self.state.quota.usage[team]
+        gone = self.gone.get(team)
+        if gone is None:
+            return used
+        return (used[0] - gone[0], used[1] - gone[1], used[2] - gone[2])
 
     def fits(self) -> bool:
         """Returns whether the preemptor fits now (R2 and R1)."""
+        quota = self.state.quota
         if self.capacity is not None:
-            if not self.capacity.fits():
-                return False
-        elif not _may_fit(self.state, self.demand):
+            return self.capacity.fits() and quota.refuse_drawn(
+                self.team, self.demand.total, self.steady, self._used(self.team),
+                self.drawn) is None
+        if not _may_fit(self.state, self.demand):
             return False
-        if self.state.quota.refuse(self.team, self.demand.total, self.steady) is not None:
+        if quota.refuse(self.team, self.demand.total, self.steady) is not None:
             return False
-        return self.capacity is not None or place(self.state.room, self.demand) is not None
+        return place(self.state.room, self.demand) is not None
 
     def own_eligible(self, h: Holder) -> bool:
         return (not h.taken and not h.fresh
@@ -182,14 +237,21 @@ class _Search:
         if not self.relevant:
             return False
         quota = self.state.quota
-        used, nominal, need = quota.usage[self.team], quota.nominal[self.team], self.demand.total
+        used, nominal, need = self._used(self.team), quota.nominal[self.team], self.demand.total
         return all(used[r] - gone[r] + need[r] <= nominal[r] for r in self.relevant)
 
     def _next_other(self, team: str, k: int) -> None:
         """Pushes the first eligible job of `team` from index `k` while the
         team is above nominal in a resource the preemptor needs."""
-        if not self.state.quota.above_nominal(team, self.relevant):
-            return
+        quota = self.state.quota
+        gone = self.gone.get(team)
+        if gone is None:
+            if not quota.above_nominal(team, self.relevant):
+                return
+        else:
+            used, nominal, named = quota.usage[team], quota.nominal[team], quota.named[team]
+            if not any(r in named and used[r] - gone[r] > nominal[r] for r in self.relevant):
+                return
         held = self.state.held(team)
         while k < len(held) and not self.other_eligible(held[k]):
             k += 1
@@ -197,8 +259,10 @@ class _Search:
             heapq.heappush(self.heap, (held[k].key, team, k))
 
     def first_candidate(self) -> Holder | None:
-        """Returns the first eligible job of the whole ordered list, or None."""
-        if self.may_reclaim():
+        """Returns the first eligible job of the whole ordered list, or None.
+        Once the team may reclaim it still may: its usage only drops as the
+        walk goes on, so the heap, once built, answers."""
+        if self.heap is not None or self.may_reclaim():
             if self.heap is None:
                 self.heap = []
                 for team in self.state.teams:
@@ -288,7 +352,7 @@ class _Search:
         The team's earlier victims had more of its usage back, so when its
         last one was eligible they all were."""
         quota = self.state.quota
-        used, nominal, named = quota.usage[h.team], quota.nominal[h.team], quota.named[h.team]
+        used, nominal, named = self._used(h.team), quota.nominal[h.team], quota.named[h.team]
         return any(r in named and used[r] + h.usage[r] > nominal[r] for r in self.relevant)
 
 
@@ -310,16 +374,7 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
     MAY_FIT when the walk ran out of candidates."""
     search = _Search(state, team, tier, demand, settings, now)
     victims: list[Holder] = []
-    restores: dict[str, Callable[[], None]] = {}
     before: dict[int, Vector] = {}
-
-    def take(h: Holder) -> None:
-        for i in h.on_nodes:
-            if i not in before:
-                before[i] = state.room.free(i)
-        restores[h.id] = state.remove(h)
-        search.moved(h)
-
     bound = Verdict(_fits_without(search, search.upper_bound()), search.reclaims)
     if bound.bound is not Bound.MAY_FIT:
         return None, bound
@@ -328,21 +383,24 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
         candidate = search.first_candidate()
         if candidate is None:
             for h in reversed(victims):
-                restores[h.id]()
+                search.restore(h)
             return None, bound
-        take(candidate)
+        for i in candidate.on_nodes:
+            if i not in before:
+                before[i] = state.room.free(i)
+        search.remove(candidate)
         search.taken(candidate)
         victims.append(candidate)
         if search.fits():
             break
-    victims = _put_back(search, victims, restores)
+    victims = _put_back(search, victims)
+    search.settle(victims)
     placement = place(state.room, demand)
     assert placement is not None
     return Preemption(tuple(victims), placement, before), bound
 
 
-def _put_back(search: _Search, victims: list[Holder],
-              restores: dict[str, Callable[[], None]]) -> list[Holder]:
+def _put_back(search: _Search, victims: list[Holder]) -> list[Holder]:
     """Puts back, in reverse order, every victim without which the preemptor
     still fits and every remaining victim is still eligible; returns the rest.
 
@@ -358,13 +416,14 @@ def _put_back(search: _Search, victims: list[Holder],
     others = sum(len(held) for held in of_team.values())
     back: set[str] = set()  # the victims put back
     for h in reversed(victims):
-        restores[h.id]()
-        search.moved(h)
+        search.restore(h)
         team = h.team
-        rest = None
+        held = None
         if team != mine:
-            rest = [v for v in of_team[team] if v is not h]
-            team_ok = not rest or search.still_eligible(rest[-1])
+            held = of_team[team]
+            # The team's victims left but h: h is most often the last.
+            last = held[-1] if held[-1] is not h else held[-2] if len(held) > 1 else None
+            team_ok = last is None or search.still_eligible(last)
             left = others - 1
         else:
             team_ok, left = True, others
@@ -372,18 +431,19 @@ def _put_back(search: _Search, victims: list[Holder],
             team_ok and search.may_reclaim() and not (lost and lost != {team}))
         if eligible and search.fits():
             back.add(h.id)
-            if rest is not None:
+            if held is not None:
                 others -= 1
                 lost.discard(team)
-                if rest:
-                    of_team[team] = rest
-                    if not team_ok:
-                        lost.add(team)
+                if held[-1] is h:
+                    held.pop()
                 else:
+                    del held[next(k for k, v in enumerate(held) if v is h)]
+                if not held:
                     del of_team[team]
+                elif not team_ok:
+                    lost.add(team)
             continue
-        restores[h.id] = search.state.remove(h)
-        search.moved(h)
+        search.remove(h)
     return [v for v in victims if v.id not in back]
 
 

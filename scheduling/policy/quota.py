@@ -18,7 +18,7 @@ before the owner can use it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .demand import Vector
@@ -153,6 +153,16 @@ class Quota:
                 if v_steady is not None:
                     held_steady = [held_steady[r] - v_steady[r] for r in range(3)]
         return self._refuse(team, need, steady, used, held_steady, above)
+
+    def refuse_drawn(self, team: str, need: Vector, steady: bool, used: Sequence[int],
+                     drawn: Vector) -> Refusal | None:
+        """Returns what `refuse` would return with the team using `used`
+        and borrowers drawing `drawn` more from the pool, at the same
+        non-preemptible usage: preemptible jobs counted as gone. Nothing
+        changes."""
+        above = self.above
+        return self._refuse(team, need, steady, used, self.steady[team],
+                            [above[0] + drawn[0], above[1] + drawn[1], above[2] + drawn[2]])
 
     def _refuse(self, team: str, need: Vector, steady: bool, used: list[int],
                 held_steady: list[int], above: list[int]) -> Refusal | None:

@@ -161,20 +161,30 @@ def test_confining_room_to_some_nodes_takes_all_free_room_of_the_others(seed):
 
 @PROFILE
 @given(st.integers(0, 2**32))
-def test_a_count_kept_as_room_moves_answers_as_placing_the_gang(seed):
+def test_a_count_of_room_given_back_answers_as_placing_the_gang_on_that_room(seed):
     rng = random.Random(seed)
     nodes, kinds, whole = _used_room(rng)
-    room = whole.parts[0] if whole.parts and rng.random() < 0.5 else whole
+    at = 0 if whole.parts and rng.random() < 0.5 else None
+    room = whole if at is None else whole.parts[at]
     count, gpu = rng.randint(1, 6), rng.randint(1, 8)
     cpu, memory = rng.choice((0, 1, 4, 8)), rng.choice((0, 0, 4, 16))
     demand = Demand(((count, gpu, cpu, memory),), (count * gpu, count * cpu, count * memory))
     capacity = Capacity(room, demand)
+    untouched = _index(whole)
+    given = whole.copy()  # the room as the count sees it, changed for real
     for _ in range(rng.randint(1, 8)):
-        # Victims go and come back: room moves on a few nodes of the whole
-        # room, of this part or not.
-        moved = rng.sample(range(len(nodes)), rng.randint(1, min(3, len(nodes))))
-        for i in moved:  # no node ends with more free GPUs than it has
-            back = nodes[i].gpu - whole.gpu[i]
-            whole.take(i, (rng.randint(-back, 4), rng.randint(-8, 8), rng.randint(-16, 16)))
-        capacity.moved(moved)
-        assert capacity.fits() == (place(room, demand) is not None)
+        # Victims go and come back: room is given back or taken again on a
+        # few nodes of the whole room, of this part or not.
+        change = {}
+        for i in rng.sample(range(len(nodes)), rng.randint(1, min(3, len(nodes)))):
+            # No node ends with more free GPUs than it has.
+            up = nodes[i].gpu - given.gpu[i]
+            change[i] = (rng.randint(-4, up), rng.randint(-8, 8), rng.randint(-16, 16))
+        for i, v in change.items():
+            given.give(i, v)
+        # The same change, counted as room given back or as room taken again.
+        sign = rng.choice((1, -1))
+        capacity.give({i: (sign * g, sign * c, sign * m) for i, (g, c, m) in change.items()}, sign)
+        reference = given if at is None else given.parts[at]
+        assert capacity.fits() == (place(reference, demand) is not None)
+    assert _index(whole) == untouched

@@ -6,6 +6,11 @@ with reservations (hypothesis).
   where teams borrowing beyond their nominal grow during the cycle.
 - The replay (eta.py): the estimates equal the straightforward replay's on
   queues long enough for teams to hold many lines.
+- The victim search (preemption.py), which walks a heap of each team's next
+  candidate and counts candidates as gone without changing the state: its
+  victims equal, in order, those of the walk as R8 writes it, run with
+  plain sums (every candidate's eligibility worked out again at each step,
+  R2 and room from the jobs still running).
 """
 
 from __future__ import annotations
@@ -17,12 +22,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.policy.random_snapshots import place_randomly
+from tests.policy.test_policy_properties import RES, _team_usage, _usage, _World
+from tests.policy.test_policy_properties import snapshots as small_snapshots
 from tests.policy.test_policy_eta import PROFILE, TIERS, reference_starts
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, plan,
 )
 from scheduling.policy import cycle
 from scheduling.policy.hopeless import Hopeless
+from scheduling.policy.preemption import find_victims
+from scheduling.policy.state import State
 
 SHAPES = ((1, 1, 1000), (1, 2, 2000), (1, 4, 0), (2, 4, 1000), (1, 8, 0), (2, 8, 0), (3, 2, 0))
 
@@ -154,3 +163,100 @@ def test_remembering_hopeless_searches_changes_no_decision_as_borrowers_grow(sna
 def test_estimates_match_the_straightforward_replay_on_long_queues(snapshot):
     result = plan(snapshot)
     assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)
+
+
+def plain_victims(snapshot: Snapshot, job: PendingJob) -> list[str] | None:
+    """Returns the victims of `job` (ids, in the order taken) as R5-R8 write
+    the search, or None: take the first eligible job of the ordered list
+    (other teams' jobs reclaim may take, then the own team's lower tiers),
+    work out eligibility again, until the job fits; then put back, newest
+    first, every victim without which it still fits and every victim left
+    is still eligible. Plain sums only; jobs of one replica group."""
+    world = _World(snapshot, [(j, list(j.nodes)) for j in snapshot.running])
+    tiers, teams = world.tiers, world.teams
+    mine, tier, need = job.team, tiers[job.tier], _usage(job)
+    relevant = [r for r, name in enumerate(RES) if need[r] and name in teams[mine].nominal]
+    since = snapshot.now - snapshot.settings.min_runtime_before_preemption
+
+    def used(gone: set[str]) -> dict[str, list[int]]:
+        return _team_usage(snapshot, [j for j in snapshot.running if j.id not in gone])[0]
+
+    def above(team: str, usage: dict[str, list[int]]) -> bool:
+        nominal = teams[team].nominal
+        return any(RES[r] in nominal and usage[team][r] > nominal[RES[r]] for r in relevant)
+
+    def may_reclaim(usage: dict[str, list[int]]) -> bool:
+        nominal = teams[mine].nominal
+        return bool(relevant) and all(usage[mine][r] + need[r] <= nominal[RES[r]] for r in relevant)
+
+    def key(j: RunningJob) -> tuple:
+        saved = j.started if j.checkpointed is None else j.checkpointed
+        return (tiers[j.tier].value, -saved, j.id)
+
+    def reclaimable(j: RunningJob, usage: dict[str, list[int]]) -> bool:
+        return (j.team not in (None, mine) and j.team in teams and tiers[j.tier].preemptible
+                and above(j.team, usage))
+
+    def own(j: RunningJob) -> bool:
+        victim = tiers[j.tier] if j.tier else None
+        return (j.team == mine and victim is not None and victim.preemptible
+                and victim.value < tier.value and j.started <= since)
+
+    taken: list[RunningJob] = []
+    while not taken or not world.fits(job, taken):
+        gone = {v.id for v in taken}
+        usage = used(gone)
+        left = [j for j in snapshot.running if j.id not in gone]
+        group = [j for j in left if reclaimable(j, usage)] if may_reclaim(usage) else []
+        group = group or [j for j in left if own(j)]
+        if not group:
+            return None
+        taken.append(min(group, key=key))
+
+    def eligible(rest: list[RunningJob]) -> bool:
+        others = [v for v in rest if v.team != mine]
+        if not others:
+            return True
+        if not may_reclaim(used({v.id for v in rest})):
+            return False
+        # Each other team's victim was eligible at its turn: its team's
+        # victims taken before it were gone, it and the later ones not.
+        for k, v in enumerate(rest):
+            if v.team != mine and not above(v.team, used({x.id for x in rest[:k]
+                                                           if x.team == v.team})):
+                return False
+        return True
+
+    victims = list(taken)
+    for h in reversed(taken):
+        rest = [v for v in victims if v is not h]
+        if world.fits(job, rest) and eligible(rest):
+            victims = rest
+    return [v.id for v in victims]
+
+
+def _victims_as_r8_writes_them(snapshot: Snapshot) -> None:
+    """Checks each queued job of one replica group that does not fit now,
+    each on the snapshot's state alone."""
+    world = _World(snapshot, [(j, list(j.nodes)) for j in snapshot.running])
+    tiers = {t.name: t for t in snapshot.tiers}
+    for job in snapshot.pending:
+        if len(job.replicas) != 1 or world.fits(job):
+            continue
+        state = State(snapshot)
+        found = find_victims(state, job.team, tiers[job.tier], job.demand, snapshot.settings,
+                             snapshot.now)
+        searched = None if found is None else [v.id for v in found.victims]
+        assert searched == plain_victims(snapshot, job), job.id
+
+
+@PROFILE
+@given(borrowed_clusters())
+def test_the_victim_search_takes_the_victims_r8_writes_on_borrowed_clusters(snapshot):
+    _victims_as_r8_writes_them(snapshot)
+
+
+@PROFILE
+@given(small_snapshots())
+def test_the_victim_search_takes_the_victims_r8_writes_on_small_clusters(snapshot):
+    _victims_as_r8_writes_them(snapshot)
