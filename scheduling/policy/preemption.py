@@ -344,17 +344,6 @@ class _Search:
                 used[r] -= h.usage[r]
         return reach
 
-    def still_eligible(self, h: Holder) -> bool:
-        """Returns whether `h`, another team's victim that is the last of its
-        team in selection order, was eligible at its turn: its team, with `h`
-        back, above nominal in a resource the preemptor needs.
-
-        The team's earlier victims had more of its usage back, so when its
-        last one was eligible they all were."""
-        quota = self.state.quota
-        used, nominal, named = self._used(h.team), quota.nominal[h.team], quota.named[h.team]
-        return any(r in named and used[r] + h.usage[r] > nominal[r] for r in self.relevant)
-
 
 def find_victims(state: State, team: str, tier: Tier, demand: Demand,
                  settings: Settings, now: int) -> Preemption | None:
@@ -404,44 +393,20 @@ def _put_back(search: _Search, victims: list[Holder]) -> list[Holder]:
     """Puts back, in reverse order, every victim without which the preemptor
     still fits and every remaining victim is still eligible; returns the rest.
 
-    Eligibility of the remaining victims of other teams is kept per team
-    (`lost`: teams whose last victim would not have been eligible): putting
-    back a victim changes only its own team's usage."""
+    Only reclaim's condition on the preemptor's team (R6) can stop being
+    met, as its own victims come back. A victim of another team stays
+    eligible: its team was above nominal at its turn, with the team's
+    victims taken before it gone, and whatever comes back, its team never
+    has less usage than then (only its own victims change it)."""
     mine = search.team
-    of_team: dict[str, list[Holder]] = {}
-    for v in victims:
-        if v.team != mine:
-            of_team.setdefault(v.team, []).append(v)
-    lost = {team for team, held in of_team.items() if not search.still_eligible(held[-1])}
-    others = sum(len(held) for held in of_team.values())
+    others = sum(1 for v in victims if v.team != mine)  # victims of other teams left
     back: set[str] = set()  # the victims put back
     for h in reversed(victims):
         search.restore(h)
-        team = h.team
-        held = None
-        if team != mine:
-            held = of_team[team]
-            # The team's victims left but h: h is most often the last.
-            last = held[-1] if held[-1] is not h else held[-2] if len(held) > 1 else None
-            team_ok = last is None or search.still_eligible(last)
-            left = others - 1
-        else:
-            team_ok, left = True, others
-        eligible = not left or (
-            team_ok and search.may_reclaim() and not (lost and lost != {team}))
-        if eligible and search.fits():
+        left = others - 1 if h.team != mine else others
+        if (not left or search.may_reclaim()) and search.fits():
             back.add(h.id)
-            if held is not None:
-                others -= 1
-                lost.discard(team)
-                if held[-1] is h:
-                    held.pop()
-                else:
-                    del held[next(k for k, v in enumerate(held) if v is h)]
-                if not held:
-                    del of_team[team]
-                elif not team_ok:
-                    lost.add(team)
+            others = left
             continue
         search.remove(h)
     return [v for v in victims if v.id not in back]
