@@ -260,17 +260,16 @@ def placeable_with(room: Room, demand: Demand, given: list[dict[int, Vector]],
 class Capacity:
     """How many replicas of a one-group gang with GPUs the room holds,
     counted once and kept up to date as room is counted as given back on a
-    few nodes, without changing the room.
+    few nodes (a victim search's candidates), without changing the room.
 
     `place` finds such a gang a placement exactly when the room's free
     total covers it and the nodes hold enough replicas (see
     `placeable_with`), so `fits` answers whether `place(room, demand)`
-    would find one on the room with what was given back: what a victim
-    search asks after each victim counted as gone or put back.
+    would find one with that room given back: what a victim search asks
+    after each candidate counted as gone or back.
     """
 
-    __slots__ = ("room", "demand", "count", "gpu", "cpu", "memory", "caps", "held", "whole",
-                 "given", "freed")
+    __slots__ = ("room", "demand", "count", "gpu", "cpu", "memory", "caps", "held")
 
     def __init__(self, room: Room, demand: Demand) -> None:
         (count, gpu, cpu, memory), = demand.groups
@@ -285,45 +284,27 @@ class Capacity:
                 if cap:
                     self.caps[i] = cap
                     self.held += cap
-        # A type's part counts only its own nodes.
-        self.whole = room.master is None
-        self.given: dict[int, list[int]] = {}  # node -> room counted as given back
-        self.freed = [0, 0, 0]  # their sum
 
     @staticmethod
     def applies(demand: Demand) -> bool:
         """Returns whether `demand` can be counted: one group, with GPUs."""
         return len(demand.groups) == 1 and demand.groups[0][1] > 0
 
-    def give(self, on_nodes: dict[int, Vector], sign: int) -> None:
-        """Counts room on some nodes as given back (`sign` 1) or taken
-        again (-1), and those nodes' replicas again."""
-        room, given, caps, freed = self.room, self.given, self.caps, self.freed
-        kinds = None if self.whole else room.master.part_of
-        for i, v in on_nodes.items():
-            if kinds is not None and kinds[i] != room.kind:
-                continue
-            g, c, m = sign * v[0], sign * v[1], sign * v[2]
-            freed[0] += g
-            freed[1] += c
-            freed[2] += m
-            extra = given.get(i)
-            if extra is None:
-                extra = given[i] = [g, c, m]
-            else:
-                extra[0] += g
-                extra[1] += c
-                extra[2] += m
-            cap = _capacity(room, i, self.gpu, self.cpu, self.memory, extra)
+    def moved(self, nodes, given: dict[int, Vector]) -> None:
+        """Counts `nodes` (of this room) again, with the room `given` says
+        is given back on each."""
+        room, caps = self.room, self.caps
+        for i in nodes:
+            cap = _capacity(room, i, self.gpu, self.cpu, self.memory, given.get(i, (0, 0, 0)))
             self.held += cap - caps.get(i, 0)
             caps[i] = cap
 
-    def fits(self) -> bool:
-        """Returns whether `place(room, demand)` would find a placement on
-        the room with what was given back."""
-        total, need, freed = self.room.total, self.demand.total, self.freed
-        return (self.held >= self.count and need[0] <= total[0] + freed[0]
-                and need[1] <= total[1] + freed[1] and need[2] <= total[2] + freed[2])
+    def fits(self, given_total: Vector = (0, 0, 0)) -> bool:
+        """Returns whether `place(room, demand)` would find a placement with
+        the room given back, `given_total` being all of it."""
+        total, need = self.room.total, self.demand.total
+        return (self.held >= self.count and need[0] <= total[0] + given_total[0]
+                and need[1] <= total[1] + given_total[1] and need[2] <= total[2] + given_total[2])
 
 
 def usage_on_nodes(demand: Demand, placement: Placement) -> dict[int, Vector]:

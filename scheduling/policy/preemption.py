@@ -29,7 +29,7 @@ jobs to free one node and puts back all but a few.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 import heapq
 from dataclasses import dataclass
 from enum import IntEnum
@@ -37,6 +37,7 @@ from enum import IntEnum
 from .demand import Demand, Vector
 from .model import Settings, Tier
 from .placement import Capacity, Placement, place, placeable_with
+from .quota import Without
 from .state import Holder, State, own_candidate
 
 
@@ -147,81 +148,70 @@ class _Search:
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
         self.reclaims = True  # see upper_bound
         self.capacity: Capacity | None = None  # see count_room
-        # The candidates counted as gone: with `capacity`, their usage per
-        # team, which the state still holds, and how much more (or less)
-        # borrowers draw from the pool (`Quota.above`) without it; without
-        # `capacity`, the state leaves them out, and each one's restore.
-        self.gone: dict[str | None, list[int]] = {}
-        self.drawn = [0, 0, 0]
-        self.restores: dict[str, Callable[[], None]] = {}
+        # The candidates counted as gone, which the state still holds:
+        # their room per node of the selected room (and in all), and their
+        # usage per team (`Without`).
+        self.given: dict[int, list[int]] = {}
+        self.freed = [0, 0, 0]
+        self.without = Without(state.quota)
+        # On a cluster with GPU types, each node's type, and the room's.
+        room = state.room
+        self.kinds = None if room.master is None else room.master.part_of
+        self.kind = room.kind
 
     def count_room(self) -> None:
         """Counts the replicas the room holds, when the preemptor's shape
-        allows it: the walk then counts candidates as gone on that count
-        and per team (`remove`), reading room and quota through them,
-        and leaves the state as it is until the victims are known
-        (`settle`); it never places the job."""
+        allows it, so that `fits` reads the count, kept up to date on the
+        nodes of each candidate counted as gone or back, instead of placing
+        the job."""
         if Capacity.applies(self.demand):
             self.capacity = Capacity(self.state.room, self.demand)
 
     def remove(self, h: Holder) -> None:
         """Counts a candidate as gone: its room and its team's usage."""
-        if self.capacity is None:
-            self.restores[h.id] = self.state.remove(h)
-            return
-        self.capacity.give(h.on_nodes, 1)
-        self._count(h.team, h.usage, 1)
+        self._give(h, 1)
 
     def restore(self, h: Holder) -> None:
         """Counts a candidate counted as gone as holding its room again."""
-        if self.capacity is None:
-            self.restores.pop(h.id)()
-            return
-        self.capacity.give(h.on_nodes, -1)
-        self._count(h.team, h.usage, -1)
+        self._give(h, -1)
 
-    def _count(self, team: str, usage: Vector, sign: int) -> None:
-        """Counts `usage` of a team as gone (`sign` 1) or back (-1), and
-        what its team draws from the pool (`Quota.above`) with it."""
-        gone = self.gone.get(team)
-        if gone is None:
-            gone = self.gone[team] = [0, 0, 0]
-        quota = self.state.quota
-        used, guaranteed, drawn = quota.usage[team], quota.guaranteed[team], self.drawn
-        for r in quota.named[team]:
-            if usage[r]:
-                was = used[r] - gone[r] - guaranteed[r]
-                gone[r] += sign * usage[r]
-                now = used[r] - gone[r] - guaranteed[r]
-                drawn[r] += (now if now > 0 else 0) - (was if was > 0 else 0)
+    def _give(self, h: Holder, sign: int) -> None:
+        given, freed, kinds = self.given, self.freed, self.kinds
+        nodes = []
+        for i, v in h.on_nodes.items():
+            if kinds is not None and kinds[i] != self.kind:
+                continue  # a type's room counts only its own nodes
+            g, c, m = sign * v[0], sign * v[1], sign * v[2]
+            freed[0] += g
+            freed[1] += c
+            freed[2] += m
+            extra = given.get(i)
+            if extra is None:
+                given[i] = [g, c, m]
+            else:
+                extra[0] += g
+                extra[1] += c
+                extra[2] += m
+            nodes.append(i)
+        if self.capacity is not None:
+            self.capacity.moved(nodes, given)
+        self.without.count(h.team, h.usage, sign)
 
     def settle(self, victims: list[Holder]) -> None:
-        """Leaves `victims`, counted as gone, out of the state's room and
-        quota too (already so without `capacity`)."""
-        if self.capacity is not None:
-            for h in victims:
-                self.state.remove(h)
-
-    def _used(self, team: str) -> Sequence[int]:
-        """Returns a team's usage with the candidates counted as gone left out."""
-        used = self.state.quota.usage[team]
-        gone = self.gone.get(team)
-        if gone is None:
-            return used
-        return (used[0] - gone[0], used[1] - gone[1], used[2] - gone[2])
+        """Takes `victims`, counted as gone, out of the state's room and quota."""
+        for h in victims:
+            self.state.release(h)
 
     def fits(self) -> bool:
-        """Returns whether the preemptor fits now (R2 and R1)."""
-        quota = self.state.quota
-        if self.capacity is not None:
-            return self.capacity.fits() and quota.refuse_drawn(
-                self.team, self.demand.total, self.steady, self._used(self.team),
-                self.drawn) is None
-        if not _may_fit(self.state, self.demand):
+        """Returns whether the preemptor fits now (R2 and R1), with the
+        candidates counted as gone."""
+        capacity, freed = self.capacity, self.freed
+        if capacity is not None and not capacity.fits(freed):
             return False
-        if quota.refuse(self.team, self.demand.total, self.steady) is not None:
+        if self.without.refuse(self.team, self.demand.total, self.steady) is not None:
             return False
-        return place(self.state.room, self.demand) is not None
+        return capacity is not None or placeable_with(
+            self.state.room, self.demand, [self.given], (freed[0], freed[1], freed[2]))
 
     def own_eligible(self, h: Holder) -> bool:
         return (not h.taken and not h.fresh
@@ -236,22 +226,15 @@ class _Search:
         `gone` more of its usage counted as gone."""
         if not self.relevant:
             return False
-        quota = self.state.quota
-        used, nominal, need = self._used(self.team), quota.nominal[self.team], self.demand.total
+        used = self.without.used(self.team)
+        nominal, need = self.state.quota.nominal[self.team], self.demand.total
         return all(used[r] - gone[r] + need[r] <= nominal[r] for r in self.relevant)
 
     def _next_other(self, team: str, k: int) -> None:
         """Pushes the first eligible job of `team` from index `k` while the
         team is above nominal in a resource the preemptor needs."""
-        quota = self.state.quota
-        gone = self.gone.get(team)
-        if gone is None:
-            if not quota.above_nominal(team, self.relevant):
-                return
-        else:
-            used, nominal, named = quota.usage[team], quota.nominal[team], quota.named[team]
-            if not any(r in named and used[r] - gone[r] > nominal[r] for r in self.relevant):
-                return
+        if not self.without.above_nominal(team, self.relevant):
+            return
         held = self.state.held(team)
         while k < len(held) and not self.other_eligible(held[k]):
             k += 1
@@ -436,11 +419,3 @@ def _fits_without(search: _Search, reaches: list[Reach]) -> Bound:
     if not quota_ok:
         return Bound.NO_QUOTA
     return Bound.NO_ROOM if len(search.demand.groups) == 1 else Bound.NO_ROOM_FOR_NOW
-
-
-def _may_fit(state: State, demand: Demand) -> bool:
-    """Returns False when the cluster's free total is short of the gang: a
-    cheap test before the placement search."""
-    total = state.room.total
-    need = demand.total
-    return need[0] <= total[0] and need[1] <= total[1] and need[2] <= total[2]

@@ -18,7 +18,7 @@ before the owner can use it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .demand import Vector
@@ -107,11 +107,6 @@ class Quota:
         """Takes `v` off a team's usage (a job stopped or is preempted)."""
         self.charge(team, (-v[0], -v[1], -v[2]), steady)
 
-    def what_if_gone(self, team: str | None, v: Vector, steady: bool) -> Callable[[], None]:
-        """Credits `v` and returns the closure that charges it again."""
-        self.credit(team, v, steady)
-        return lambda: self.charge(team, v, steady)
-
     def available(self, team: str, r: int) -> int:
         """Returns how much more of resource `r` the team may use: what is left
         of its guaranteed share plus what is left in the pool.
@@ -153,16 +148,6 @@ class Quota:
                 if v_steady is not None:
                     held_steady = [held_steady[r] - v_steady[r] for r in range(3)]
         return self._refuse(team, need, steady, used, held_steady, above)
-
-    def refuse_drawn(self, team: str, need: Vector, steady: bool, used: Sequence[int],
-                     drawn: Vector) -> Refusal | None:
-        """Returns what `refuse` would return with the team using `used`
-        and borrowers drawing `drawn` more from the pool, at the same
-        non-preemptible usage: preemptible jobs counted as gone. Nothing
-        changes."""
-        above = self.above
-        return self._refuse(team, need, steady, used, self.steady[team],
-                            [above[0] + drawn[0], above[1] + drawn[1], above[2] + drawn[2]])
 
     def _refuse(self, team: str, need: Vector, steady: bool, used: list[int],
                 held_steady: list[int], above: list[int]) -> Refusal | None:
@@ -227,3 +212,56 @@ class Quota:
             borrowable = min(borrowable, ceiling - nominal)
         borrowable = max(0, borrowable)
         return nominal + borrowable, borrowable
+
+
+class Without:
+    """Preemptible usage counted as gone from a quota without changing it
+    (a victim search's candidates): per team, and how much more (or less)
+    borrowers draw from the pool (`Quota.above`) without it. R2's answers
+    read through it are the quota's once that usage is credited."""
+
+    __slots__ = ("quota", "gone", "drawn")
+
+    def __init__(self, quota: Quota) -> None:
+        self.quota = quota
+        self.gone: dict[str, list[int]] = {}
+        self.drawn = [0, 0, 0]
+
+    def count(self, team: str, v: Vector, sign: int) -> None:
+        """Counts preemptible usage `v` of a team as gone (`sign` 1) or
+        back (-1)."""
+        quota = self.quota
+        if team not in quota.usage:
+            return
+        gone = self.gone.get(team)
+        if gone is None:
+            gone = self.gone[team] = [0, 0, 0]
+        used, guaranteed, drawn = quota.usage[team], quota.guaranteed[team], self.drawn
+        for r in quota.named[team]:
+            if v[r]:  # what it draws: its usage above its guaranteed share
+                was = used[r] - gone[r] - guaranteed[r]
+                gone[r] += sign * v[r]
+                now = used[r] - gone[r] - guaranteed[r]
+                drawn[r] += (now if now > 0 else 0) - (was if was > 0 else 0)
+
+    def used(self, team: str) -> Sequence[int]:
+        """Returns a team's usage without what is counted as gone."""
+        used = self.quota.usage[team]
+        gone = self.gone.get(team)
+        if gone is None:
+            return used
+        return (used[0] - gone[0], used[1] - gone[1], used[2] - gone[2])
+
+    def above_nominal(self, team: str, resources: tuple[int, ...]) -> bool:
+        """Returns `Quota.above_nominal` without what is counted as gone."""
+        quota = self.quota
+        if team not in self.gone:
+            return quota.above_nominal(team, resources)
+        used, nominal, named = self.used(team), quota.nominal[team], quota.named[team]
+        return any(r in named and used[r] > nominal[r] for r in resources)
+
+    def refuse(self, team: str, need: Vector, steady: bool) -> Refusal | None:
+        """Returns `Quota.refuse` without what is counted as gone."""
+        quota, drawn, above = self.quota, self.drawn, self.quota.above
+        return quota._refuse(team, need, steady, self.used(team), quota.steady[team],
+                             [above[0] + drawn[0], above[1] + drawn[1], above[2] + drawn[2]])

@@ -1,7 +1,8 @@
 """The working state of one cycle: node room, team usage and who holds what.
 
-Kueue's habit: every admission adds its usage here so later entries see it,
-and every what-if removal returns a restore closure.
+Kueue's habit: every admission adds its usage here so later entries see it.
+A victim search counts its candidates as gone beside it (preemption.py) and
+takes out only the victims it keeps.
 """
 
 from __future__ import annotations
@@ -398,32 +399,15 @@ class State:
             self._holders.update(self._fresh)
         return self._holders
 
-    def remove(self, holder: Holder) -> Callable[[], None]:
-        """Takes a holder's usage out of room and quota; returns the restore closure."""
-        give_back = self.room.give_many(holder.on_nodes)
-        if self.quotas is None:
-            charge_again = self.quota.what_if_gone(holder.team, holder.usage, holder.steady)
-        else:
-            self.credit(holder.team, holder.usage, holder.steady, holder.kind)
-
-            def charge_again() -> None:
-                self.charge(holder.team, holder.usage, holder.steady, holder.kind)
-
-        def restore() -> None:
-            give_back()
-            charge_again()
-
-        return restore
-
     def release(self, holder: Holder) -> None:
-        """Takes a holder's usage out of room and quota for good (a job ended)."""
+        """Takes a holder's usage out of room and quota for good (a job
+        ended, or a victim was chosen)."""
         for i, v in holder.on_nodes.items():
             self.room.give(i, v)
         self.credit(holder.team, holder.usage, holder.steady, holder.kind)
 
     def restore(self, holder: Holder) -> None:
-        """Charges a holder's usage to room and quota again (undoes `remove`
-        or `release` whose closure is gone)."""
+        """Charges a holder's usage to room and quota again (undoes `release`)."""
         for i, v in holder.on_nodes.items():
             self.room.take(i, v)
         self.charge(holder.team, holder.usage, holder.steady, holder.kind)

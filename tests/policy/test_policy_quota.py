@@ -1,6 +1,8 @@
-"""R2's answer with some usage counted as gone (a victim search's upper
-bound), worked out apart, against crediting that usage, asking, and
-charging it back (hypothesis)."""
+"""R2's answers with some usage counted as gone, worked out apart without
+changing the quota, against crediting that usage and asking (hypothesis):
+all at once (a victim search's upper bound, `Quota.refuse_without`), and
+counted as gone and back one job at a time (a victim search's walk,
+`Without`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.policy.test_policy_placement import PROFILE
 from scheduling.policy import Team
-from scheduling.policy.quota import Quota
+from scheduling.policy.quota import Quota, Without
 
 NAMES = ("gpu", "cpu", "memory")
 
@@ -57,13 +59,53 @@ def test_refusing_with_usage_gone_answers_as_crediting_it_first(seed):
     answer = quota.refuse_without(asking, need, steady, gone)
     assert _state(quota) == before
 
-    charges = []
     for team, v, v_steady in gone:
         moving = [v[r] - (v_steady[r] if v_steady else 0) for r in range(3)]
-        charges.append(quota.what_if_gone(team, (moving[0], moving[1], moving[2]), False))
+        quota.credit(team, (moving[0], moving[1], moving[2]), False)
         if v_steady:
-            charges.append(quota.what_if_gone(team, tuple(v_steady), True))
+            quota.credit(team, tuple(v_steady), True)
     assert answer == quota.refuse(asking, need, steady)
-    for charge in reversed(charges):
-        charge()
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_counting_usage_as_gone_and_back_answers_as_crediting_it(seed):
+    rng = random.Random(seed)
+    teams = tuple(_team(rng, k) for k in range(rng.randint(1, 5)))
+    capacity = (rng.randint(0, 80), rng.randint(0, 80), rng.randint(0, 80))
+    quota, credited = Quota(teams, capacity), Quota(teams, capacity)
+    jobs = []  # (team, preemptible usage) of running jobs
+    for team in teams:
+        for _ in range(rng.randint(0, 4)):
+            v = (rng.randint(0, 12), rng.randint(0, 12), rng.randint(0, 12))
+            steady = rng.random() < 0.2
+            quota.charge(team.name, v, steady)
+            credited.charge(team.name, v, steady)
+            if not steady:
+                jobs.append((team.name, v))
+    before = copy.deepcopy(_state(quota))
+    without = Without(quota)
+    gone = set()
+    for _ in range(rng.randint(1, 12)):
+        if not jobs:
+            break
+        k = rng.randrange(len(jobs))
+        team, v = jobs[k]
+        if k in gone:  # back again
+            gone.discard(k)
+            without.count(team, v, -1)
+            credited.charge(team, v, False)
+        else:
+            gone.add(k)
+            without.count(team, v, 1)
+            credited.credit(team, v, False)
+        asking = rng.choice(teams).name
+        need = (rng.randint(0, 12), rng.randint(0, 12), rng.randint(0, 12))
+        steady = rng.random() < 0.3
+        assert without.refuse(asking, need, steady) == credited.refuse(asking, need, steady)
+        for t in teams:
+            assert list(without.used(t.name)) == credited.usage[t.name]
+            for resources in ((0,), (1, 2), (0, 1, 2)):
+                assert (without.above_nominal(t.name, resources)
+                        == credited.above_nominal(t.name, resources))
     assert _state(quota) == before
