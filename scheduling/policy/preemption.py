@@ -20,11 +20,12 @@ The set is found as Kueue does: take the first eligible job of the whole
 ordered list, recompute eligibility, repeat until the preemptor fits (quota and
 placement) or nothing is left, in which case nothing is preempted. Then put
 back, in reverse order, every victim without which the preemptor still fits and
-every remaining victim is still eligible. For a gang of one replica group with
-GPUs (most), walk and put-back count candidates as gone on a count of the
-replicas the room holds and on each team's usage, without changing the state,
-which then loses only the victims kept: a walk often takes dozens of small
-jobs to free one node and puts back all but a few.
+every remaining victim is still eligible. Walk and put-back count candidates as
+gone beside the state, their room per node and their usage per team
+(`quota.Without`), and read room through a count of the replicas it holds for a
+gang of one replica group with GPUs (most), or place any other gang with that
+room given back; the state then loses only the victims kept: a walk often
+takes dozens of small jobs to free one node and puts back all but a few.
 """
 
 from __future__ import annotations
@@ -346,7 +347,6 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
     MAY_FIT when the walk ran out of candidates."""
     search = _Search(state, team, tier, demand, settings, now)
     victims: list[Holder] = []
-    before: dict[int, Vector] = {}
     bound = Verdict(_fits_without(search, search.upper_bound()), search.reclaims)
     if bound.bound is not Bound.MAY_FIT:
         return None, bound
@@ -357,15 +357,14 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
             for h in reversed(victims):
                 search.restore(h)
             return None, bound
-        for i in candidate.on_nodes:
-            if i not in before:
-                before[i] = state.room.free(i)
         search.remove(candidate)
         search.taken(candidate)
         victims.append(candidate)
         if search.fits():
             break
     victims = _put_back(search, victims)
+    # The walk left the room as it was: what the victims' nodes hold before they go.
+    before = {i: state.room.free(i) for h in victims for i in h.on_nodes}
     search.settle(victims)
     placement = place(state.room, demand)
     assert placement is not None
