@@ -75,3 +75,18 @@ def per_node_usage(
             held[CPU] += group.cpu
             held[MEMORY] += group.memory
     return {name: (v[0], v[1], v[2]) for name, v in usage.items()}
+
+
+def add_to(totals: dict, key, g: int, c: int, m: int) -> None:
+    """Adds GPUs, CPU and memory to `totals[key]` (a node's or a team's);
+    key None (a node the snapshot does not list, which holds no schedulable
+    room) adds nothing."""
+    if key is None:
+        return
+    held = totals.get(key)
+    if held is None:
+        totals[key] = [g, c, m]
+    else:
+        held[0] += g
+        held[1] += c
+        held[2] += m

@@ -35,7 +35,7 @@ import heapq
 from dataclasses import dataclass
 from enum import IntEnum
 
-from .demand import Demand, Vector
+from .demand import Demand, Vector, add_to
 from .model import Settings, Tier
 from .placement import Capacity, Placement, place, placeable_with
 from .quota import Without
@@ -186,13 +186,7 @@ class _Search:
             freed[0] += g
             freed[1] += c
             freed[2] += m
-            extra = given.get(i)
-            if extra is None:
-                given[i] = [g, c, m]
-            else:
-                extra[0] += g
-                extra[1] += c
-                extra[2] += m
+            add_to(given, i, g, c, m)
             nodes.append(i)
         if self.capacity is not None:
             self.capacity.moved(nodes, given)

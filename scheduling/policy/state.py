@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 
-from .demand import Demand, Vector, per_node_usage
+from .demand import Demand, Vector, add_to, per_node_usage
 from .model import RunningJob, Snapshot, Tier
 from .placement import Placement, usage_on_nodes
 from .quota import Quota
@@ -217,7 +217,7 @@ class State:
             tier = tiers.get(job.tier) if job.tier else None
             kind = None if types is None else types.running_kind(job, index)
             key = (job.team, tier is not None and not tier.preemptible, kind)
-            _add_to(per_team, key, g, c, m)
+            add_to(per_team, key, g, c, m)
             by_team.get(job.team, by_team[None]).append(job)
         self.room.take_all(taken_gpu, taken_cpu, taken_memory)
         for (team, steady, kind), (g, c, m) in per_team.items():
@@ -449,21 +449,6 @@ class State:
             extra = (max(0, now[0] - g), max(0, now[1] - c), max(0, now[2] - m))
             if extra != (0, 0, 0):
                 self.room.take(i, extra)
-
-
-def _add_to(totals: dict, key, g: int, c: int, m: int) -> None:
-    """Adds GPUs, CPU and memory to `totals[key]` (a node's or a team's);
-    key None (a node the snapshot does not list, which holds no schedulable
-    room) adds nothing."""
-    if key is None:
-        return
-    held = totals.get(key)
-    if held is None:
-        totals[key] = [g, c, m]
-    else:
-        held[0] += g
-        held[1] += c
-        held[2] += m
 
 
 def _expand(replicas):
