@@ -39,7 +39,7 @@ from .demand import Demand, Vector, add_to
 from .model import Settings, Tier
 from .placement import Capacity, Placement, place, placeable_with
 from .quota import Without
-from .state import Holder, State, own_candidate
+from .state import Held, Holder, State, own_candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ class _Search:
         self.steady = not tier.preemptible
         self.relevant = tuple(r for r in demand.needs() if r in state.quota.named[team])
         self.guard_since = now - settings.min_runtime_before_preemption
-        self.own = state.held(team)
+        self._own: Held | list[Holder] | None = None  # see own
         self.own_at = 0
         self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
         self.reclaims = True  # see upper_bound
@@ -159,6 +159,15 @@ class _Search:
         room = state.room
         self.kinds = None if room.master is None else room.master.part_of
         self.kind = room.kind
+
+    @property
+    def own(self) -> Held | list[Holder]:
+        """Returns the preemptor's team's jobs in R8 order, put in that order
+        the first time the search reads them (a search its upper bound
+        proves hopeless never does, without GPU types)."""
+        if self._own is None:
+            self._own = self.state.held(self.team)
+        return self._own
 
     def count_room(self) -> None:
         """Counts the replicas the room holds, when the preemptor's shape
@@ -249,9 +258,10 @@ class _Search:
             if self.heap:
                 _, team, k = self.heap[0]
                 return self.state.held(team)[k]
-        while self.own_at < len(self.own) and not self.own_eligible(self.own[self.own_at]):
+        own = self.own
+        while self.own_at < len(own) and not self.own_eligible(own[self.own_at]):
             self.own_at += 1
-        return self.own[self.own_at] if self.own_at < len(self.own) else None
+        return own[self.own_at] if self.own_at < len(own) else None
 
     def taken(self, h: Holder) -> None:
         """Moves past a candidate that was just counted as gone."""
