@@ -92,29 +92,26 @@ class Verdict:
 
 @dataclass(slots=True)
 class Reach:
-    """The jobs of one team a search's upper bound counts, with their usage
-    summed: in all, per tier kind (non-preemptible or not), per node, and
-    over the nodes (`on_total`: the room the nodes get back)."""
+    """The jobs of one team a search's upper bound counts (all at
+    preemptible tiers), with their usage summed: in all, per node, and over
+    the nodes (`on_total`: the room the nodes get back)."""
 
     team: str | None
     count: int  # how many jobs
     total: list[int]
-    by_steady: dict[bool, list[int]]
     on_nodes: dict[int, list[int]]
     on_total: list[int]
 
     @classmethod
-    def of(cls, team: str | None, jobs: list[tuple[Vector, dict[int, Vector], bool]]) -> Reach:
-        """Returns the reach of `jobs`, each (usage, on nodes, non-preemptible)."""
+    def of(cls, team: str | None, jobs: list[tuple[Vector, dict[int, Vector]]]) -> Reach:
+        """Returns the reach of `jobs`, each (usage, on nodes)."""
         total = [0, 0, 0]
-        by_steady: dict[bool, list[int]] = {}
         on_nodes: dict[int, list[int]] = {}
         on_total = [0, 0, 0]
-        for u, held_on, steady in jobs:
-            acc = by_steady.setdefault(steady, [0, 0, 0])
-            for r in range(3):
-                total[r] += u[r]
-                acc[r] += u[r]
+        for u, held_on in jobs:
+            total[0] += u[0]
+            total[1] += u[1]
+            total[2] += u[2]
             for i, v in held_on.items():
                 acc = on_nodes.setdefault(i, [0, 0, 0])
                 acc[0] += v[0]
@@ -123,7 +120,7 @@ class Reach:
                 on_total[0] += v[0]
                 on_total[1] += v[1]
                 on_total[2] += v[2]
-        return cls(team, len(jobs), total, by_steady, on_nodes, on_total)
+        return cls(team, len(jobs), total, on_nodes, on_total)
 
 
 class _Search:
@@ -290,7 +287,7 @@ class _Search:
             if state.types is None:
                 jobs = state.own_victims(self.team, self.tier.value, self.guard_since)
             else:
-                jobs = [(h.usage, h.on_nodes, h.steady) for h in self.own if self.own_eligible(h)]
+                jobs = [(h.usage, h.on_nodes) for h in self.own if self.own_eligible(h)]
             own = kept[key] = Reach.of(self.team, jobs)
         gone = own.total
         reaches = []
@@ -304,8 +301,7 @@ class _Search:
                     reach = kept.get(key)
                     if reach is None:
                         reach = kept[key] = Reach.of(team, [
-                            (h.usage, h.on_nodes, h.steady)
-                            for h in self._reachable(team, state.held(team))])
+                            (h.usage, h.on_nodes) for h in self._reachable(team, state.held(team))])
                     if reach.count:
                         reaches.append(reach)
         if own.count:
@@ -339,7 +335,7 @@ def find_victims(state: State, team: str, tier: Tier, demand: Demand,
     not fit as things are, or None when preempting cannot make it fit.
 
     The state is left as found when it returns None; otherwise the victims
-    stay counted as gone and the caller admits the preemptor.
+    are out of its room and quota and the caller admits the preemptor.
     """
     return search_victims(state, team, tier, demand, settings, now)[0]
 
@@ -358,9 +354,7 @@ def search_victims(state: State, team: str, tier: Tier, demand: Demand, settings
     while True:
         candidate = search.first_candidate()
         if candidate is None:
-            for h in reversed(victims):
-                search.restore(h)
-            return None, bound
+            return None, bound  # the walk left the state as it was
         search.remove(candidate)
         search.taken(candidate)
         victims.append(candidate)
@@ -410,9 +404,10 @@ def _fits_without(search: _Search, reaches: list[Reach]) -> Bound:
         return Bound.NO_ROOM
     # Quota first, as it is cheaper and refuses most often; then room, per
     # node, not per job.
-    fits = quota_ok = state.quota.refuse_without(
-        search.team, need, search.steady,
-        [(reach.team, reach.total, reach.by_steady.get(True)) for reach in reaches]) is None
+    without = Without(state.quota)
+    for reach in reaches:
+        without.count(reach.team, reach.total, 1)
+    fits = quota_ok = without.refuse(search.team, need, search.steady) is None
     if fits:
         given = [sum(reach.on_total[r] for reach in reaches) for r in range(3)]
         fits = placeable_with(state.room, search.demand, [reach.on_nodes for reach in reaches],

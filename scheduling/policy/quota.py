@@ -128,27 +128,6 @@ class Quota:
         """
         return self._refuse(team, need, steady, self.usage[team], self.steady[team], self.above)
 
-    def refuse_without(self, team: str, need: Vector, steady: bool,
-                       gone: list[tuple[str | None, list[int], list[int] | None]]) -> Refusal | None:
-        """Returns what `refuse` would return with usage of other teams and of
-        `team` counted as gone: `gone` lists (team, usage, the part of it at
-        non-preemptible tiers), each team at most once. Nothing changes: the
-        pool drawn (`above`) and the team's usage are worked out apart."""
-        used, held_steady, above = self.usage[team], self.steady[team], list(self.above)
-        for other, v, v_steady in gone:
-            if other is None or other not in self.usage:
-                continue
-            was, guaranteed = self.usage[other], self.guaranteed[other]
-            for r in self.named[other]:
-                if v[r]:
-                    above[r] -= (max(0, was[r] - guaranteed[r])
-                                 - max(0, was[r] - v[r] - guaranteed[r]))
-            if other == team:
-                used = [used[r] - v[r] for r in range(3)]
-                if v_steady is not None:
-                    held_steady = [held_steady[r] - v_steady[r] for r in range(3)]
-        return self._refuse(team, need, steady, used, held_steady, above)
-
     def _refuse(self, team: str, need: Vector, steady: bool, used: list[int],
                 held_steady: list[int], above: list[int]) -> Refusal | None:
         nominal = self.nominal[team]

@@ -279,8 +279,8 @@ class State:
         return holder
 
     def own_victims(self, team: str, value: int,
-                    since: int) -> list[tuple[Vector, dict[int, Vector], bool]]:
-        """Returns (usage, on nodes, non-preemptible) of each running job of
+                    since: int) -> list[tuple[Vector, dict[int, Vector]]]:
+        """Returns (usage, on nodes) of each running job of
         `team` at a preemptible tier below `value`, started by `since` and not
         taken: every job of its own team a preemptor of tier `value` could
         take (R5), read without building a holder for the jobs not built yet
@@ -294,9 +294,9 @@ class State:
             holder = made.get(job.id)
             if holder is None:
                 usage, on_nodes = self._usage(job)
-                found.append((usage, on_nodes, False))
+                found.append((usage, on_nodes))
             elif not holder.taken:
-                found.append((holder.usage, holder.on_nodes, False))
+                found.append((holder.usage, holder.on_nodes))
         return found
 
     def _usage(self, job: RunningJob) -> tuple[Vector, dict[int, Vector]]:

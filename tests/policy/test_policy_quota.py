@@ -1,8 +1,7 @@
 """R2's answers with some usage counted as gone, worked out apart without
 changing the quota, against crediting that usage and asking (hypothesis):
-all at once (a victim search's upper bound, `Quota.refuse_without`), and
-counted as gone and back one job at a time (a victim search's walk,
-`Without`)."""
+all at once (a victim search's upper bound), and counted as gone and back
+one job at a time (a victim search's walk), both through `Without`."""
 
 from __future__ import annotations
 
@@ -39,31 +38,29 @@ def test_refusing_with_usage_gone_answers_as_crediting_it_first(seed):
     rng = random.Random(seed)
     teams = tuple(_team(rng, k) for k in range(rng.randint(1, 5)))
     quota = Quota(teams, (rng.randint(0, 80), rng.randint(0, 80), rng.randint(0, 80)))
-    used: dict[str, list[int]] = {}
+    used: dict[str, list[int]] = {}  # preemptible usage per team
     for team in teams:
         for steady in (False, True):
             v = (rng.randint(0, 24), rng.randint(0, 24), rng.randint(0, 24))
             quota.charge(team.name, v, steady)
-            used.setdefault(team.name, [0, 0, 0])
-            used[team.name] = [a + b for a, b in zip(used[team.name], v)]
+            if not steady:
+                used[team.name] = list(v)
     asking = rng.choice(teams).name
-    gone = []
+    gone = []  # preemptible usage: what a search's upper bound counts
     for team in rng.sample([t.name for t in teams], rng.randint(0, len(teams))):
-        v = [rng.randint(0, x) for x in used[team]]
-        steady = [rng.randint(0, x) for x in v] if rng.random() < 0.3 else None
-        gone.append((team, v, steady))
+        gone.append((team, tuple(rng.randint(0, x) for x in used[team])))
     need = (rng.randint(0, 12), rng.randint(0, 12), rng.randint(0, 12))
     steady = rng.random() < 0.3
     before = copy.deepcopy(_state(quota))
 
-    answer = quota.refuse_without(asking, need, steady, gone)
+    without = Without(quota)
+    for team, v in gone:
+        without.count(team, v, 1)
+    answer = without.refuse(asking, need, steady)
     assert _state(quota) == before
 
-    for team, v, v_steady in gone:
-        moving = [v[r] - (v_steady[r] if v_steady else 0) for r in range(3)]
-        quota.credit(team, (moving[0], moving[1], moving[2]), False)
-        if v_steady:
-            quota.credit(team, tuple(v_steady), True)
+    for team, v in gone:
+        quota.credit(team, v, False)
     assert answer == quota.refuse(asking, need, steady)
 
 
