@@ -185,10 +185,10 @@ def _admit(job: Job, admission: Admission, now: datetime) -> None:
     """Move a job to admitted with its placement, the one the cluster will be given."""
     nodes = admission.nodes or _expand(admission.placement)
     where = ", ".join(f"{count} on {node}" for node, count in admission.placement)
-    message = f"Admitted: all {len(nodes)} replicas placed at once ({where})."
+    placed = f"all {len(nodes)} replicas placed at once" if len(nodes) > 1 else "its replica placed"
+    message = f"Admitted: {placed} ({where})."
     if admission.gpu_type:
-        message = f"Admitted on {admission.gpu_type} GPUs{_type_choice(job, admission.gpu_type)}: " \
-                  f"all {len(nodes)} replicas placed at once ({where})."
+        message = f"Admitted on {admission.gpu_type} GPUs{_type_choice(job, admission.gpu_type)}: {placed} ({where})."
     if admission.victims:
         message += f" Starts once {len(admission.victims)} preempted job(s) have stopped."
     transition(job, Job.State.ADMITTED, message=message, code=Because.ADMITTED, admitted_at=now, placement=list(nodes),

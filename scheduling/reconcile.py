@@ -179,7 +179,8 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         return
     total = job.replica_count
     if job.state == Job.State.ADMITTED and phase is Phase.RUNNING and status.running_pods >= total:
-        transition(job, Job.State.RUNNING, message=f"Running: all {total} replicas started.", started_at=now,
+        started = f"all {total} replicas started" if total > 1 else "its replica started"
+        transition(job, Job.State.RUNNING, message=f"Running: {started}.", started_at=now,
                    placement=list(status.nodes) or job.placement)  # fmt: skip
         result.changed += 1
         return

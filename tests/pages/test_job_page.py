@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.reconcile import reconcile
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +62,16 @@ def test_it_shows_the_timeline_of_events(login, owner, submit, cycle):
     body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
     assert "Submitted by owner" in body
     assert "Admitted: all 2 replicas placed at once" in body
+
+
+def test_a_job_of_one_replica_reads_as_one(login, owner, submit, cycle):
+    job = submit(replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
+    cycle()  # admitted
+    reconcile(cluster=SimulatedCluster(failure_rate=0))  # its pod runs
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Admitted: its replica placed (1 on node-01)" in body
+    assert "Running: its replica started." in body
+    assert "all 1 replicas" not in body
 
 
 def test_the_fragment_polls_while_the_job_lives(login, owner, submit, htmx):
