@@ -28,6 +28,12 @@ def test_access_to_the_form(request, login, persona, status, maps):
     assert login(user).get("/jobs/new/").status_code == status
 
 
+def test_the_form_names_the_kinds_it_takes_as_a_sentence(login, owner):
+    body = login(owner).get("/jobs/new/").content.decode()
+    assert "A TFJob, PyTorchJob or TrainJob, admitted as a whole gang" in body
+    assert "Import TFJob, PyTorchJob or TrainJob YAML" in body
+
+
 def test_it_submits_a_job(login, owner):
     response = login(owner).post("/jobs/new/", form_data())
     job = Job.objects.get()
