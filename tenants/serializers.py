@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem
+from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem, text_problem
 from tenants.models import ApiToken, PriorityTier, Quota, base_resource, is_quota_resource
 from tenants.selectors import quota_resources
 from tenants.tokens import TOKEN_NAME
@@ -204,10 +204,20 @@ class TokenCreatedSerializer(TokenSerializer):
         read_only_fields = fields
 
 
+class StoredSlugField(serializers.SlugRelatedField):
+    """A slug naming a row: text PostgreSQL cannot hold (NUL, a lone surrogate) is refused with a
+    sentence before any query, as the query itself would fail."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (problem := text_problem(data)):
+            raise serializers.ValidationError(problem)
+        return super().to_internal_value(data)
+
+
 class TokenCreateSerializer(serializers.Serializer):
     name = serializers.RegexField(TOKEN_NAME, max_length=100,
                                   help_text="What it is for, e.g. ci-main.")  # fmt: skip
-    max_tier = serializers.SlugRelatedField(
+    max_tier = StoredSlugField(
         slug_field="name", queryset=PriorityTier.objects.all(), required=False, allow_null=True,
         help_text="Team tokens: the highest tier it may submit to.",
     )  # fmt: skip

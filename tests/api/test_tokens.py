@@ -1,6 +1,7 @@
 """Team tokens (leads and staff create and revoke them), user tokens, storage and the create_token command."""
 
 import hashlib
+import json
 from io import StringIO
 
 import pytest
@@ -40,6 +41,17 @@ def test_a_token_cannot_have_a_tier_its_team_may_not_use(as_persona, maps, tiers
     response = as_persona("lead").post("/api/v1/teams/maps/tokens/", {"name": "x", "max_tier": "production"},
                                        format="json")  # fmt: skip
     assert response.status_code == 400 and "max_tier" in response.json()
+
+
+@pytest.mark.parametrize("url", ["/api/v1/teams/maps/tokens/", "/api/v1/tokens/"])
+@pytest.mark.parametrize("tier, what", [("stan\x00dard", "a NUL character"),
+                                        ("\ud8f7x", "a lone surrogate")])
+def test_a_tier_name_no_database_can_hold_is_refused_with_a_sentence(as_persona, url, tier, what):
+    body = json.dumps({"name": "ci-new", "max_tier": tier})  # escaped, as a client sends it
+    response = as_persona("lead").post(url, body, content_type="application/json")
+    assert response.status_code == 400
+    assert what in response.json()["max_tier"][0]
+    assert not ApiToken.objects.filter(name="ci-new").exists()
 
 
 def test_a_revoked_token_stops_working_at_once(as_persona):
