@@ -26,16 +26,19 @@ class Listing:
     on_node: dict[int, int] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
 
-    def team(self, running: dict[str, dict[str, Entry]], tiers: tuple[Tier, ...],
-             above: int, own_below: int | None, *, bounded: bool) -> int:
+    def team(self, running: dict[str, dict[str, Entry]], tier_gpus: dict[str, int],
+             tiers: tuple[Tier, ...], above: int, own_below: int | None, *, bounded: bool) -> int:
         """Lists a team's jobs that may be victims in this pass; returns their GPUs.
 
         `running` is the team's running entries per tier in start order,
-        `tiers` the preemptible tiers, lowest first (R8). When `above` > 0 the
-        team may be reclaimed from: its jobs in R8 order while the GPUs
-        listed before them are fewer than `above` (all of them when not
-        `bounded`). When a queued job of the team has tier value `own_below`,
-        its jobs of lower tiers past the thrash guard.
+        `tier_gpus` their GPUs per tier, `tiers` the preemptible tiers, lowest
+        first (R8). When `above` > 0 the team may be reclaimed from: its jobs
+        in R8 order while the GPUs listed before them are fewer than `above`
+        (all of them when not `bounded`). When a queued job of the team has
+        tier value `own_below`, its jobs of lower tiers past the thrash guard.
+        A tier listed whole is listed in start order: the order of the
+        snapshot's running jobs changes no plan (the policy puts victims in
+        R8 order itself).
         """
         gpus = before = 0
         for tier in tiers:
@@ -44,9 +47,11 @@ class Listing:
                 continue
             entries = list(group.values())
             cut = len(entries)
-            if above > 0 and not bounded:
+            if above > 0 and (not bounded or before + tier_gpus[tier.name] <= above):
                 cut = 0
-                gpus += self._add(entries)
+                listed = self._add(entries)
+                gpus += listed
+                before += listed
             elif above > 0 and before < above:
                 if self.marks is None:
                     marks = [e.started for e in entries]  # start order already

@@ -141,7 +141,7 @@ class Reduction:
                 own_below = ask.top.get(team)
                 listed = 0
                 if above > 0 or own_below is not None:
-                    listed = listing.team(by_tier, self.victim_tiers, above, own_below,
+                    listed = listing.team(by_tier, tier_gpus, self.victim_tiers, above, own_below,
                                           bounded=not ask.mixed)
                 steady = used - listed
                 if above > 0:
