@@ -45,8 +45,9 @@ snapshot:
   holders are ordered by R8's key, which ends in the id). Without such a
   job no pass reserves anything, and ends are not read. A pass is also due
   when a queued job starts starving, since it may then reserve room.
-  Victims are listed in R8's order with checkpoints: least unsaved work
-  first.
+  A team's possible victims are cut in R8's order with checkpoints (least
+  unsaved work first); a tier listed whole comes in start order, since the
+  policy orders victims itself.
 
 With GPU types (`--types`) the same shortcuts hold per type, since R2, R6,
 R7 and R11 work on one type at a time (the policy's types.py) and a victim
