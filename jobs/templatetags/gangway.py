@@ -55,6 +55,13 @@ def plural(count, word: str) -> str:
 
 
 @register.filter
+def names_or(things) -> str:
+    """The names of `things` as a list read aloud: "TFJob, PyTorchJob or TrainJob"."""
+    names = [thing.name for thing in things]
+    return " or ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+@register.filter
 def duration(seconds) -> str:
     """Seconds as a short human span: "45 s", "40 min", "2 h 5 min", "3 d"; "—" for none."""
     if seconds is None or seconds == "":
