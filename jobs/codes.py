@@ -17,8 +17,11 @@ class Because(StrEnum):
     PREEMPTED = "preempted"  # R5: a higher tier of the same team
     CLUSTER_UNREACHABLE = "cluster_unreachable"
     CREATE_PENDING = "create_pending"  # admitted, not yet created: the cluster did not answer
-    CLUSTER_REFUSED = "cluster_refused"  # the cluster refused the create: requeued with a backoff
+    CLUSTER_REFUSED = "cluster_refused"  # the cluster refused the create: requeued with a backoff, failed at last
+    MISSING_CLAIM = "missing_claim"  # mounts a claim its namespace lacks: left out of the plan until it exists
+    STOP_REFUSED = "stop_refused"  # the cluster refused to suspend or stop a job: deleted instead, or tried again
     NOT_ADMITTED = "not_admitted"  # found running without an admission: suspended
+    ENDED_HERE = "ended_here"  # ended in Gangway (e.g. cancelled) yet still running in the cluster: stopped
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff

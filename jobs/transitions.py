@@ -28,7 +28,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     # refuses to create goes back to the queue.
     State.ADMITTED: frozenset({State.QUEUED, State.RUNNING, State.PREEMPTING, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
     State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.PREEMPTING, State.CANCELLING}),
-    State.PREEMPTING: frozenset({State.QUEUED, State.CANCELLING}),
+    # A victim may finish before its suspend lands.
+    State.PREEMPTING: frozenset({State.QUEUED, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
     State.CANCELLING: frozenset({State.CANCELLED}),
 }
 

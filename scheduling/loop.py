@@ -27,7 +27,9 @@ from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling import records
-from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod
+from scheduling.cluster.base import (
+    Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod, check_claims,
+)
 from scheduling.locks import try_transaction_lock
 from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
@@ -35,6 +37,7 @@ from scheduling.snapshot import World, build_world, to_cluster_job
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
+REFUSALS_BEFORE_FAILING = 5  # a job the cluster refuses to start this many times fails (`requeue_refused`)
 
 
 @dataclass
@@ -64,6 +67,8 @@ class Reading:
     nodes: list[NodeInfo]
     outside: list[OutsidePod]
     statuses: list[JobStatus]
+    # The claims of each namespace where a queued job mounts one, by name (see `build_world`).
+    claims: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,7 +111,8 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
                 result.error = str(error)
                 records.cluster_unreachable()
             if reading is not None:
-                world = build_world(now=now, nodes=reading.nodes, outside=reading.outside, statuses=reading.statuses)
+                world = build_world(now=now, nodes=reading.nodes, outside=reading.outside, statuses=reading.statuses,
+                                    claims=reading.claims)  # fmt: skip
                 # 2. Plan.
                 plan = make_plan(world.snapshot)
                 result.gpu_usage = [team_gpus_to_dict(team) for team in plan.teams]
@@ -132,7 +138,10 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
 
 
 def _read(cluster: Cluster) -> Reading:
-    return Reading(nodes=cluster.nodes(), outside=cluster.outside_usage(), statuses=cluster.job_statuses())
+    mounting = Job.objects.filter(state=Job.State.QUEUED).exclude(volumes=[]).values_list("team__slug", "volumes")
+    namespaces = sorted({namespace for namespace, volumes in mounting if any("claim" in v for v in volumes)})
+    return Reading(nodes=cluster.nodes(), outside=cluster.outside_usage(), statuses=cluster.job_statuses(),
+                   claims={namespace: {claim.name for claim in cluster.claims(namespace)} for namespace in namespaces})
 
 
 def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> list[Decided]:
@@ -218,9 +227,17 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
     """
     for index, item in enumerate(decided):
         try:
+            if item.victims:
+                check_claims(cluster, to_cluster_job(item.job))  # a create bound to fail preempts no one
             for victim in item.victims:
-                cluster.suspend_job(to_cluster_job(victim))
-            cluster.create_job(to_cluster_job(item.job))
+                try:
+                    stop_victim(victim, cluster)
+                except ClusterError as error:  # reconcile tries again at every pass, and says so on the victim
+                    log.warning("the cluster refused to stop job %s, preempted for job %s: %s", victim.pk,
+                                item.job.pk, error)  # fmt: skip
+            # A cancel may have come since the commit (reconcile stops whatever ran for it anyway).
+            if Job.objects.filter(pk=item.job.pk, state=Job.State.ADMITTED).exists():
+                cluster.create_job(to_cluster_job(item.job))
         except ClusterUnavailable as error:
             _creation_pending([d.job for d in decided[index:]])
             log.warning("cluster unreachable while applying admissions: %s", error)
@@ -241,17 +258,46 @@ def _creation_pending(jobs: list[Job]) -> None:
 def requeue_refused(job: Job, error: str, now: datetime) -> None:
     """Requeue a job whose create the cluster refused, keeping its place, after a backoff.
 
-    Used by the apply phase and by reconcile when it creates a job again.
+    The backoff doubles with each refusal (`backoff`). At the REFUSALS_BEFORE_FAILING-th
+    the job fails instead, saying why: such a refusal (a webhook, a quota of the namespace)
+    rarely passes by itself, and each try preempts its victims again. Used by the apply
+    phase and by reconcile when it creates a job again.
     """
-    wait = backoff(job.attempt)
-    message = (f"The cluster refused to create it: {error}. Requeued with its place kept; "
-               f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
+    refusals = job.events.filter(code=Because.CLUSTER_REFUSED).count() + 1
+    error = error.rstrip(". ")
+    wait = backoff(refusals)
     try:
-        transition(job, Job.State.QUEUED, message=message, code=Because.CLUSTER_REFUSED, placement=[], admitted_at=None,
-                   not_before=now + wait, reason=message, reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
+        if refusals >= REFUSALS_BEFORE_FAILING:
+            message = (f"Failed: the cluster refused to create it: {error}. That was refusal {refusals}; "
+                       "change the job and submit it again.")  # fmt: skip
+            transition(job, Job.State.FAILED, message=message, code=Because.CLUSTER_REFUSED, placement=[],
+                       finished_at=now, reason=message, reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
+        else:
+            message = (f"The cluster refused to create it: {error}. Requeued with its place kept; "
+                       f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
+            transition(job, Job.State.QUEUED, message=message, code=Because.CLUSTER_REFUSED, placement=[],
+                       admitted_at=None, not_before=now + wait, reason=message,
+                       reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
     except StaleJob:
         return  # cancelled meanwhile; nothing was created
     _log_decision("refused", job, Because.CLUSTER_REFUSED, message)
+
+
+def stop_victim(job: Job, cluster: Cluster) -> None:
+    """Suspends a job being preempted. When the cluster refuses (a webhook, a missing permission),
+    its object is deleted instead, so that its room frees: it is created again when admitted, from
+    its last checkpoint. An adopted object is never deleted: the refusal goes to the caller
+    (reconcile tries again at every pass and says so on the job)."""
+    target = to_cluster_job(job)
+    try:
+        cluster.suspend_job(target)
+    except ClusterError as error:
+        if job.adopted:
+            raise
+        cluster.delete_job(target.namespace, target.name)
+        note(job, JobEvent.Kind.NOTE, f"The cluster refused to suspend it ({str(error).rstrip('. ')}); its "
+             f"{job.kind} was deleted instead so that its room frees. It starts again from its last "
+             "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip
 
 
 def _log_decision(action: str, job: Job, rule: str, reason: str) -> None:
@@ -269,11 +315,18 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
     reservation (R4); an event when its reason changes. Returns how many wait."""
     teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
     reserved = {held.id: held for held in plan.reservations}
+    # Only jobs still queued: one cancelled since the snapshot keeps no position. Their rows are
+    # locked to the commit; one a cancel holds is left to the next cycle.
+    queued = set(Job.objects.select_for_update(skip_locked=True).filter(
+        pk__in=[world.jobs[wait.id].pk for wait in plan.wait] + [job.pk for job, _ in world.held.values()],
+        state=Job.State.QUEUED).order_by("pk").values_list("pk", flat=True))  # fmt: skip
     changed = []
     for wait in plan.wait:
         job = world.jobs[wait.id]
+        if job.pk not in queued:
+            continue
         reason = records.readable_reason(wait.reason, team=job.team.slug, teams_of=teams_of, now=now)
-        if wait.code != job.reason_code and job.state == Job.State.QUEUED:
+        if wait.code != job.reason_code:
             note(job, JobEvent.Kind.WAITING, reason, code=wait.code)
         job.reason, job.reason_code = reason, wait.code
         job.position, job.team_position = wait.position, wait.team_position
@@ -284,6 +337,8 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
         }  # fmt: skip
         changed.append(job)
     for job, held in world.held.values():  # trials beyond their sweep's cap, never offered to the policy
+        if job.pk not in queued:
+            continue
         if held.code != job.reason_code:
             note(job, JobEvent.Kind.WAITING, held.reason, code=held.code)
         job.reason, job.reason_code = held.reason, held.code
@@ -299,5 +354,6 @@ def _moment(seconds: int) -> datetime:
 
 
 def backoff(attempt: int) -> timedelta:
-    """How long a job evicted for a stuck admission waits: 30 s doubling per attempt, at most 1 hour."""
+    """How long a job evicted for a stuck admission (or refused by the cluster) waits: 30 s doubling
+    per attempt (or refusal), at most 1 hour."""
     return timedelta(seconds=min(3600, 30 * 2 ** max(0, attempt - 1)))

@@ -23,13 +23,14 @@ from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
-from scheduling.locks import try_transaction_lock
-from scheduling.loop import backoff, requeue_refused
+from scheduling.locks import session_lock
+from scheduling.loop import backoff, requeue_refused, stop_victim
 from scheduling.snapshot import to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
 STOPPING = (Job.State.PREEMPTING, Job.State.CANCELLING)
+RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)  # phases in which a cluster job holds or may take room
 
 
 @dataclass
@@ -63,12 +64,16 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
        ones deleted in the cluster (`adoption.adopt_outside_jobs`); read every Gangway job the cluster has.
     2. For each job the database follows, jobs being stopped first, apply the
        one correction its pair of states calls for (see `_correct`).
-    3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted.
+    3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted,
+       and stop those of jobs that ended here but still run there (`_stop_leftovers`).
+    Each correction commits on its own under a session lock (one reconcile at a time), so a
+    cancel never waits behind a slow cluster call and a late error undoes nothing done before.
     """
     now = now or timezone.now()
     result = ReconcileResult()
-    with transaction.atomic():
-        if not try_transaction_lock(RECONCILE_LOCK):
+    # Each correction commits on its own: no row stays locked while a slow cluster call runs.
+    with session_lock(RECONCILE_LOCK) as held:
+        if not held:
             return ReconcileResult(skipped=True)
         try:
             outside = adopt_outside_jobs(cluster=cluster, now=now)
@@ -76,11 +81,9 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         except ClusterUnavailable as error:
             return ReconcileResult(error=str(error))
         result.adopted, result.refused, result.changed = outside.adopted, outside.refused, outside.cancelled
-        known = set()
-        jobs = Job.objects.filter(state__in=Job.OPEN_STATES).select_related("team", "tier").order_by("id")
+        jobs = list(Job.objects.filter(state__in=Job.OPEN_STATES).select_related("team", "tier").order_by("id"))
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
-            known.add(job.pk)
             try:
                 with transaction.atomic():
                     _correct(job, statuses.get(job.pk), cluster, now, result)
@@ -92,25 +95,69 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
                 _refused(job, str(error), now)
-        terminal = set(Job.objects.filter(pk__in=set(statuses) - known).values_list("pk", flat=True))
-        for job_id, status in statuses.items():
-            if job_id not in known and job_id not in terminal and not status.adopted:
-                cluster.delete_job(status.namespace, status.name)
-                log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
-                result.deleted += 1
+        if not result.error:
+            known = {job.pk for job in jobs}
+            others = Job.objects.filter(pk__in=set(statuses) - known).select_related("team")
+            _stop_leftovers(statuses, known, {job.pk: job for job in others}, cluster, result)
         if result.changed:
             # A job ended, was requeued or stopped: room may have opened, so plan again soon.
             triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     return result
 
 
+def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dict[int, Job], cluster: Cluster,
+                    result: ReconcileResult) -> None:
+    """Stop what runs in the cluster for no open job: orphans, and jobs that ended here.
+
+    An orphan (no Gangway job) is deleted, never an adopted one. A job that ended here may
+    still run there: a cancel that crossed the create of a cycle on another worker, or a
+    create reported refused that went through. It is deleted as a cancel would (an adopted
+    one suspended), with an event saying why. A refusal is logged and tried again next pass.
+    """
+    for job_id, status in statuses.items():
+        if job_id in known:
+            continue
+        job = others.get(job_id)
+        try:
+            if job is None and not status.adopted:
+                cluster.delete_job(status.namespace, status.name)
+                log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
+                result.deleted += 1
+            elif job is not None and job.is_terminal and status.phase in RUNS:
+                _stop_ended(job, status, cluster, result)
+        except ClusterUnavailable as error:
+            result.error = str(error)
+            return
+        except ClusterError as error:
+            log.warning("the cluster refused to stop %s/%s (job %s): %s", status.namespace, status.name, job_id, error)
+
+
+def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: ReconcileResult) -> None:
+    """Stop the cluster job of a job that ended here (see `_stop_leftovers`); an event says so."""
+    if status.adopted:
+        cluster.suspend_job(to_cluster_job(job))  # never deleted: it is its owner's object
+        result.suspended += 1
+    else:
+        cluster.delete_job(status.namespace, status.name)
+        result.deleted += 1
+    if not job.events.filter(code=Because.ENDED_HERE).exists():  # said once, however often its owner resumes it
+        note(job, JobEvent.Kind.NOTE, f"Stopped in the cluster: it had ended here ({job.state}) but was still "
+             f"{status.phase.lower()} there.", code=Because.ENDED_HERE)  # fmt: skip
+    log.info("stopped %s/%s: job %s is %s", status.namespace, status.name, job.pk, job.state)
+
+
 def _refused(job: Job, error: str, now: datetime) -> None:
-    """A create refused: requeue the job with a backoff; any other refusal is logged for operators."""
+    """A create refused: requeue the job with a backoff. Any other refusal is logged for
+    operators and said once on the job; the next pass tries again."""
     job.refresh_from_db()
     if job.state == Job.State.ADMITTED:
         requeue_refused(job, error, now)
-    else:
-        log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
+        return
+    log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
+    if not job.events.filter(code=Because.STOP_REFUSED).exists():
+        what = "resume" if job.state == Job.State.RUNNING else "stop"
+        note(job, JobEvent.Kind.NOTE, f"The cluster refused to {what} it ({error.rstrip('. ')}); Gangway tries "
+             "again at every reconcile.", code=Because.STOP_REFUSED)  # fmt: skip
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
@@ -118,7 +165,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
     phase = status.phase if status else None
     state = job.state
     if state == Job.State.QUEUED:
-        if phase in (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING):
+        if phase in RUNS:
             # Running though no committed admission stands behind it (a create reported refused that
             # went through after all, or a crash in a version that created before it committed).
             # Adopting it would skip quota and room; it is suspended instead, keeping its progress,
@@ -130,10 +177,14 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         _follow(job, status, cluster, now, result)
     elif state == Job.State.PREEMPTING:
-        if phase in (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING):
+        if phase in (Phase.SUCCEEDED, Phase.FAILED):
+            _finish(job, status, now)  # it ended before its suspend landed: nothing to resume
+            result.changed += 1
+            return
+        if phase in RUNS:
             # Level-triggered: the cycle committed the preemption but its suspend may never have
             # reached the cluster (a crash, an outage). Suspending again is harmless.
-            cluster.suspend_job(to_cluster_job(job))
+            stop_victim(job, cluster)
             result.suspended += 1
         if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
             transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
@@ -165,10 +216,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         result.created += 1
         return
     if phase in (Phase.SUCCEEDED, Phase.FAILED):
-        to = Job.State.SUCCEEDED if phase is Phase.SUCCEEDED else Job.State.FAILED
-        word = "Succeeded" if to == Job.State.SUCCEEDED else "Failed"
-        transition(job, to, message=f"{word}: {status.message or 'the training operator reported it.'}",
-                   finished_at=now)  # fmt: skip
+        _finish(job, status, now)
         result.changed += 1
         return
     if phase is Phase.SUSPENDED:
@@ -187,6 +235,14 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if job.state == Job.State.ADMITTED and job.admitted_at and (now - job.admitted_at).total_seconds() > settings.ADMISSION_TIMEOUT:
         _evict_stuck(job, status, cluster, now)
         result.changed += 1
+
+
+def _finish(job: Job, status: JobStatus, now: datetime) -> None:
+    """Ends the job as the cluster reports it: succeeded or failed."""
+    to = Job.State.SUCCEEDED if status.phase is Phase.SUCCEEDED else Job.State.FAILED
+    word = "Succeeded" if to == Job.State.SUCCEEDED else "Failed"
+    transition(job, to, message=f"{word}: {status.message or 'the training operator reported it.'}",
+               finished_at=now)  # fmt: skip
 
 
 def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime) -> None:

@@ -15,13 +15,14 @@ from django.conf import settings
 from django.db.models import Prefetch
 
 from jobs import job_tokens
+from jobs.codes import Because
 from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.policy.types import type_of_key
 from scheduling.cluster.base import (
-    ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, volume_mounts,
+    ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, missing_claims_error, volume_mounts,
 )
 from scheduling.cluster.node_types import label_of, type_of
 from scheduling.gpu_types import known_types
@@ -212,6 +213,7 @@ def build_world(
     statuses: Iterable[JobStatus] = (),
     teams: list[Team] | None = None,
     extra_pending: tuple[policy.PendingJob, ...] = (),
+    claims: dict[str, set[str]] | None = None,
 ) -> World:
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
@@ -223,7 +225,9 @@ def build_world(
     preempted or cancelled whose pods have not stopped yet, a job it does not
     know) take room as outside usage (R12). Queued jobs backing off after a
     stuck admission (R13) are left out until their time comes, and so are Katib trials
-    beyond their sweep's GPU cap (`world.held`, with the reason they wait).
+    beyond their sweep's GPU cap (`world.held`, with the reason they wait). With `claims` (each
+    namespace's claims, read for the namespaces where a queued job mounts one), a job mounting a
+    claim its namespace lacks is held too: its create would be refused, after preempting others.
     """
     teams = teams if teams is not None else teams_with_quotas()
     by_slug = {team.slug: team for team in teams}
@@ -266,6 +270,8 @@ def build_world(
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
     capped = within_caps(queued, holding)
+    if claims is not None:
+        capped.update(_missing_claims(queued, claims))
     for job in queued:
         if job.pk in capped:
             world.held[str(job.pk)] = (job, capped[job.pk])
@@ -294,6 +300,19 @@ def build_world(
         reservations=tuple(reservations),
     )
     return world
+
+
+def _missing_claims(queued: list[Job], claims: dict[str, set[str]]) -> dict[int, Held]:
+    """The queued jobs mounting a claim their namespace lacks, each with the sentence saying so."""
+    held = {}
+    for job in queued:
+        present = claims.get(job.team.slug)
+        if present is None:
+            continue  # mounts no claim (claims are read only where a queued job mounts one)
+        error = missing_claims_error(to_cluster_job(job), present)
+        if error is not None:
+            held[job.pk] = Held(reason=f"Waiting for its claims: {error}", code=Because.MISSING_CLAIM)
+    return held
 
 
 def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:

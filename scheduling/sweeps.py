@@ -49,10 +49,11 @@ TEMPLATES: dict[SweepCode, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """A pending trial the policy is not offered this cycle, and why."""
+    """A pending job the policy is not offered this cycle, and why: a trial beyond its sweep's
+    cap, or a job mounting a claim its namespace lacks (`snapshot.build_world`)."""
 
     reason: str
-    code: SweepCode
+    code: StrEnum  # a SweepCode, or the portal's Because.MISSING_CLAIM
 
 
 def r3_key(job: Job) -> tuple:

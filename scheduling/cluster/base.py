@@ -342,6 +342,16 @@ class Cluster(Protocol):
         """
 
 
+def check_claims(cluster: Cluster, job: ClusterJob) -> None:
+    """Raises the ClusterError of `missing_claims_error` when `job` mounts a claim its namespace
+    lacks; reads the claims only when it mounts one. The adapters check before a create, and
+    the loop before it preempts anyone for the job."""
+    if any(volume.source == "claim" for volume in job.volumes):
+        error = missing_claims_error(job, {claim.name for claim in cluster.claims(job.namespace)})
+        if error is not None:
+            raise error
+
+
 def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:
     """The error for claims `job` mounts that its namespace lacks (`present` names those it has), or None."""
     missing = sorted({v.name for v in job.volumes if v.source == "claim"} - present)

@@ -33,8 +33,8 @@ from scheduling.cluster.base import (
     ReplicaLog,
     Tenants,
     TrialResult,
+    check_claims,
     failing_replica,
-    missing_claims_error,
 )
 from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount
 from scheduling.cluster.manifests import JOB_ID_LABEL
@@ -124,10 +124,7 @@ class KubernetesCluster:
         if job.adopted:
             kubernetes_outside.admit(self.api, job)
             return
-        if any(volume.source == "claim" for volume in job.volumes):
-            error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
-            if error is not None:
-                raise error
+        check_claims(self, job)
         desired = job_manifests.job_manifest(job)
         kind = kinds.get(job.kind)
         args = (kind.group, kind.version, job.namespace, kind.plural)

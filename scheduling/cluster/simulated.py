@@ -34,7 +34,7 @@ from scheduling.cluster.base import (
     ReplicaLog,
     Tenants,
     TrialResult,
-    missing_claims_error,
+    check_claims,
 )
 from scheduling.models import SimClaim, SimJob, SimNode
 
@@ -77,10 +77,7 @@ class SimulatedCluster:
     # --- writes -----------------------------------------------------------------
     def create_job(self, job: ClusterJob) -> None:
         """Create the job, or resume it when it exists suspended; a second create changes nothing."""
-        if any(volume.source == "claim" for volume in job.volumes):
-            error = missing_claims_error(job, {claim.name for claim in self.claims(job.namespace)})
-            if error is not None:
-                raise error
+        check_claims(self, job)
         if job.adopted:
             if not simulated_outside.exists(job):
                 return  # deleted by its owner: reconcile cancels it in Gangway
