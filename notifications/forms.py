@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 from django import forms
 from django.conf import settings
 
+from notifications import outbound
 from notifications.models import MOMENTS, Subscription, TeamWebhook
 
 FLAGS = [flag for flag, _ in MOMENTS.values()]
@@ -55,4 +56,6 @@ class WebhookForm(forms.ModelForm):
         scheme = urlsplit(url).scheme if url else ""
         if url and scheme != "https" and not (scheme == "http" and settings.WEBHOOK_ALLOW_HTTP):
             raise forms.ValidationError("Use an https:// URL: the message names the team's jobs.")
+        if url and (problem := outbound.host_problem(url)):
+            raise forms.ValidationError(problem)
         return url

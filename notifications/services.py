@@ -15,6 +15,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from jobs.models import JobEvent
+from notifications import outbound
 from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
 from tenants.permissions import viewers_of
 
@@ -108,13 +109,16 @@ def _webhook(url: str, text: str, link: str) -> None:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "gangway"})  # fmt: skip
     try:
-        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT) as answer:
+        with outbound.opener().open(request, timeout=WEBHOOK_TIMEOUT) as answer:
             answer.read(1024)
     except urllib.error.HTTPError as error:
         retry = error.code == 429 or error.code >= 500
         raise SendFailed(f"The webhook answered {error.code} {error.reason}.", retry=retry) from error
     except (urllib.error.URLError, OSError) as error:
-        raise SendFailed(f"Could not reach the webhook: {getattr(error, 'reason', error)}", retry=True) from error
+        reason = getattr(error, "reason", error)
+        if isinstance(reason, outbound.PrivateAddress):
+            raise SendFailed(f"Not sent: {reason}", retry=False) from error
+        raise SendFailed(f"Could not reach the webhook: {reason}", retry=True) from error
 
 
 def claim(delivery_id: int) -> Delivery | None:

@@ -143,6 +143,7 @@ PUBLIC_URL = env.text("PUBLIC_URL", "").rstrip("/")
 JOB_TOKEN_MAX_AGE = env.integer("JOB_TOKEN_MAX_AGE", 2592000, minimum=60)  # 30 days
 # Webhooks go to https URLs only, unless this is on (the demo, and tests with a local receiver).
 WEBHOOK_ALLOW_HTTP = env.flag("WEBHOOK_ALLOW_HTTP", DEBUG)
+WEBHOOK_ALLOW_PRIVATE = env.flag("WEBHOOK_ALLOW_PRIVATE", DEBUG)  # notifications/outbound.py
 
 # --- Celery -----------------------------------------------------------------
 # The default broker is kombu's file-system transport: no server to run, shared

@@ -128,6 +128,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("JOB_TOKEN_MAX_AGE", 2592000, "How long the token a job's pods get (GANGWAY_JOB_TOKEN, to report "
             "checkpoints) stays valid; pods get GANGWAY_URL and the token only when PUBLIC_URL is set.", unit="s"),
     Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),
+    Setting("WEBHOOK_ALLOW_PRIVATE", COMPUTED, "Let team webhooks post to loopback, private and link-local "
+            "addresses (off: refused when saved and when sent; no redirects are followed either way).",
+            shown="on in debug, else off"),
     # -- Login and browser security -------------------------------------------------
     Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),
     Setting("AXES_COOLOFF_MINUTES", 15, "How long a lockout lasts; staff can clear it in the admin.", unit="min"),

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from notifications import outbound
 from portal.celery import app
 
 
@@ -74,6 +75,8 @@ class WebhookReceiver:
                 receiver.posts.append(json.loads(body))
                 code = 200 if receiver.statuses.empty() else receiver.statuses.get()
                 self.send_response(code)
+                if 300 <= code < 400:
+                    self.send_header("Location", "/elsewhere")  # a follower would GET it: 501 here
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
@@ -109,8 +112,17 @@ def smtp(settings):
 def receiver(settings):
     hook = WebhookReceiver()
     settings.WEBHOOK_ALLOW_HTTP = True
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # it listens on 127.0.0.1
     yield hook
     hook.stop()
+
+
+@pytest.fixture(autouse=True)
+def public_example_hosts(monkeypatch):
+    """*.example.com resolves to a public address here, without DNS; other names as the machine resolves them."""
+    resolve = outbound.addresses
+    monkeypatch.setattr(outbound, "addresses", lambda host, port: ["93.184.215.14"] if host.endswith(
+        "example.com") else resolve(host, port))  # fmt: skip
 
 
 @pytest.fixture(autouse=True)

@@ -97,6 +97,28 @@ def test_a_webhook_that_refuses_is_recorded_as_failed_without_retries(submit, re
     assert len(receiver.posts) == 1
 
 
+def test_a_webhook_that_connects_to_a_local_address_is_not_sent(submit, receiver, settings,
+                                                                 django_capture_on_commit_callbacks):  # fmt: skip
+    """Saved while its name was public, it resolves to 127.0.0.1 now (DNS rebinding): the post is refused."""
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    fail(job, django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("failed", 1) and receiver.posts == []
+    assert delivery.error == "Not sent: 127.0.0.1 is on a private or local network (127.0.0.1); not posted."
+
+
+def test_a_webhook_that_redirects_is_not_followed(submit, receiver, django_capture_on_commit_callbacks):
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer(302)
+    fail(job, django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("failed", 1) and "answered 302" in delivery.error
+    assert len(receiver.posts) == 1
+
+
 def test_a_mail_server_that_is_down_is_retried_then_recorded_as_failed(submit, mailed_owner, settings,
                                                                          django_capture_on_commit_callbacks):  # fmt: skip
     import socket

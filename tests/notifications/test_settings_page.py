@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
+from notifications import outbound
 from notifications.models import Delivery, Subscription, TeamWebhook
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +88,29 @@ def test_a_message_about_a_team_left_since_names_the_job_without_a_link(login, o
     owner.memberships.all().delete()
     body = login(owner).get(URL).content.decode()
     assert job.name in body and f'href="/jobs/{job.pk}/"' not in body
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.0.3.4", "169.254.169.254", "::1", "::ffff:192.168.1.9",
+                                     "100.64.0.1", "fd00::5"])  # fmt: skip
+def test_a_webhook_on_a_private_or_local_network_is_refused(client, login, lead, settings, monkeypatch, address):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    monkeypatch.setattr(outbound, "addresses", lambda host, port: ["93.184.215.14", address])
+    login(lead)
+    response = client.post("/notifications/webhooks/maps/", webhook_post("https://hooks.example.com/T0/B0/x"))
+    assert response.status_code == 422
+    assert (f"hooks.example.com is on a private or local network ({address}); a webhook must be an address on "
+            "the internet, such as Slack&#x27;s.") in response.content.decode()  # fmt: skip
+    assert not TeamWebhook.objects.exists()
+
+
+def test_a_webhook_host_that_does_not_resolve_is_refused(client, login, lead, settings, monkeypatch):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+
+    def unknown(host, port):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(outbound, "addresses", unknown)
+    login(lead)
+    response = client.post("/notifications/webhooks/maps/", webhook_post("https://hooks.nowhere.invalid/x"))
+    assert response.status_code == 422
+    assert "Could not find the host hooks.nowhere.invalid; check the URL." in response.content.decode()
