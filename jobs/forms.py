@@ -9,7 +9,9 @@ an import or a resubmission (`form_initial.py`).
 
 from __future__ import annotations
 
+import re
 import shlex
+import uuid
 
 from django import forms
 
@@ -29,6 +31,10 @@ def html_pattern(regex: str) -> str:
 
 
 class JobForm(forms.Form):
+    # One value per form shown, sent back with it: a second post of the same form (a double
+    # click, a retried request) finds the job the first made instead of making another.
+    submission = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput,
+                                 initial=lambda: uuid.uuid4().hex)  # fmt: skip
     team = forms.ChoiceField()
     kind = forms.ChoiceField(choices=kinds.choices, initial=lambda: kinds.default().name)
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",
@@ -163,6 +169,12 @@ def replica_formset(*args, **kwargs) -> forms.BaseFormSet:
     formset = forms.formset_factory(ReplicaForm, extra=0, min_num=1, validate_min=True, max_num=most,
                                     absolute_max=most, validate_max=True)  # fmt: skip
     return formset(*args, prefix="replicas", **kwargs)
+
+
+def submission_key(form: JobForm) -> str:
+    """The idempotency key of the form's submission ("" when the form carried none)."""
+    value = form.cleaned_data.get("submission") or ""
+    return f"form:{value}" if re.fullmatch(r"[0-9a-f]{32}", value) else ""
 
 
 def bind(data, *, teams: list[Team], offers=None) -> tuple[JobForm, forms.BaseFormSet]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,7 +19,7 @@ from jobs import kinds
 from jobs.form_errors import add_fit_error, add_spec_errors, error_count, mark_invalid
 from jobs.form_initial import bound_data, initial_from_data, initial_from_job
 from jobs.form_spec import preview_spec, validate
-from jobs.forms import JobForm, bind, replica_formset
+from jobs.forms import JobForm, bind, replica_formset, submission_key
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
@@ -100,9 +102,14 @@ def submit(request):
         form, formset = bind(request.POST, teams=teams, offers=gpu_type_offers)
         spec = validate(form, formset)
         if spec is not None:
-            job = _submit_spec(request, form, formset, spec)
+            job, created = _submit_spec(request, form, formset, spec)
             if job is not None:
-                messages.success(request, f"Submitted {job.name} (#{job.pk}); it waits for the next admission cycle.")
+                if created:
+                    messages.success(request, f"Submitted {job.name} (#{job.pk}); it waits for the next admission "
+                                     "cycle.")  # fmt: skip
+                else:
+                    messages.info(request, f"This form was already submitted: it made {job.name} (#{job.pk}). To "
+                                  "run it again, use Resubmit on its page.")  # fmt: skip
                 if request.htmx:
                     return HttpResponseClientRedirect(job.get_absolute_url())
                 return redirect(job)
@@ -123,20 +130,23 @@ def submit(request):
     return render(request, "jobs/submit.html", _submit_context(request, form, formset))
 
 
-def _submit_spec(request, form, formset, spec) -> Job | None:
-    """The job submitted, or None with the refusal put on the form."""
+def _submit_spec(request, form, formset, spec) -> tuple[Job | None, bool]:
+    """(the job, whether this post made it), or (None, False) with the refusal put on the form.
+
+    The form's submission key makes a second post of the same form return the first one's
+    job; the same form sent again with other values (the back button, then edits) is a new job.
+    """
+    submit = partial(job_submit, team=form.selected_team, spec=spec, owner=request.user, via="form")
     try:
-        job, _ = job_submit(team=form.selected_team, spec=spec, owner=request.user, via="form")
+        try:
+            return submit(idempotency_key=submission_key(form))
+        except IdempotencyConflict:
+            return submit()
     except SpecError as error:
         add_spec_errors(form, formset, error.errors)
-        return None
     except NeverFits as error:
         add_fit_error(form, formset, error.code, error.reason)
-        return None
-    except IdempotencyConflict as error:  # the form sends no key; kept for completeness
-        form.add_error(None, str(error))
-        return None
-    return job
+    return None, False
 
 
 @login_required

@@ -93,6 +93,16 @@ def test_a_job_is_submitted_with_the_keyboard_alone(log_in, owner, cycle):
     assert Job.objects.get().name == "keyboard-job"
 
 
+def test_a_double_click_on_submit_makes_one_job(log_in, owner, cycle):
+    cycle()
+    page = log_in(owner, "/jobs/new/")
+    page.fill("#id_name", "double-click")
+    page.fill("#id_image", "busybox:1.36")
+    page.dblclick("button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+/$"))
+    assert list(Job.objects.values_list("name", flat=True)) == ["double-click"]
+
+
 def test_an_invalid_submit_on_a_phone_focuses_the_summary_in_view(browser, live_server, owner, cycle, shot):
     cycle()
     context = browser.new_context(viewport=PHONE, base_url=live_server.url)

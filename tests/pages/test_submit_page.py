@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from jobs.models import Job
@@ -48,6 +50,20 @@ def test_it_submits_several_replica_groups(login, owner):
                         "replicas-1-gpu": "0", "replicas-1-cpu": "500m", "replicas-1-memory": "2Gi"})  # fmt: skip
     assert login(owner).post("/jobs/new/", data).status_code == 302
     assert Job.objects.get().replicas[1] == {"role": "Chief", "count": 1, "gpu": 0, "cpu": 500, "memory": 2 * 1024**3}
+
+
+def test_the_same_form_posted_twice_makes_one_job(login, owner):
+    client = login(owner)
+    key = re.search(r'name="submission" value="([0-9a-f]{32})"', client.get("/jobs/new/").content.decode())[1]
+    first = client.post("/jobs/new/", form_data(submission=key))
+    second = client.post("/jobs/new/", form_data(submission=key), follow=True)  # a double click
+    job = Job.objects.get()
+    assert first["Location"] == f"/jobs/{job.pk}/" and second.redirect_chain == [(f"/jobs/{job.pk}/", 302)]
+    assert (f"This form was already submitted: it made resnet (#{job.pk}). To run it again, use Resubmit on its "
+            "page.") in second.content.decode()  # fmt: skip
+    assert key not in client.get("/jobs/new/").content.decode()  # each form shown gets its own
+    edited = client.post("/jobs/new/", form_data(submission=key, name="resnet-2"))  # back, edit, submit again
+    assert edited.status_code == 302 and Job.objects.count() == 2
 
 
 def test_htmx_submission_redirects_by_header(login, owner, htmx):
