@@ -41,7 +41,9 @@ def queue_for(user) -> QuerySet[Job]:
 
 def in_queue_order(jobs: QuerySet[Job]) -> QuerySet[Job]:
     """The waiting jobs among `jobs`, in queue order."""
-    return jobs.filter(state=Job.State.QUEUED).order_by("position", "-tier__value", "queued_at", "id")
+    # Jobs not placed by a cycle yet (no position) come last, on SQLite as on PostgreSQL.
+    return jobs.filter(state=Job.State.QUEUED).order_by(F("position").asc(nulls_last=True), "-tier__value",
+                                                        "queued_at", "id")  # fmt: skip
 
 
 # Trials of a sweep, by where they stand: holding GPUs (or about to, or still stopping), waiting, ended.

@@ -30,8 +30,8 @@ def no_such_endpoint(request, rest=""):
     hint = "see /api/schema/swagger/ for the endpoints."
     if not request.path.endswith("/"):
         try:
-            resolve(request.path + "/")
-            hint = f"did you mean {request.path}/ (with the trailing slash)?"
+            if resolve(request.path + "/").func is not no_such_endpoint:  # the catch-all matches any path
+                hint = f"did you mean {request.path}/ (with the trailing slash)?"
         except Resolver404:
             pass
     raise NotFound(f"No API endpoint at {request.path}; {hint}")

@@ -45,10 +45,12 @@ import socket
 
 import pytest
 import requests
+from django.core.management import CommandError, call_command
 from kubernetes.client import ApiClient, Configuration
 from rest_framework.test import APIClient
 
 from jobs.models import Job
+from jobs.selectors import in_queue_order
 from scheduling.cluster.kubernetes import KubernetesCluster
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
@@ -244,3 +246,32 @@ def test_an_api_path_with_a_line_break_is_a_json_404(admin, path):
     response = admin.post(path, {}, content_type="application/json")
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
     assert "No API endpoint" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("path, hint", [
+    ("/api/v1/jobs", "did you mean /api/v1/jobs/ (with the trailing slash)?"),
+    ("/api/v1/nope", "see /api/schema/swagger/ for the endpoints."),
+    ("/api/v1/totally/made/up", "see /api/schema/swagger/ for the endpoints."),
+])  # fmt: skip
+def test_an_unknown_api_path_suggests_the_slash_only_where_it_leads_somewhere(admin, path, hint):
+    response = admin.get(path)
+    assert response.status_code == 404 and response.json()["detail"] == f"No API endpoint at {path}; {hint}"
+
+
+def test_manage_py_submit_refuses_a_file_that_is_not_utf8(tmp_path, owner):
+    assert through_manage_py_bytes(tmp_path, b"\xff\xfe" + "name: x\n".encode("utf-16-le")) == (
+        f"{tmp_path / 'job.yaml'} is not UTF-8 text; a job's YAML must be.")  # fmt: skip
+
+
+def through_manage_py_bytes(tmp_path, data: bytes) -> str | None:
+    path = tmp_path / "job.yaml"
+    path.write_bytes(data)
+    try:
+        call_command("submit", team="maps", file=str(path), user="owner", stdout=open("/dev/null", "w"))
+    except CommandError as error:
+        return str(error)
+    return None
+
+
+def test_the_queue_puts_jobs_without_a_position_last_on_every_database():
+    assert '"position" ASC NULLS LAST' in str(in_queue_order(Job.objects.all()).query)

@@ -32,6 +32,8 @@ class Command(BaseCommand):
             text = sys.stdin.read() if file == "-" else open(file, encoding="utf-8").read()
         except OSError as error:
             raise CommandError(f"Cannot read {file}: {error.strerror}.") from None
+        except UnicodeDecodeError:
+            raise CommandError(f"{file} is not UTF-8 text; a job's YAML must be.") from None
         try:
             data, unsupported = spec_from_yaml(text)
             if isinstance(data, dict) and "team" not in data:
