@@ -256,9 +256,12 @@ def _ending(job: Job, events: list[JobEvent]) -> str:
 @login_required
 @vary_on_headers("HX-Request")
 def logs(request, job_id: int):
-    """The job page's `logs` fragment: each replica's recent lines and the failing replica; 286 once the job has ended."""
+    """The job page's `logs` fragment: each replica's recent lines and the failing replica; 286 once the job has
+    ended. Opened as a page (the job page's link without JavaScript), the same inside the portal's layout."""
     job = _get_job(request, job_id)
     context = {"job": job, "logs": job_logs(job, tail=PAGE_TAIL), "tail": PAGE_TAIL, "has_run": True}
+    if not request.htmx:
+        return render(request, "jobs/logs_page.html", context)
     response = render(request, "jobs/detail.html#logs", context)
     if request.htmx and job.is_terminal:
         return HttpResponseStopPolling(response.content)

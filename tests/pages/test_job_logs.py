@@ -63,6 +63,13 @@ def test_the_logs_fragment_shows_the_failing_replica_and_its_traceback(login, ow
     assert f'href="/jobs/{failed_job.pk}/logs/worker-0.log"' in body
 
 
+def test_the_logs_opened_as_a_page_have_the_portals_layout(login, owner, failed_job):
+    response = login(owner).get(f"/jobs/{failed_job.pk}/logs/")
+    body = response.content.decode()
+    assert response.status_code == 200 and "<title>Logs of " in body and 'class="crumbs"' in body
+    assert "Replica worker-0 failed</strong>" in body and f'href="/jobs/{failed_job.pk}/"' in body
+
+
 def test_a_running_job_shows_each_replicas_recent_lines(login, owner, running_job, htmx):
     response = login(owner).get(f"/jobs/{running_job.pk}/logs/", **htmx)
     body = response.content.decode()
