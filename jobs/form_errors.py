@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from django.forms.utils import ErrorDict
+
 from jobs.forms import JobForm, ReplicaForm
 from scheduling.policy.reasons import Code
 
@@ -85,3 +87,15 @@ def error_count(form: JobForm, formset) -> int:
     count = sum(len(errors) for errors in form.errors.values()) + len(form.replica_errors)
     count += sum(len(errors) for f in formset.forms for errors in f.errors.values()) + len(formset.non_form_errors())
     return count
+
+
+def unjudged(form: JobForm, formset) -> None:
+    """Leaves the bound form and formset showing what was typed in them, with no errors: for a
+    reply about something else (a manifest that could not be read), where 'required' would mislead."""
+    form.is_valid()
+    formset.is_valid()
+    form._errors = ErrorDict()
+    for row in formset.forms:
+        row._errors = ErrorDict()
+    formset._errors = [row._errors for row in formset.forms]
+    formset._non_form_errors = formset.error_class(error_class="nonform", renderer=formset.renderer)

@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from jobs import kinds
-from jobs.form_errors import add_fit_error, add_spec_errors, error_count, mark_invalid
+from jobs.form_errors import add_fit_error, add_spec_errors, error_count, mark_invalid, unjudged
 from jobs.form_initial import bound_data, initial_from_data, initial_from_job
 from jobs.form_spec import preview_spec, validate
 from jobs.forms import JobForm, bind, replica_formset, submission_key
@@ -189,10 +189,12 @@ def import_yaml(request):
         if problem := lone_surrogate_problem(data):  # the filled form could not be written out
             raise SpecError({"yaml": [problem]})
     except SpecError as error:
+        # The form keeps what was typed in it, unjudged: only the manifest was sent to be read.
         form, formset = bind(request.POST, teams=teams, offers=gpu_type_offers)
-        form.is_valid(), formset.is_valid()
-        context = _submit_context(request, form, formset, yaml_errors=[m for ms in error.errors.values() for m in ms],
-                                  yaml_text=text, import_open=True)  # fmt: skip
+        unjudged(form, formset)
+        said = [message if where == "yaml" else f"{where}: {message}"
+                for where, messages_ in error.errors.items() for message in messages_]  # fmt: skip
+        context = _submit_context(request, form, formset, yaml_errors=said, yaml_text=text, import_open=True)
         context["error_count"] = 0
         return _render_form(request, context, status=422)
     initial, rows = initial_from_data(data)

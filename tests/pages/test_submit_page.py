@@ -194,6 +194,28 @@ def test_importing_broken_yaml_says_why(login, owner, htmx):
     assert "Not valid YAML" in response.content.decode()
 
 
+PYTORCHJOB_WITHOUT_CONTAINERS = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: slight}
+spec:
+  pytorchReplicaSpecs:
+    worker: {replicas: 2, template: {spec: {}}}
+"""
+
+
+def test_a_manifest_that_cannot_be_read_says_where_and_judges_nothing_else(login, owner, htmx):
+    """Only the manifest was sent to be read: the empty name and image are not 'required' yet."""
+    data = form_data(yaml=PYTORCHJOB_WITHOUT_CONTAINERS, name="", image="typed-before",
+                     **{"replicas-0-count": "", "replicas-0-gpu": ""})  # fmt: skip
+    response = login(owner).post("/jobs/new/import/", data, **htmx)
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "spec.pytorchReplicaSpecs.worker.template.spec.containers: Required: one container." in body
+    assert "This field is required." not in body and "Please submit at least 1 form" not in body
+    assert 'value="typed-before"' in body
+
+
 def test_resubmit_pre_fills_the_form(login, owner, submit):
     job = submit(name="again", command=["python", "run.py"], replicas=[{"role": "Worker", "count": 3, "gpu": 2}])
     body = login(owner).get(f"/jobs/new/?from={job.pk}").content.decode()
