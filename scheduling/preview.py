@@ -18,6 +18,7 @@ from portal.compiled import CompiledQuery
 from scheduling.cluster.base import NodeInfo, OutsidePod, TypeLabel
 from scheduling.models import ClusterNode
 from scheduling.policy import plan as make_plan
+from scheduling.records import readable_reason
 from scheduling.policy.model import RESOURCES, PendingJob, Rejection, Snapshot, Team as PolicyTeam, Tier as PolicyTier
 from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
@@ -192,8 +193,13 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
             if victim not in victims_now and victim in jobs:
                 preempted.append((jobs[victim], f"to make room for {jobs[admission.id].name} (#{admission.id})"))
     starting = [jobs[a.id] for a in proposed.admit if a.id not in admitted_now and a.id in jobs]
-    rejected = [(jobs[r.id], r.reason) for r in proposed.reject if r.id not in rejected_now and r.id in jobs]
-    waits = [(jobs[w.id], w.reason) for w in proposed.wait if w.id in jobs]
+    teams_of = {job_id: job.team.slug for job_id, job in jobs.items()}
+
+    def readable(reason: str) -> str:  # as the job's page says it: clock times, "#12" for the team's own jobs
+        return readable_reason(reason, team=team.slug, teams_of=teams_of, now=now)
+
+    rejected = [(jobs[r.id], readable(r.reason)) for r in proposed.reject if r.id not in rejected_now and r.id in jobs]
+    waits = [(jobs[w.id], readable(w.reason)) for w in proposed.wait if w.id in jobs]
     own = [(job, reason) for job, reason in waits if job.team_id == team.pk]
     return QuotaWhatIf(
         preempted=preempted, starting=starting, rejected=rejected,

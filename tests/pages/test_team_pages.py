@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs.models import Job
 from scheduling.models import UsageSample
 from tenants.models import AuditEntry, Quota
 
@@ -155,6 +156,16 @@ def test_the_what_if_lists_the_jobs_that_keep_waiting(login, staff, submit, cycl
     body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="10"), **htmx).content.decode()
     assert "Would keep waiting (1 of maps)" in body and f"#{still.pk}" in body
     assert "No job would change" in body
+
+
+def test_the_what_if_reads_its_reasons_as_the_job_page_does(login, staff, submit, cycle, htmx, maps):
+    submit(name="filler", replicas=[{"role": "Worker", "count": 2, "gpu": 8}])
+    cycle()
+    starving = submit(name="starving", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    Job.objects.filter(pk=starving.pk).update(queued_at=timezone.now() - timedelta(hours=2))
+    submit(name="behind", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    body = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="10"), **htmx).content.decode()
+    assert f"Held for job #{starving.pk}, which has waited" in body  # R4 holds the team; "#12" as on job pages
 
 
 def test_the_what_if_shows_each_limit_before_and_after(login, staff, htmx, maps):

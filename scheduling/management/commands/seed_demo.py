@@ -250,7 +250,9 @@ class Command(BaseCommand):
             if ended:
                 self.finish(job, ended, seconds)
             else:
-                Job.objects.filter(pk=job.pk).update(queued_at=first_queued + timedelta(seconds=index))
+                queued = first_queued + timedelta(seconds=index)
+                Job.objects.filter(pk=job.pk).update(submitted_at=queued, queued_at=queued)
+                JobEvent.objects.filter(job=job, kind=JobEvent.Kind.SUBMITTED).update(at=queued)
         return made
 
     def finish(self, job: Job, state: str, seconds: int) -> None:
@@ -263,7 +265,8 @@ class Command(BaseCommand):
         start = end - timedelta(seconds=seconds)
         placement = [SimNode.objects.order_by("name").values_list("name", flat=True).first()] * job.replica_count
         Job.objects.filter(pk=job.pk).update(state=state, admitted_at=start, started_at=start, finished_at=end,
-                                              queued_at=start, reason="", reason_code="", placement=placement,
+                                              submitted_at=start, queued_at=start, reason="", reason_code="",
+                                              placement=placement,
                                               assigned_gpu_type=FIRST_TYPE)  # fmt: skip
         job.refresh_from_db()
         cluster_job = to_cluster_job(job)
