@@ -308,8 +308,16 @@ def cancel(request, job_id: int):
     job = _get_job(request, job_id)
     if not can_cancel(request.user, job):
         raise PermissionDenied("Only the job's owner, a lead of its team or an admin may cancel it.")
+    was = job.state
     job = job_cancel(job=job, actor=request.user)
-    messages.info(request, f"Cancel requested for {job.name} (#{job.pk}).")
+    if job.state == Job.State.CANCELLED and was != Job.State.QUEUED:
+        messages.info(request, f"{job.name} (#{job.pk}) was already cancelled.")
+    elif job.is_terminal and job.state != Job.State.CANCELLED:
+        messages.info(request, f"{job.name} (#{job.pk}) has already ended ({job.get_state_display().lower()}).")
+    elif was == Job.State.CANCELLING:
+        messages.info(request, f"{job.name} (#{job.pk}) is already being cancelled.")
+    else:
+        messages.info(request, f"Cancel requested for {job.name} (#{job.pk}).")
     if request.htmx:
         return HttpResponseClientRedirect(job.get_absolute_url())
     return redirect(job)

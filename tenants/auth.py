@@ -71,7 +71,7 @@ class TokenAuthentication(BaseAuthentication):
         if token.is_revoked:
             raise exceptions.AuthenticationFailed(
                 f"Token {token.prefix}... was revoked on {token.revoked_at:%Y-%m-%d %H:%M} UTC; "
-                "ask a team lead for a new one."
+                + ("make a new one on your tokens page." if token.user_id else "ask a team lead for a new one.")
             )
         if token.user_id is not None and not token.user.is_active:
             raise exceptions.AuthenticationFailed("The user of this token is deactivated.")

@@ -6,6 +6,7 @@ slug order, read once per request and kept on the request.
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime
 
 from django import template
@@ -59,6 +60,12 @@ def names_or(things) -> str:
     """The names of `things` as a list read aloud: "TFJob, PyTorchJob or TrainJob"."""
     names = [thing.name for thing in things]
     return " or ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+@register.filter
+def shell_words(words) -> str:
+    """A command or its arguments as one would type them: `["--x", "a b"]` -> `--x 'a b'`."""
+    return shlex.join(str(word) for word in words or ())
 
 
 @register.filter

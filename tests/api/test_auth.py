@@ -3,6 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
+from tenants.tokens import token_create, token_revoke
 from tests.api.conftest import bearer
 from tests.conftest import spec_data
 
@@ -72,3 +73,12 @@ def test_every_operation_has_a_summary_and_examples_where_it_returns_a_body(db):
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             assert operation.get("summary"), f"{method.upper()} {path} has no summary"
+
+
+@pytest.mark.parametrize("personal, advice", [(True, "make a new one on your tokens page."),
+                                              (False, "ask a team lead for a new one.")])  # fmt: skip
+def test_a_revoked_token_says_where_to_get_a_new_one(owner, maps, personal, advice):
+    token, value = token_create(name="ci", user=owner) if personal else token_create(name="ci", team=maps)
+    token_revoke(token=token)
+    response = bearer(value).get("/api/v1/jobs/")
+    assert response.status_code == 401 and response.json()["detail"].endswith(advice)

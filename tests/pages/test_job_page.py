@@ -113,6 +113,21 @@ def test_cancel_by_htmx_redirects_to_the_job(login, owner, submit, htmx):
     assert response["HX-Redirect"] == f"/jobs/{job.pk}/"
 
 
+def test_cancelling_twice_says_the_job_was_already_cancelled(login, owner, submit):
+    job = submit()
+    client = login(owner)
+    first = client.post(f"/jobs/{job.pk}/cancel/", follow=True).content.decode()
+    second = client.post(f"/jobs/{job.pk}/cancel/", follow=True).content.decode()  # from a second tab
+    assert f"Cancel requested for resnet (#{job.pk})." in first
+    assert f"resnet (#{job.pk}) was already cancelled." in second and "Cancel requested for" not in second
+
+
+def test_the_command_reads_as_typed_with_its_quoting(login, owner, submit):
+    job = submit(command=["python", "train.py"], args=["--note", "a b", "--x=it's"])
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "<code>python train.py --note &#x27;a b&#x27; &#x27;--x=it&#x27;&quot;&#x27;&quot;&#x27;s&#x27;</code>" in body
+
+
 def test_cancel_needs_a_post(login, owner, submit):
     job = submit()
     assert login(owner).get(f"/jobs/{job.pk}/cancel/").status_code == 405
