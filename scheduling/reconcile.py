@@ -123,13 +123,22 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
                 cluster.delete_job(status.namespace, status.name)
                 log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
                 result.deleted += 1
-            elif job is not None and job.is_terminal and status.phase in RUNS:
+            elif job is not None and job.is_terminal and status.phase in RUNS and _ours_to_stop(job, status):
                 _stop_ended(job, status, cluster, result)
         except ClusterUnavailable as error:
             result.error = str(error)
             return
         except ClusterError as error:
             log.warning("the cluster refused to stop %s/%s (job %s): %s", status.namespace, status.name, job_id, error)
+
+
+def _ours_to_stop(job: Job, status: JobStatus) -> bool:
+    """Whether Gangway stops the running object of a job that ended here: always one it created;
+    an adopted one only when a person cancelled the job here. An adopted job that ended otherwise
+    (rejected, or cancelled because its object left the queue) is its owner's again, never touched."""
+    if not status.adopted:
+        return True
+    return job.state == Job.State.CANCELLED and not job.events.filter(code=Because.DELETED_OUTSIDE).exists()
 
 
 def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: ReconcileResult) -> None:

@@ -324,3 +324,35 @@ def test_a_job_being_cancelled_whose_object_is_deleted_meanwhile_ends_cancelled(
     reconcile(cluster=cluster)
 
     assert Job.objects.get().state == Job.State.CANCELLED
+
+
+TFJOB_KEY = ("apis/kubeflow.org/v1", "tfjobs", "maps", "bert-kubectl")
+
+
+def test_an_adopted_job_resumed_after_its_cancel_is_suspended_again(world, fake, cluster, staff):
+    """A cancel that crossed an admission, or an owner resuming what Gangway cancelled: it ran for no job."""
+    fake.add(outside_job())
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job_cancel(job=Job.objects.get(), actor=staff)
+    reconcile(cluster=cluster)
+    fake.objects[TFJOB_KEY]["spec"]["runPolicy"]["suspend"] = False  # resumed after the cancel
+
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    assert _object(fake)["spec"]["runPolicy"]["suspend"] is True and _deletes(fake) == []
+    assert Job.objects.get().events.filter(code="ended_here").count() == 1
+
+
+def test_an_adopted_job_taken_out_of_the_queue_is_left_to_its_owner(world, fake, cluster):
+    fake.add(outside_job())
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    del fake.objects[TFJOB_KEY]["metadata"]["labels"]["gangway.io/queue"]  # its owner takes it out of the queue
+
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    assert Job.objects.get().state == Job.State.CANCELLED
+    assert _object(fake)["spec"]["runPolicy"]["suspend"] is False and _deletes(fake) == []
