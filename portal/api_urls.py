@@ -37,7 +37,8 @@ def no_such_endpoint(request, rest=""):
     raise NotFound(f"No API endpoint at {request.path}; {hint}")
 
 
-_docs_csp = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"]})
+# Redoc searches in a web worker it starts from a blob: URL.
+_docs_csp = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"], "worker-src": ["blob:"]})
 
 urlpatterns = [
     path("v1/jobs/<int:job_id>/checkpoint/", JobCheckpointView.as_view(), name="job-checkpoint"),
