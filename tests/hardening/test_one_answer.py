@@ -86,9 +86,9 @@ def through_the_cli_request(world, text) -> str | None:
     return None if response.status_code == 201 else _refusal(response)
 
 
-def through_manage_py(tmp_path, text) -> str | None:
+def through_manage_py(tmp_path, text: str | bytes) -> str | None:
     path = tmp_path / "job.yaml"
-    path.write_text(text)
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
     try:
         call_command("submit", team="maps", file=str(path), user="owner", stdout=open("/dev/null", "w"))
     except CommandError as error:

@@ -45,7 +45,6 @@ import socket
 
 import pytest
 import requests
-from django.core.management import CommandError, call_command
 from kubernetes.client import ApiClient, Configuration
 from rest_framework.test import APIClient
 
@@ -62,6 +61,7 @@ from tenants.tokens import token_create
 from tests.cluster.fake_apiserver import FakeApiServer
 from tests.hardening.test_event_leaks import reclaim  # noqa: F401  (fixtures)
 from tests.hardening.test_numbers_and_text import admin, api  # noqa: F401
+from tests.hardening.test_one_answer import through_manage_py
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
 NEW_JOB_REASON = "Waiting for the next admission cycle."
@@ -259,18 +259,8 @@ def test_an_unknown_api_path_suggests_the_slash_only_where_it_leads_somewhere(ad
 
 
 def test_manage_py_submit_refuses_a_file_that_is_not_utf8(tmp_path, owner):
-    assert through_manage_py_bytes(tmp_path, b"\xff\xfe" + "name: x\n".encode("utf-16-le")) == (
+    assert through_manage_py(tmp_path, b"\xff\xfe" + "name: x\n".encode("utf-16-le")) == (
         f"{tmp_path / 'job.yaml'} is not UTF-8 text; a job's YAML must be.")  # fmt: skip
-
-
-def through_manage_py_bytes(tmp_path, data: bytes) -> str | None:
-    path = tmp_path / "job.yaml"
-    path.write_bytes(data)
-    try:
-        call_command("submit", team="maps", file=str(path), user="owner", stdout=open("/dev/null", "w"))
-    except CommandError as error:
-        return str(error)
-    return None
 
 
 def test_the_queue_puts_jobs_without_a_position_last_on_every_database():
