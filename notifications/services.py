@@ -117,7 +117,7 @@ def _webhook(url: str, text: str, link: str) -> None:
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         if isinstance(reason, outbound.PrivateAddress):
-            raise SendFailed(f"Not sent: {reason}", retry=False) from error
+            raise SendFailed(f"Not sent: {reason}.", retry=False) from error
         raise SendFailed(f"Could not reach the webhook: {reason}", retry=True) from error
 
 

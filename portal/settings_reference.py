@@ -129,7 +129,8 @@ SETTINGS: tuple[Setting, ...] = (
             "checkpoints) stays valid; pods get GANGWAY_URL and the token only when PUBLIC_URL is set.", unit="s"),
     Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),
     Setting("WEBHOOK_ALLOW_PRIVATE", COMPUTED, "Let team webhooks post to loopback, private and link-local "
-            "addresses (off: refused when saved and when sent; no redirects are followed either way).",
+            "addresses (off: refused when saved and when sent, and posts go straight to the receiver, never "
+            "through `HTTPS_PROXY`; no redirects are followed either way).",
             shown="on in debug, else off"),
     # -- Login and browser security -------------------------------------------------
     Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),
