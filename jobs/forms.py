@@ -171,10 +171,12 @@ def replica_formset(*args, **kwargs) -> forms.BaseFormSet:
     return formset(*args, prefix="replicas", **kwargs)
 
 
-def submission_key(form: JobForm) -> str:
-    """The idempotency key of the form's submission ("" when the form carried none)."""
+def submission_key(form: JobForm, digest: str) -> str:
+    """The idempotency key of the form's submission of the spec of `digest` ("" when the form
+    carried none): the same form posted twice with the same values makes one job; sent back
+    with other values (back, edit, submit), another."""
     value = form.cleaned_data.get("submission") or ""
-    return f"form:{value}" if re.fullmatch(r"[0-9a-f]{32}", value) else ""
+    return f"form:{value}:{digest}" if re.fullmatch(r"[0-9a-f]{32}", value) else ""
 
 
 def bind(data, *, teams: list[Team], offers=None) -> tuple[JobForm, forms.BaseFormSet]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -23,7 +21,7 @@ from jobs.forms import JobForm, bind, replica_formset, submission_key
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
-    IdempotencyConflict, NeverFits, counted_spec, gpu_type_problem, job_cancel, job_check, job_submit,
+    IdempotencyConflict, NeverFits, counted_spec, gpu_type_problem, job_cancel, job_check, job_submit, spec_digest,
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
@@ -133,19 +131,18 @@ def submit(request):
 def _submit_spec(request, form, formset, spec) -> tuple[Job | None, bool]:
     """(the job, whether this post made it), or (None, False) with the refusal put on the form.
 
-    The form's submission key makes a second post of the same form return the first one's
-    job; the same form sent again with other values (the back button, then edits) is a new job.
+    The form's submission key makes a second post of the same form return the first one's job
+    (`submission_key`).
     """
-    submit = partial(job_submit, team=form.selected_team, spec=spec, owner=request.user, via="form")
     try:
-        try:
-            return submit(idempotency_key=submission_key(form))
-        except IdempotencyConflict:
-            return submit()
+        return job_submit(team=form.selected_team, spec=spec, owner=request.user, via="form",
+                          idempotency_key=submission_key(form, spec_digest(spec)))  # fmt: skip
     except SpecError as error:
         add_spec_errors(form, formset, error.errors)
     except NeverFits as error:
         add_fit_error(form, formset, error.code, error.reason)
+    except IdempotencyConflict as error:  # the key holds the spec's digest: only if two specs shared one
+        form.add_error(None, str(error))
     return None, False
 
 
@@ -310,7 +307,9 @@ def cancel(request, job_id: int):
         raise PermissionDenied("Only the job's owner, a lead of its team or an admin may cancel it.")
     was = job.state
     job = job_cancel(job=job, actor=request.user)
-    if job.state == Job.State.CANCELLED and was != Job.State.QUEUED:
+    if job.state == Job.State.CANCELLED and was == Job.State.QUEUED:
+        messages.info(request, f"Cancelled {job.name} (#{job.pk}) before it was admitted; nothing ran.")
+    elif job.state == Job.State.CANCELLED:
         messages.info(request, f"{job.name} (#{job.pk}) was already cancelled.")
     elif job.is_terminal and job.state != Job.State.CANCELLED:
         messages.info(request, f"{job.name} (#{job.pk}) has already ended ({job.get_state_display().lower()}).")

@@ -1,12 +1,17 @@
-"""Single-flight across every worker: PostgreSQL advisory locks, held until commit or for a block."""
+"""Single flight across every worker: a PostgreSQL advisory lock held until commit, or a lease row."""
 
 from __future__ import annotations
 
+import uuid
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 from django.db import connection
+from django.utils import timezone
+
+from scheduling.models import Lease
 
 
 def try_transaction_lock(name: str) -> bool:
@@ -25,25 +30,22 @@ def try_transaction_lock(name: str) -> bool:
 
 
 @contextmanager
-def session_lock(name: str) -> Iterator[bool]:
-    """Holds the lock `name` for the block, across the block's transactions; yields False
-    (and holds nothing) when another holds it.
+def lease(name: str, *, seconds: float) -> Iterator[bool]:
+    """Holds the lease `name` for the block; yields False (holding nothing) while another holds it.
 
-    For work that commits as it goes, such as reconcile: each of its corrections commits on
-    its own, so no row stays locked while a slow cluster call runs. The lock is released at
-    the block's end, or by PostgreSQL when a killed worker's connection closes. SQLite (the
-    demo) has no such lock; its one worker runs one task at a time.
+    For work that commits as it goes, such as reconcile: each of its corrections commits on its
+    own, so no row stays locked while a slow cluster call runs, and a lock held for a
+    transaction cannot span them. The lease is a row claimed by a conditional UPDATE, so it
+    needs no session state (safe behind a pooler in transaction mode); it ends with the block,
+    or lapses `seconds` after it was taken if its holder died. `seconds` must outlast the work:
+    the task's time limit and a margin.
     """
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    key = zlib.crc32(name.encode())
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        held = bool(cursor.fetchone()[0])
+    holder = uuid.uuid4().hex
+    now = timezone.now()
+    Lease.objects.get_or_create(name=name, defaults={"until": now})
+    held = Lease.objects.filter(name=name, until__lte=now).update(holder=holder, until=now + timedelta(seconds=seconds))
     try:
-        yield held
+        yield bool(held)
     finally:
         if held:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            Lease.objects.filter(name=name, holder=holder).update(holder="", until=timezone.now())

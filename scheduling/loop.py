@@ -28,12 +28,12 @@ from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling import records
 from scheduling.cluster.base import (
-    Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod, check_claims,
+    Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod,
 )
 from scheduling.locks import try_transaction_lock
 from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
-from scheduling.snapshot import World, build_world, to_cluster_job
+from scheduling.snapshot import World, build_world, claim_namespaces, to_cluster_job
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
@@ -67,8 +67,8 @@ class Reading:
     nodes: list[NodeInfo]
     outside: list[OutsidePod]
     statuses: list[JobStatus]
-    # The claims of each namespace where a queued job mounts one, by name (see `build_world`).
-    claims: dict[str, set[str]] = field(default_factory=dict)
+    # The claims of each namespace where a queued job mounts one, by name, or why the cluster did not list them.
+    claims: dict[str, set[str] | str] = field(default_factory=dict)
 
 
 @dataclass
@@ -138,10 +138,13 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
 
 
 def _read(cluster: Cluster) -> Reading:
-    mounting = Job.objects.filter(state=Job.State.QUEUED).exclude(volumes=[]).values_list("team__slug", "volumes")
-    namespaces = sorted({namespace for namespace, volumes in mounting if any("claim" in v for v in volumes)})
-    return Reading(nodes=cluster.nodes(), outside=cluster.outside_usage(), statuses=cluster.job_statuses(),
-                   claims={namespace: {claim.name for claim in cluster.claims(namespace)} for namespace in namespaces})
+    reading = Reading(nodes=cluster.nodes(), outside=cluster.outside_usage(), statuses=cluster.job_statuses())
+    for namespace in claim_namespaces():
+        try:
+            reading.claims[namespace] = {claim.name for claim in cluster.claims(namespace)}
+        except ClusterError as error:  # one namespace's refusal holds only its jobs that mount claims
+            reading.claims[namespace] = str(error).rstrip(". ")
+    return reading
 
 
 def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> list[Decided]:
@@ -227,8 +230,6 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
     """
     for index, item in enumerate(decided):
         try:
-            if item.victims:
-                check_claims(cluster, to_cluster_job(item.job))  # a create bound to fail preempts no one
             for victim in item.victims:
                 try:
                     stop_victim(victim, cluster)
@@ -258,18 +259,21 @@ def _creation_pending(jobs: list[Job]) -> None:
 def requeue_refused(job: Job, error: str, now: datetime) -> None:
     """Requeue a job whose create the cluster refused, keeping its place, after a backoff.
 
-    The backoff doubles with each refusal (`backoff`). At the REFUSALS_BEFORE_FAILING-th
-    the job fails instead, saying why: such a refusal (a webhook, a quota of the namespace)
-    rarely passes by itself, and each try preempts its victims again. Used by the apply
-    phase and by reconcile when it creates a job again.
+    The backoff doubles with each refusal since the job last ran (`backoff`). At the
+    REFUSALS_BEFORE_FAILING-th in a row the job fails instead, saying why: such a refusal (a
+    webhook, a quota of the namespace) rarely passes by itself, and each try preempts its
+    victims again. Used by the apply phase and by reconcile when it creates a job again.
     """
-    refusals = job.events.filter(code=Because.CLUSTER_REFUSED).count() + 1
+    ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
+    refusals = job.events.filter(code=Because.CLUSTER_REFUSED, pk__gt=ran or 0).count() + 1
     error = error.rstrip(". ")
     wait = backoff(refusals)
     try:
         if refusals >= REFUSALS_BEFORE_FAILING:
-            message = (f"Failed: the cluster refused to create it: {error}. That was refusal {refusals}; "
-                       "change the job and submit it again.")  # fmt: skip
+            fix = ("Its owner changes its object and creates it again." if job.adopted
+                   else "Change the job and submit it again.")  # fmt: skip
+            message = (f"Failed: the cluster refused to create it {refusals} times in a row, the last time: "
+                       f"{error}. {fix}")  # fmt: skip
             transition(job, Job.State.FAILED, message=message, code=Because.CLUSTER_REFUSED, placement=[],
                        finished_at=now, reason=message, reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
         else:

@@ -84,6 +84,18 @@ class CycleTotals(models.Model):
         return f"{self.cycles} pruned cycles"
 
 
+class Lease(models.Model):
+    """Single flight for work that commits as it goes (reconcile): one row per name, held by
+    whoever last moved `until` forward; it lapses by itself if its holder dies (`locks.lease`)."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    holder = models.CharField(max_length=32, blank=True, default="")
+    until = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} held by {self.holder or 'nobody'} until {self.until:%Y-%m-%d %H:%M:%S}"
+
+
 class UsageSample(models.Model):
     """A team's GPU use at one moment, recorded by the loop for the team page's chart."""
 

@@ -195,11 +195,12 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
     starting = [jobs[a.id] for a in proposed.admit if a.id not in admitted_now and a.id in jobs]
     teams_of = {job_id: job.team.slug for job_id, job in jobs.items()}
 
-    def readable(reason: str) -> str:  # as the job's page says it: clock times, "#12" for the team's own jobs
-        return readable_reason(reason, team=team.slug, teams_of=teams_of, now=now)
+    def readable(job: Job, reason: str) -> str:  # as the job's page says it: clock times, "#12" for its team's jobs
+        return readable_reason(reason, team=job.team.slug, teams_of=teams_of, now=now)
 
-    rejected = [(jobs[r.id], readable(r.reason)) for r in proposed.reject if r.id not in rejected_now and r.id in jobs]
-    waits = [(jobs[w.id], readable(w.reason)) for w in proposed.wait if w.id in jobs]
+    rejected = [(jobs[r.id], readable(jobs[r.id], r.reason)) for r in proposed.reject
+                if r.id not in rejected_now and r.id in jobs]  # fmt: skip
+    waits = [(jobs[w.id], readable(jobs[w.id], w.reason)) for w in proposed.wait if w.id in jobs]
     own = [(job, reason) for job, reason in waits if job.team_id == team.pk]
     return QuotaWhatIf(
         preempted=preempted, starting=starting, rejected=rejected,

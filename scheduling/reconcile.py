@@ -23,7 +23,7 @@ from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs
 from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
-from scheduling.locks import session_lock
+from scheduling.locks import lease
 from scheduling.loop import backoff, requeue_refused, stop_victim
 from scheduling.snapshot import to_cluster_job
 
@@ -66,13 +66,13 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
        one correction its pair of states calls for (see `_correct`).
     3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted,
        and stop those of jobs that ended here but still run there (`_stop_leftovers`).
-    Each correction commits on its own under a session lock (one reconcile at a time), so a
-    cancel never waits behind a slow cluster call and a late error undoes nothing done before.
+    Each correction commits on its own under a lease (one reconcile at a time, `locks.lease`), so
+    a cancel never waits behind a slow cluster call and a late error undoes nothing done before.
     """
     now = now or timezone.now()
     result = ReconcileResult()
     # Each correction commits on its own: no row stays locked while a slow cluster call runs.
-    with session_lock(RECONCILE_LOCK) as held:
+    with lease(RECONCILE_LOCK, seconds=settings.CELERY_TASK_TIME_LIMIT + 60) as held:
         if not held:
             return ReconcileResult(skipped=True)
         try:
@@ -163,10 +163,11 @@ def _refused(job: Job, error: str, now: datetime) -> None:
         requeue_refused(job, error, now)
         return
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
-    if not job.events.filter(code=Because.STOP_REFUSED).exists():
-        what = "resume" if job.state == Job.State.RUNNING else "stop"
-        note(job, JobEvent.Kind.NOTE, f"The cluster refused to {what} it ({error.rstrip('. ')}); Gangway tries "
-             "again at every reconcile.", code=Because.STOP_REFUSED)  # fmt: skip
+    what = "resume" if job.state == Job.State.RUNNING else "stop"
+    message = f"The cluster refused to {what} it ({error.rstrip('. ')}); Gangway tries again at every reconcile."
+    last = job.events.order_by("-pk").first()
+    if last is None or last.message != message:  # said once, until something else happens to the job
+        note(job, JobEvent.Kind.NOTE, message, code=Because.STOP_REFUSED)
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:

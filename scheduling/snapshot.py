@@ -26,7 +26,8 @@ from scheduling.cluster.base import (
 )
 from scheduling.cluster.node_types import label_of, type_of
 from scheduling.gpu_types import known_types
-from scheduling.sweeps import HOLDING, Held, within_caps
+from scheduling.held import Held
+from scheduling.sweeps import HOLDING, within_caps
 from tenants.models import PriorityTier, Quota, Team
 
 
@@ -213,7 +214,7 @@ def build_world(
     statuses: Iterable[JobStatus] = (),
     teams: list[Team] | None = None,
     extra_pending: tuple[policy.PendingJob, ...] = (),
-    claims: dict[str, set[str]] | None = None,
+    claims: dict[str, set[str] | str] | None = None,
 ) -> World:
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
@@ -226,8 +227,9 @@ def build_world(
     know) take room as outside usage (R12). Queued jobs backing off after a
     stuck admission (R13) are left out until their time comes, and so are Katib trials
     beyond their sweep's GPU cap (`world.held`, with the reason they wait). With `claims` (each
-    namespace's claims, read for the namespaces where a queued job mounts one), a job mounting a
-    claim its namespace lacks is held too: its create would be refused, after preempting others.
+    namespace's claims, or the sentence of the cluster's refusal to list them, read for the
+    namespaces `claim_namespaces` gives), a job mounting a claim its namespace lacks is held too:
+    its create would be refused, after preempting others.
     """
     teams = teams if teams is not None else teams_with_quotas()
     by_slug = {team.slug: team for team in teams}
@@ -302,15 +304,30 @@ def build_world(
     return world
 
 
-def _missing_claims(queued: list[Job], claims: dict[str, set[str]]) -> dict[int, Held]:
-    """The queued jobs mounting a claim their namespace lacks, each with the sentence saying so."""
+def claim_names(job: Job) -> set[str]:
+    """The claims a job mounts, by name (its stored volumes: {claim | config_map, path, read_only})."""
+    return {volume["claim"] for volume in job.volumes if "claim" in volume}
+
+
+def claim_namespaces() -> list[str]:
+    """The namespaces where a queued job mounts a claim: the ones whose claims a cycle reads."""
+    queued = Job.objects.filter(state=Job.State.QUEUED).exclude(volumes=[]).select_related("team").only("team__slug",
+                                                                                                      "volumes")
+    return sorted({job.team.slug for job in queued if claim_names(job)})
+
+
+def _missing_claims(queued: list[Job], claims: dict[str, set[str] | str]) -> dict[int, Held]:
+    """The queued jobs mounting a claim their namespace lacks (or whose claims could not be
+    read), each with the sentence saying so."""
     held = {}
     for job in queued:
         present = claims.get(job.team.slug)
-        if present is None:
-            continue  # mounts no claim (claims are read only where a queued job mounts one)
-        error = missing_claims_error(to_cluster_job(job), present)
-        if error is not None:
+        if present is None or not claim_names(job):
+            continue  # mounts no claim; claims are read only where a queued job mounts one
+        if isinstance(present, str):
+            held[job.pk] = Held(reason=f"Waiting for its claims: the cluster did not list the claims of namespace "
+                                f"{job.team.slug} ({present}).", code=Because.MISSING_CLAIM)  # fmt: skip
+        elif (error := missing_claims_error(to_cluster_job(job), present)) is not None:
             held[job.pk] = Held(reason=f"Waiting for its claims: {error}", code=Because.MISSING_CLAIM)
     return held
 

@@ -11,10 +11,10 @@ the cap holds whatever it decides. The others wait, with a reason of their own.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 
 from jobs.models import Job
+from scheduling.held import Held
 
 # The states whose trials count against their sweep's cap: they hold GPUs, or will until they stop.
 HOLDING = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
@@ -45,15 +45,6 @@ TEMPLATES: dict[SweepCode, str] = {
         "a team lead can raise the team's sweep GPU cap."
     ),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Held:
-    """A pending job the policy is not offered this cycle, and why: a trial beyond its sweep's
-    cap, or a job mounting a claim its namespace lacks (`snapshot.build_world`)."""
-
-    reason: str
-    code: StrEnum  # a SweepCode, or the portal's Because.MISSING_CLAIM
 
 
 def r3_key(job: Job) -> tuple:

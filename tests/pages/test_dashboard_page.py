@@ -98,5 +98,5 @@ def test_queries_do_not_grow_with_the_jobs_shown(login, staff, fill_and_wait, dj
 def test_it_says_what_to_do_when_nothing_waits(login, db, maps):
     user = make_user("new", teams=[maps])
     body = login(user).get("/").content.decode()
-    assert "Nothing is waiting" in body
+    assert "No job is waiting." in body
     assert "No nodes read yet" in body

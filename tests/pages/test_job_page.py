@@ -118,7 +118,7 @@ def test_cancelling_twice_says_the_job_was_already_cancelled(login, owner, submi
     client = login(owner)
     first = client.post(f"/jobs/{job.pk}/cancel/", follow=True).content.decode()
     second = client.post(f"/jobs/{job.pk}/cancel/", follow=True).content.decode()  # from a second tab
-    assert f"Cancel requested for resnet (#{job.pk})." in first
+    assert f"Cancelled resnet (#{job.pk}) before it was admitted; nothing ran." in first
     assert f"resnet (#{job.pk}) was already cancelled." in second and "Cancel requested for" not in second
 
 

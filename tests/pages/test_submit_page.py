@@ -63,7 +63,9 @@ def test_the_same_form_posted_twice_makes_one_job(login, owner):
             "page.") in second.content.decode()  # fmt: skip
     assert key not in client.get("/jobs/new/").content.decode()  # each form shown gets its own
     edited = client.post("/jobs/new/", form_data(submission=key, name="resnet-2"))  # back, edit, submit again
-    assert edited.status_code == 302 and Job.objects.count() == 2
+    again = client.post("/jobs/new/", form_data(submission=key, name="resnet-2"))  # ...with a double click
+    assert edited.status_code == again.status_code == 302 and edited["Location"] == again["Location"]
+    assert Job.objects.count() == 2
 
 
 def test_htmx_submission_redirects_by_header(login, owner, htmx):

@@ -10,9 +10,11 @@ plans, and a cancel while reconcile waits on a slow cluster call.
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError, connections, transaction
+from django.utils import timezone
 
 from jobs.codes import Because
 from jobs.models import Job
@@ -22,8 +24,9 @@ from scheduling.cluster.base import ClusterError
 from scheduling.cluster.faulty import Fault, FaultyCluster
 from scheduling.invariants import out_of_line
 from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
-from scheduling.models import SimClaim, SimJob
-from scheduling.reconcile import reconcile
+from scheduling.locks import lease
+from scheduling.models import Lease, SimClaim, SimJob
+from scheduling.reconcile import RECONCILE_LOCK, reconcile
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
 
@@ -116,6 +119,20 @@ def test_a_job_whose_claim_is_missing_waits_and_preempts_no_one(submit, cycle, c
     assert sum(Job.objects.get(pk=job.pk).preemption_count for job in borrowers) == 1  # R6 reclaims one node
 
 
+def test_a_namespace_whose_claims_cannot_be_listed_holds_only_its_jobs_that_mount_claims(submit, cluster, clock,
+                                                                                          vision, outsider):  # fmt: skip
+    plain = submit(name="plain", simulate={"duration": 60})
+    needs = submit(team=vision, user=outsider, name="needs-claim", volumes=[{"claim": "datasets", "path": "/data"}],
+                   simulate={"duration": 60})  # fmt: skip
+    admission_cycle(cluster=Refusing(cluster, "claims"), now=clock())
+    plain.refresh_from_db()
+    needs.refresh_from_db()
+    assert plain.state == "admitted"
+    assert needs.state == "queued" and needs.reason_code == Because.MISSING_CLAIM
+    assert needs.reason == ("Waiting for its claims: the cluster did not list the claims of namespace vision "
+                            "(claims: 403 Forbidden (a webhook says no)).")  # fmt: skip
+
+
 def test_a_create_refused_again_and_again_backs_off_then_fails(submit, cluster, clock):
     job = submit(name="refused", simulate={"duration": 60})
     refusing = Refusing(cluster, "create_job")
@@ -128,8 +145,28 @@ def test_a_create_refused_again_and_again_backs_off_then_fails(submit, cluster, 
             clock.now = job.not_before
     assert waits == [30, 60, 120, 240]
     assert job.state == "failed" and job.reason_code == Because.CLUSTER_REFUSED
-    assert job.reason == ("Failed: the cluster refused to create it: create_job: 403 Forbidden (a webhook says "
-                          "no). That was refusal 5; change the job and submit it again.")  # fmt: skip
+    assert job.reason == ("Failed: the cluster refused to create it 5 times in a row, the last time: create_job: "
+                          "403 Forbidden (a webhook says no). Change the job and submit it again.")  # fmt: skip
+
+
+def test_refusals_before_a_job_last_ran_do_not_count_towards_failing_it(submit, cluster, clock, cycle):
+    job = submit(name="refused", simulate={"duration": 7200})
+    refusing = Refusing(cluster, "create_job")
+    for _ in range(REFUSALS_BEFORE_FAILING - 1):
+        admission_cycle(cluster=refusing, now=clock())
+        job.refresh_from_db()
+        clock.now = job.not_before
+    cycle()  # the cluster takes it this time, and it runs
+    cycle()
+    job.refresh_from_db()
+    assert job.state == "running"
+    # Later back in the queue (as a preemption leaves it), and refused once more: the count starts again.
+    SimJob.objects.filter(job_id=job.pk).delete()
+    Job.objects.filter(pk=job.pk).update(state="queued", placement=[], not_before=None)
+    clock.tick(3600)
+    admission_cycle(cluster=refusing, now=clock())
+    job.refresh_from_db()
+    assert job.state == "queued" and "tried again in 30 s" in job.reason
 
 
 def test_a_victim_the_cluster_refuses_to_suspend_is_deleted_so_its_room_frees(submit, cluster, clock, cycle,
@@ -232,3 +269,14 @@ def test_reconcile_holds_no_row_while_it_waits_on_the_cluster(submit, cluster, c
     result = reconcile(cluster=Watched(), now=clock())
     assert result.changed == 1 and result.created == 1  # `moved` went to running, then `lost` was created
     assert seen == ["running"]
+
+
+def test_one_reconcile_at_a_time_and_a_dead_holders_lease_lapses(cluster, clock):
+    with lease(RECONCILE_LOCK, seconds=60) as held:
+        assert held and reconcile(cluster=cluster, now=clock()).skipped  # another worker's pass
+    assert not reconcile(cluster=cluster, now=clock()).skipped
+    # A worker killed mid-pass leaves its lease; it lapses when its time runs out, never before.
+    Lease.objects.filter(name=RECONCILE_LOCK).update(holder="killed", until=timezone.now() + timedelta(seconds=60))
+    assert reconcile(cluster=cluster, now=clock()).skipped
+    Lease.objects.filter(name=RECONCILE_LOCK).update(until=timezone.now() - timedelta(seconds=1))
+    assert not reconcile(cluster=cluster, now=clock()).skipped
