@@ -237,7 +237,9 @@ def build_world(
     world = World(snapshot=None, teams=by_slug)  # type: ignore[arg-type]
     active = list(Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team", "tier").order_by("id"))
     counted = {job.pk for job in active}
+    statuses = list(statuses)
     outside = list(outside) + [pod for status in statuses if status.job_id not in counted for pod in status.pods]
+    bound = {status.job_id: status.pods for status in statuses if status.job_id in counted and status.pods}
     node_names = {node.name for node in nodes}
     running: list[policy.RunningJob] = [
         policy.RunningJob(
@@ -250,7 +252,7 @@ def build_world(
     ]
     replicas_of = {job.pk: policy_replicas(job.replicas, defaults.get(job.team_id, {})) for job in active}
     learned = learned_runtimes()
-    placements = _charged_placements(nodes, running, active, replicas_of)
+    placements = _charged_placements(nodes, running, active, replicas_of, bound)
     for job in active:
         if not placements[job.pk]:
             continue  # no node to charge at all (the cluster has none)
@@ -340,11 +342,12 @@ def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:
 
 def _charged_placements(
     nodes: list[NodeInfo], outside: list[policy.RunningJob], jobs: list[Job],
-    replicas_of: dict[int, tuple[policy.ReplicaGroup, ...]],
+    replicas_of: dict[int, tuple[policy.ReplicaGroup, ...]], bound: dict[int, tuple[OutsidePod, ...]] | None = None,
 ) -> dict[int, tuple[str, ...]]:
-    """Returns the node each replica of each job is charged to: its placement where that node
-    is known, else the node with the most GPUs (then cpu, memory) left, even below zero; empty
-    only when the cluster has no node at all.
+    """Returns the node each replica of each job is charged to: the node a pod of its size is
+    bound to (`bound`, from the cluster: the scheduler may bind elsewhere than the plan), else
+    its placement where that node is known, else the node with the most GPUs (then cpu, memory)
+    left, even below zero; empty only when the cluster has no node at all.
 
     Over-charging a node only keeps other jobs off it until the cluster's next reading;
     under-charging would let a cycle admit into room that is taken.
@@ -357,6 +360,9 @@ def _charged_placements(
     for job in jobs:
         known: list[str | None] = [node if node in free else None for node in job.placement[: len(needs[job.pk])]]
         known += [None] * (len(needs[job.pk]) - len(known))
+        pods = [pod for pod in (bound or {}).get(job.pk, ()) if pod.node in free]
+        if pods:
+            known = _where_bound(known, needs[job.pk], pods)
         for node, group in zip(known, needs[job.pk]):
             if node is not None:
                 _take(free, node, group)
@@ -371,6 +377,24 @@ def _charged_placements(
                 _take(free, node, group)
                 charged[job.pk][index] = node
     return {pk: tuple(replica_nodes) for pk, replica_nodes in charged.items()}  # type: ignore[misc]
+
+
+def _where_bound(planned: list[str | None], replicas: list[policy.ReplicaGroup],
+                 pods: list[OutsidePod]) -> list[str | None]:
+    """Each replica's node: that of a bound pod of its GPU count (one on its planned node first),
+    else its planned node. A replica bound elsewhere frees its planned node."""
+    left = list(pods)
+    nodes: list[str | None] = [None] * len(replicas)
+    for on_plan in (True, False):
+        for index, replica in enumerate(replicas):
+            if nodes[index] is not None:
+                continue
+            pod = next((pod for pod in left if pod.gpu == replica.gpu and (not on_plan or pod.node == planned[index])),
+                       None)  # fmt: skip
+            if pod is not None:
+                nodes[index] = pod.node
+                left.remove(pod)
+    return [node if node is not None else planned[index] for index, node in enumerate(nodes)]
 
 
 def _take(free: dict[str, list[int]], node: str, group: policy.ReplicaGroup) -> None:

@@ -20,13 +20,14 @@ from jobs.codes import Because
 from jobs.models import Job
 from jobs.services import job_cancel
 from scheduling import loop
-from scheduling.cluster.base import ClusterError
+from scheduling.cluster.base import ClusterError, JobStatus, OutsidePod, Phase
 from scheduling.cluster.faulty import Fault, FaultyCluster
 from scheduling.invariants import out_of_line
 from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
 from scheduling.locks import lease
 from scheduling.models import Lease, SimClaim, SimJob
 from scheduling.reconcile import RECONCILE_LOCK, reconcile
+from scheduling.snapshot import build_world
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
 
@@ -280,3 +281,17 @@ def test_one_reconcile_at_a_time_and_a_dead_holders_lease_lapses(cluster, clock)
     assert reconcile(cluster=cluster, now=clock()).skipped
     Lease.objects.filter(name=RECONCILE_LOCK).update(until=timezone.now() - timedelta(seconds=1))
     assert not reconcile(cluster=cluster, now=clock()).skipped
+
+
+def test_a_job_is_charged_where_its_pods_are_bound_not_where_the_plan_put_them(submit, cluster, clock):
+    """The manifest does not pin nodes: the scheduler may bind a replica elsewhere before it runs."""
+    job = submit(name="moved", replicas=[{"role": "Worker", "count": 2, "gpu": 4}], simulate={"duration": 7200})
+    admission_cycle(cluster=cluster, now=clock())
+    job.refresh_from_db()
+    assert job.state == "admitted" and job.placement[0] == job.placement[1]  # R11: both on one node
+    elsewhere = next(node.name for node in cluster.nodes() if node.name != job.placement[0])
+    bound = JobStatus(job_id=job.pk, name="moved-g1", namespace="maps", phase=Phase.CREATED,
+                      pods=(OutsidePod(namespace="maps", name="moved-worker-0", node=elsewhere, gpu=4),))  # fmt: skip
+    world = build_world(now=clock(), nodes=cluster.nodes(), outside=[], statuses=[bound])
+    (charged,) = [running for running in world.snapshot.running if running.id == str(job.pk)]
+    assert sorted(charged.nodes) == sorted([elsewhere, job.placement[0]])
