@@ -27,9 +27,7 @@ from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling import records
-from scheduling.cluster.base import (
-    Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod,
-)
+from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod
 from scheduling.locks import try_transaction_lock
 from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
@@ -37,7 +35,7 @@ from scheduling.snapshot import World, build_world, claim_namespaces, to_cluster
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
-REFUSALS_BEFORE_FAILING = 5  # a job the cluster refuses to start this many times fails (`requeue_refused`)
+REFUSALS_BEFORE_FAILING = 5  # a job whose create the cluster refuses this many times in a row fails (`requeue_refused`)
 
 
 @dataclass
@@ -340,7 +338,7 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
             "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
         }  # fmt: skip
         changed.append(job)
-    for job, held in world.held.values():  # trials beyond their sweep's cap, never offered to the policy
+    for job, held in world.held.values():  # never offered to the policy: beyond a sweep's cap, or missing claims
         if job.pk not in queued:
             continue
         if held.code != job.reason_code:

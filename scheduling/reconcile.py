@@ -71,7 +71,6 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
     """
     now = now or timezone.now()
     result = ReconcileResult()
-    # Each correction commits on its own: no row stays locked while a slow cluster call runs.
     with lease(RECONCILE_LOCK, seconds=settings.CELERY_TASK_TIME_LIMIT + 60) as held:
         if not held:
             return ReconcileResult(skipped=True)
