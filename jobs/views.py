@@ -311,7 +311,7 @@ def cancel(request, job_id: int):
         messages.info(request, f"Cancelled {job.name} (#{job.pk}) before it was admitted; nothing ran.")
     elif job.state == Job.State.CANCELLED:
         messages.info(request, f"{job.name} (#{job.pk}) was already cancelled.")
-    elif job.is_terminal and job.state != Job.State.CANCELLED:
+    elif job.is_terminal:
         messages.info(request, f"{job.name} (#{job.pk}) has already ended ({job.get_state_display().lower()}).")
     elif was == Job.State.CANCELLING:
         messages.info(request, f"{job.name} (#{job.pk}) is already being cancelled.")

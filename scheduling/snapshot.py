@@ -273,12 +273,12 @@ def build_world(
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
-    capped = within_caps(queued, holding)
+    left_out = within_caps(queued, holding)
     if claims is not None:
-        capped.update(_missing_claims(queued, claims))
+        left_out.update(_missing_claims(queued, claims))
     for job in queued:
-        if job.pk in capped:
-            world.held[str(job.pk)] = (job, capped[job.pk])
+        if job.pk in left_out:
+            world.held[str(job.pk)] = (job, left_out[job.pk])
             continue
         world.jobs[str(job.pk)] = job
         pending.append(
