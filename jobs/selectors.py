@@ -71,13 +71,20 @@ def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
     return sweeps
 
 
-def unfinished_of_team(team) -> QuerySet[Job]:
-    """The team's jobs that have not ended, waiting ones first in queue position, then the rest by queue time.
+def open_jobs_by_tier(team) -> list[dict]:
+    """The team's jobs that have not ended, counted per tier, highest tier first: for each, `tier`,
+    `running` and `running_gpus` (admitted, running or stopping), `waiting` and `waiting_gpus` (queued).
 
-    What an outsider reads on the team's page: names and sizes, never details.
+    What an outsider reads on the team's page: how much it runs and queues, never which jobs.
     """
-    return (Job.objects.select_related("tier").filter(team=team).exclude(state__in=Job.TERMINAL_STATES)
-            .order_by(F("position").asc(nulls_last=True), "queued_at", "id"))  # fmt: skip
+    queued = Q(state=Job.State.QUEUED)
+    return list(
+        Job.objects.filter(team=team).exclude(state__in=Job.TERMINAL_STATES)
+        .values(tier_name=F("tier__name"), tier_value=F("tier__value"))
+        .annotate(running=Count("id", filter=~queued), running_gpus=Coalesce(Sum("gpu_total", filter=~queued), 0),
+                  waiting=Count("id", filter=queued), waiting_gpus=Coalesce(Sum("gpu_total", filter=queued), 0))
+        .order_by("-tier_value", "tier_name")
+    )  # fmt: skip
 
 
 def open_jobs_naming_gpu_type(name: str) -> list[int]:

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from jobs.selectors import jobs_of_team, sweeps_for, unfinished_of_team
+from jobs.selectors import jobs_of_team, open_jobs_by_tier, sweeps_for
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.policy.types import typed_key
 from scheduling.preview import quota_what_if
@@ -55,8 +55,9 @@ def team_list(request):
 @login_required
 @vary_on_headers(*VARY)
 def team_detail(request, slug: str):
-    """Any team's page. Members and staff read all its jobs with links to them; an outsider reads the
-    waiting and running jobs' names and sizes only, and the quota history without tokens or members' changes.
+    """Any team's page. Members and staff read all its jobs with links to them; an outsider reads how many
+    jobs and GPUs it runs and queues per tier, never which jobs (nobody sees another team's jobs), and the
+    quota history without tokens or members' changes.
 
     Parts are polled, each answering 304 while unchanged: ?part=tiles (GPUs now), ?part=types
     (GPUs now and quota per GPU type, on a cluster with types) and the jobs (any other htmx
@@ -78,15 +79,18 @@ def team_detail(request, slug: str):
         return unchanged(request, etag) or live(render(request, f"tenants/detail.html#{part}", {
             "team": team, f"etag_{part}": etag, **tiles}), etag)  # fmt: skip
     if insider:
-        jobs = jobs_of_team(team).order_by("-submitted_at", "-id")
+        page = Paginator(jobs_of_team(team).order_by("-submitted_at", "-id"), JOBS_PAGE).get_page(request.GET.get("page"))
+        shown = [(job.pk, job.state, job.updated_at, job.position, job.reason, job.preemption_count)
+                 for job in page.object_list]  # fmt: skip
+        jobs = {"page": page}
+        etag_jobs = fingerprint(request, "team-jobs", team.pk, page.number, page.paginator.count, shown, clock=True)
     else:
-        jobs = unfinished_of_team(team)
-    page = Paginator(jobs, JOBS_PAGE).get_page(request.GET.get("page"))
-    shown = [(job.pk, job.state, job.updated_at, job.position, job.reason, job.preemption_count) for job in page.object_list]
-    etag_jobs = fingerprint(request, "team-jobs", team.pk, insider, page.number, page.paginator.count, shown, clock=True)
+        by_tier = open_jobs_by_tier(team)
+        jobs = {"by_tier": by_tier}
+        etag_jobs = fingerprint(request, "team-jobs-counted", team.pk, [sorted(row.items()) for row in by_tier])
     if request.htmx:
         return unchanged(request, etag_jobs) or live(render(request, "tenants/detail.html#jobs", {
-            "team": team, "page": page, "insider": insider, "etag_jobs": etag_jobs}), etag_jobs)  # fmt: skip
+            "team": team, **jobs, "insider": insider, "etag_jobs": etag_jobs}), etag_jobs)  # fmt: skip
     now = timezone.now()
     audit = AuditEntry.objects.filter(team=team).select_related("actor")
     tiles = _tiles(team)
@@ -101,7 +105,7 @@ def team_detail(request, slug: str):
         "etag_jobs": etag_jobs,
         "chart": usage_chart(total, now),
         "type_charts": [(name, usage_chart(samples, now, TYPE_CHART)) for name, samples in per_type.items()],
-        "page": page,
+        **jobs,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
         "can_manage_tokens": can_manage_tokens(request.user, team),

@@ -1,4 +1,5 @@
-"""Another team's page, as an outsider reads it: usage, quota and queue, never its jobs' details or tokens."""
+"""Another team's page, as an outsider reads it: usage, quota and how much it runs and queues per tier, never which
+jobs (nobody sees another team's jobs) nor its tokens."""
 
 from __future__ import annotations
 
@@ -17,12 +18,20 @@ def busy_maps(fill_and_wait):
     return fill_and_wait(1)
 
 
-def test_an_outsider_reads_the_names_and_sizes_of_waiting_and_running_jobs(login, outsider, busy_maps):
+def test_an_outsider_reads_how_much_the_team_runs_and_queues_per_tier_but_not_which_jobs(login, outsider, busy_maps):
     body = login(outsider).get("/teams/maps/").content.decode()
-    assert "Waiting and running jobs" in body
-    assert "filler" in body and "waiting-0" in body
-    assert "16" in body and "8" in body
+    jobs = body.split('id="team-jobs"')[1].split("</section>")[0]
+    assert "Waiting and running jobs" in jobs
+    # one row for the standard tier: filler runs on 16 GPUs, waiting-0 waits for 8
+    assert re.search(r"<td>standard</td><td class=\"num\">1</td><td class=\"num\">16</td>"
+                     r"<td class=\"num\">1</td><td class=\"num\">8</td>", jobs)
+    assert "filler" not in body and "waiting-0" not in body
     assert "read-only" in body and "you are not in this team" in body
+
+
+def test_an_outsider_reads_that_a_quiet_team_has_no_job(login, outsider, maps):
+    body = login(outsider).get("/teams/maps/").content.decode()
+    assert "Team maps has no job waiting or running." in body
 
 
 def test_an_outsider_gets_no_link_to_the_jobs_nor_their_reasons_or_owners(login, outsider, busy_maps):
@@ -54,9 +63,10 @@ def test_members_still_read_every_job_with_its_link(login, member, busy_maps):
     assert f'href="/jobs/{job.pk}/"' in body and job.reason in body
 
 
-def test_the_outsiders_jobs_fragment_pages_without_links(login, outsider, htmx, busy_maps):
-    body = login(outsider).get("/teams/maps/?page=1", **htmx).content.decode()
-    assert "waiting-0" in body and "/jobs/" not in body
+def test_the_outsiders_jobs_fragment_counts_without_names_or_links(login, outsider, htmx, busy_maps):
+    body = login(outsider).get("/teams/maps/", **htmx).content.decode()
+    assert "Waiting and running jobs" in body
+    assert "waiting-0" not in body and "/jobs/" not in body
 
 
 LINK = re.compile(r'href="(/[^"#]*)"')
