@@ -50,7 +50,7 @@ from .reservation import Hold, Holds, earliest_hold, outside_without_end, preemp
 from .runtime import expected_runtime
 from .state import State
 from .usage import team_gpus
-from .waiting import reserving, type_name, typed, why_waiting
+from .waiting import QuotaQueue, reserving, type_name, typed, why_waiting
 
 
 class Fit(IntEnum):
@@ -171,6 +171,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     previous = {r.id: r for r in snapshot.reservations}
     # type -> shape -> why reserved room stops it
     kept_off: dict[int | None, dict[Demand, tuple[Code, str] | None]] = {}
+    ahead = QuotaQueue()  # the jobs each team has waiting for quota so far
 
     def skip_team(team: str) -> bool:
         return None in held_by or team in held_by
@@ -257,7 +258,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
         # ...else it waits.
         if with_waits:
             waiting[job.id] = why_waiting(job, demand, every, refusals, state, holds,
-                                          kept_off, now, shut)
+                                          kept_off, now, shut, ahead)
         if now - job.queued <= settings.starvation_after:
             continue
         if all(refusal is not None for refusal in refusals):

@@ -46,12 +46,12 @@ TEMPLATES: dict[Code, str] = {
     Code.BORROWING_LIMIT: (
         "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
         "and may borrow only {more} more (its borrowing limit is {limit}); it starts when "
-        "jobs of the team free {short}."
+        "jobs of the team free {short}.{ahead}"
     ),
     Code.NOTHING_TO_BORROW: (
         "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
         "and only {available} more is free in its nominal or idle in other teams; it starts "
-        "once that grows by {short}."
+        "once that grows by {short}.{ahead}"
     ),
     Code.NOMINAL_ONLY: (
         "Waiting for quota: needs {need} at tier {tier}, which is not preemptible and so "

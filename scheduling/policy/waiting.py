@@ -29,13 +29,15 @@ def typed(name: str | None, sentence: str) -> str:
 
 def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
                 holds: Holds, kept_off: dict, now: int,
-                held: dict | None = None) -> tuple[Code, str]:
+                held: dict | None = None, ahead: QuotaQueue | None = None) -> tuple[Code, str]:
     """Returns the code and sentence for a job that fits no type, naming each
     type ("a100: ...; h100: ..."); the code is its first type's.
 
     `held` maps the types a starving job holds for the job's team (R4) to
     the sentence naming the holder; `refusals` are R2's answers on the
-    job's other types, in order."""
+    job's other types, in order. `ahead` counts the team's earlier jobs
+    that wait for quota, which the sentence of a quota refusal names, and
+    counts this one's refusals in."""
     said = []
     answers = iter(refusals)
     for kind in kinds:
@@ -43,8 +45,12 @@ def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
             said.append((Code.HELD, typed(type_name(state, kind), held[kind])))
             continue
         state.select(kind)
-        code, reason = _why_one(job, demand, next(answers), state, holds,
-                                kept_off.setdefault(kind, {}), now)
+        refusal = next(answers)
+        code, reason = _why_one(job, demand, refusal, state, holds,
+                                kept_off.setdefault(kind, {}), now,
+                                ahead.before(job.team, kind, refusal) if ahead else "")
+        if ahead is not None:
+            ahead.count(job.team, kind, refusal)
         said.append((code, typed(type_name(state, kind), reason)))
     if len(said) == 1:
         return said[0]
@@ -76,9 +82,40 @@ def _joined(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+class QuotaQueue:
+    """The jobs of each team, type and resource that wait because R2 refused
+    them, counted in admission order: a job refused for quota is told how
+    many of its team's jobs before it wait for quota too, and for how much,
+    since freeing its own shortfall serves them first."""
+
+    COUNTED = (Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW)
+
+    def __init__(self) -> None:
+        self.waiting: dict[tuple[str, int | None, int], list[int]] = {}  # -> [jobs, amount]
+
+    def count(self, team: str, kind: int | None, refusal: Refusal | None) -> None:
+        if refusal is not None and refusal.code in self.COUNTED:
+            seen = self.waiting.setdefault((team, kind, refusal.resource), [0, 0])
+            seen[0] += 1
+            seen[1] += refusal.need
+
+    def before(self, team: str, kind: int | None, refusal: Refusal | None) -> str:
+        """Returns the words on the team's jobs ahead that wait for quota, or ""."""
+        if refusal is None or refusal.code not in self.COUNTED:
+            return ""
+        seen = self.waiting.get((team, kind, refusal.resource))
+        if seen is None:
+            return ""
+        jobs, need = seen
+        noun, verb = ("job", "waits") if jobs == 1 else ("jobs", "wait")
+        return f" {jobs} earlier {noun} of the team {verb} for quota too ({amount(refusal.resource, need)})."
+
+
 def _why_one(job: PendingJob, demand: Demand, refusal: Refusal | None,
-                 state: State, holds: Holds, kept_off: dict, now: int) -> tuple[Code, str]:
-    """Returns the code and sentence for a job that neither fits nor preempts."""
+             state: State, holds: Holds, kept_off: dict, now: int,
+             ahead: str = "") -> tuple[Code, str]:
+    """Returns the code and sentence for a job that neither fits nor preempts;
+    `ahead`, the words on the team's earlier jobs waiting for quota."""
     if refusal is None and holds:
         if demand not in kept_off:
             kept_off[demand] = _kept_off(demand, state, holds, now)
@@ -93,11 +130,12 @@ def _why_one(job: PendingJob, demand: Demand, refusal: Refusal | None,
             return refusal.code, refusal.code.say(
                 more=_bare(r, more), limit=_bare(r, refusal.limit),
                 short=amount(r, max(0, refusal.need - more - max(0, refusal.nominal - refusal.used))),
-                **numbers)
+                ahead=ahead, **numbers)
         if refusal.code is Code.NOMINAL_ONLY:
             return refusal.code, refusal.code.say(tier=job.tier, **numbers)
         return refusal.code, refusal.code.say(
-            available=_bare(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)), **numbers)
+            available=_bare(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)),
+            ahead=ahead, **numbers)
     total = state.room.total
     free = tuple(max(0, x) for x in total)
     short = [r for r in range(3) if demand.total[r] > free[r]]
