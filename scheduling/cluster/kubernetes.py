@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from kubernetes import config
-from kubernetes.client import ApiClient
+from kubernetes.client import ApiClient, Configuration
 
 from jobs import kinds
 from scheduling.cluster import job_manifests, kubernetes_outside, kubernetes_tenants, manifests, outside
@@ -36,7 +36,7 @@ from scheduling.cluster.base import (
     check_claims,
     failing_replica,
 )
-from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount
+from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount, client_for
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # Taints that keep pods off a node, unless the pod tolerates them.
@@ -67,7 +67,7 @@ class KubernetesCluster:
                     "No Kubernetes configuration: not running in a cluster, and KUBECONFIG "
                     f"(or ~/.kube/config) could not be loaded: {error}"
                 ) from error
-        return cls(ApiClient())
+        return cls(client_for(Configuration.get_default_copy()))
 
     # -- reading the cluster -------------------------------------------------
 

@@ -2,9 +2,11 @@
 
 It decides what an answer means, so the adapter never inspects HTTP codes:
 a status the caller tolerates (409 on create, 404 on delete) is success;
-429 and 5xx are retried with backoff, honouring Retry-After, within a few
-seconds, then become `ClusterUnavailable`, as do connection failures; any
-other refusal becomes a `ClusterError` naming the object's kind and name.
+429 and 5xx, and connections refused, reset or cut off, are retried with
+backoff (honouring Retry-After) within a few seconds, then become
+`ClusterUnavailable`, as does a read timeout at once; any other refusal
+becomes a `ClusterError` naming the object's kind and name. The transport
+itself never retries (`client_for`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import urllib3
 from kubernetes.client import (
     ApiClient,
     ApiextensionsV1Api,
+    Configuration,
     CoreV1Api,
     CustomObjectsApi,
     SchedulingV1Api,
@@ -29,6 +32,18 @@ from scheduling.cluster.base import ClusterError, ClusterUnavailable
 BAD_REQUEST = 400
 CONFLICT = 409
 NOT_FOUND = 404
+
+
+def client_for(configuration: Configuration) -> ApiClient:
+    """Returns a client for `configuration` whose transport never retries on its own.
+
+    urllib3 otherwise retries a request three times, a read timeout included:
+    against a server that accepts connections and never answers, one call
+    would block four times its timeout, past the worker's time limit.
+    `Api.call` alone retries, within its budget.
+    """
+    configuration.retries = urllib3.Retry(total=0, redirect=False)
+    return ApiClient(configuration)
 
 
 class Api:
@@ -85,8 +100,14 @@ class Api:
                 time.sleep(wait)
                 backoff = min(backoff * 2, 1.0)
             except urllib3.exceptions.HTTPError as error:
-                # urllib3 has already retried the connection itself.
-                raise ClusterUnavailable(f"{what}: cannot reach the API server: {error}") from error
+                # Refused, reset or cut off: tried again within the budget (a create
+                # sent twice finds its object, 409, which the adapter resumes). A read
+                # timeout has spent the budget already: the server is not answering.
+                cause = getattr(error, "reason", None) or error
+                if isinstance(cause, urllib3.exceptions.ReadTimeoutError) or time.monotonic() + backoff > deadline:
+                    raise ClusterUnavailable(f"{what}: cannot reach the API server: {cause}") from error
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
 
 
 def _retryable(status: int | None) -> bool:

@@ -1,10 +1,11 @@
 """Fixtures for the cluster tests: one fake API server per module, emptied before each test."""
 
 import pytest
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import Configuration
 
 from fake_apiserver import FakeApiServer
 from scheduling.cluster.kubernetes import KubernetesCluster
+from scheduling.cluster.kubernetes_api import client_for
 
 
 @pytest.fixture(scope="module")
@@ -24,4 +25,4 @@ def fake(apiserver):
 @pytest.fixture
 def cluster(fake):
     """A KubernetesCluster talking HTTP to the fake, with a short retry budget."""
-    return KubernetesCluster(ApiClient(Configuration(host=fake.url)), retry_budget=0.5)
+    return KubernetesCluster(client_for(Configuration(host=fake.url)), retry_budget=0.5)

@@ -93,6 +93,9 @@ def status(code: int, message: str, reason: str | None = None, details: dict | N
     }
 
 
+DROP = 0  # a fault's code: close the connection without an answer
+
+
 @dataclass
 class Fault:
     code: int
@@ -227,6 +230,11 @@ class FakeApiServer:
         with self._lock:
             self._faults.append(Fault(code, method, re.compile(path), times, retry_after,
                                       message or f"injected {code}"))
+
+    def drop(self, *, path: str = ".*", method: str | None = None, times: int = 1) -> None:
+        """Makes the next `times` matching requests end with the connection closed and no answer,
+        as a server restarting or a load balancer dropping the connection does."""
+        self.fail(DROP, path=path, method=method, times=times)
 
     def heal(self) -> None:
         """Drops the faults not yet answered: the server is healthy again."""
@@ -411,6 +419,10 @@ def _handler(server: FakeApiServer):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             code, payload, extra = server.answer(self.command, self.path, self.headers, body)
+            if code == DROP:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             content_type = "application/json"
             if extra.pop("X-Watch", None):  # a watch streams one JSON event per line
                 data = b"".join(json.dumps(event).encode() + b"\n" for event in payload)

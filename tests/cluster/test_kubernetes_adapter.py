@@ -2,6 +2,7 @@
 
 import dataclasses
 import socket
+import threading
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from scheduling.cluster.base import (
     TenantTier,
 )
 from scheduling.cluster.kubernetes import KubernetesCluster
+from scheduling.cluster.kubernetes_api import client_for
 
 GiB = 2**30
 
@@ -311,7 +313,7 @@ def test_a_missing_namespace_surfaces_as_an_error(cluster):
 
 
 def test_too_many_requests_is_retried_after_the_time_the_server_asks(fake):
-    cluster = KubernetesCluster(ApiClient(Configuration(host=fake.url)), retry_budget=3)
+    cluster = KubernetesCluster(client_for(Configuration(host=fake.url)), retry_budget=3)
     fake.add(_node("n1"))
     fake.fail(429, path="/nodes$", retry_after=1)
 
@@ -340,10 +342,54 @@ def test_an_unreachable_server_is_unavailable():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cluster = KubernetesCluster(ApiClient(Configuration(host=f"http://127.0.0.1:{port}")))
+    cluster = KubernetesCluster(client_for(Configuration(host=f"http://127.0.0.1:{port}")), retry_budget=0.3)
 
     with pytest.raises(ClusterUnavailable, match="cannot reach the API server"):
         cluster.job_statuses()
+
+
+class SilentServer:
+    """A TCP server that accepts connections and never answers: an API server that hangs."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.accepted = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _accept(self):
+        while True:
+            try:
+                self.accepted.append(self.sock.accept()[0])  # read nothing, answer nothing
+            except OSError:
+                return
+
+    def close(self):
+        self.sock.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+def test_a_server_that_never_answers_costs_one_read_timeout_not_four():
+    server = SilentServer()
+    cluster = KubernetesCluster(client_for(Configuration(host=server.url)), retry_budget=3)
+    cluster.api.timeout = (1.0, 0.5)
+    try:
+        with pytest.raises(ClusterUnavailable, match="cannot reach the API server: .*[Rr]ead timed out"):
+            cluster.nodes()
+        assert len(server.accepted) == 1  # urllib3's own Retry(3) made it four
+    finally:
+        server.close()
+
+
+def test_a_connection_reset_is_tried_again_within_the_budget(fake, cluster):
+    fake.add(_node("n1"))
+    fake.drop(times=1, path="/nodes$")  # the server closes the connection without an answer
+    assert [node.name for node in cluster.nodes()] == ["n1"]
+    assert fake.log == [("GET", "/api/v1/nodes"), ("GET", "/api/v1/nodes")]
 
 
 # -- doctor ------------------------------------------------------------------------------
