@@ -27,7 +27,15 @@ from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling import records
-from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, NodeInfo, OutsidePod
+from scheduling.cluster.base import (
+    Cluster,
+    ClusterError,
+    ClusterUnavailable,
+    JobStatus,
+    NodeInfo,
+    OutsidePod,
+    on_one_object,
+)
 from scheduling.locks import try_transaction_lock
 from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
@@ -236,7 +244,8 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
                                 item.job.pk, error)  # fmt: skip
             # A cancel may have come since the commit (reconcile stops whatever ran for it anyway).
             if Job.objects.filter(pk=item.job.pk, state=Job.State.ADMITTED).exists():
-                cluster.create_job(to_cluster_job(item.job))
+                with on_one_object(cluster):
+                    cluster.create_job(to_cluster_job(item.job))
         except ClusterUnavailable as error:
             _creation_pending([d.job for d in decided[index:]])
             log.warning("cluster unreachable while applying admissions: %s", error)
@@ -292,7 +301,8 @@ def stop_victim(job: Job, cluster: Cluster) -> None:
     (reconcile tries again at every pass and says so on the job)."""
     target = to_cluster_job(job)
     try:
-        cluster.suspend_job(target)
+        with on_one_object(cluster):
+            cluster.suspend_job(target)
     except ClusterError as error:
         if job.adopted:
             raise

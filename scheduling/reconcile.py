@@ -22,7 +22,7 @@ from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs
-from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase
+from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase, on_one_object
 from scheduling.locks import lease
 from scheduling.loop import backoff, requeue_refused, stop_victim
 from scheduling.snapshot import to_cluster_job
@@ -84,7 +84,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             try:
-                with transaction.atomic():
+                with on_one_object(cluster), transaction.atomic():
                     _correct(job, statuses.get(job.pk), cluster, now, result)
             except StaleJob:
                 continue  # moved by a cycle or a user meanwhile; the next pass sees the new state

@@ -9,6 +9,8 @@ manifest builders stay pure.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -33,7 +35,13 @@ FAILURE_REASONS = {
 
 
 class ClusterUnavailable(Exception):
-    """The cluster could not be reached; nothing was changed by this call."""
+    """The cluster could not be reached or kept failing; nothing was changed by this call.
+
+    `status` is the HTTP status it kept answering, None when it did not answer at all."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class ClusterError(Exception):
@@ -350,6 +358,30 @@ def check_claims(cluster: Cluster, job: ClusterJob) -> None:
         error = missing_claims_error(job, {claim.name for claim in cluster.claims(job.namespace)})
         if error is not None:
             raise error
+
+
+INTERNAL_ERROR = 500
+
+
+@contextmanager
+def on_one_object(cluster: Cluster) -> Iterator[None]:
+    """Around calls on one object: a ClusterUnavailable raised inside for a 500 the server kept
+    answering becomes that object's ClusterError when the cluster still answers a read, since a
+    webhook failing for one namespace answers 500 there only ("Internal error occurred: failed
+    calling webhook"). The loop and reconcile then treat it as a refusal of that job and go on
+    with the others. Anything else (no answer, 502-504, 429) stays an outage, which stops them."""
+    try:
+        yield
+    except ClusterUnavailable as error:
+        if error.status != INTERNAL_ERROR:
+            raise
+        try:
+            cluster.nodes()
+        except ClusterUnavailable:
+            raise error from None
+        except ClusterError:
+            pass  # refused, but it answered
+        raise ClusterError(str(error)) from error
 
 
 def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:

@@ -96,7 +96,7 @@ class Api:
                     raise ClusterError(f"{what}: {_describe(error)}") from error
                 wait = _retry_after(error) or backoff
                 if time.monotonic() + wait > deadline:
-                    raise ClusterUnavailable(f"{what}: {_describe(error)}") from error
+                    raise ClusterUnavailable(f"{what}: {_describe(error)}", error.status) from error
                 time.sleep(wait)
                 backoff = min(backoff * 2, 1.0)
             except urllib3.exceptions.HTTPError as error:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
+from fake_apiserver import kind_path
+from jobs.codes import Because
+from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
 from scheduling import records
@@ -85,3 +88,63 @@ def test_a_flaky_api_server_never_leads_to_over_admission(world, cluster, fake):
             run(cluster=cluster)
         assert broken_promises(cluster.nodes(), cluster.job_statuses()) == [], f"round {round_}"
     assert check(cluster, settled=True) == []
+
+
+WEBHOOK_DOWN = ('Internal error occurred: failed calling webhook "validator.tfjob.training-operator.kubeflow.org": '
+                "failed to call webhook: context deadline exceeded")
+
+
+@pytest.fixture
+def two_teams(fake, tiers, owner):
+    """Teams alpha and gamma, one 1-GPU job each, on one node of 8 GPUs; alpha's namespace comes first."""
+    fake.add(_node("n1"))
+    jobs = []
+    for slug in ("alpha", "gamma"):
+        team = make_team(slug, tiers, gpu=8, borrowing_limit=0)
+        fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": slug}})
+        spec = parse_spec(spec_data(team=slug, name="train", replicas=[{"role": "Worker", "count": 1, "gpu": 1}]))
+        jobs.append(job_submit(team=team, owner=owner, spec=spec)[0])
+    return jobs
+
+
+def test_a_namespace_whose_writes_fail_holds_up_only_its_own_job_in_a_cycle(fake, cluster, two_teams):
+    alpha, gamma = two_teams
+    fake.fail(500, method="POST", path="/namespaces/alpha/", times=10**6, message=WEBHOOK_DOWN)
+    admission_cycle(cluster=cluster)
+    alpha.refresh_from_db(), gamma.refresh_from_db()
+    assert [o["metadata"]["namespace"] for o in fake.list("TFJob")] == ["gamma"]
+    assert gamma.state == Job.State.ADMITTED and gamma.reason_code != Because.CREATE_PENDING
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_REFUSED  # refused: requeued
+    assert "failed calling webhook" in alpha.events.last().message
+
+
+def test_a_namespace_whose_writes_fail_holds_up_only_its_own_job_in_reconcile(fake, cluster, two_teams):
+    alpha, gamma = two_teams
+    admission_cycle(cluster=cluster)
+    for obj in fake.list("TFJob"):  # alpha's object deleted by hand (reconcile creates it again); gamma's succeeded
+        if obj["metadata"]["namespace"] == "alpha":
+            del fake.objects[(*kind_path("TFJob"), "alpha", obj["metadata"]["name"])]
+        else:
+            obj["status"] = {"conditions": [{"type": "Succeeded", "status": "True", "message": "TFJob succeeded."}]}
+            fake.add(obj)
+    fake.fail(500, method="POST", path="/namespaces/alpha/", times=10**6, message=WEBHOOK_DOWN)
+    result = reconcile(cluster=cluster)
+    alpha.refresh_from_db(), gamma.refresh_from_db()
+    assert not result.error
+    assert gamma.state == Job.State.SUCCEEDED  # before, the pass stopped at alpha: "Cluster unreachable"
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_REFUSED
+
+
+def test_an_outage_still_stops_the_pass(fake, cluster, two_teams):
+    admission_cycle(cluster=cluster)
+    for obj in fake.list("TFJob"):
+        del fake.objects[(*kind_path("TFJob"), obj["metadata"]["namespace"], obj["metadata"]["name"])]
+    fake.fail(503, times=10**6)  # every call: the API server is down
+    result = reconcile(cluster=cluster)
+    assert result.error.startswith("list ")
+    fake.heal()
+    fake.fail(503, method="POST", times=10**6)
+    fake.fail(503, path="/nodes$", times=10**6)  # writes fail and the read that tells an outage fails too
+    result = reconcile(cluster=cluster)
+    assert "503" in result.error
+    assert set(Job.objects.values_list("state", flat=True)) == {Job.State.ADMITTED}  # nothing requeued
