@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
 from portal.triggers import ADMISSION_CYCLE, RECONCILE, SYNC_TENANTS
 from scheduling.cluster import get_cluster
+from scheduling.cluster.base import SyncIncomplete
 from scheduling.loop import admission_cycle as run_cycle
 from scheduling.reconcile import reconcile as run_reconcile
 from scheduling.tenants import tenants_from_database
+
+log = logging.getLogger("gangway.tenants")
 
 
 @shared_task(name=ADMISSION_CYCLE, ignore_result=True)
@@ -26,7 +31,11 @@ def reconcile() -> str:
 @shared_task(name=SYNC_TENANTS, ignore_result=True)
 def sync_tenants() -> str:
     """Make namespaces, quotas, priority classes and queues match the teams and tiers."""
-    changes = get_cluster().sync_tenants(tenants_from_database())
+    try:
+        changes = get_cluster().sync_tenants(tenants_from_database())
+    except SyncIncomplete as error:  # the rest went through: say both, and fail so that it shows
+        log.error("tenant sync: %s", "; ".join(error.changes) or "nothing changed")
+        raise
     return "; ".join(changes) or "Tenants already in line."
 
 

@@ -48,6 +48,16 @@ class ClusterError(Exception):
     """The cluster refused a request (e.g. 422 Invalid); the message names the object's kind and name."""
 
 
+class SyncIncomplete(ClusterError):
+    """Tenant sync went through every object, but the cluster refused some: `changes` were made
+    (one line each, as `sync_tenants` returns them), `failures` say what was refused and why."""
+
+    def __init__(self, changes: list[str], failures: list[str]):
+        super().__init__(f"{len(failures)} of the tenants' objects could not be brought in line: " + "; ".join(failures))
+        self.changes = changes
+        self.failures = failures
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """A schedulable node and what it can allocate (cpu millicores, memory bytes)."""

@@ -17,7 +17,7 @@ from functools import partial
 from core.quantities import memory_text
 from jobs import kinds
 from scheduling.cluster import manifests, node_types
-from scheduling.cluster.base import ClusterError, Finding, NodeInfo, Tenants
+from scheduling.cluster.base import ClusterError, ClusterUnavailable, Finding, NodeInfo, SyncIncomplete, Tenants
 from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, same_quantities
 
 LABELS = ("metadata", "labels")
@@ -93,13 +93,31 @@ def desired_objects(tenants: Tenants) -> list[dict]:
 
 
 def sync(api: Api, tenants: Tenants) -> list[str]:
-    """Returns one line per object created, updated or recreated; empty when nothing differed."""
-    changes = []
+    """Returns one line per object created, updated or recreated; empty when nothing differed.
+
+    An object the cluster refuses (a namespace being deleted, a quota a webhook rejects) does
+    not stop the others: every object is tried, a team's namespaced objects left out when its
+    namespace was refused, and SyncIncomplete then says what was changed and what was refused.
+    ClusterUnavailable stops the sync at once."""
+    changes, failures, refused_namespaces = [], [], set()
     for obj in desired_objects(tenants):
-        endpoint = _endpoints(api, obj["metadata"].get("namespace"))[obj["kind"]]
-        change = converge(api, endpoint, obj)
+        namespace = obj["metadata"].get("namespace")
+        if namespace in refused_namespaces:
+            continue
+        endpoint = _endpoints(api, namespace)[obj["kind"]]
+        try:
+            change = converge(api, endpoint, obj)
+        except ClusterUnavailable:
+            raise
+        except ClusterError as error:
+            failures.append(str(error))
+            if obj["kind"] == "Namespace":
+                refused_namespaces.add(obj["metadata"]["name"])
+            continue
         if change:
             changes.append(change)
+    if failures:
+        raise SyncIncomplete(changes, failures)
     return changes
 
 

@@ -16,6 +16,7 @@ from scheduling.cluster.base import (
     OutsidePod,
     Phase,
     ReplicaSpec,
+    SyncIncomplete,
     TenantTeam,
     Tenants,
     TenantTier,
@@ -292,6 +293,36 @@ def test_tenant_sync_reads_again_after_a_stale_resource_version(fake, cluster):
         "GET", "PUT", "GET", "PUT",
     ]
 
+
+
+TERMINATING = ('resourcequotas "gangway-quota" is forbidden: unable to create new content in namespace maps '
+               "because it is being terminated")
+
+
+def test_tenant_sync_goes_on_past_an_object_the_cluster_refuses_and_says_what_it_refused(fake, cluster):
+    fake.fail(403, method="POST", path="/namespaces/maps/resourcequotas$", times=100, message=TERMINATING)
+    with pytest.raises(SyncIncomplete) as error:
+        cluster.sync_tenants(TENANTS)
+    assert fake.get("Namespace", "vision") is not None  # the team after it: in line all the same
+    assert fake.get("ResourceQuota", "gangway-quota", "vision") is not None
+    assert sorted(q["metadata"]["name"] for q in fake.list("Queue")) == ["maps", "vision"]
+    assert error.value.failures == [f"create ResourceQuota maps/gangway-quota: 403 Forbidden: {TERMINATING}"]
+    assert "Created Namespace vision." in error.value.changes
+
+
+def test_tenant_sync_leaves_out_the_objects_of_a_namespace_it_could_not_create(fake, cluster):
+    fake.fail(403, method="POST", path="/api/v1/namespaces$", times=1, message='namespaces "maps" is forbidden')
+    with pytest.raises(SyncIncomplete) as error:
+        cluster.sync_tenants(TENANTS)
+    assert [failure.split(":")[0] for failure in error.value.failures] == ["create Namespace maps"]
+    assert fake.get("ResourceQuota", "gangway-quota", "vision") is not None
+    assert fake.get("Queue", "maps") is not None  # cluster-scoped: not the namespace's
+
+
+def test_tenant_sync_stops_at_an_outage(fake, cluster):
+    fake.fail(503, times=10**6)
+    with pytest.raises(ClusterUnavailable):
+        cluster.sync_tenants(TENANTS)
 
 # -- errors ----------------------------------------------------------------------------
 

@@ -163,3 +163,43 @@ def test_doctor_passes_with_notes_and_fails_on_a_problem(db, monkeypatch):
     with pytest.raises(SystemExit) as stopped:
         run("doctor")
     assert stopped.value.code == 1
+
+
+def test_doctor_without_a_cluster_configuration_says_so_instead_of_a_traceback(db, settings, monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config either
+    settings.CLUSTER_BACKEND = "kubernetes"
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as stopped:
+        call_command("doctor", stdout=out)
+    assert stopped.value.code == 1
+    assert out.getvalue().startswith("The cluster could not be reached: No Kubernetes configuration")
+
+
+def test_doctor_names_a_check_the_cluster_refused(db, monkeypatch):
+    from scheduling.cluster.base import ClusterError
+    from scheduling.cluster.simulated import SimulatedCluster
+
+    def refused(self, tenants):
+        raise ClusterError("list Node *: 403 Forbidden: nodes is forbidden")
+
+    monkeypatch.setattr(SimulatedCluster, "doctor", refused)
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as stopped:
+        call_command("doctor", stdout=out)
+    assert stopped.value.code == 1
+    assert "The cluster refused a check: list Node *: 403 Forbidden" in out.getvalue()
+
+
+def test_sync_tenants_prints_what_it_changed_and_fails_naming_what_was_refused(db, monkeypatch):
+    from scheduling.cluster.base import SyncIncomplete
+    from scheduling.cluster.simulated import SimulatedCluster
+
+    def partly(self, tenants):
+        raise SyncIncomplete(["Created Namespace vision."], ["create ResourceQuota maps/gangway-quota: 403 Forbidden"])
+
+    monkeypatch.setattr(SimulatedCluster, "sync_tenants", partly)
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"refused 1 object\(s\); the rest are in line:\n- create ResourceQuota maps"):
+        call_command("sync_tenants", stdout=out)
+    assert out.getvalue() == "- Created Namespace vision.\n1 change(s).\n"

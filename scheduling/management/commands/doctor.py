@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand
 
 from core.quantities import memory_text
 from scheduling.cluster import ClusterUnavailable, get_cluster
-from scheduling.cluster.base import ClaimInfo
+from scheduling.cluster.base import ClaimInfo, ClusterError
 from scheduling.tenants import tenants_from_database
 
 
@@ -10,14 +10,18 @@ class Command(BaseCommand):
     help = "Check the configured cluster for what Gangway needs and list each team's claims; exits 1 when something is wrong."
 
     def handle(self, *args, **options):
-        cluster = get_cluster()
         tenants = tenants_from_database()
         try:
+            cluster = get_cluster()  # reads KUBECONFIG or the service account: may find neither
             findings = cluster.doctor(tenants)
             claims = {team.slug: cluster.claims(team.slug) for team in tenants.teams}
         except ClusterUnavailable as error:
             self.stdout.write(f"The cluster could not be reached: {error}. Check KUBECONFIG or the in-cluster "
                               "service account.")  # fmt: skip
+            raise SystemExit(1)
+        except ClusterError as error:  # e.g. 403: Gangway's account may not read what doctor checks
+            self.stdout.write(f"The cluster refused a check: {error}. Check the RBAC rules of Gangway's service "
+                              "account (deploy/ has them).")  # fmt: skip
             raise SystemExit(1)
         for slug, found in claims.items():
             if found:

@@ -1,6 +1,7 @@
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from scheduling.cluster import get_cluster
+from scheduling.cluster.base import SyncIncomplete
 from scheduling.tenants import tenants_from_database
 
 
@@ -8,7 +9,15 @@ class Command(BaseCommand):
     help = "Make namespaces, quotas, limit ranges, priority classes and Volcano queues match Gangway's teams."
 
     def handle(self, *args, **options):
-        changes = get_cluster().sync_tenants(tenants_from_database())
+        try:
+            changes = get_cluster().sync_tenants(tenants_from_database())
+        except SyncIncomplete as error:
+            self._changed(error.changes)
+            refused = "\n".join(f"- {failure}" for failure in error.failures)
+            raise CommandError(f"The cluster refused {len(error.failures)} object(s); the rest are in line:\n{refused}")
+        self._changed(changes)
+
+    def _changed(self, changes: list[str]) -> None:
         for change in changes:
             self.stdout.write(f"- {change}")
         self.stdout.write(f"{len(changes)} change(s).")
