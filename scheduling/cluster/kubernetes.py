@@ -237,6 +237,9 @@ class KubernetesCluster:
             options = {"limit_bytes": LOG_LIMIT_BYTES}
             if tail is not None:
                 options["tail_lines"] = tail
+            container = main_container(pod)
+            if container:  # a pod of several containers (Katib's metrics collector beside it) needs the name
+                options["container"] = container
             text = self.api.call(
                 "read log of", "Pod", f"{namespace}/{pod['metadata']['name']}",
                 self.api.core.read_namespaced_pod_log, pod["metadata"]["name"], namespace,
@@ -362,6 +365,21 @@ def replica_order(pod: dict) -> tuple:
     return (role.lower(), int(index) if index.isdigit() else 0, pod["metadata"]["name"])
 
 
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+
+def main_container(pod: dict) -> str | None:
+    """Returns the name of a replica pod's training container: the one its annotation names as
+    the default, else the one its kind's operator looks for ("tensorflow", "pytorch", "node"),
+    else the first; None when the pod lists none."""
+    named = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+    if named:
+        return named
+    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
+    trainers = {kind.container for kind in kinds.all_kinds()}
+    return next((name for name in names if name in trainers), names[0] if names else None)
+
+
 def replica_log(pod: dict, lines: tuple[str, ...]) -> ReplicaLog:
     """Returns a replica pod's log lines with how its container stopped or why it cannot start.
 
@@ -375,9 +393,12 @@ def replica_log(pod: dict, lines: tuple[str, ...]) -> ReplicaLog:
     if status.get("reason") == "Evicted":
         return ReplicaLog(replica=replica_name(pod), pod=pod["metadata"]["name"], phase=phase, lines=lines,
                           reason="Evicted", message=status.get("message", ""))  # fmt: skip
-    containers = status.get("containerStatuses") or [{}]
-    state = containers[0].get("state") or {}
-    last = (containers[0].get("lastState") or {}).get("terminated")
+    statuses = status.get("containerStatuses") or [{}]
+    container = main_container(pod)
+    # The kubelet lists statuses by name, so a sidecar may come first.
+    main = next((s for s in statuses if s.get("name") == container), statuses[0])
+    state = main.get("state") or {}
+    last = (main.get("lastState") or {}).get("terminated")
     terminated = state.get("terminated") or (last if last and last.get("exitCode") else None)
     exit_code, reason, message, finished = None, "", "", None
     if terminated:

@@ -363,9 +363,16 @@ class FakeApiServer:
     def _pod_log(self, pod: dict, query: dict):
         """The container's log as text, as the kubelet serves it through the API server."""
         meta = pod["metadata"]
-        container = (pod.get("spec", {}).get("containers") or [{}])[0].get("name", "")
+        names = [c.get("name", "") for c in pod.get("spec", {}).get("containers") or [{}]]
+        container = query.get("container")
+        if container is None and len(names) > 1:
+            raise ApiError(400, f"a container name must be specified for pod {meta['name']}, choose one of: "
+                                f"[{' '.join(names)}]")  # fmt: skip
+        container = container or names[0]
+        if container not in names:
+            raise ApiError(400, f"container {container} is not valid for pod {meta['name']}")
         statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
-        state = statuses[0].get("state") or {}
+        state = next((s for s in statuses if s.get("name") == container), statuses[0]).get("state") or {}
         if "waiting" in state or not state:
             reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
             raise ApiError(400, f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}')

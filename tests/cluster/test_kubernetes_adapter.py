@@ -622,6 +622,33 @@ def test_the_failing_replica_is_the_first_to_stop(fake, cluster):
     assert failing_replica(cluster.logs("maps", 12)).replica == "worker-1"
 
 
+def _with_collector(pod: dict) -> dict:
+    """The pod as a Katib trial's: Katib's metrics collector beside the training container, and the
+    container statuses sorted by name, as the kubelet writes them (so the collector's comes first)."""
+    pod["spec"]["containers"].append({"name": "metrics-logger-and-collector", "image": "katib/file-metrics-collector"})
+    pod["status"]["containerStatuses"].insert(
+        0, {"name": "metrics-logger-and-collector", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}})
+    return pod
+
+
+def test_a_replica_with_a_sidecar_is_read_from_its_training_container(fake, cluster):
+    fake.add(_with_collector(_replica_pod(0, {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}, phase="Failed")))
+    fake.write_log("maps", "resnet-g12-worker-0", "step 1\nKilled\n")
+    (replica,) = cluster.logs("maps", 12)
+    assert replica.lines == ("step 1", "Killed")  # without the container's name the server answers 400
+    assert (replica.exit_code, replica.reason, replica.failed) == (137, "OOMKilled", True)
+    assert fake.log[-1][1].endswith("/pods/resnet-g12-worker-0/log")
+
+
+def test_the_default_container_annotation_names_the_container_to_read(fake, cluster):
+    pod = _with_collector(_replica_pod(0, {"running": {}}))
+    pod["spec"]["containers"][0]["name"] = "trainer"  # a manifest written by hand: any name
+    pod["status"]["containerStatuses"][1]["name"] = "trainer"
+    pod["metadata"]["annotations"] = {"kubectl.kubernetes.io/default-container": "trainer"}
+    fake.add(pod)
+    fake.write_log("maps", "resnet-g12-worker-0", "epoch 3\n")
+    assert cluster.logs("maps", 12)[0].lines == ("epoch 3",)
+
 def test_a_log_read_that_keeps_failing_makes_the_cluster_unavailable(fake, cluster):
     fake.add(_replica_pod(0, {"running": {}}))
     fake.fail(503, path="/log$", times=50)
