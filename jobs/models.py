@@ -165,13 +165,15 @@ class Job(models.Model):
 
 class Sweep(models.Model):
     """The trials of one Katib experiment in a team: one row on the queue, and a cap on the GPUs
-    its trials hold at once (trials beyond it wait), so a sweep cannot take the cluster."""
+    its trials hold at once (trials beyond it wait), so a sweep cannot take the cluster.
+
+    The cap and the tier of trials that name none are the team's (`sweep_gpu_cap`, `sweep_tier`),
+    read when they apply: a row keeps no copy, so a change to the team reaches its open sweeps at
+    the next cycle, and an experiment created again under the same name gets the team's figures.
+    """
 
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="sweeps")
     experiment = models.CharField(max_length=253, help_text="The Katib experiment's name.")
-    gpu_cap = models.PositiveIntegerField(help_text="Most GPUs its trials hold at once (the team's setting when it began).")
-    tier = models.ForeignKey(PriorityTier, on_delete=models.PROTECT, related_name="sweeps",
-                             help_text="The tier of its trials that name none.")  # fmt: skip
     objective = models.CharField(max_length=100, blank=True, help_text="The metric Katib optimizes.")
     maximize = models.BooleanField(default=True)
     best_objective = models.FloatField(null=True, blank=True, help_text="Best value a trial reported.")
@@ -183,6 +185,11 @@ class Sweep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.experiment}"
+
+    @property
+    def gpu_cap(self) -> int:
+        """The most GPUs its trials hold at once: its team's sweep GPU cap as it is now."""
+        return self.team.sweep_gpu_cap
 
 
 class JobEvent(models.Model):

@@ -141,13 +141,10 @@ def sweep_tier(team: Team) -> PriorityTier | None:
 
 
 def _sweep(item: OutsideJob, team: Team) -> Sweep | None:
+    """The sweep of a Katib trial's job (created with its first trial), or None for a job of no trial."""
     if not item.trial:
         return None
-    tier = sweep_tier(team)
-    if tier is None:
-        return None  # the submission refuses the trial: the team may use no tier
-    sweep, _ = Sweep.objects.get_or_create(team=team, experiment=item.experiment,
-                                           defaults={"gpu_cap": team.sweep_gpu_cap, "tier": tier})  # fmt: skip
+    sweep, _ = Sweep.objects.get_or_create(team=team, experiment=item.experiment)
     return sweep
 
 
@@ -161,7 +158,10 @@ def _adopt(item: OutsideJob, team: Team) -> tuple[Job | None, str]:
         data["name"] = gangway_name(item.name)
         with transaction.atomic():
             sweep = _sweep(item, team)
-            tier = outside.asked_tier(item.manifest) or data.get("tier") or (sweep.tier.name if sweep else "")
+            tier = outside.asked_tier(item.manifest) or data.get("tier")
+            if sweep is not None and not tier:
+                default = sweep_tier(team)  # the team's as it is now; none: the submission refuses the trial
+                tier = default.name if default else ""
             data["tier"] = tier
             spec = parse_spec(data, team=team.slug)
             job, _ = job_submit(team=team, spec=spec, via=item.origin)

@@ -13,3 +13,10 @@ class Held:
 
     reason: str
     code: StrEnum  # a sweeps.SweepCode, or one of the portal's own (jobs.codes.Because)
+    # Codes of the same wait as `code` (`sweeps.CAP_WAITS`): a job moving among them goes on waiting.
+    alike: frozenset[str] = frozenset()
+
+    def starts_waiting(self, previous_code: str) -> bool:
+        """Whether a job whose reason code was `previous_code` starts a new wait here, which its
+        timeline records; False when it goes on waiting for the same thing (its reason's numbers may change)."""
+        return previous_code != self.code and previous_code not in self.alike

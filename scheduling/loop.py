@@ -351,7 +351,7 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
     for job, held in world.held.values():  # never offered to the policy: beyond a sweep's cap, or missing claims
         if job.pk not in queued:
             continue
-        if held.code != job.reason_code:
+        if held.starts_waiting(job.reason_code):
             note(job, JobEvent.Kind.WAITING, held.reason, code=held.code)
         job.reason, job.reason_code = held.reason, held.code
         job.position = job.team_position = job.eta = job.reservation = None

@@ -10,6 +10,7 @@ from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
+from tenants.models import PriorityTier, Team
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +72,17 @@ def test_a_trials_page_says_which_object_it_was_adopted_from(login, owner, sweep
 
     assert f"adopted from PyTorchJob maps/{trial.cluster_name}, sweep tune-lr" in body
     assert f"by katib experiment tune-lr, trial {trial.cluster_name}" in body
+
+
+def test_the_sweep_rows_and_the_team_page_header_show_the_teams_cap_and_tier_as_they_are_now(login, member, sweep):
+    production = PriorityTier.objects.get(name="production")
+    Team.objects.filter(slug="maps").update(sweep_gpu_cap=16, sweep_tier=production)
+
+    team_page = login(member).get("/teams/maps/").content.decode()
+    dashboard = login(member).get("/").content.decode()
+
+    assert "at most 16 GPUs each at once" in team_page
+    for body in (team_page, dashboard):
+        row = body[body.index(f'id="sweep-row-{sweep.pk}"'):]
+        row = row[: row.index("</tr>")]
+        assert "8 of 16 GPUs" in row and "<td" in row and ">production</td>" in row

@@ -41,7 +41,8 @@ def test_trials_beyond_the_cap_wait_with_the_sweeps_reason(maps, clock, cycle):
     assert waiting[0].reason_code == SweepCode.SWEEP_CAP
     assert waiting[0].reason == "Sweep tune-lr holds 8 of its 8 GPUs; this trial starts when one of its trials ends."
     cycle()
-    assert waiting[0].events.filter(kind="waiting", code=SweepCode.SWEEP_CAP).count() == 1  # said once
+    # One wait on the cap, said once, though its reason turned from "trials ahead" to "at its cap".
+    assert waiting[0].events.filter(kind="waiting").count() == 1
 
 
 def test_a_waiting_trial_starts_when_one_of_its_sweep_ends(maps, clock, cycle):
@@ -69,7 +70,54 @@ def test_a_trial_larger_than_the_cap_says_so(maps, clock, cycle):
 
     job = Job.objects.get()
     assert job.state == Job.State.QUEUED and job.reason_code == SweepCode.SWEEP_CAP_TOO_SMALL
-    assert "asks 8 GPUs, more than the 4 GPUs sweep tune-lr may hold at once" in job.reason
+    assert job.reason == ("This trial asks 8 GPUs, more than the 4 GPUs sweep tune-lr may hold at once (team maps's "
+                          "sweep GPU cap); staff can raise it on the team's page in the admin.")  # fmt: skip
+
+
+def test_raising_the_teams_cap_releases_a_trial_larger_than_the_old_cap(maps, clock, cycle):
+    Team.objects.filter(pk=maps.pk).update(sweep_gpu_cap=4)
+    _trials(clock, trials=1, gpu=8)
+    cycle()
+
+    Team.objects.filter(pk=maps.pk).update(sweep_gpu_cap=16)  # as staff do on the team's admin page
+    clock.tick(60)
+    cycle()
+
+    assert Job.objects.get().state == Job.State.ADMITTED
+    assert Sweep.objects.get().gpu_cap == 16
+
+
+def test_lowering_the_teams_cap_holds_the_sweeps_next_trials(maps, clock, cycle):
+    _trials(clock, trials=1, gpu=4)
+    cycle()
+    Team.objects.filter(pk=maps.pk).update(sweep_gpu_cap=4)
+
+    _trials(clock, trials=1, gpu=4, first=1)
+    clock.tick(60)
+    cycle()
+
+    second = Job.objects.get(name="tune-lr-t001")
+    assert second.state == Job.State.QUEUED and second.reason_code == SweepCode.SWEEP_CAP
+    assert second.reason == "Sweep tune-lr holds 4 of its 4 GPUs; this trial starts when one of its trials ends."
+
+
+def test_an_experiment_created_again_gets_the_teams_current_cap_and_tier(maps, clock, cycle):
+    Team.objects.filter(pk=maps.pk).update(sweep_gpu_cap=4)
+    _trials(clock, trials=1, gpu=4)
+    cycle()
+    for row in list(SimOutsideJob.objects.all()):  # kubectl delete experiment tune-lr
+        simulated_outside.remove(row.namespace, row.name)
+    cycle()
+    production = PriorityTier.objects.get(name="production")
+    Team.objects.filter(pk=maps.pk).update(sweep_gpu_cap=8, sweep_tier=production)
+
+    _trials(clock, trials=1, gpu=8, first=1)  # kubectl apply: the same name again
+    clock.tick(60)
+    cycle()
+
+    trial = Job.objects.get(name="tune-lr-t001")
+    assert trial.sweep == Sweep.objects.get() and trial.tier == production
+    assert trial.reason_code != SweepCode.SWEEP_CAP_TOO_SMALL
 
 
 def test_jobs_of_no_sweep_are_never_held(maps, clock, cycle, owner):
@@ -114,13 +162,13 @@ def _sim_gpus(job: SimJob) -> int:
        pending=st.lists(st.tuples(st.integers(1, 8), st.sampled_from([10, 100]), st.integers(0, 50)), max_size=12))
 def test_the_offered_trials_are_an_r3_prefix_within_the_cap(cap, held, pending):
     """Without a database: whatever the sweep holds and the queue holds, what is offered stays within the cap."""
-    sweep = Sweep(pk=1, experiment="tune", gpu_cap=cap)
+    sweep, team = Sweep(pk=1, experiment="tune"), Team(slug="maps", sweep_gpu_cap=cap)
     holding = [Job(pk=999, sweep_id=1, gpu_total=held)]
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     jobs = []
     for index, (gpu, value, queued) in enumerate(pending):
         job = Job(pk=index + 1, sweep_id=1, gpu_total=gpu, queued_at=start + timedelta(seconds=queued))
-        job.sweep, job.tier = sweep, PriorityTier(name=f"t{value}", value=value)
+        job.sweep, job.team, job.tier = sweep, team, PriorityTier(name=f"t{value}", value=value)
         jobs.append(job)
 
     result = within_caps(jobs, holding)
@@ -136,3 +184,33 @@ def test_the_offered_trials_are_an_r3_prefix_within_the_cap(cap, held, pending):
 
 def test_holding_states_include_trials_still_stopping():
     assert Job.State.PREEMPTING in HOLDING and Job.State.CANCELLING in HOLDING
+
+
+def test_a_trial_held_by_its_sweep_gets_one_waiting_event_however_often_its_reason_turns(maps, clock, cycle):
+    _trials(clock, trials=12, gpu=2)  # cap 8: four run at once, the last trial waits through two turns
+
+    last = None
+    for _ in range(60):
+        cycle()
+        clock.tick(60)
+        last = Job.objects.filter(name="tune-lr-t011").first()
+        if last is not None and last.state != Job.State.QUEUED:
+            break
+
+    assert last.state != Job.State.QUEUED
+    assert last.events.filter(kind="waiting").count() == 1
+
+
+def test_moving_between_the_caps_two_waits_is_no_new_wait():
+    at_cap = within_caps([_pending(gpu=4)], [Job(pk=9, sweep_id=1, gpu_total=8)])[1]
+    ahead = within_caps([_pending(gpu=4, pk=2, queued=0), _pending(gpu=8, pk=1, queued=1)], [])[1]
+
+    assert (at_cap.code, ahead.code) == (SweepCode.SWEEP_CAP, SweepCode.SWEEP_CAP_AHEAD)
+    assert not at_cap.starts_waiting(SweepCode.SWEEP_CAP_AHEAD) and not ahead.starts_waiting(SweepCode.SWEEP_CAP)
+    assert at_cap.starts_waiting("new") and at_cap.starts_waiting(SweepCode.SWEEP_CAP_TOO_SMALL)
+
+
+def _pending(*, gpu, pk=1, queued=0):
+    job = Job(pk=pk, sweep_id=1, gpu_total=gpu, queued_at=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=queued))
+    job.sweep, job.team, job.tier = Sweep(pk=1, experiment="tune"), Team(slug="maps", sweep_gpu_cap=8), PriorityTier(value=10)
+    return job
