@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import cache
-from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent, Sweep
 from jobs.services import NeverFits, job_submit
 from jobs.spec import NAME_MAX, SpecError, parse_spec
-from jobs.transitions import StaleJob, transition
+from jobs.transitions import StaleJob, can_move, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
 from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, TrialResult
@@ -30,6 +32,21 @@ from tenants.models import PriorityTier, Team
 from tenants.selectors import tiers_of
 
 log = logging.getLogger("gangway.adoption")
+
+# Katib reports a trial's last objective value around the time its job ends: a sweep whose last
+# trial ended this recently is still read, so its best objective counts that trial.
+OBJECTIVE_GRACE = timedelta(minutes=10)
+
+# How a trial's job that Katib removed once its Trial completed ends in Gangway, by the Trial's
+# outcome (`outside.TRIAL_OUTCOMES`): the state, and what its timeline says.
+KATIB_ENDINGS: dict[str, tuple[str, str]] = {
+    "Succeeded": (Job.State.SUCCEEDED, "Succeeded, as its Katib trial reports"),
+    "EarlyStopped": (Job.State.SUCCEEDED, "Early-stopped by Katib: its trial met the experiment's early stopping rules"),
+    "MetricsUnavailable": (Job.State.SUCCEEDED, "Succeeded, but the metrics were unavailable: Katib found no "
+                                                "objective value for its trial"),
+    "Failed": (Job.State.FAILED, "Failed, as its Katib trial reports"),
+    "Killed": (Job.State.CANCELLED, "Killed by Katib, which stopped its trial"),
+}  # fmt: skip
 
 
 @dataclass
@@ -42,42 +59,58 @@ class Adopted:
 def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
     """Adopt, refuse or cancel what the cluster's labelled jobs call for; returns how many of each.
 
-    1. Read every labelled job Gangway did not create (ClusterUnavailable goes to the caller).
-    2. A Gangway job whose adopted object is gone was deleted by its owner: cancel it (a Katib
-       trial's job that Katib removed once the trial completed ends as its Trial reports).
+    1. Read every labelled job Gangway did not create, and which kinds the cluster listed
+       (ClusterUnavailable goes to the caller).
+    2. A Gangway job of a listed kind whose adopted object is not among them was deleted by its
+       owner: cancel it (a Katib trial's job that Katib removed once the trial completed ends as
+       its Trial reports). A kind whose list failed says nothing of its jobs: none is judged gone.
     3. A labelled job already adopted gets its `gangway.io/job-id` label again if it lost it
        (the label joins its pods to the job), and the reason written back if a cycle rejected it.
     4. A new one, suspended, in a team namespace, not refused before and not finished: adopt it,
        or refuse it with the reason written back. One not suspended skipped the queue: it is
        never touched (its pods count as outside usage, R12, and `doctor` reports it).
-    5. Sweeps learn their best objective from Katib's trials.
+    5. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
+
+    Katib's Trials are listed at most once a pass, and only when a step needs them: a trial's job
+    gone (2), a new trial whose labels do not name its experiment (4), a sweep to learn of (5).
     """
     found = cluster.outside_jobs()
     result = Adopted()
-    listed = {job.uid for job in found}
+    listed = {job.uid for job in found.jobs}
     known = {uid: (pk, state, reason) for uid, pk, state, reason in
              Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
-    gone = list(Job.objects.filter(state__in=Job.OPEN_STATES).exclude(cluster_uid="").exclude(cluster_uid__in=listed)
-                .select_related("team"))  # fmt: skip
-    trials = cache(cluster.trials)  # read at most once a pass, and only when a sweep needs it
+    gone = list(Job.objects.filter(state__in=Job.OPEN_STATES, kind__in=found.kinds).exclude(cluster_uid="")
+                .exclude(cluster_uid__in=listed).select_related("team"))  # fmt: skip
+    trials = cache(cluster.trials)  # one list a pass, shared by the steps below
+
+    @cache
+    def experiments() -> dict[tuple[str, str], str]:
+        return {(trial.namespace, trial.trial): trial.experiment for trial in trials()}
+
     # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
     outcomes = {(t.namespace, t.trial): t.outcome for t in trials()} if any(job.sweep_id for job in gone) else {}
     for job in gone:
         result.cancelled += _end_deleted(job, outcomes.get((job.team.slug, job.cluster_name), ""), now)
     teams = {team.slug: team for team in Team.objects.all()}
-    for item in found:
+    for item in found.jobs:
         try:
-            _adopt_or_refuse(item, known, teams, cluster, result)
+            _adopt_or_refuse(item, known, teams, cluster, result, experiments)
         except ClusterError as error:
             # The cluster refused a label or an annotation on this one job: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
-    if Sweep.objects.exists():
+    if _sweeps_to_learn(now):
         _learn_objectives(trials())
     return result
 
 
+def _sweeps_to_learn(now: datetime) -> bool:
+    """Whether some sweep has a trial open, or one that ended within OBJECTIVE_GRACE."""
+    recent = Q(state__in=Job.OPEN_STATES) | Q(finished_at__gte=now - OBJECTIVE_GRACE)
+    return Job.objects.filter(recent, sweep__isnull=False).exists()
+
+
 def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str, Team], cluster: Cluster,
-                     result: Adopted) -> None:  # fmt: skip
+                     result: Adopted, experiments: Callable[[], dict[tuple[str, str], str]]) -> None:  # fmt: skip
     if item.uid in known:
         pk, state, reason = known[item.uid]
         if item.job_id != pk:
@@ -89,6 +122,8 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
     team = teams.get(item.namespace)
     if team is None or not item.suspended or item.rejected or item.finished:
         return
+    if item.trial and not item.experiment:
+        item = outside.with_experiment(item, experiments())  # Katib labels the Trial, not its job
     job, reason = _adopt(item, team)
     if job is None:
         cluster.mark_outside(item, rejected=reason)
@@ -104,21 +139,29 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
 def _end_deleted(job: Job, outcome: str, now: datetime) -> int:
     """Ends a job whose adopted object is gone; returns 1, or 0 when someone moved it first.
 
-    A Katib trial that ran and whose Trial reports Succeeded or Failed ends so; anything else
-    was deleted by its owner and is cancelled.
+    A Katib trial's job that Katib removed once its Trial completed ends as KATIB_ENDINGS says
+    for the Trial's outcome; a trial that completed before it was admitted, and any job its
+    owner deleted, is cancelled.
     """
-    ended = {"Succeeded": Job.State.SUCCEEDED, "Failed": Job.State.FAILED}.get(outcome)
+    state, says = KATIB_ENDINGS.get(outcome, (None, ""))
+    removed = f"Katib removed its {job.kind} {job.cluster_name}."
     try:
         with transaction.atomic():
-            if ended and job.state in (Job.State.ADMITTED, Job.State.RUNNING):
-                transition(job, ended, message=f"{outcome}, as its Katib trial reports; Katib removed its "
-                           f"{job.kind} {job.cluster_name}.", finished_at=now, placement=[])  # fmt: skip
+            if state in (Job.State.SUCCEEDED, Job.State.FAILED) and can_move(job, state):
+                transition(job, state, message=f"{says}; {removed}", finished_at=now, placement=[])
                 return 1
+            if state == Job.State.CANCELLED:
+                why, done = f"{says}; {removed}", "Cancelled by Katib: its trial was killed."
+            elif state is not None:
+                why = f"Its Katib trial completed ({outcome}) before Gangway admitted it; {removed}"
+                done = "Cancelled: its trial completed without it."
+            else:
+                why = f"Its {job.kind} {job.cluster_name} was deleted in the cluster; cancelled in Gangway."
+                done = "Cancelled: its cluster object is gone."
             if job.state != Job.State.CANCELLING:
-                transition(job, Job.State.CANCELLING, message=f"Its {job.kind} {job.cluster_name} was deleted in "
-                           "the cluster; cancelled in Gangway.", code=Because.DELETED_OUTSIDE)  # fmt: skip
-            transition(job, Job.State.CANCELLED, message="Cancelled: its cluster object is gone.", finished_at=now,
-                       placement=[], position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
+                transition(job, Job.State.CANCELLING, message=why, code=Because.DELETED_OUTSIDE)
+            transition(job, Job.State.CANCELLED, message=done, finished_at=now, placement=[], position=None,
+                       team_position=None, eta=None, reservation=None)  # fmt: skip
     except StaleJob:
         return 0
     return 1

@@ -208,6 +208,19 @@ class OutsideJob:
 
 
 @dataclass(frozen=True, slots=True)
+class OutsideJobs:
+    """What one read of the labelled jobs found, and the kinds it could read.
+
+    `kinds` names each kind whose list the cluster answered; a kind left out (its operator not
+    installed, or a list answered 404 for a while, as API servers do for custom resources) may
+    still have jobs, so nothing of that kind may be judged gone.
+    """
+
+    jobs: tuple[OutsideJob, ...]
+    kinds: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class TrialResult:
     """What Katib reports of one trial: its objective metric's latest value, when it reported one."""
 
@@ -217,7 +230,7 @@ class TrialResult:
     objective: str  # the metric's name
     maximize: bool
     value: float | None
-    outcome: str = ""  # "Succeeded" or "Failed" once the trial completed, else ""
+    outcome: str = ""  # once the trial completed, how (`outside.TRIAL_OUTCOMES`), else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,8 +341,9 @@ class Cluster(Protocol):
     def delete_job(self, namespace: str, name: str) -> None:
         """Delete the job and its pods. Deleting a missing job is success. Never called for an adopted job."""
 
-    def outside_jobs(self) -> list[OutsideJob]:
-        """Every TFJob or PyTorchJob Gangway did not create that carries `gangway.io/queue`, adopted or not."""
+    def outside_jobs(self) -> OutsideJobs:
+        """Every job of the adopted kinds Gangway did not create that carries `gangway.io/queue`, adopted
+        or not, and the kinds whose list the cluster answered. Reads no Katib Trial."""
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
         """Label an outside job with the Gangway job that adopted it, or write back why it was refused.

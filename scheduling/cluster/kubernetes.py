@@ -28,6 +28,7 @@ from scheduling.cluster.base import (
     JobStatus,
     NodeInfo,
     OutsideJob,
+    OutsideJobs,
     OutsidePod,
     Phase,
     ReplicaLog,
@@ -248,8 +249,9 @@ class KubernetesCluster:
             result.append(replica_log(pod, tuple((text or "").splitlines())))
         return result
 
-    def outside_jobs(self) -> list[OutsideJob]:
-        """Returns every TFJob, PyTorchJob or TrainJob labelled `gangway.io/queue` that Gangway did not create."""
+    def outside_jobs(self) -> OutsideJobs:
+        """Returns every TFJob, PyTorchJob or TrainJob labelled `gangway.io/queue` that Gangway did not create,
+        and the kinds whose list the cluster answered."""
         return kubernetes_outside.outside_jobs(self.api)
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:

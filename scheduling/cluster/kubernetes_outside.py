@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from scheduling.cluster import outside
-from scheduling.cluster.base import ClusterJob, Finding, OutsideJob, Tenants, TrialResult
+from scheduling.cluster.base import ClusterJob, Finding, OutsideJob, OutsideJobs, Tenants, TrialResult
 from scheduling.cluster.kubernetes_api import NOT_FOUND, Api
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
@@ -19,27 +19,23 @@ ADMISSION_GROUP, ADMISSION_VERSION = "admissionregistration.k8s.io", "v1"
 EVENT_REASON = "GangwayRejected"
 
 
-def _experiments(api: Api) -> dict[str, str]:
-    """Katib trial name -> its experiment, over every namespace; empty when Katib is not installed."""
-    return {trial.trial: trial.experiment for trial in trials(api)}
-
-
-def outside_jobs(api: Api) -> list[OutsideJob]:
-    """Returns every job of the adopted kinds labelled `gangway.io/queue` that Gangway did not create."""
-    result, experiments = [], None
+def outside_jobs(api: Api) -> OutsideJobs:
+    """Returns every job of the adopted kinds labelled `gangway.io/queue` that Gangway did not create, and
+    the kinds whose list the cluster answered. Reads no Katib Trial (adoption does, when it needs one)."""
+    result, listed = [], set()
     for kind in outside.outside_kinds():
-        # 404: the kind's operator is not installed (a cluster without Kubeflow Trainer v2 has no TrainJobs).
-        items = (api.call(
+        # 404: the kind's operator is not installed (a cluster without Kubeflow Trainer v2 has no TrainJobs),
+        # or the API server answered a custom resource's list with a spurious 404: either way its jobs are unknown.
+        answer = api.call(
             "list", kind.kind, "*", api.custom.list_cluster_custom_object,
             kind.group, kind.version, kind.plural, label_selector=outside.QUEUE_LABEL, tolerate=(NOT_FOUND,),
-        ) or {}).get("items", ())  # fmt: skip
-        for obj in items:
-            if outside.created_by_gangway(obj):
-                continue
-            if experiments is None and outside.trial_owner(obj):
-                experiments = _experiments(api)  # read once, only when a Katib trial is among them
-            result.append(outside.read_outside(obj, kind, experiments=experiments))
-    return sorted(result, key=lambda job: (job.namespace, job.name))
+        )  # fmt: skip
+        if answer is None:
+            continue
+        listed.add(kind.kind)
+        result.extend(outside.read_outside(obj, kind) for obj in answer.get("items", ())
+                      if not outside.created_by_gangway(obj))  # fmt: skip
+    return OutsideJobs(jobs=tuple(sorted(result, key=lambda job: (job.namespace, job.name))), kinds=frozenset(listed))
 
 
 def _read(api: Api, job: ClusterJob) -> dict | None:

@@ -17,7 +17,7 @@ owner reference to its Trial (`kubeflow.org/v1beta1`) on the job it creates, and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jobs import kinds
 from scheduling.cluster import trainjob_manifests
@@ -107,16 +107,14 @@ def origin(obj: dict, *, experiment: str = "") -> str:
     return (managers[0] if managers else "kubernetes")[:VIA_MAX]
 
 
-def read_outside(obj: dict, kind: OutsideKind, *, experiments: dict[str, str] | None = None) -> OutsideJob:
-    """Returns the port's view of a labelled job; `experiments` maps Katib trial names to their experiment."""
+def read_outside(obj: dict, kind: OutsideKind) -> OutsideJob:
+    """Returns the port's view of a labelled job. A Katib trial's experiment is its label's, else ""
+    (Katib's trial controller labels only its Trial: `with_experiment` reads it there)."""
     meta = obj["metadata"]
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     conditions = {c.get("type") for c in _at(obj, ("status", "conditions")) or () if c.get("status") == "True"}
     trial = labels.get(KATIB_TRIAL_LABEL) or trial_owner(obj)
-    experiment = ""
-    if trial:
-        # Katib names a trial `<experiment>-<suffix>`: the fallback when no Trial object says more.
-        experiment = labels.get(KATIB_EXPERIMENT_LABEL) or (experiments or {}).get(trial) or trial.rsplit("-", 1)[0]
+    experiment = labels.get(KATIB_EXPERIMENT_LABEL, "") if trial else ""
     job_id = labels.get(JOB_ID_LABEL, "")
     return OutsideJob(
         kind=kind.kind, namespace=meta.get("namespace", ""), name=meta["name"], uid=meta.get("uid", ""),
@@ -125,6 +123,16 @@ def read_outside(obj: dict, kind: OutsideKind, *, experiments: dict[str, str] | 
         job_id=int(job_id) if job_id.isdigit() else None, rejected=annotations.get(REJECTED_ANNOTATION, ""),
         origin=origin(obj, experiment=experiment), trial=trial, experiment=experiment,
     )  # fmt: skip
+
+
+def with_experiment(job: OutsideJob, experiments: dict[tuple[str, str], str]) -> OutsideJob:
+    """Returns a Katib trial's job with its experiment named: the job's label, else its Trial's
+    (`experiments`: (namespace, trial) -> experiment), else read from the trial's name, as Katib
+    names a trial `<experiment>-<suffix>`. A job of no trial, or one whose experiment is known, is returned as it is."""
+    if not job.trial or job.experiment:
+        return job
+    experiment = experiments.get((job.namespace, job.trial)) or job.trial.rsplit("-", 1)[0]
+    return replace(job, experiment=experiment, origin=origin(job.manifest, experiment=experiment))
 
 
 def asked_tier(obj: dict) -> str:
@@ -237,10 +245,19 @@ def suspend_patch(kind: OutsideKind, suspended: bool = True) -> dict:
     return patch
 
 
+# Katib's conditions of a completed Trial (`Trial.IsCompleted` in kubeflow/katib), the first true one
+# winning. MetricsUnavailable: its job succeeded but the objective metric was never reported; Katib before
+# v0.16 said so with the condition Succeeded set to False.
+TRIAL_OUTCOMES = ("Failed", "Killed", "MetricsUnavailable", "EarlyStopped", "Succeeded")
+
+
 def trial_outcome(trial: dict) -> str:
-    """Returns "Succeeded" or "Failed" when the Katib Trial's condition of that type is true, else ""."""
-    true = {c.get("type") for c in _at(trial, ("status", "conditions")) or () if c.get("status") == "True"}
-    return next((outcome for outcome in ("Failed", "Succeeded") if outcome in true), "")
+    """Returns how a Katib Trial completed (one of TRIAL_OUTCOMES), or "" while it has not."""
+    conditions = _at(trial, ("status", "conditions")) or ()
+    true = {c.get("type") for c in conditions if c.get("status") == "True"}
+    if any(c.get("type") == "Succeeded" and c.get("status") == "False" for c in conditions):
+        true.add("MetricsUnavailable")
+    return next((outcome for outcome in TRIAL_OUTCOMES if outcome in true), "")
 
 
 def objective_of(trial: dict) -> tuple[str, bool, float | None]:

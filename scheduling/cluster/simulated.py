@@ -29,6 +29,7 @@ from scheduling.cluster.base import (
     JobStatus,
     NodeInfo,
     OutsideJob,
+    OutsideJobs,
     OutsidePod,
     Phase,
     ReplicaLog,
@@ -63,7 +64,7 @@ class SimulatedCluster:
         adopted = simulated_outside.adopted_ids()
         return [_status(job, adopted=job.job_id in adopted) for job in SimJob.objects.all()]
 
-    def outside_jobs(self) -> list[OutsideJob]:
+    def outside_jobs(self) -> OutsideJobs:
         self.advance()
         return simulated_outside.outside_jobs()
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import transaction
 
 from scheduling.cluster import outside
-from scheduling.cluster.base import ClusterJob, OutsideJob, TrialResult
+from scheduling.cluster.base import ClusterJob, OutsideJob, OutsideJobs, TrialResult
 from scheduling.models import SimJob, SimOutsideJob
 
 OBJECTIVE = "accuracy"  # the metric the simulated Katib trials report, maximized
@@ -57,24 +57,19 @@ def _kind(row: SimOutsideJob) -> outside.OutsideKind:
     return outside.outside_kind(row.kind)
 
 
-def outside_jobs() -> list[OutsideJob]:
-    experiments = {}
-    rows = list(SimOutsideJob.objects.all())
-    for row in rows:
-        labels = row.manifest["metadata"].get("labels") or {}
-        if outside.KATIB_TRIAL_LABEL in labels:
-            experiments[labels[outside.KATIB_TRIAL_LABEL]] = labels.get(outside.KATIB_EXPERIMENT_LABEL, "")
+def outside_jobs() -> OutsideJobs:
+    """Every labelled outside job, as the Kubernetes adapter reads them; every kind is listed."""
     finished = {(job.namespace, job.name): job for job in SimJob.objects.filter(finished_at__isnull=False)}
     result = []
-    for row in rows:
+    for row in SimOutsideJob.objects.all():
         manifest = row.manifest
         ended = finished.get((row.namespace, row.name))
         if ended is not None:
             kind = "Succeeded" if ended.succeeded else "Failed"
             manifest = merge(manifest, {"status": {"conditions": [{"type": kind, "status": "True"}]}})
         if outside.QUEUE_LABEL in (manifest["metadata"].get("labels") or {}):
-            result.append(outside.read_outside(manifest, _kind(row), experiments=experiments))
-    return result
+            result.append(outside.read_outside(manifest, _kind(row)))
+    return OutsideJobs(jobs=tuple(result), kinds=frozenset(kind.kind for kind in outside.outside_kinds()))
 
 
 def patch(namespace: str, name: str, body: dict) -> None:

@@ -160,4 +160,6 @@ def test_a_cluster_without_kubeflow_trainer_still_lists_its_outside_tfjobs(world
     fake.add(outside_job())
     fake.fail(404, method="GET", path="/trainjobs$")  # no TrainJob CRD: its list is not found
 
-    assert [(job.kind, job.name) for job in cluster.outside_jobs()] == [("TFJob", "bert-kubectl")]
+    found = cluster.outside_jobs()
+    assert [(job.kind, job.name) for job in found.jobs] == [("TFJob", "bert-kubectl")]
+    assert "TrainJob" not in found.kinds and "TFJob" in found.kinds

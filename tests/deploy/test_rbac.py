@@ -105,14 +105,15 @@ def used() -> set[tuple[str, str, str]]:
                   "status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})  # fmt: skip
         cluster.logs("maps", 1)
         cluster.delete_job("maps", "train-g1")
-        # A job from elsewhere (a Katib trial): listed with its trial, labelled, admitted, refused.
+        # A job from elsewhere (a Katib trial): listed, its trial read, labelled, admitted, refused.
         fake.add({"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "metadata": {
             "name": "tune-x1", "namespace": "maps", "labels": {"katib.kubeflow.org/experiment": "tune"}}})  # fmt: skip
         fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {
             "name": "tune-x1", "namespace": "maps", "labels": {"gangway.io/queue": "maps"},
             "ownerReferences": [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-x1"}]},
             "spec": {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {}}})  # fmt: skip
-        [found] = cluster.outside_jobs()
+        [found] = cluster.outside_jobs().jobs
+        cluster.trials()
         cluster.mark_outside(found, job_id=3)
         cluster.create_job(dataclasses.replace(job("TFJob", 3), name="tune-x1", adopted=True))
         cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")
