@@ -125,7 +125,10 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
     for wait in result.wait:
         if wait.id == PREVIEW_ID:
             eta = datetime.fromtimestamp(wait.eta, tz=dt_timezone.utc) if wait.eta is not None else None
-            return Preview("waits", wait.reason, position=wait.position, eta=eta, code=wait.code)
+            # As its page will say it: clock times, durations, and another team's job by its team only.
+            teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
+            reason = readable_reason(wait.reason, team=team.slug, teams_of=teams_of, now=now)
+            return Preview("waits", reason, position=wait.position, eta=eta, code=wait.code)
     return Preview("unknown", "The policy gave no answer for this job.")
 
 

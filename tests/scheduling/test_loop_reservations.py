@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
+import pytest
 from django.test import override_settings
 
 from jobs.models import Job
+from jobs.spec import parse_spec
+from scheduling.preview import fit_preview
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from scheduling.snapshot import build_world, learned_runtimes
+from tests.conftest import spec_data
 
 HALF = [{"role": "Worker", "count": 1, "gpu": 4}]
 BIG = [{"role": "Chief", "count": 1, "gpu": 8}, {"role": "Worker", "count": 1, "gpu": 4}]
@@ -20,9 +25,11 @@ def beat(cluster, clock):
     return admission_cycle(cluster=cluster, now=clock())
 
 
-@override_settings(STARVATION_AFTER=60)
-def test_a_starving_gang_reserves_room_and_keeps_it_and_a_short_job_backfills(submit, cluster, clock, vision,
-                                                                              outsider, maps):
+@pytest.fixture
+def reserving(submit, cluster, clock, vision, outsider, maps, settings):
+    """maps' gang `big` (8 + 4 GPUs) starves and reserves both nodes while maps' `mine` (4 GPUs, 600 s)
+    and vision's `theirs` (4 GPUs, 1200 s) run; returns (mine, theirs, big)."""
+    settings.STARVATION_AFTER = 60
     maps.quotas.filter(resource="gpu").update(nominal=12, borrowing_limit=4)
     mine = submit(name="mine", replicas=HALF, max_runtime=600, simulate={"duration": 600})
     theirs = submit(team=vision, user=outsider, name="theirs", replicas=HALF, max_runtime=1200,
@@ -34,6 +41,11 @@ def test_a_starving_gang_reserves_room_and_keeps_it_and_a_short_job_backfills(su
     clock.tick(65)
     beat(cluster, clock)
     big.refresh_from_db()
+    return mine, theirs, big
+
+
+def test_a_starving_gang_reserves_room_and_keeps_it_and_a_short_job_backfills(reserving, submit, cluster, clock):
+    mine, theirs, big = reserving
     assert big.reason_code == "reserving", big.reason
     assert big.reservation["placement"] == {"node-01": 1, "node-02": 1}
     assert "t=" not in big.reason and "from about" in big.reason
@@ -52,6 +64,18 @@ def test_a_starving_gang_reserves_room_and_keeps_it_and_a_short_job_backfills(su
     big.refresh_from_db()
     world = build_world(now=clock(), nodes=cluster.nodes(), outside=[])
     assert [held.id for held in world.snapshot.reservations] == [str(big.pk)], "the next snapshot carries it"
+
+
+def test_the_fit_preview_says_why_reserved_room_is_not_for_it_as_the_job_page_will(reserving, vision, clock,
+                                                                                    monkeypatch):
+    *_, big = reserving
+    monkeypatch.setattr("django.utils.timezone.now", clock)  # the preview plans at the cycles' time
+    spec = parse_spec(spec_data(team="vision", name="later", replicas=[{"role": "Worker", "count": 1, "gpu": 8}]))
+    preview = fit_preview(team=vision, spec=spec, tier=vision.default_tier)
+    assert preview.code == "reserved_room", preview.message
+    assert "a job of team maps" in preview.message and f"{big.pk}" not in preview.message
+    assert "from about " in preview.message and "t=" not in preview.message
+    assert re.search(r"max_runtime of at most \d+ min", preview.message), preview.message
 
 
 def test_learned_runtimes_are_the_median_of_the_latest_successes(submit, clock):
