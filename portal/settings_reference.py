@@ -53,7 +53,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ALLOWED_HOSTS", COMPUTED, "Comma-separated host names the portal answers to.",
             shown="`127.0.0.1,localhost` in debug, else none"),
     Setting("CSRF_TRUSTED_ORIGINS", "", "Comma-separated origins (`https://gangway.example.com`) behind a TLS proxy."),
-    Setting("TIME_ZONE", "UTC", "Time zone of dates shown on pages."),
+    Setting("TIME_ZONE", "UTC", "Time zone of dates shown on pages; clock times in reasons name it (\"from about 16:30 UTC\")."),
     Setting("GANGWAY_VAR_DIR", COMPUTED, "Writable folder for the demo's SQLite file, embedded broker and beat's schedule.",
             shown="`var/` in the project"),
     Setting("STATIC_ROOT", COMPUTED, "Where `collectstatic` puts static files; served by the web process when present.",

@@ -10,7 +10,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
-from core.durations import duration
+from core.durations import clock_time, duration
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
@@ -164,37 +164,46 @@ def usage_sample(now: datetime) -> None:
 
 _MOMENT = re.compile(r"\bt=(\d+)")
 _AT_MOST = re.compile(r"at most (\d+) s\b")
-_JOBS = re.compile(r"\b(jobs?) (\d+(?:, \d+)*(?: and \d+(?! more))?)")
+# "job 12", "jobs 12 and 19", "jobs 12, 19, 22 and 3 more" (the policy names at most three, then counts)
+_JOBS = re.compile(r"\b(jobs?) (\d+(?:, \d+)*)(?: and (\d+)( more)?)?")
 
 
 def readable_reason(reason: str, *, team: str, teams_of: dict[str, str], now: datetime) -> str:
     """A policy sentence as the waiting job's owner reads it.
 
     The policy speaks in snapshot seconds and job ids (`manage.py plan` prints
-    them as they are). For people: a moment becomes a clock time in the
-    portal's time zone, a number of seconds a duration, and a job id "#12"
-    when the job is of the reader's team, "a job of team research" otherwise
-    (another team's job names are not theirs to read).
+    them as they are). For people: a moment becomes a clock time to the nearest
+    minute in the portal's time zone, named ("about 20:04 UTC"); a number of seconds
+    a duration, rounded down where it is a bound ("at most 7 min" when 468 s are
+    left); and a job id "#12" when the job is of the reader's team, "a job of team
+    research" otherwise (another team's job names are not theirs to read), several
+    of one team counted ("2 jobs of team research").
     """
 
     def moment(match: re.Match) -> str:
-        at = timezone.localtime(datetime.fromtimestamp(int(match.group(1)), tz=dt_timezone.utc))
-        today = timezone.localtime(now).date()
-        return f"about {at:%H:%M}" if at.date() == today else f"about {at:%a %H:%M}"
-
-    def named(job_id: str) -> str:
-        owner = teams_of.get(job_id)
-        return f"#{job_id}" if owner in (None, team) else f"a job of team {owner}"
+        at = datetime.fromtimestamp(int(match.group(1)), tz=dt_timezone.utc)
+        return clock_time(timezone.localtime(at), timezone.localtime(now).date())
 
     def jobs(match: re.Match) -> str:
         ids = re.findall(r"\d+", match.group(2))
-        names = [named(job_id) for job_id in ids]
-        if all(name.startswith("#") for name in names):
-            return f"{match.group(1)} " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
-        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        more = 0
+        if match.group(4):
+            more = int(match.group(3))
+        elif match.group(3):
+            ids.append(match.group(3))
+        own = [f"#{job_id}" for job_id in ids if teams_of.get(job_id) in (None, team)]
+        others: dict[str, int] = {}
+        for job_id in ids:
+            if teams_of.get(job_id) not in (None, team):
+                others[teams_of[job_id]] = others.get(teams_of[job_id], 0) + 1
+        parts = own + [f"{'a job' if n == 1 else f'{n} jobs'} of team {slug}" for slug, n in others.items()]
+        if more:
+            parts.append(f"{more} more")
+        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        return f"{match.group(1)} {text}" if not others else text
 
     reason = _MOMENT.sub(moment, reason)
-    reason = _AT_MOST.sub(lambda m: f"at most {duration(int(m.group(1)))}", reason)
+    reason = _AT_MOST.sub(lambda m: f"at most {duration(int(m.group(1)), at_most=True)}", reason)
     return _JOBS.sub(jobs, reason)
 
 

@@ -16,6 +16,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.utils.cache import patch_vary_headers
 
+from core.durations import clock_time
 from jobs.models import Job
 from jobs.selectors import queue_for, sweeps_for
 from jobs.templatetags.gangway import palette, plural
@@ -238,7 +239,7 @@ def _node_cells(request, mine: set[str], rows, reserved) -> list[str]:
             count = min(held.gpus, free)
             free -= count
             whose = f"{held.job_name} (#{held.job_id})" if staff or held.team in mine else f"a job of team {held.team}"
-            start = timezone.localtime(datetime.fromisoformat(held.start)).strftime("%H:%M") if held.start else "?"
+            start = clock_time(timezone.localtime(datetime.fromisoformat(held.start)), timezone.localdate()) if held.start else "?"
             cells.append(f'<span class="reserved" title="{escape(f"Reserved for {whose} from {start}")}">'
                          f'{"<i></i>" * count}</span>')
         cells.append('<i class="free"></i>' * free)

@@ -22,3 +22,11 @@ def test_reasons_pages_and_the_cli_say_the_same():
 
     assert follow.duration is records.duration is cycle.duration is duration
     assert gangway.duration(2400) == "40 min" and gangway.duration(None) == "—"
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (468, "7 min"), (59.9, "59 s"), (3599, "59 min"), (7199, "1 h 59 min"), (48 * 3600 - 1, "47 h 59 min"),
+    (3 * 86400 - 1, "2 d"),
+], ids=str)
+def test_a_bound_rounds_down_so_that_it_holds_as_read(seconds, text):
+    assert duration(seconds, at_most=True) == text

@@ -73,7 +73,8 @@ def test_the_fit_preview_says_why_reserved_room_is_not_for_it_as_the_job_page_wi
     spec = parse_spec(spec_data(team="vision", name="later", replicas=[{"role": "Worker", "count": 1, "gpu": 8}]))
     preview = fit_preview(team=vision, spec=spec, tier=vision.default_tier)
     assert preview.code == "reserved_room", preview.message
-    assert "a job of team maps" in preview.message and f"{big.pk}" not in preview.message
+    assert "a job of team maps" in preview.message
+    assert f"#{big.pk}" not in preview.message and f"job {big.pk}" not in preview.message
     assert "from about " in preview.message and "t=" not in preview.message
     assert re.search(r"max_runtime of at most \d+ min", preview.message), preview.message
 
