@@ -3,6 +3,8 @@ inside a job, report a checkpoint.
 
 Exit codes: 0 success, 1 the job failed, was cancelled or rejected (or the
 server refused for another reason), 2 a usage or validation error, 3 timeout.
+`checkpoint` exits 1 whenever the portal refused the report or could not be
+reached, and 2 only when the command line names no job or job token.
 Configuration: --url / --token, or GANGWAY_URL / GANGWAY_TOKEN.
 """
 
@@ -170,7 +172,12 @@ def cmd_queue(client: Client, args) -> int:
 
 
 def cmd_checkpoint(client: Client, args) -> int:
-    answer = client.request("POST", f"api/v1/jobs/{args.job}/checkpoint/", retry=True).body
+    try:
+        answer = client.request("POST", f"api/v1/jobs/{args.job}/checkpoint/", retry=True).body
+    except ApiError as error:
+        # Whatever the portal answered (a token for another job, tampered or expired, a job that
+        # is not running), the command line was right: exit 1, which a training script may ignore.
+        return fail(str(error), EXIT_FAILED)
     print(f"Checkpoint of job {answer['job']} recorded at {answer['checkpointed_at']}.")
     return EXIT_OK
 

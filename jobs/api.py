@@ -334,18 +334,22 @@ class CheckpointSerializer(serializers.Serializer):
 
 
 class JobCheckpointView(APIView):
-    """A running job says "I just saved a checkpoint", with the token in its pods."""
+    """A job whose pods may be running (admitted, running or preempting) says "I just saved a
+    checkpoint", with the token in its pods."""
 
     authentication_classes = [JobTokenAuthentication]
     permission_classes = []
     throttle_classes = []
 
     @extend_schema(
-        summary="Report that a running job just saved a checkpoint", tags=["jobs"], request=None,
+        summary="Report that a job just saved a checkpoint", tags=["jobs"], request=None,
         description="Authorised only by the job's own token (GANGWAY_JOB_TOKEN in its pods), for this job alone. "
-        "Preemption takes jobs with the least unsaved work first (R8). `gangway checkpoint` sends it.",
+        "An admitted, running or preempting job reports (preempting: its grace period, when scripts save; "
+        "its next run resumes from that checkpoint). Preemption takes jobs with the least unsaved work first "
+        "(R8). `gangway checkpoint` sends it.",
         responses={200: CheckpointSerializer, 401: OpenApiResponse(ERROR), 403: OpenApiResponse(ERROR),
-                   404: OpenApiResponse(ERROR), 409: OpenApiResponse(ERROR)},
+                   404: OpenApiResponse(ERROR),
+                   409: OpenApiResponse(ERROR, description="The job is not admitted, running or preempting.")},
     )  # fmt: skip
     def post(self, request, job_id: int):
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import datetime
 
 from django.urls import NoReverseMatch, reverse
 from drf_spectacular.types import OpenApiTypes
@@ -45,8 +46,16 @@ class VolumeSerializer(serializers.Serializer):
         return dict(volume)  # stored in the spec's shape already
 
 
+class StoredDateTimeField(serializers.DateTimeField):
+    """A time kept as ISO 8601 text in a JSON column (a reservation's start), written as DRF writes
+    every other time of the job (`...Z`). DRF passes text through as it is, which gave `+00:00`."""
+
+    def to_representation(self, value):
+        return super().to_representation(datetime.fromisoformat(value) if isinstance(value, str) else value)
+
+
 class ReservationSerializer(serializers.Serializer):
-    start = serializers.DateTimeField()
+    start = StoredDateTimeField()
     placement = serializers.DictField(child=serializers.IntegerField(), help_text="Node -> replicas.")
 
 

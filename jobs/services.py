@@ -213,18 +213,25 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
     return job
 
 
+# A job whose pods may be running reports checkpoints: admitted (its pods can start before
+# reconcile marks it running), running, and preempting (its grace period, exactly when a training
+# script saves; the next run resumes from that checkpoint).
+CHECKPOINT_STATES = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING)
+
+
 class NotRunning(Exception):
-    """The job is not admitted or running, so it has no work to checkpoint."""
+    """The job is in none of CHECKPOINT_STATES: no pod of it runs, so it has no work to checkpoint."""
 
 
 def job_checkpoint(*, job_id: int, at) -> Job:
     """Record that the job's training just saved a checkpoint (R8: least unsaved work is preempted first).
 
-    Returns the job. Raises Job.DoesNotExist for no such job and NotRunning when it is
-    not admitted or running. A conditional UPDATE, so a job that ended meanwhile is left as it is.
+    Returns the job. Raises Job.DoesNotExist for no such job and NotRunning when it is not in
+    CHECKPOINT_STATES. A conditional UPDATE, so a job that ended or was requeued meanwhile is left as it is.
     """
-    moved = Job.objects.filter(pk=job_id, state__in=Job.ACTIVE_STATES).update(checkpointed_at=at)
+    moved = Job.objects.filter(pk=job_id, state__in=CHECKPOINT_STATES).update(checkpointed_at=at)
     job = Job.objects.get(pk=job_id)
     if not moved:
-        raise NotRunning(f"Job {job.name} (#{job.pk}) is {job.state}; only a running job reports checkpoints.")
+        raise NotRunning(f"Job {job.name} (#{job.pk}) is {job.state}; only an admitted, running or preempting "
+                         "job reports checkpoints.")  # fmt: skip
     return job

@@ -196,6 +196,17 @@ def _estimate(job: Job, learned: dict[tuple[int, str, int], int]) -> int | None:
     return None if job.max_runtime else learned.get((job.team_id, job.kind, job.gpu_total))
 
 
+def _checkpointed(job: Job) -> int | None:
+    """Returns when the job's current run last reported a checkpoint (R8), or None when it has not:
+    its unsaved work then counts from its start. A checkpoint from before this run's admission (the
+    one a preempted job saved in its grace period, which this run resumed from) saves none of this
+    run's work; the job page still shows it."""
+    run = job.admitted_at or job.started_at
+    if job.checkpointed_at is None or (run is not None and job.checkpointed_at < run):
+        return None
+    return epoch(job.checkpointed_at)
+
+
 def _reservation(job: Job, node_order: dict[str, int]) -> policy.Reservation | None:
     """The room the last cycle reserved for the job (R4), on the nodes the cluster still has."""
     held = job.reservation or {}
@@ -263,7 +274,7 @@ def build_world(
                 started=epoch(job.started_at or job.admitted_at or now), replicas=replicas_of[job.pk],
                 nodes=placements[job.pk], max_runtime=job.max_runtime, queued=epoch(job.queued_at),
                 estimate=_estimate(job, learned),
-                checkpointed=epoch(job.checkpointed_at) if job.checkpointed_at else None,
+                checkpointed=_checkpointed(job),
                 gpu_type=job.assigned_gpu_type or None,
             )  # fmt: skip
         )

@@ -1,9 +1,13 @@
-"""POST /api/v1/jobs/{id}/checkpoint/: a running job reports a checkpoint with its own scoped token."""
+"""POST /api/v1/jobs/{id}/checkpoint/: a job whose pods may run (admitted, running, preempting) reports a
+checkpoint with its own scoped token."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from jobs import job_tokens
 from jobs.models import Job
@@ -67,10 +71,52 @@ def test_a_job_token_opens_no_other_endpoint(client, running):
     assert client.post(f"/api/v1/jobs/{running.pk}/cancel/", headers=headers).status_code == 401
 
 
-def test_a_job_that_is_not_running_answers_409(client, submit):
-    queued = submit()
-    response = post(client, queued.pk, job_tokens.issue(queued.pk))
-    assert response.status_code == 409 and "queued" in response.json()["detail"]
+@pytest.mark.parametrize("state", ["admitted", "running", "preempting"])
+def test_a_job_whose_pods_may_run_records_the_checkpoint(client, submit, state):
+    job = submit()
+    Job.objects.filter(pk=job.pk).update(state=state)
+    response = post(client, job.pk, job_tokens.issue(job.pk))
+    assert response.status_code == 200, response.content
+    assert Job.objects.get(pk=job.pk).checkpointed_at is not None
+
+
+@pytest.mark.parametrize("state", ["queued", "cancelling", "succeeded", "failed", "cancelled", "rejected"])
+def test_a_job_whose_pods_do_not_run_answers_409_naming_the_states_that_report(client, submit, state):
+    job = submit()
+    Job.objects.filter(pk=job.pk).update(state=state)
+    response = post(client, job.pk, job_tokens.issue(job.pk))
+    assert response.status_code == 409
+    assert response.json()["detail"] == (f"Job {job.name} (#{job.pk}) is {state}; only an admitted, running or "
+                                         "preempting job reports checkpoints.")
+    assert Job.objects.get(pk=job.pk).checkpointed_at is None
+
+
+def test_a_checkpoint_saved_while_preempting_is_kept_but_the_next_run_counts_its_unsaved_work_from_its_start(
+        client, submit, nodes):
+    from scheduling.cluster.simulated import SimulatedCluster
+    from scheduling.snapshot import build_world, epoch
+
+    job = submit()
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(state="preempting", admitted_at=now - timedelta(hours=3),
+                                         started_at=now - timedelta(hours=3))  # fmt: skip
+    assert post(client, job.pk, job_tokens.issue(job.pk)).status_code == 200
+    saved = now - timedelta(hours=2)  # its grace period, two hours ago
+    Job.objects.filter(pk=job.pk).update(checkpointed_at=saved)
+    # Requeued, then admitted again an hour ago: this run resumed from that checkpoint and has saved nothing since.
+    next_run = now - timedelta(hours=1)
+    Job.objects.filter(pk=job.pk).update(state="running", admitted_at=next_run, started_at=next_run)
+
+    def carried():
+        world = build_world(now=timezone.now(), nodes=SimulatedCluster().nodes(), outside=[])
+        (running,) = world.snapshot.running
+        return running.checkpointed
+
+    assert carried() is None, "R8 counts this run's unsaved work from its start, not from the last run's save"
+    assert Job.objects.get(pk=job.pk).checkpointed_at == saved, "the checkpoint itself is kept"
+    Job.objects.filter(pk=job.pk).update(state="admitted", started_at=None)
+    assert post(client, job.pk, job_tokens.issue(job.pk)).status_code == 200  # its pods run before reconcile sees it
+    assert carried() == epoch(Job.objects.get(pk=job.pk).checkpointed_at), "a checkpoint of this run counts"
 
 
 def test_pods_get_the_url_and_token_only_when_the_portal_address_is_known(running):

@@ -88,3 +88,23 @@ def test_the_queue_is_in_order_and_scoped(as_persona, mixed_jobs):
     assert names(as_persona("maps_token").get("/api/v1/queue/")) == ["maps-a", "maps-b"]
     assert len(names(as_persona("staff").get("/api/v1/queue/"))) == 3
     assert as_persona("anonymous").get("/api/v1/queue/").status_code == 401
+
+
+def test_every_time_in_a_job_is_written_in_drfs_one_format(as_persona, job):
+    """A reservation's start is kept as text in a JSON column (as the admission loop writes it); it is
+    written as the job's other times are, `...Z`, never `+00:00`."""
+    from datetime import datetime, timedelta, timezone as dt_timezone
+
+    from rest_framework import serializers
+
+    from jobs.models import Job
+
+    start = datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt_timezone.utc)
+    Job.objects.filter(pk=job.pk).update(eta=start, checkpointed_at=start - timedelta(hours=1), reservation={
+        "start": start.isoformat(), "placement": {"node-01": 1}, "nodes": ["node-01"]})  # fmt: skip
+    shown = as_persona("owner").get(f"/api/v1/jobs/{job.pk}/").json()
+    drf = serializers.DateTimeField().to_representation
+    assert shown["reservation"]["start"] == shown["eta"] == drf(start) == "2030-01-02T03:04:05Z"
+    times = [shown["reservation"]["start"]] + [shown[name] for name in (
+        "eta", "submitted_at", "queued_at", "updated_at", "checkpointed_at")]  # fmt: skip
+    assert all(moment.endswith("Z") and "+" not in moment for moment in times), times

@@ -36,6 +36,19 @@ def test_it_answers_201_with_the_job_and_where_it_stands(as_persona):
     assert response["Location"].endswith(f"/api/v1/jobs/{job.pk}/")
 
 
+def test_its_position_reason_and_eta_come_with_the_admission_cycle_its_submission_asks_for(
+        as_persona, monkeypatch, django_capture_on_commit_callbacks):
+    """As README says: the 201 comes before any cycle has looked at the job (no plan runs in the
+    request, so a CI burst stays cheap); the cycle it triggers gives them seconds later."""
+    sent = []
+    monkeypatch.setattr("portal.triggers.trigger", sent.append)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = as_persona("owner").post(URL, spec_data(), format="json").json()
+    assert body["state"] == "queued" and body["reason"] == "Waiting for the next admission cycle."
+    assert body["position"] is None and body["team_position"] is None and body["eta"] is None
+    assert sent == ["gangway.admission_cycle"]
+
+
 def test_a_team_token_submits_as_its_team(as_persona):
     body = as_persona("maps_token").post(URL, spec_data(team=None) | {"team": "maps"}, format="json").json()
     job = Job.objects.get(pk=body["id"])
