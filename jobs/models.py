@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -132,12 +130,6 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} (#{self.pk})"
-
-    @property
-    def reservation_start(self) -> datetime | None:
-        """When the room reserved for it (R4) becomes its, or None when it holds no reservation."""
-        start = (self.reservation or {}).get("start")
-        return datetime.fromisoformat(start) if start else None
 
     @property
     def is_terminal(self) -> bool:

@@ -166,3 +166,31 @@ def test_a_preempted_job_back_in_the_queue_reads_preempted_requeued(client, owne
     client.force_login(owner)
     assert "Preempted, requeued" in client.get(f"/jobs/{job.pk}/").content.decode()
     assert "Preempted, requeued" in client.get("/jobs/").content.decode()
+
+
+@pytest.mark.parametrize(("reported", "says"), [
+    (None, "No checkpoint reported yet"),
+    (+60, "ago: if it is preempted, it loses only the work since then."),
+    (-60, "ago, in an earlier run, which this one resumed from; none reported since it started."),
+], ids=["none", "in this run", "in an earlier run"])
+def test_the_page_of_a_running_job_says_what_its_last_checkpoint_saves(login, owner, submit, reported, says):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    job = submit()
+    admitted = timezone.now() - timedelta(minutes=10)
+    checkpointed = admitted + timedelta(seconds=reported) if reported is not None else None
+    Job.objects.filter(pk=job.pk).update(state="running", admitted_at=admitted, started_at=admitted,
+                                         checkpointed_at=checkpointed)
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert says in body
+
+
+def test_a_reserving_jobs_page_names_its_room_once_and_no_second_time(login, owner, submit):
+    job = submit(replicas=[{"role": "Worker", "count": 2, "gpu": 8}])
+    Job.objects.filter(pk=job.pk).update(reservation={"start": "2030-01-02T03:04:05+00:00",
+                                                      "placement": {"node-01": 1, "node-02": 1}})
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Its reserved room: 1 replica on <code>node-01</code>, 1 replica on <code>node-02</code>." in body
+    assert "Reserved from" not in body  # its start is the estimated start, said once
