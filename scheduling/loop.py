@@ -338,15 +338,16 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
         if job.pk not in queued:
             continue
         reason = records.readable_reason(wait.reason, team=job.team.slug, teams_of=teams_of, now=now)
-        if wait.code != job.reason_code:
+        held = reserved.get(wait.id)
+        reservation = None if held is None else {
+            "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
+        }  # fmt: skip
+        if wait.code != job.reason_code or _moved(job.reservation, reservation):
             note(job, JobEvent.Kind.WAITING, reason, code=wait.code)
         job.reason, job.reason_code = reason, wait.code
         job.position, job.team_position = wait.position, wait.team_position
         job.eta = _moment(wait.eta) if wait.eta is not None else None
-        held = reserved.get(wait.id)
-        job.reservation = None if held is None else {
-            "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
-        }  # fmt: skip
+        job.reservation = reservation
         changed.append(job)
     for job, held in world.held.values():  # never offered to the policy: beyond a sweep's cap, or missing claims
         if job.pk not in queued:
@@ -359,6 +360,12 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
     Job.objects.bulk_update(changed, ["reason", "reason_code", "position", "team_position", "eta", "reservation"],
                             batch_size=500)  # fmt: skip
     return len(changed)
+
+
+def _moved(before: dict | None, after: dict | None) -> bool:
+    """Whether a reservation kept from cycle to cycle moved to other nodes, which the job's timeline says;
+    its start drifting as running jobs' expected ends change is not a move."""
+    return bool(before and after) and before.get("placement") != after["placement"]
 
 
 def _moment(seconds: int) -> datetime:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.spec import parse_spec
 from scheduling.preview import fit_preview
 from scheduling.loop import admission_cycle
@@ -120,3 +120,20 @@ def test_reserved_gpus_are_hatched_on_the_node_map_and_counted_in_metrics(submit
     assert "big" not in page.split('class="nodes"')[1].split("</section>")[0], "another team's job name stays hidden"
     metrics = client.get("/metrics").content.decode()
     assert 'gangway_reserved_gpus{team="maps"} 12.0' in metrics
+
+
+def test_a_reservation_that_moves_is_said_on_the_timeline_once(reserving, cluster, clock):
+    *_, big = reserving
+    waits = big.events.filter(kind=JobEvent.Kind.WAITING)
+    said = waits.count()
+    beat(cluster, clock)
+    assert waits.count() == said, "kept where it was: nothing new to say"
+    # As if the last cycle had reserved a node the cluster has lost since: this cycle reserves elsewhere.
+    Job.objects.filter(pk=big.pk).update(reservation={**big.reservation, "placement": {"node-09": 2},
+                                                      "nodes": ["node-09", "node-09"]})
+    beat(cluster, clock)
+    big.refresh_from_db()
+    assert big.reservation["placement"] == {"node-01": 1, "node-02": 1}
+    assert waits.count() == said + 1 and waits.last().message == big.reason
+    beat(cluster, clock)
+    assert waits.count() == said + 1
