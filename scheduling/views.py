@@ -71,8 +71,20 @@ def _tiles(request):
     waiting = _waiting(request)
     cycle = summary.last_cycle
     seen = (cycle.pk, cycle.started_at, cycle.cluster_reachable, cycle.failed) if cycle else None
-    figures = (summary.capacity, summary.used, summary.outside, summary.reserved_idle, waiting, seen)
-    return fingerprint(request, "tiles", figures), lambda: {"summary": summary, "waiting_total": waiting}
+    kept = _reserved_free(request)
+    figures = (summary.capacity, summary.used, summary.outside, summary.reserved_idle, waiting, seen, kept)
+    return fingerprint(request, "tiles", figures), lambda: {"summary": summary, "waiting_total": waiting,
+                                                            "reserved_free": kept}  # fmt: skip
+
+
+def _reserved_free(request) -> int:
+    """Free GPUs that reservations keep for starving jobs (R4), as the node map hatches them."""
+    reserved = _reserved(request)
+    if not reserved:
+        return 0
+    _, rows = _rows(request)
+    return sum(min(sum(held.gpus for held in reserved.get(node.name, ())), node.gpu - node.used)
+               for node in rows)  # fmt: skip
 
 
 def _teams(request):
@@ -95,8 +107,8 @@ def _has_any(usage) -> bool:
 
 def _nodes(request):
     mine = _my_teams(request)
-    state, rows = _node_rows()
-    reserved = reserved_by_node()
+    state, rows = _rows(request)
+    reserved = _reserved(request)
     kinds = _kinds(request)
     etag = fingerprint(request, "nodes", state, kinds, sorted(reserved.items()), sorted(mine), palette(request))
     return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved, kinds)}
@@ -131,6 +143,20 @@ def _summary(request):
     if not hasattr(request, "_cluster_summary"):
         request._cluster_summary = cluster_summary(types=_kinds(request))
     return request._cluster_summary
+
+
+def _reserved(request) -> dict:
+    """Each node's reservations (`reserved_by_node`), read once per request for the map and the tiles."""
+    if not hasattr(request, "_reserved_by_node"):
+        request._reserved_by_node = reserved_by_node()
+    return request._reserved_by_node
+
+
+def _rows(request) -> tuple[str, list]:
+    """The node map's rows (`_node_rows`), read once per request for the map and the tiles."""
+    if not hasattr(request, "_node_rows"):
+        request._node_rows = _node_rows()
+    return request._node_rows
 
 
 def _kinds(request) -> list[str]:
