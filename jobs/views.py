@@ -28,7 +28,7 @@ from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
 from scheduling.logs import PAGE_TAIL, has_run, job_logs
 from scheduling.preview import Preview, fit_preview
-from scheduling.selectors import gpu_type_offers, manifest_of
+from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
 from tenants.auth import rate_limited
 from tenants.inputs import lone_surrogate_problem
 from tenants.permissions import can_cancel, can_cancel_now
@@ -219,9 +219,11 @@ def detail(request, job_id: int):
     and 286 once the job has ended, which stops polling."""
     job = _get_job(request, job_id)
     cancellable = can_cancel_now(request.user, job)
+    expected = None if job.is_terminal else expected_runtime_of(job)
     etag = fingerprint(request, "job", job.pk, job.state, job.updated_at, job.position, job.team_position, job.eta,
                        job.reason, job.reservation, job.checkpointed_at, job.preemption_count, job.placement,
-                       job.events.order_by("-id").values_list("id", flat=True).first(), cancellable, clock=True)  # fmt: skip
+                       job.events.order_by("-id").values_list("id", flat=True).first(), cancellable, expected,
+                       clock=True)  # fmt: skip
     held = unchanged(request, etag)
     if held is not None:
         return held
@@ -233,6 +235,7 @@ def detail(request, job_id: int):
         "replicas": _replica_rows(job),
         "has_run": has_run(job),
         "can_cancel": cancellable,
+        "expected": expected,
         "etag": etag,
     }
     if request.htmx:

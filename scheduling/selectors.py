@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Sum
 
 from jobs.models import Job, JobEvent
 from scheduling.cluster.job_manifests import job_manifest
 from scheduling.models import ClusterNode, Cycle, UsageSample
+from scheduling.policy.runtime import ESTIMATE_AT_LEAST, ESTIMATE_FROM, learned_estimate
 from scheduling.policy.types import typed_key
 from scheduling.snapshot import to_cluster_job
 from tenants.models import AuditEntry, Quota, Team
@@ -333,3 +335,29 @@ def gpu_type_capacity() -> dict[str, tuple[int, int]]:
     no node holds is absent, and so is "" (GPU nodes no type matches, on a cluster with types)."""
     rows = ClusterNode.objects.exclude(gpu_type="").values("gpu_type").annotate(nodes=Count("pk"), gpus=Sum("gpu"))
     return {row["gpu_type"]: (row["nodes"], row["gpus"] or 0) for row in rows}
+
+
+@dataclass(frozen=True)
+class ExpectedRuntime:
+    """How long a job is expected to run (R14) and why: its `max_runtime`, the median of its team's
+    latest successes of the same kind and GPU count (`runs` of them), or the default runtime."""
+
+    seconds: int
+    source: str  # "max_runtime", "learned" or "default"
+    runs: int = 0
+    needed: int = ESTIMATE_AT_LEAST  # successes a median is learned from, at least
+
+
+def expected_runtime_of(job: Job) -> ExpectedRuntime:
+    """The expected runtime the snapshot gives this job (R14), read as `learned_runtimes` reads it
+    for every job, here for its group alone: the latest ESTIMATE_FROM successes of its team, kind and GPU count."""
+    if job.max_runtime:
+        return ExpectedRuntime(job.max_runtime, "max_runtime")
+    rows = (Job.objects.filter(team_id=job.team_id, kind=job.kind, gpu_total=job.gpu_total, state=Job.State.SUCCEEDED,
+                               started_at__isnull=False, finished_at__isnull=False)
+            .order_by("-finished_at").values_list("started_at", "finished_at")[:ESTIMATE_FROM])  # fmt: skip
+    seconds = [(finished - started).total_seconds() for started, finished in rows]
+    estimate = learned_estimate(seconds, settings.DEFAULT_RUNTIME)
+    if estimate is None:
+        return ExpectedRuntime(settings.DEFAULT_RUNTIME, "default", len(seconds))
+    return ExpectedRuntime(estimate, "learned", len(seconds))

@@ -194,3 +194,25 @@ def test_a_reserving_jobs_page_names_its_room_once_and_no_second_time(login, own
     body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
     assert "Its reserved room: 1 replica on <code>node-01</code>, 1 replica on <code>node-02</code>." in body
     assert "Reserved from" not in body  # its start is the estimated start, said once
+
+
+def test_the_page_says_how_long_a_job_is_expected_to_run_and_why(login, owner, submit, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.DEFAULT_RUNTIME = 86400
+    page = lambda job: login(owner).get(f"/jobs/{job.pk}/").content.decode()  # noqa: E731
+    bounded = submit(name="bounded", max_runtime=7200)
+    assert "Expected to run 2 h: its max runtime, which also stops it then." in page(bounded)
+    waiting = submit(name="waiting")
+    assert ("Expected to run 24 h, the default runtime: it has no max runtime, and team maps has no successful "
+            "TFJob of 2 GPUs to learn from (2 are needed).") in page(waiting)
+    now = timezone.now()
+    for minutes in (10, 20, 60):  # three successes of the same kind and size: their median is 20 min
+        done = submit(name="done")
+        Job.objects.filter(pk=done.pk).update(state="succeeded", started_at=now - timedelta(minutes=minutes),
+                                              finished_at=now)
+    assert "Expected to run about 20 min: the median of the latest 3 successful TFJobs of 2 GPUs in team maps." in page(
+        waiting)
+    assert "only a max runtime stops a job" in page(waiting)
