@@ -306,7 +306,8 @@ def stop_victim(job: Job, cluster: Cluster) -> None:
     except ClusterError as error:
         if job.adopted:
             raise
-        cluster.delete_job(target.namespace, target.name)
+        with on_one_object(cluster):  # refused too: the caller's to say, and the others go on
+            cluster.delete_job(target.namespace, target.name)
         note(job, JobEvent.Kind.NOTE, f"The cluster refused to suspend it ({str(error).rstrip('. ')}); its "
              f"{job.kind} was deleted instead so that its room frees. It starts again from its last "
              "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip

@@ -93,7 +93,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 break
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
-                _refused(job, str(error), now)
+                _refused(job, str(error), now, create=isinstance(error, CreateRefused))
         if not result.error:
             known = {job.pk for job in jobs}
             others = Job.objects.filter(pk__in=set(statuses) - known).select_related("team")
@@ -154,11 +154,28 @@ def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: Reconcile
     log.info("stopped %s/%s: job %s is %s", status.namespace, status.name, job.pk, job.state)
 
 
-def _refused(job: Job, error: str, now: datetime) -> None:
-    """A create refused: requeue the job with a backoff. Any other refusal is logged for
-    operators and said once on the job; the next pass tries again."""
+class CreateRefused(ClusterError):
+    """The cluster refused to create (or resume) a job's object, as opposed to stopping it."""
+
+
+def _create(job: Job, cluster: Cluster) -> None:
+    """Creates the job's object (a suspended one is resumed); a refusal, a 500 of that object's
+    namespace included, is a CreateRefused."""
+    try:
+        with on_one_object(cluster):
+            cluster.create_job(to_cluster_job(job))
+    except CreateRefused:
+        raise
+    except ClusterError as error:
+        raise CreateRefused(str(error)) from error
+
+
+def _refused(job: Job, error: str, now: datetime, *, create: bool) -> None:
+    """A create of an admitted job refused: requeue it with a backoff, counted toward failing it.
+    Any other refusal (a stuck job's suspend, a victim's, a resume of a running job) is logged
+    for operators and said once on the job; the next pass tries again."""
     job.refresh_from_db()
-    if job.state == Job.State.ADMITTED:
+    if create and job.state == Job.State.ADMITTED:
         requeue_refused(job, error, now)
         return
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
@@ -220,7 +237,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if status is None:
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
-        cluster.create_job(to_cluster_job(job))
+        _create(job, cluster)
         Job.objects.filter(pk=job.pk, reason_code=Because.CREATE_PENDING).update(reason="", reason_code="")
         result.created += 1
         return
@@ -231,7 +248,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if phase is Phase.SUSPENDED:
         # Suspended while the database says it should run (a preemption whose cycle rolled back,
         # or a person): resume it, as a create of a suspended job does.
-        cluster.create_job(to_cluster_job(job))
+        _create(job, cluster)
         result.created += 1
         return
     total = job.replica_count

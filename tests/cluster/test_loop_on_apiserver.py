@@ -7,7 +7,10 @@ cluster shows where a job's replicas will land.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from django.db import DatabaseError
 
 from fake_apiserver import kind_path
@@ -143,8 +146,55 @@ def test_an_outage_still_stops_the_pass(fake, cluster, two_teams):
     result = reconcile(cluster=cluster)
     assert result.error.startswith("list ")
     fake.heal()
-    fake.fail(503, method="POST", times=10**6)
-    fake.fail(503, path="/nodes$", times=10**6)  # writes fail and the read that tells an outage fails too
+    fake.fail(500, method="POST", times=10**6, message="etcdserver: request timed out")
+    fake.fail(500, path="/nodes$", times=10**6)  # writes fail, and so does the read that tells an outage
+    fake.log.clear()
     result = reconcile(cluster=cluster)
-    assert "503" in result.error
+    assert "500" in result.error
+    assert ("GET", "/api/v1/nodes") in fake.log  # the read was made, and failed
     assert set(Job.objects.values_list("state", flat=True)) == {Job.State.ADMITTED}  # nothing requeued
+
+
+def test_a_stuck_job_whose_suspend_its_namespace_refuses_stays_admitted_and_says_so(fake, cluster, two_teams):
+    """R13 evicts a stuck admission by suspending it; a 500 there is a refusal to stop it, never a refused
+    create counted toward failing the job, whose object exists and still runs."""
+    alpha, gamma = two_teams
+    admission_cycle(cluster=cluster)
+    Job.objects.filter(pk=alpha.pk).update(admitted_at=timezone.now() - timedelta(hours=1))
+    fake.fail(500, method="PATCH", path="/namespaces/alpha/", times=10**6, message=WEBHOOK_DOWN)
+    result = reconcile(cluster=cluster)
+    alpha.refresh_from_db()
+    assert not result.error
+    assert alpha.state == Job.State.ADMITTED and alpha.reason_code != Because.CLUSTER_REFUSED
+    assert alpha.events.last().message.startswith("The cluster refused to stop it (suspend TFJob alpha/")
+
+
+@pytest.fixture
+def four_teams(fake, tiers, owner):
+    """Two nodes of 8 GPUs; alpha (4 nominal, may borrow 4), beta (4), gamma (8) and delta (4) each
+    with a namespace; `submit(team, gpus)` queues a one-replica job."""
+    for name in ("n1", "n2"):
+        fake.add(_node(name))
+    teams = {}
+    for slug, gpu, borrow in (("alpha", 4, 4), ("beta", 4, 0), ("gamma", 8, 0), ("delta", 4, 0)):
+        teams[slug] = make_team(slug, tiers, gpu=gpu, borrowing_limit=borrow)
+        fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": slug}})
+
+    def submit(slug: str, gpus: int) -> Job:
+        spec = parse_spec(spec_data(team=slug, name="train", replicas=[{"role": "Worker", "count": 1, "gpu": gpus}]))
+        return job_submit(team=teams[slug], owner=owner, spec=spec)[0]
+
+    return submit
+
+
+def test_a_victim_its_namespace_will_not_let_stop_holds_up_no_other_admission(fake, cluster, four_teams):
+    alpha, beta = four_teams("alpha", 8), four_teams("beta", 4)  # alpha fills a node, 4 of its GPUs borrowed
+    admission_cycle(cluster=cluster)
+    gamma, delta = four_teams("gamma", 8), four_teams("delta", 2)  # gamma reclaims alpha's node; delta fits
+    for method in ("PATCH", "DELETE"):
+        fake.fail(500, method=method, path="/namespaces/alpha/", times=10**6, message=WEBHOOK_DOWN)
+    result = admission_cycle(cluster=cluster)
+    assert not result.error
+    delta.refresh_from_db()
+    assert delta.state == Job.State.ADMITTED and delta.reason_code != Because.CREATE_PENDING
+    assert "delta" in {o["metadata"]["namespace"] for o in fake.list("TFJob")}
