@@ -103,6 +103,7 @@ def sync(api: Api, tenants: Tenants) -> list[str]:
     for obj in desired_objects(tenants):
         namespace = obj["metadata"].get("namespace")
         if namespace in refused_namespaces:
+            failures.append(f"{obj['kind']} {namespace}/{obj['metadata']['name']}: left out, as its namespace was refused")
             continue
         endpoint = _endpoints(api, namespace)[obj["kind"]]
         try:

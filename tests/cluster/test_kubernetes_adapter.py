@@ -314,7 +314,9 @@ def test_tenant_sync_leaves_out_the_objects_of_a_namespace_it_could_not_create(f
     fake.fail(403, method="POST", path="/api/v1/namespaces$", times=1, message='namespaces "maps" is forbidden')
     with pytest.raises(SyncIncomplete) as error:
         cluster.sync_tenants(TENANTS)
-    assert [failure.split(":")[0] for failure in error.value.failures] == ["create Namespace maps"]
+    assert [failure.split(":")[0] for failure in error.value.failures] == [
+        "create Namespace maps", "ResourceQuota maps/gangway-quota", "LimitRange maps/gangway-limits"]
+    assert error.value.failures[1].endswith("left out, as its namespace was refused")
     assert fake.get("ResourceQuota", "gangway-quota", "vision") is not None
     assert fake.get("Queue", "maps") is not None  # cluster-scoped: not the namespace's
 

@@ -200,6 +200,6 @@ def test_sync_tenants_prints_what_it_changed_and_fails_naming_what_was_refused(d
 
     monkeypatch.setattr(SimulatedCluster, "sync_tenants", partly)
     out = io.StringIO()
-    with pytest.raises(CommandError, match=r"refused 1 object\(s\); the rest are in line:\n- create ResourceQuota maps"):
+    with pytest.raises(CommandError, match=r"1 object\(s\) are not in line; every other one is:\n- create ResourceQuota maps"):
         call_command("sync_tenants", stdout=out)
     assert out.getvalue() == "- Created Namespace vision.\n1 change(s).\n"

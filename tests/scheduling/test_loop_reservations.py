@@ -117,7 +117,7 @@ def test_reserved_gpus_are_hatched_on_the_node_map_and_counted_in_metrics(submit
     client.force_login(outsider)
     page = client.get("/").content.decode()
     assert page.count('class="reserved"') == 2 and "Reserved for a job of team maps" in page
-    assert "12 of them reserved for a starving job" in page  # the GPUs free tile
+    assert "12 of them kept by reservations for starving jobs" in page  # the GPUs free tile
     assert "big" not in page.split('class="nodes"')[1].split("</section>")[0], "another team's job name stays hidden"
     metrics = client.get("/metrics").content.decode()
     assert 'gangway_reserved_gpus{team="maps"} 12.0' in metrics

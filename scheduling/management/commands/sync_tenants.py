@@ -14,7 +14,7 @@ class Command(BaseCommand):
         except SyncIncomplete as error:
             self._changed(error.changes)
             refused = "\n".join(f"- {failure}" for failure in error.failures)
-            raise CommandError(f"The cluster refused {len(error.failures)} object(s); the rest are in line:\n{refused}")
+            raise CommandError(f"{len(error.failures)} object(s) are not in line; every other one is:\n{refused}")
         self._changed(changes)
 
     def _changed(self, changes: list[str]) -> None:
