@@ -152,9 +152,11 @@ def _end_deleted(job: Job, outcome: str, now: datetime) -> int:
                 return 1
             if state == Job.State.CANCELLED:
                 why, done = f"{says}; {removed}", "Cancelled by Katib: its trial was killed."
-            elif state is not None:
+            elif state is not None and job.state == Job.State.QUEUED:
                 why = f"Its Katib trial completed ({outcome}) before Gangway admitted it; {removed}"
                 done = "Cancelled: its trial completed without it."
+            elif state is not None:  # being cancelled here when its trial completed
+                why = done = f"Cancelled; its Katib trial completed ({outcome}) while it was being cancelled. {removed}"
             else:
                 why = f"Its {job.kind} {job.cluster_name} was deleted in the cluster; cancelled in Gangway."
                 done = "Cancelled: its cluster object is gone."

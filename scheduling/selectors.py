@@ -346,6 +346,7 @@ class ExpectedRuntime:
     source: str  # "max_runtime", "learned" or "default"
     runs: int = 0
     needed: int = ESTIMATE_AT_LEAST  # successes a median is learned from, at least
+    capped: bool = False  # learned, but the median was above the default runtime, which caps it
 
 
 def expected_runtime_of(job: Job) -> ExpectedRuntime:
@@ -360,4 +361,4 @@ def expected_runtime_of(job: Job) -> ExpectedRuntime:
     estimate = learned_estimate(seconds, settings.DEFAULT_RUNTIME)
     if estimate is None:
         return ExpectedRuntime(settings.DEFAULT_RUNTIME, "default", len(seconds))
-    return ExpectedRuntime(estimate, "learned", len(seconds))
+    return ExpectedRuntime(estimate, "learned", len(seconds), capped=estimate == settings.DEFAULT_RUNTIME)

@@ -83,6 +83,25 @@ def test_a_waiting_trial_katib_killed_is_cancelled_by_katib(world, fake, cluster
     assert job.events.filter(kind="cancel_requested", message__startswith="Killed by Katib").exists()
 
 
+@pytest.mark.parametrize(("state", "says"), [
+    (Job.State.QUEUED, "completed (Succeeded) before Gangway admitted it"),
+    (Job.State.CANCELLING, "completed (Succeeded) while it was being cancelled"),
+])
+def test_a_trial_that_succeeded_while_its_job_could_not_end_so_is_cancelled_saying_why(world, fake, cluster, state,
+                                                                                      says):
+    fake.add(_trial())
+    fake.add(_trial_job())
+    reconcile(cluster=cluster)  # adopted, still queued
+    Job.objects.update(state=state)
+    fake.add(_trial(conditions=[{"type": "Succeeded", "status": "True"}]))
+    _katib_removes(fake)
+
+    reconcile(cluster=cluster)
+
+    job = Job.objects.get()
+    assert job.state == Job.State.CANCELLED
+    assert job.events.filter(message__contains=says).exists()
+
 def test_a_steady_pass_lists_the_trials_once(world, fake, cluster):
     for index in range(3):
         fake.add(_trial(f"tune-lr-abcd000{index}"))

@@ -216,3 +216,6 @@ def test_the_page_says_how_long_a_job_is_expected_to_run_and_why(login, owner, s
     assert "Expected to run about 20 min: the median of the latest 3 successful TFJobs of 2 GPUs in team maps." in page(
         waiting)
     assert "only a max runtime stops a job" in page(waiting)
+    settings.DEFAULT_RUNTIME = 600
+    assert "Expected to run about 10 min: the median of the latest 3 successful TFJobs of 2 GPUs in team maps, " \
+           "capped at the default runtime." in page(waiting)
