@@ -198,10 +198,16 @@ class KubernetesCluster:
         for kind in kinds.all_kinds():
             # A kind whose CRD the cluster lacks (the Training Operator without Kubeflow Trainer) answers
             # 404: none of its jobs can exist there, and the other kinds are still read.
-            jobs = (self.api.call(
+            answer = self.api.call(
                 "list", kind.name, "*", self.api.custom.list_cluster_custom_object,
                 kind.group, kind.version, kind.plural, label_selector=JOB_ID_LABEL, tolerate=(NOT_FOUND,),
-            ) or {}).get("items", ())
+            )  # fmt: skip
+            if answer is None and self._installed(kind):
+                # API servers now and then answer 404 for a custom resource that exists: read as "none",
+                # every running job of the kind would look gone (created again, or a victim requeued early).
+                raise ClusterUnavailable(f"list {kind.name} *: 404 Not Found, though its CustomResourceDefinition "
+                                         "is installed; read again at the next pass")  # fmt: skip
+            jobs = (answer or {}).get("items", ())
             for obj in jobs:
                 meta = obj["metadata"]
                 label = meta["labels"][JOB_ID_LABEL]
@@ -218,6 +224,13 @@ class KubernetesCluster:
                     adopted=not outside.created_by_gangway(obj),
                 ))
         return sorted(result, key=lambda status: status.job_id)
+
+    def _installed(self, kind: kinds.JobKind) -> bool:
+        """Whether the cluster has the kind's CustomResourceDefinition (one small list by name)."""
+        name = f"{kind.plural}.{kind.group}"
+        found = self.api.call("list", "CustomResourceDefinition", name, self.api.extensions.list_custom_resource_definition,
+                              field_selector=f"metadata.name={name}")  # fmt: skip
+        return bool(found["items"])
 
     def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
         """Returns each replica pod of the job with its last `tail` log lines and how it stopped.

@@ -161,6 +161,17 @@ def _matches(labels: dict, selector: str) -> bool:
     return True
 
 
+def _field_selector(text: str) -> dict[str, str]:
+    """`metadata.name=x,metadata.namespace=y` (the field selectors every resource supports) -> {"name": "x", ...}."""
+    fields = {}
+    for term in filter(None, (t.strip() for t in text.split(","))):
+        field, _, value = term.partition("=")
+        if field not in ("metadata.name", "metadata.namespace"):
+            raise ApiError(400, f'field label not supported: {field}')
+        fields[field.removeprefix("metadata.")] = value.lstrip("=")
+    return fields
+
+
 class FakeApiServer:
     """The store and the HTTP server; `url` is what a kubernetes Configuration's host takes."""
 
@@ -388,10 +399,12 @@ class FakeApiServer:
         selector = query.get("labelSelector", "")
         if query.get("watch", "").lower() in ("1", "true"):
             return self._watch(prefix, plural, namespace, query, selector)
+        fields = _field_selector(query.get("fieldSelector", ""))
         items = [
             copy.deepcopy(obj) for (p, pl, ns, _), obj in sorted(self.objects.items(), key=lambda kv: (kv[0][2] or "", kv[0][3]))
             if (p, pl) == (prefix, plural) and namespace in (None, ns)
             and _matches(obj["metadata"].get("labels") or {}, selector)
+            and all(obj["metadata"].get(field) == value for field, value in fields.items())
         ]
         paths = {**KINDS, **{k.name: (f"apis/{k.api_version}", k.plural) for k in kinds.all_kinds()}}
         kind = next((k for k, v in paths.items() if v == (prefix, plural)), plural.title())

@@ -198,3 +198,28 @@ def test_a_victim_its_namespace_will_not_let_stop_holds_up_no_other_admission(fa
     delta.refresh_from_db()
     assert delta.state == Job.State.ADMITTED and delta.reason_code != Because.CREATE_PENDING
     assert "delta" in {o["metadata"]["namespace"] for o in fake.list("TFJob")}
+
+
+def _crd(name: str) -> dict:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}}
+
+
+def test_a_spurious_404_on_listing_an_installed_kind_is_an_outage_not_an_empty_list(fake, cluster, two_teams):
+    """Read as "no TFJobs", every admitted job would look deleted and be created again; a victim being
+    suspended would be requeued while its pods still run."""
+    fake.add(_crd("tfjobs.kubeflow.org"))
+    admission_cycle(cluster=cluster)
+    fake.fail(404, method="GET", path="/apis/kubeflow.org/v1/tfjobs$", times=2,  # adoption's list, then the statuses'
+              message="the server could not find the requested resource")
+    fake.log.clear()
+    result = reconcile(cluster=cluster)
+    assert result.error.startswith("list TFJob *: 404 Not Found, though its CustomResourceDefinition is installed")
+    assert [method for method, _ in fake.log].count("POST") == 0  # nothing created again
+    assert reconcile(cluster=cluster).error == ""  # the next pass reads it
+
+
+def test_a_kind_whose_definition_is_not_installed_has_no_jobs(fake, cluster, two_teams):
+    fake.add(_crd("tfjobs.kubeflow.org"))  # the Training Operator, without Kubeflow Trainer's TrainJob
+    admission_cycle(cluster=cluster)
+    assert reconcile(cluster=cluster).error == ""
+    assert len(cluster.job_statuses()) == 2
