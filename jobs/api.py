@@ -13,7 +13,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet, prefetch_related_objects
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, generics, serializers, status
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.decorators import action

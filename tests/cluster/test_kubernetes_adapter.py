@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import Configuration
 
 from scheduling.cluster.base import (
     ClusterError,

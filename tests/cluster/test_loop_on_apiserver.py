@@ -188,9 +188,10 @@ def four_teams(fake, tiers, owner):
 
 
 def test_a_victim_its_namespace_will_not_let_stop_holds_up_no_other_admission(fake, cluster, four_teams):
-    alpha, beta = four_teams("alpha", 8), four_teams("beta", 4)  # alpha fills a node, 4 of its GPUs borrowed
+    four_teams("alpha", 8), four_teams("beta", 4)  # alpha fills a node, 4 of its GPUs borrowed
     admission_cycle(cluster=cluster)
-    gamma, delta = four_teams("gamma", 8), four_teams("delta", 2)  # gamma reclaims alpha's node; delta fits
+    four_teams("gamma", 8)  # gamma reclaims alpha's node...
+    delta = four_teams("delta", 2)  # ...and delta fits beside beta
     for method in ("PATCH", "DELETE"):
         fake.fail(500, method=method, path="/namespaces/alpha/", times=10**6, message=WEBHOOK_DOWN)
     result = admission_cycle(cluster=cluster)

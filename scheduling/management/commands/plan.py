@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from scheduling.policy import SnapshotError, plan, plan_to_dict, snapshot_from_dict
+from scheduling.policy import plan, plan_to_dict, snapshot_from_dict
 
 
 class Command(BaseCommand):
