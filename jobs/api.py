@@ -53,6 +53,7 @@ IDEMPOTENCY_KEY_PATTERN = rf"^[\x20-\x7E]{{0,{IDEMPOTENCY_KEY_MAX}}}$"
 # ?gpu_type=: at most MAX_GPU_TYPES names of at most 63 characters, comma-separated (the spec checks the rest).
 _TYPE_NAME = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 GPU_TYPES_PARAMETER = rf"^{_TYPE_NAME}(,{_TYPE_NAME}){{0,{MAX_GPU_TYPES - 1}}}$"
+POD_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 
 class JobPagination(PageNumberPagination):
@@ -269,9 +270,12 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         "answers 404, as it does everywhere.",
         tags=["jobs"],
         parameters=[
-            OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False,
+            # A replica is named "role-index" (worker-0), or by its pod when its operator labels none: a pod's
+            # name is a DNS subdomain.
+            OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False, pattern=POD_NAME,
                              description="Only this replica, e.g. worker-0."),
-            OpenApiParameter("tail", int, OpenApiParameter.QUERY, required=False,
+            OpenApiParameter("tail", {"type": "integer", "minimum": 1, "maximum": LOG_TAIL_MAX},
+                             OpenApiParameter.QUERY, required=False,
                              description=f"Lines of each replica, 1 to {LOG_TAIL_MAX} (default {LOG_TAIL})."),
         ],
         responses={200: JobLogsSerializer, 400: OpenApiResponse(ERROR), 401: OpenApiResponse(ERROR),
