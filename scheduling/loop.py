@@ -232,7 +232,9 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
     Returns "" when every call went through, else the error that stopped the
     phase: the jobs not yet created stay admitted, saying so, and reconcile
     creates them once the cluster answers. A job whose create the cluster
-    refuses is requeued with a backoff (`_refused`).
+    refuses is requeued with a backoff (`requeue_refused`); a 500 that one
+    object's namespace keeps answering while the cluster answers a read is
+    such a refusal (`on_one_object`), not an outage.
     """
     for index, item in enumerate(decided):
         try:
