@@ -10,6 +10,7 @@ every pod it owns, to its Gangway job. Every call goes through
 from __future__ import annotations
 
 import os
+import time
 from collections import defaultdict
 from datetime import datetime
 
@@ -42,6 +43,10 @@ from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # Taints that keep pods off a node, unless the pod tolerates them.
 BLOCKING_TAINTS = {"NoSchedule", "NoExecute"}
+# A job's logs are read while a person waits (and gunicorn times a request out at 60 s): each pod's
+# log gets a short read timeout, and the whole job's read a deadline, past which it is unavailable.
+LOG_READ_TIMEOUT = (5.0, 10.0)
+LOGS_DEADLINE = 20.0
 
 
 
@@ -50,6 +55,7 @@ class KubernetesCluster:
 
     def __init__(self, api_client: ApiClient, *, retry_budget: float = 3.0):
         self.api = Api(api_client, retry_budget=retry_budget)
+        self.logs_deadline = LOGS_DEADLINE
 
     @classmethod
     def from_environment(cls) -> "KubernetesCluster":
@@ -244,10 +250,16 @@ class KubernetesCluster:
             label_selector=f"{JOB_ID_LABEL}={job_id}",
         )["items"]
         result = []
+        # A person waits on the page (and the web worker's own timeout on it): a slow server gets a
+        # bounded time for the whole read, not a read timeout per pod.
+        deadline = time.monotonic() + self.logs_deadline
         for pod in sorted(pods, key=replica_order):
             name = replica_name(pod)
             if replica and name != replica:
                 continue
+            if time.monotonic() > deadline:
+                raise ClusterUnavailable(f"read the logs of {namespace}/{pod['metadata']['name']} and the rest: "
+                                         f"the cluster took more than {self.logs_deadline:g} s for this job's logs")  # fmt: skip
             options = {"limit_bytes": LOG_LIMIT_BYTES}
             if tail is not None:
                 options["tail_lines"] = tail
@@ -257,7 +269,7 @@ class KubernetesCluster:
             text = self.api.call(
                 "read log of", "Pod", f"{namespace}/{pod['metadata']['name']}",
                 self.api.core.read_namespaced_pod_log, pod["metadata"]["name"], namespace,
-                tolerate=(BAD_REQUEST, NOT_FOUND), text=True, **options,
+                tolerate=(BAD_REQUEST, NOT_FOUND), text=True, timeout=LOG_READ_TIMEOUT, **options,
             )
             result.append(replica_log(pod, tuple((text or "").splitlines())))
         return result

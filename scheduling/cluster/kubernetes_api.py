@@ -72,20 +72,22 @@ class Api:
         *args,
         tolerate: tuple[int, ...] = (),
         text: bool = False,
+        timeout: tuple[float, float] | None = None,
         **kwargs,
     ) -> dict | str | None:
         """Returns the server's answer as a dict (as text with `text`, e.g. a pod's log), or None when its status is in `tolerate`.
 
         `verb kind name` ("create TFJob maps/resnet-g12") starts every error
         message. Raises ClusterError for a refusal and ClusterUnavailable when
-        the server cannot be reached or stays overloaded.
+        the server cannot be reached or stays overloaded. `timeout` (connect,
+        read) replaces the client's for this call.
         """
         what = f"{verb} {kind} {name}"
         deadline = time.monotonic() + self.retry_budget
         backoff = 0.1
         while True:
             try:
-                response = method(*args, _preload_content=False, _request_timeout=self.timeout, **kwargs)
+                response = method(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
                 if text:
                     return (response.data or b"").decode(errors="replace")
                 return json.loads(response.data or b"null")

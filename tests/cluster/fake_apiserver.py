@@ -20,6 +20,7 @@ import json
 import re
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -94,6 +95,7 @@ def status(code: int, message: str, reason: str | None = None, details: dict | N
 
 
 DROP = 0  # a fault's code: close the connection without an answer
+STALL = 1  # a fault's code: wait its `seconds`, then answer as usual
 
 
 @dataclass
@@ -104,6 +106,7 @@ class Fault:
     times: int
     retry_after: int | None
     message: str
+    seconds: float = 0.0  # how long a STALL waits
 
 
 def merge_patch(target, patch):
@@ -242,6 +245,12 @@ class FakeApiServer:
             self._faults.append(Fault(code, method, re.compile(path), times, retry_after,
                                       message or f"injected {code}"))
 
+    def stall(self, seconds: float, *, path: str = ".*", method: str | None = None, times: int = 1) -> None:
+        """Makes the next `times` matching requests wait `seconds` before they are answered as usual,
+        as an overloaded server does."""
+        with self._lock:
+            self._faults.append(Fault(STALL, method, re.compile(path), times, None, "", seconds))
+
     def drop(self, *, path: str = ".*", method: str | None = None, times: int = 1) -> None:
         """Makes the next `times` matching requests end with the connection closed and no answer,
         as a server restarting or a load balancer dropping the connection does."""
@@ -291,6 +300,10 @@ class FakeApiServer:
         with self._lock:
             self.log.append((method, url.path))
             fault = self._fault(method, url.path)
+        if fault and fault.code == STALL:
+            time.sleep(fault.seconds)  # outside the lock: other requests go on meanwhile
+            fault = None
+        with self._lock:
             if fault:
                 extra = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
                 return fault.code, status(fault.code, fault.message), extra

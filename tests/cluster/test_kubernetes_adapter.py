@@ -651,6 +651,25 @@ def test_the_default_container_annotation_names_the_container_to_read(fake, clus
     fake.write_log("maps", "resnet-g12-worker-0", "epoch 3\n")
     assert cluster.logs("maps", 12)[0].lines == ("epoch 3",)
 
+def test_a_slow_server_gets_a_bounded_time_for_a_jobs_logs(fake, cluster):
+    for index in range(4):
+        fake.add(_replica_pod(index, {"running": {}}))
+    fake.stall(0.3, path="/log$", times=4)  # each pod's log comes, but slowly
+    cluster.logs_deadline = 0.5
+    with pytest.raises(ClusterUnavailable, match=r"the cluster took more than 0.5 s for this job's logs"):
+        cluster.logs("maps", 12)
+    assert len([path for _, path in fake.log if path.endswith("/log")]) == 2  # read two, then gave up
+
+
+def test_a_pods_log_that_never_comes_costs_its_short_read_timeout(fake, cluster, monkeypatch):
+    from scheduling.cluster import kubernetes
+
+    fake.add(_replica_pod(0, {"running": {}}))
+    fake.stall(2.0, path="/log$")
+    monkeypatch.setattr(kubernetes, "LOG_READ_TIMEOUT", (1.0, 0.3))  # the page's, not the client's (5, 30)
+    with pytest.raises(ClusterUnavailable, match="[Rr]ead timed out"):
+        cluster.logs("maps", 12)
+
 def test_a_log_read_that_keeps_failing_makes_the_cluster_unavailable(fake, cluster):
     fake.add(_replica_pod(0, {"running": {}}))
     fake.fail(503, path="/log$", times=50)
