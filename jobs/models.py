@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from jobs import kinds
 from tenants.models import DNS_LABEL, PriorityTier, Team, dns_label_validator
+from tenants.selectors import sweep_tier
 
 
 class JobState(models.TextChoices):
@@ -182,6 +183,11 @@ class Sweep(models.Model):
     def gpu_cap(self) -> int:
         """The most GPUs its trials hold at once: its team's sweep GPU cap as it is now."""
         return self.team.sweep_gpu_cap
+
+    @property
+    def tier(self) -> PriorityTier | None:
+        """The tier of its trials that name none: its team's sweep tier as it is now (`sweep_tier`)."""
+        return sweep_tier(self.team)
 
 
 class JobEvent(models.Model):

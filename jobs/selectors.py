@@ -53,11 +53,11 @@ SWEEP_HOLDING = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Jo
 def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
     """Katib sweeps the user may see (staff every one, else their teams'), newest first, each with
     `running`, `waiting` and `done` trial counts and `gpus` (GPUs its trials hold, against `gpu_cap`,
-    its team's cap; the team's sweep tier is read with it).
+    its team's cap; the team's tiers are read with it, for `tier`).
 
     `open_only` keeps the sweeps with a trial running or waiting (the queue shows only those).
     """
-    sweeps = Sweep.objects.select_related("team", "team__sweep_tier").annotate(
+    sweeps = Sweep.objects.select_related("team").prefetch_related("team__tiers").annotate(
         running=Count("trials", filter=Q(trials__state__in=SWEEP_HOLDING)),
         waiting=Count("trials", filter=Q(trials__state=Job.State.QUEUED)),
         done=Count("trials", filter=Q(trials__state__in=Job.TERMINAL_STATES)),

@@ -28,8 +28,8 @@ from jobs.transitions import StaleJob, can_move, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
 from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, TrialResult
-from tenants.models import PriorityTier, Team
-from tenants.selectors import tiers_of
+from tenants.models import Team
+from tenants.selectors import sweep_tier
 
 log = logging.getLogger("gangway.adoption")
 
@@ -176,13 +176,6 @@ def gangway_name(name: str) -> str:
     """
     label = re.sub(r"[^a-z0-9-]+", "-", name.lower())[:NAME_MAX].strip("-")
     return label or "job"
-
-
-def sweep_tier(team: Team) -> PriorityTier | None:
-    """The tier a sweep's trials get unless they name one: the team's sweep tier, else its lowest."""
-    allowed = tiers_of(team)
-    chosen = next((tier for tier in allowed if tier.pk == team.sweep_tier_id), None)
-    return chosen or min(allowed, key=lambda tier: tier.value, default=None)
 
 
 def _sweep(item: OutsideJob, team: Team) -> Sweep | None:

@@ -32,6 +32,14 @@ def tiers_of(team: Team) -> list[PriorityTier]:
 _TIERS_OF_TEAM = CompiledQuery(lambda team: PriorityTier.objects.filter(teams=team).values_list(*columns(PriorityTier)), -7)
 
 
+def sweep_tier(team: Team) -> PriorityTier | None:
+    """The tier a Katib sweep's trials get unless they name one: the team's sweep tier while the team may
+    use it, else its lowest (search low, final training high); None when the team may use no tier."""
+    allowed = tiers_of(team)
+    chosen = next((tier for tier in allowed if tier.pk == team.sweep_tier_id), None)
+    return chosen or min(allowed, key=lambda tier: tier.value, default=None)
+
+
 def tier_for(team: Team, name: str) -> tuple[PriorityTier | None, str]:
     """The tier a job of `team` gets for the requested `name` ("" = the default).
 

@@ -86,3 +86,15 @@ def test_the_sweep_rows_and_the_team_page_header_show_the_teams_cap_and_tier_as_
         row = body[body.index(f'id="sweep-row-{sweep.pk}"'):]
         row = row[: row.index("</tr>")]
         assert "8 of 16 GPUs" in row and "<td" in row and ">production</td>" in row
+
+
+def test_a_sweep_row_shows_the_tier_its_trials_get_when_the_teams_sweep_tier_is_no_longer_its(login, member, sweep):
+    maps = Team.objects.get(slug="maps")
+    production = PriorityTier.objects.get(name="production")
+    Team.objects.filter(pk=maps.pk).update(sweep_tier=production)
+    maps.tiers.remove(production)  # the team may no longer use it: trials get its lowest tier
+
+    body = login(member).get("/teams/maps/").content.decode()
+    row = body[body.index(f'id="sweep-row-{sweep.pk}"'):]
+    row = row[: row.index("</tr>")]
+    assert ">experiment</td>" in row and "production" not in row
