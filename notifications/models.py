@@ -88,6 +88,9 @@ class Delivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="When a worker last took it to send: a claim older than a "
+                                                "send could take was lost with its worker, and is taken again.")  # fmt: skip
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import smtplib
 import urllib.error
 import urllib.request
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -20,14 +22,23 @@ from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
 from tenants.permissions import viewers_of
 
 WEBHOOK_TIMEOUT = 5  # seconds; a slow receiver is retried later, it never holds a worker long
+# A claim older than this was lost with its worker (killed, or past its time limit): taken again.
+STALE_CLAIM = timedelta(minutes=10)
 
 
 class SendFailed(Exception):
-    """Sending did not work; `retry` says whether trying again later may help."""
+    """Sending did not work; `retry` says whether trying again later may help, `after` how many
+    seconds the receiver asked to wait (429's Retry-After), None when it did not say."""
 
-    def __init__(self, message: str, *, retry: bool):
+    def __init__(self, message: str, *, retry: bool, after: float | None = None):
         self.retry = retry
+        self.after = after
         super().__init__(message)
+
+
+class AnswerUnknown(Exception):
+    """The message went out, but its receiver did not answer in time: it may well have it, so it is
+    not sent again (a slow Slack channel would get it six times); recorded as sent, saying so."""
 
 
 def deliveries_for(event: JobEvent) -> list[Delivery]:
@@ -113,31 +124,77 @@ def _webhook(url: str, text: str, link: str) -> None:
             answer.read(1024)
     except urllib.error.HTTPError as error:
         retry = error.code == 429 or error.code >= 500
-        raise SendFailed(f"The webhook answered {error.code} {error.reason}.", retry=retry) from error
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
+        raise SendFailed(f"The webhook answered {error.code} {error.reason}.", retry=retry,
+                         after=_retry_after(error.headers.get("Retry-After"))) from error
+    except urllib.error.URLError as error:  # before the post went out: connecting or sending
+        reason = error.reason
         if isinstance(reason, outbound.PrivateAddress):
             raise SendFailed(f"Not sent: {reason}.", retry=False) from error
         raise SendFailed(f"Could not reach the webhook: {reason}", retry=True) from error
+    except TimeoutError as error:  # the post went out; its answer did not come in time
+        raise AnswerUnknown(f"The webhook took longer than {WEBHOOK_TIMEOUT} s to answer; it may well have "
+                            "received the message, so it is not sent again.") from error
+    except (http.client.HTTPException, OSError) as error:  # reset, or an answer that is not HTTP
+        raise SendFailed(f"The webhook's answer could not be read ({type(error).__name__}: {error}).",
+                         retry=True) from error
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header given in seconds; None for a date or nothing."""
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
+def why_not_wanted(delivery: Delivery) -> str:
+    """Why a delivery made earlier must not go out now ("" when it still should): its person left the
+    job's team or unsubscribed, or the team's webhook was changed or removed. A retry comes up to
+    a quarter of an hour later; it never tells someone who may no longer see the job."""
+    event, job = delivery.event, delivery.event.job
+    flag = MOMENTS[event.kind][0]
+    if delivery.channel == Delivery.Channel.WEBHOOK:
+        if not TeamWebhook.objects.filter(team=job.team_id, url=delivery.target, **{flag: True}).exists():
+            return f"Not sent: team {job.team.slug}'s webhook was changed or removed since."
+        return ""
+    user = delivery.user
+    if user is None or not user.is_active or user.email != delivery.target:
+        return "Not sent: the person's account or address changed since."
+    if not get_user_model().objects.filter(viewers_of(job.team_id), pk=user.pk).exists():
+        return f"Not sent: {user.username} is no longer in team {job.team.slug}."
+    subscribed = Subscription.objects.filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id),
+                                             user=user, **{flag: True})  # fmt: skip
+    if not subscribed.exists():
+        return f"Not sent: {user.username} no longer asks to be told."
+    return ""
 
 
 def claim(delivery_id: int) -> Delivery | None:
     """The delivery, claimed for sending with a conditional UPDATE, or None when it is not waiting to be sent.
 
-    Two workers running the same delivery never both send it: the second update matches no row.
+    Two workers running the same delivery never both send it: the second update matches no row. A
+    claim older than STALE_CLAIM was lost with its worker: the delivery is taken again (`resend_lost`).
     """
-    claimed = Delivery.objects.filter(
-        pk=delivery_id, state__in=(Delivery.State.PENDING, Delivery.State.RETRYING)
-    ).update(state=Delivery.State.SENDING, attempts=F("attempts") + 1)
+    now = timezone.now()
+    waiting = Q(state__in=(Delivery.State.PENDING, Delivery.State.RETRYING))
+    claimed = Delivery.objects.filter(waiting | lost_claim(now), pk=delivery_id).update(
+        state=Delivery.State.SENDING, attempts=F("attempts") + 1, claimed_at=now)
     if claimed != 1:
         return None
     return Delivery.objects.select_related("event__job__team").get(pk=delivery_id)
 
 
-def record(delivery: Delivery, *, error: SendFailed | None = None, final: bool = True) -> None:
-    """Writes how sending went: sent, retrying (with the error), or failed."""
-    if error is None:
-        delivery.state, delivery.error, delivery.sent_at = Delivery.State.SENT, "", timezone.now()
+def lost_claim(now) -> Q:
+    """Deliveries whose worker died sending them: claimed longer than STALE_CLAIM ago (or before
+    claims were timed)."""
+    return Q(state=Delivery.State.SENDING) & (Q(claimed_at__lt=now - STALE_CLAIM) | Q(claimed_at__isnull=True))
+
+
+def record(delivery: Delivery, *, error: Exception | None = None, final: bool = True) -> None:
+    """Writes how sending went: sent (with a note when its answer is unknown), retrying (with the
+    error), or failed."""
+    if error is None or isinstance(error, AnswerUnknown):
+        delivery.state, delivery.error, delivery.sent_at = Delivery.State.SENT, str(error or ""), timezone.now()
     else:
         delivery.state = Delivery.State.FAILED if final else Delivery.State.RETRYING
         delivery.error = str(error)[:2000]

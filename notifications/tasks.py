@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import random
 
 from celery import shared_task
+from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications import services
@@ -32,21 +34,43 @@ def notify(event_id: int) -> int:
 
 @shared_task(bind=True, name="notifications.deliver", ignore_result=True, max_retries=MAX_RETRIES)
 def deliver(self, delivery_id: int) -> str:
-    """Sends one delivery, retried with backoff (30 s, 1, 2, 4, 8 min) while the failure may pass.
+    """Sends one delivery, retried with backoff (30 s, 1, 2, 4, 8 min, a fifth more or less so that a
+    burst's retries spread out, and never before a 429's Retry-After) while the failure may pass.
 
-    Returns its state; nothing happens to a delivery already sent, failed or being sent.
+    Returns its state; nothing happens to a delivery already sent, failed or being sent. A retry first
+    checks the message is still wanted (`services.why_not_wanted`); an error nobody foresaw is
+    recorded and retried like any other, so a delivery never stays "sending".
     """
     delivery = services.claim(delivery_id)
     if delivery is None:
         return "skipped"
+    if self.request.retries and (unwanted := services.why_not_wanted(delivery)):
+        services.record(delivery, error=services.SendFailed(unwanted, retry=False), final=True)
+        return Delivery.State.FAILED
     try:
         services.send(delivery)
-    except services.SendFailed as error:
+    except services.AnswerUnknown as unknown:
+        services.record(delivery, error=unknown)
+        return Delivery.State.SENT
+    except Exception as error:  # noqa: BLE001 - recorded and retried: never left "sending"
+        if not isinstance(error, services.SendFailed):
+            error = services.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
         final = not error.retry or self.request.retries >= MAX_RETRIES
         services.record(delivery, error=error, final=final)
         log.warning("notification %s to %s: %s", delivery.pk, delivery.channel, error)
         if final:
             return Delivery.State.FAILED
-        raise self.retry(countdown=30 * 2**self.request.retries) from None
+        wait = max(30 * 2**self.request.retries * random.uniform(0.8, 1.2), error.after or 0)
+        raise self.retry(countdown=wait) from None
     services.record(delivery)
     return Delivery.State.SENT
+
+
+@shared_task(name="notifications.resend_lost", ignore_result=True)
+def resend_lost() -> int:
+    """Sends again the deliveries whose worker died while sending them (claimed longer ago than
+    `services.STALE_CLAIM`); returns how many were enqueued. Beat runs it every few minutes."""
+    lost = list(Delivery.objects.filter(services.lost_claim(timezone.now())).values_list("pk", flat=True))
+    for delivery_id in lost:
+        deliver.delay(delivery_id)
+    return len(lost)

@@ -190,6 +190,8 @@ CELERY_BEAT_SCHEDULE = {
     "admission-cycle": {"task": "gangway.admission_cycle", "schedule": float(ADMISSION_INTERVAL)},
     "reconcile": {"task": "gangway.reconcile", "schedule": float(RECONCILE_INTERVAL)},
     "sync-tenants": {"task": "gangway.sync_tenants", "schedule": 300.0},
+    # Deliveries whose worker died while sending them (notifications.services.STALE_CLAIM).
+    "resend-lost-notifications": {"task": "notifications.resend_lost", "schedule": 300.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -6,6 +6,7 @@ import json
 import queue
 import socketserver
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -74,7 +75,17 @@ class WebhookReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.posts.append(json.loads(body))
                 code = 200 if receiver.statuses.empty() else receiver.statuses.get()
+                if isinstance(code, float):  # slow: answers 200 after that many seconds
+                    time.sleep(code)
+                    code = 200
+                if isinstance(code, bytes):  # not HTTP at all
+                    self.wfile.write(code)
+                    self.close_connection = True
+                    return
+                code, after = code if isinstance(code, tuple) else (code, None)
                 self.send_response(code)
+                if after is not None:
+                    self.send_header("Retry-After", str(after))
                 if 300 <= code < 400:
                     self.send_header("Location", "/elsewhere")  # a follower would GET it: 501 here
                 self.send_header("Content-Length", "2")
@@ -89,7 +100,9 @@ class WebhookReceiver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/maps"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
-    def answer(self, *codes: int) -> None:
+    def answer(self, *codes) -> None:
+        """Queues answers: a status, (status, Retry-After seconds), a float (200 after that many seconds)
+        or bytes (written as they are, not HTTP)."""
         for code in codes:
             self.statuses.put(code)
 

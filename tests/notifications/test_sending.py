@@ -190,3 +190,105 @@ def test_staff_subscribed_to_a_team_hear_of_it_and_each_person_once(submit, mail
     Subscription.objects.create(user=mailed_owner, team=job.team, on_fail=True)
     fail(job, django_capture_on_commit_callbacks)
     assert sorted(recipients[0] for recipients, _ in smtp.messages) == ["ops@example.com", "owner@example.com"]
+
+
+def test_a_slow_receiver_gets_the_message_once_and_the_record_says_its_answer_is_unknown(
+        submit, receiver, monkeypatch, django_capture_on_commit_callbacks):  # fmt: skip
+    from notifications import services
+
+    monkeypatch.setattr(services, "WEBHOOK_TIMEOUT", 0.3)
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer(1.0)  # takes the post, answers after a second
+    fail(job, django_capture_on_commit_callbacks)
+    assert len(receiver.posts) == 1  # six, when each timeout was retried
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("sent", 1)
+    assert delivery.error.startswith("The webhook took longer than 0.3 s to answer; it may well have received")
+
+
+def test_an_answer_that_is_not_http_is_retried_never_left_sending(submit, receiver, django_capture_on_commit_callbacks):
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer(b"SSH-2.0-OpenSSH_9.6\r\n")
+    fail(job, django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == ("sent", 2)  # the retry went through
+
+
+def test_a_429_is_retried_no_sooner_than_it_asks(submit, receiver, monkeypatch, django_capture_on_commit_callbacks):
+    waits = []
+    retry = tasks.deliver.retry
+
+    def noting(*args, countdown=None, **kwargs):
+        waits.append(countdown)
+        return retry(*args, countdown=countdown, **kwargs)
+
+    monkeypatch.setattr(tasks.deliver, "retry", noting)
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer((429, 120), 503)
+    fail(job, django_capture_on_commit_callbacks)
+    assert waits[0] >= 120 and 24 <= waits[1] <= 72  # Retry-After, then the backoff with its spread
+    assert Delivery.objects.get().state == "sent"
+
+
+def test_a_retry_is_not_sent_to_someone_who_left_the_team(submit, member, smtp, settings, monkeypatch,
+                                                          django_capture_on_commit_callbacks):  # fmt: skip
+    from notifications import services
+
+    member.email = "member@example.com"
+    member.save()
+    job = submit()
+    Subscription.objects.create(user=member, team=job.team, on_fail=True)
+    sent = services.send
+
+    def down_then_left(delivery):  # the mail server fails once; meanwhile the member leaves the team
+        monkeypatch.setattr(services, "send", sent)
+        member.memberships.all().delete()
+        raise services.SendFailed("Could not send the e-mail: connection refused", retry=True)
+
+    monkeypatch.setattr(services, "send", down_then_left)
+    fail(job, django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert smtp.messages == []
+    assert (delivery.state, delivery.error) == ("failed", "Not sent: member is no longer in team maps.")
+
+
+def test_a_retry_is_not_posted_to_a_webhook_the_lead_replaced(submit, receiver, monkeypatch,
+                                                             django_capture_on_commit_callbacks):  # fmt: skip
+    job = submit()
+    hook = TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    receiver.answer(503)
+    original = tasks.deliver.retry
+
+    def replaced_meanwhile(*args, **kwargs):
+        TeamWebhook.objects.filter(pk=hook.pk).update(url="https://hooks.example.com/new")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.deliver, "retry", replaced_meanwhile)
+    fail(job, django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert len(receiver.posts) == 1
+    assert (delivery.state, delivery.error) == ("failed", "Not sent: team maps's webhook was changed or removed since.")
+
+
+def test_a_delivery_whose_worker_died_while_sending_is_sent_again(submit, mailed_owner, smtp):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import JobEvent
+    from notifications import services
+
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    job = submit()
+    event = JobEvent.objects.create(job=job, kind=JobEvent.Kind.FAILED, message="Failed: boom")
+    (delivery,) = services.deliveries_for(event)
+    Delivery.objects.filter(pk=delivery.pk).update(state="sending", attempts=1,  # claimed, then the worker died
+                                                   claimed_at=timezone.now() - timedelta(minutes=3))
+    assert tasks.resend_lost() == 0 and services.claim(delivery.pk) is None  # it may still be sending
+    Delivery.objects.filter(pk=delivery.pk).update(claimed_at=timezone.now() - services.STALE_CLAIM - timedelta(seconds=1))
+    assert tasks.resend_lost() == 1
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts) == ("sent", 2) and len(smtp.messages) == 1
