@@ -26,7 +26,9 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A portal worker --pool=solo --loglevel=WARNING >"$LOGS/worker.log" 2>&1 & pids+=($!)
+# One worker for both queues here (production runs one per queue: deploy/entrypoint.sh).
+.venv/bin/celery -A portal worker --pool=solo --queues=celery,notifications --loglevel=WARNING \
+  >"$LOGS/worker.log" 2>&1 & pids+=($!)
 .venv/bin/celery -A portal beat --loglevel=WARNING >"$LOGS/beat.log" 2>&1 & pids+=($!)
 $PY manage.py runserver --noreload "127.0.0.1:${PORT}" >"$LOGS/web.log" 2>&1 & pids+=($!)
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The container's entrypoint: runs one Gangway process, chosen by the first argument.
 #   web        gunicorn serving the portal, the API, /healthz, /readyz and /metrics
-#   worker     the Celery worker that runs admission cycles, reconciles and tenant syncs
+#   worker     the Celery worker that runs admission cycles, reconciles and tenant syncs (queue celery)
+#   notifier   the Celery worker that sends notifications, e-mails and webhooks (queue notifications)
 #   beat       the Celery scheduler; run exactly one
 #   migrate    apply database migrations, then exit (an init container or a one-off Job)
 #   manage ... any manage.py command (doctor, sync_tenants, seed_demo, createsuperuser)
@@ -14,9 +15,14 @@ command="${1:-web}"
 case "$command" in
   web)
     exec gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application "$@" ;;
+  # Each worker consumes one queue (CELERY_TASK_ROUTES in portal/settings.py): a notification
+  # waiting on a server that never answers holds a notifier, never an admission cycle.
   worker)
     exec celery -A portal worker --loglevel="${LOG_LEVEL:-INFO}" --concurrency="${WORKER_CONCURRENCY:-2}" \
-      --without-mingle --without-gossip "$@" ;;
+      --without-mingle --without-gossip --queues=celery "$@" ;;
+  notifier)
+    exec celery -A portal worker --loglevel="${LOG_LEVEL:-INFO}" --concurrency="${WORKER_CONCURRENCY:-2}" \
+      --without-mingle --without-gossip --queues=notifications "$@" ;;
   beat)
     exec celery -A portal beat --loglevel="${LOG_LEVEL:-INFO}" "$@" ;;
   migrate)

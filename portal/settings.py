@@ -168,6 +168,11 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_TIME_LIMIT = 120
 CELERY_TASK_SOFT_TIME_LIMIT = 100
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Two queues, each with its own worker (deploy/entrypoint.sh): the loop's tasks (admission cycle,
+# reconcile, tenant sync) stay on Celery's default queue, and notifications go to theirs, so a
+# webhook or SMTP server that never answers holds a notification worker, never an admission cycle.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {"notifications.*": {"queue": "notifications"}}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # --- Scheduling ---------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-GANGWAY = {"migrate": "migrate", "web": "web", "worker": "worker", "beat": "beat"}
+GANGWAY = {"migrate": "migrate", "web": "web", "worker": "worker", "notifier": "notifier", "beat": "beat"}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def entrypoint_commands() -> set[str]:
     return set(re.findall(r"^\s+([a-z]+)\)$", text, re.M))
 
 
-def test_it_runs_web_worker_beat_and_migrate_from_the_image_beside_postgres_and_redis(compose):
+def test_it_runs_web_worker_notifier_beat_and_migrate_from_the_image_beside_postgres_and_redis(compose):
     services = compose["services"]
     assert set(services) == {"postgres", "redis", *GANGWAY}
     for name, command in GANGWAY.items():
@@ -42,10 +42,10 @@ def test_it_runs_web_worker_beat_and_migrate_from_the_image_beside_postgres_and_
 
 def test_every_long_running_service_has_a_health_check_and_starts_after_what_it_needs(compose):
     services = compose["services"]
-    for name in ("postgres", "redis", "web", "worker"):
+    for name in ("postgres", "redis", "web", "worker", "notifier"):
         assert services[name]["healthcheck"]["test"], name
     assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "notifier", "beat"):
         assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
         assert services[name]["depends_on"]["redis"] == {"condition": "service_healthy"}
     assert services["migrate"]["depends_on"]["postgres"] == {"condition": "service_healthy"}

@@ -79,12 +79,15 @@ def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_pat
     [
         ([], "gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application"),
         (["web"], "gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application"),
-        (["worker"], "celery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle --without-gossip"),
+        (["worker"], "celery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle --without-gossip"
+                     " --queues=celery"),
+        (["notifier"], "celery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle --without-gossip"
+                       " --queues=notifications"),
         (["beat"], "celery -A portal beat --loglevel=INFO"),
         (["migrate"], "python manage.py migrate --noinput"),
         (["manage", "doctor"], "python manage.py doctor"),
     ],
-    ids=["no argument runs the web", "web", "worker", "beat", "migrate", "manage runs any command"],
+    ids=["no argument runs the web", "web", "worker", "notifier", "beat", "migrate", "manage runs any command"],
 )
 def test_the_entrypoint_runs_the_process_its_first_argument_names(tmp_path, arguments, expected):
     fake_bin = tmp_path / "bin"

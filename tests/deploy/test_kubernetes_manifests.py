@@ -42,9 +42,10 @@ def containers():
     return [(pod, container) for pod in pods for container in pod["containers"]]
 
 
-def test_web_worker_beat_and_migrate_run_the_image_by_command():
+def test_web_worker_notifier_beat_and_migrate_run_the_image_by_command():
     commands = {container["name"]: container["args"] for _, container in containers()}
-    assert commands == {"web": ["web"], "worker": ["worker"], "beat": ["beat"], "migrate": ["migrate"]}
+    assert commands == {"web": ["web"], "worker": ["worker"], "notifier": ["notifier"], "beat": ["beat"],
+                        "migrate": ["migrate"]}  # fmt: skip
 
 
 def test_every_container_runs_locked_down_with_requests_and_limits():
@@ -68,7 +69,10 @@ def test_the_web_is_ready_on_readyz_and_alive_on_healthz():
 def test_only_the_worker_holds_the_scheduler_account_and_beat_runs_once():
     deployments = by_kind(OBJECTS, "Deployment")
     accounts = {name: d["spec"]["template"]["spec"]["serviceAccountName"] for name, d in deployments.items()}
-    assert accounts == {"gangway-web": "gangway", "gangway-worker": "gangway-scheduler", "gangway-beat": "gangway"}
+    assert accounts == {"gangway-web": "gangway", "gangway-worker": "gangway-scheduler", "gangway-notifier": "gangway",
+                        "gangway-beat": "gangway"}  # fmt: skip
+    for name in ("gangway-notifier", "gangway-beat"):  # no token either: they never call the API server
+        assert deployments[name]["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
     binding = by_kind(OBJECTS, "ClusterRoleBinding")["gangway-scheduler"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gangway-scheduler", "namespace": "gangway"}]
     beat = deployments["gangway-beat"]["spec"]
