@@ -147,7 +147,7 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Container -----------------------------------------------------------------
     Setting("PORT", "8000", "Port gunicorn listens on in the image.", shown="8000", read_by=IMAGE),
     Setting("WEB_CONCURRENCY", "2", "gunicorn worker processes per web container.", shown="2", read_by=IMAGE),
-    Setting("WORKER_CONCURRENCY", "2", "Celery worker processes per worker container.", shown="2", read_by=IMAGE),
+    Setting("WORKER_CONCURRENCY", "2", "Celery worker processes per worker or notifier container.", shown="2", read_by=IMAGE),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
