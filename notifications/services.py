@@ -110,6 +110,9 @@ def _email(address: str, event: JobEvent, text: str, link: str) -> None:
         send_mail(subject, body, None, [address])
     except smtplib.SMTPRecipientsRefused as error:
         raise SendFailed(f"The mail server refused {address}: {error}", retry=False) from error
+    except smtplib.SMTPResponseException as error:  # 4xx may pass; 5xx (credentials, sender) will not
+        said = error.smtp_error.decode(errors="replace") if isinstance(error.smtp_error, bytes) else error.smtp_error
+        raise SendFailed(f"The mail server answered {error.smtp_code} {said}", retry=error.smtp_code < 500) from error
     except (smtplib.SMTPException, OSError) as error:
         raise SendFailed(f"Could not send the e-mail: {error}", retry=True) from error
 

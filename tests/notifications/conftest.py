@@ -20,6 +20,7 @@ class SmtpSink:
 
     def __init__(self):
         self.messages: list[tuple[list[str], str]] = []
+        self.sender_answer = "250 OK"  # what MAIL FROM is answered: a 5xx refuses every message
         sink = self
 
         class Handler(socketserver.StreamRequestHandler):
@@ -35,7 +36,7 @@ class SmtpSink:
                         self.reply("250 sink")
                     elif verb == "MAIL":
                         recipients = []
-                        self.reply("250 OK")
+                        self.reply(sink.sender_answer)
                     elif verb == "RCPT":
                         recipients.append(line.split(":", 1)[1].strip().strip("<>"))
                         self.reply("250 OK")

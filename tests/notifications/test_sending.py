@@ -292,3 +292,17 @@ def test_a_delivery_whose_worker_died_while_sending_is_sent_again(submit, mailed
     assert tasks.resend_lost() == 1
     delivery.refresh_from_db()
     assert (delivery.state, delivery.attempts) == ("sent", 2) and len(smtp.messages) == 1
+
+
+@pytest.mark.parametrize(("answer", "state", "attempts"), [
+    ("553 5.7.1 Sender address rejected: not owned by user", "failed", 1),  # permanent: the settings are wrong
+    ("451 4.3.0 Temporary local problem, try again", "failed", tasks.MAX_RETRIES + 1),  # may pass: retried
+], ids=["5xx is not retried", "4xx is retried"])
+def test_a_mail_server_refusal_is_retried_only_when_it_may_pass(submit, mailed_owner, smtp, answer, state, attempts,
+                                                                django_capture_on_commit_callbacks):  # fmt: skip
+    smtp.sender_answer = answer
+    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    fail(submit(), django_capture_on_commit_callbacks)
+    delivery = Delivery.objects.get()
+    assert (delivery.state, delivery.attempts) == (state, attempts)
+    assert delivery.error == f"The mail server answered {answer}"
