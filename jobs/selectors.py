@@ -73,8 +73,8 @@ def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
 
 
 def open_jobs_by_tier(team) -> list[dict]:
-    """The team's jobs that have not ended, counted per tier, highest tier first: for each, `tier`,
-    `running` and `running_gpus` (admitted, running or stopping), `waiting` and `waiting_gpus` (queued).
+    """The team's jobs that have not ended, counted per tier, highest tier first: for each, `tier_name`,
+    `tier_value`, `running` and `running_gpus` (admitted, running or stopping), `waiting` and `waiting_gpus` (queued).
 
     What an outsider reads on the team's page: how much it runs and queues, never which jobs.
     """

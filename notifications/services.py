@@ -55,12 +55,7 @@ def deliveries_for(event: JobEvent) -> list[Delivery]:
     flag = MOMENTS[event.kind][0]
     # Only people who may still see the job: members of its team, and staff.
     may_see = Q(user__in=get_user_model().objects.filter(viewers_of(job.team_id)))
-    subscriptions = (
-        Subscription.objects.filter(**{flag: True})
-        .filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id))
-        .filter(may_see)
-        .select_related("user")
-    )
+    subscriptions = _asking(job, flag).filter(may_see).select_related("user")
     wanted = {}
     for subscription in subscriptions:
         if subscription.user.email and subscription.user.is_active:
@@ -79,6 +74,12 @@ def deliveries_for(event: JobEvent) -> list[Delivery]:
             delivery = Delivery.objects.get(event=event, channel=channel, target=target)
         deliveries.append(delivery)
     return deliveries
+
+
+def _asking(job, flag: str):
+    """The subscriptions that ask to hear of the job at the moment `flag`: to its team's jobs, or
+    its owner's to their own jobs (whether they may still see it is the caller's to check)."""
+    return Subscription.objects.filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id), **{flag: True})
 
 
 def sentence(event: JobEvent) -> str:
@@ -165,9 +166,7 @@ def why_not_wanted(delivery: Delivery) -> str:
         return "Not sent: the person's account or address changed since."
     if not get_user_model().objects.filter(viewers_of(job.team_id), pk=user.pk).exists():
         return f"Not sent: {user.username} is no longer in team {job.team.slug}."
-    subscribed = Subscription.objects.filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id),
-                                             user=user, **{flag: True})  # fmt: skip
-    if not subscribed.exists():
+    if not _asking(job, flag).filter(user=user).exists():
         return f"Not sent: {user.username} no longer asks to be told."
     return ""
 

@@ -164,8 +164,6 @@ def _create(job: Job, cluster: Cluster) -> None:
     try:
         with on_one_object(cluster):
             cluster.create_job(to_cluster_job(job))
-    except CreateRefused:
-        raise
     except ClusterError as error:
         raise CreateRefused(str(error)) from error
 
