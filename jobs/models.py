@@ -114,6 +114,9 @@ class Job(models.Model):
             models.Index(fields=["team", "state"]),
             models.Index(fields=["state", "queued_at"]),
             models.Index(fields=["state", "position"], name="job_queue_order"),  # the queue pages
+            # R14: a group's latest successes, read at every cycle (scheduling.snapshot.latest_runs).
+            models.Index(fields=["team", "kind", "gpu_total", "-finished_at"], condition=Q(state="succeeded"),
+                         name="job_latest_successes"),
         ]
         constraints = [
             models.UniqueConstraint(

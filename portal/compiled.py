@@ -58,7 +58,8 @@ class CompiledQuery:
         sql, params = compiler.as_sql()
         slots = []
         for marker in self._markers:
-            found = [index for index, param in enumerate(params) if type(param) is type(marker) and param == marker]
+            # isinstance: psycopg wraps the value of some integer fields (Int4 for a PositiveIntegerField).
+            found = [index for index, param in enumerate(params) if isinstance(param, type(marker)) and param == marker]
             if len(found) != 1:
                 raise ValueError(f"Marker {marker!r} appears {len(found)} times in the parameters of: {sql}")
             slots.append(found[0])

@@ -16,9 +16,9 @@ from django.db.models import Count, Sum
 from jobs.models import Job, JobEvent
 from scheduling.cluster.job_manifests import job_manifest
 from scheduling.models import ClusterNode, Cycle, UsageSample
-from scheduling.policy.runtime import ESTIMATE_AT_LEAST, ESTIMATE_FROM, learned_estimate
+from scheduling.policy.runtime import ESTIMATE_AT_LEAST, learned_estimate
 from scheduling.policy.types import typed_key
-from scheduling.snapshot import to_cluster_job
+from scheduling.snapshot import group_of, latest_runs, to_cluster_job
 from tenants.models import AuditEntry, Quota, Team
 from tenants.selectors import gpu_types
 
@@ -350,14 +350,11 @@ class ExpectedRuntime:
 
 
 def expected_runtime_of(job: Job) -> ExpectedRuntime:
-    """The expected runtime the snapshot gives this job (R14), read as `learned_runtimes` reads it
-    for every job, here for its group alone: the latest ESTIMATE_FROM successes of its team, kind and GPU count."""
+    """The expected runtime the snapshot gives this job (R14), from the same successes it reads
+    (`snapshot.latest_runs`): the latest ESTIMATE_FROM of its team, kind and GPU count."""
     if job.max_runtime:
         return ExpectedRuntime(job.max_runtime, "max_runtime")
-    rows = (Job.objects.filter(team_id=job.team_id, kind=job.kind, gpu_total=job.gpu_total, state=Job.State.SUCCEEDED,
-                               started_at__isnull=False, finished_at__isnull=False)
-            .order_by("-finished_at").values_list("started_at", "finished_at")[:ESTIMATE_FROM])  # fmt: skip
-    seconds = [(finished - started).total_seconds() for started, finished in rows]
+    seconds = latest_runs([group_of(job)]).get(group_of(job), [])
     estimate = learned_estimate(seconds, settings.DEFAULT_RUNTIME)
     if estimate is None:
         return ExpectedRuntime(settings.DEFAULT_RUNTIME, "default", len(seconds))

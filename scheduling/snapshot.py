@@ -173,27 +173,46 @@ def policy_settings() -> policy.Settings:
     )
 
 
-# R14: how far back the loop reads successes to learn estimates from.
-ESTIMATE_READS = 5000
+Group = tuple[int, str, int]  # R14's group of a job: team id, kind, GPU count
 
 
-def learned_runtimes() -> dict[tuple[int, str, int], int]:
-    """Returns R14's estimates by (team id, kind, GPUs): the median runtime of the latest 5
-    succeeded jobs of that team, kind and GPU count, where there are at least 2, capped at
-    DEFAULT_RUNTIME. Reads the latest ESTIMATE_READS successes in one query."""
-    runs: dict[tuple[int, str, int], list[float]] = {}
-    rows = (Job.objects.filter(state=Job.State.SUCCEEDED, started_at__isnull=False, finished_at__isnull=False)
-            .order_by("-finished_at").values_list("team_id", "kind", "gpu_total", "started_at", "finished_at"))
-    for team, kind, gpus, started, finished in rows[:ESTIMATE_READS]:
-        seen = runs.setdefault((team, kind, gpus), [])
-        if len(seen) < ESTIMATE_FROM:
-            seen.append((finished - started).total_seconds())
-    learned = {key: learned_estimate(seconds, settings.DEFAULT_RUNTIME) for key, seconds in runs.items()}
-    return {key: estimate for key, estimate in learned.items() if estimate is not None}
+def group_of(job: Job) -> Group:
+    """Returns the group whose successes R14 learns a job's runtime from."""
+    return (job.team_id, job.kind, job.gpu_total)
 
 
-def _estimate(job: Job, learned: dict[tuple[int, str, int], int]) -> int | None:
-    return None if job.max_runtime else learned.get((job.team_id, job.kind, job.gpu_total))
+_LATEST_SUCCESSES = CompiledQuery(
+    lambda team, kind, gpus: Job.objects.filter(
+        state=Job.State.SUCCEEDED, team_id=team, kind=kind, gpu_total=gpus, started_at__isnull=False,
+        finished_at__isnull=False,
+    ).order_by("-finished_at", "-pk").values_list("started_at", "finished_at")[:ESTIMATE_FROM],
+    987_653, "marker-kind", 987_654,  # markers: where each call's values go
+)
+
+
+def latest_runs(groups: Iterable[Group]) -> dict[Group, list[float]]:
+    """Returns, for each of `groups` that has succeeded, the runtimes in seconds of its latest
+    ESTIMATE_FROM successes, latest first, however old they are: one read of an index
+    (`job_latest_successes`) per group."""
+    runs: dict[Group, list[float]] = {}
+    for group in sorted(set(groups)):
+        rows = _LATEST_SUCCESSES(*group)
+        if rows:
+            runs[group] = [(finished - started).total_seconds() for started, finished in rows]
+    return runs
+
+
+def learned_runtimes(groups: Iterable[Group]) -> dict[Group, int]:
+    """Returns R14's estimates for `groups`: the median runtime of the latest 5 succeeded jobs of
+    the group, where there are at least 2, capped at DEFAULT_RUNTIME. A group with no estimate is
+    absent."""
+    learned = {group: learned_estimate(seconds, settings.DEFAULT_RUNTIME)
+               for group, seconds in latest_runs(groups).items()}  # fmt: skip
+    return {group: estimate for group, estimate in learned.items() if estimate is not None}
+
+
+def _estimate(job: Job, learned: dict[Group, int]) -> int | None:
+    return None if job.max_runtime else learned.get(group_of(job))
 
 
 def _checkpointed(job: Job) -> int | None:
@@ -262,7 +281,9 @@ def build_world(
         if pod.node in node_names
     ]
     replicas_of = {job.pk: policy_replicas(job.replicas, defaults.get(job.team_id, {})) for job in active}
-    learned = learned_runtimes()
+    queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
+              .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
+    learned = learned_runtimes(group_of(job) for job in active + queued if not job.max_runtime)
     placements = _charged_placements(nodes, running, active, replicas_of, bound)
     for job in active:
         if not placements[job.pk]:
@@ -281,8 +302,6 @@ def build_world(
     pending: list[policy.PendingJob] = []
     reservations: list[policy.Reservation] = []
     node_order = {node.name: index for index, node in enumerate(nodes)}
-    queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
-              .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
     left_out = within_caps(queued, holding)
     if claims is not None:

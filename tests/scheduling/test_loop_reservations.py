@@ -13,6 +13,7 @@ from jobs.spec import parse_spec
 from scheduling.preview import fit_preview
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
+from scheduling.selectors import expected_runtime_of
 from scheduling.snapshot import build_world, learned_runtimes
 from tests.conftest import spec_data
 
@@ -87,13 +88,37 @@ def test_learned_runtimes_are_the_median_of_the_latest_successes(submit, clock):
         clock.tick(seconds)
 
     ran(100)
-    assert learned_runtimes() == {}, "one success is not enough"
+    group = Job.objects.values_list("team_id", "kind", "gpu_total").first()
+    assert learned_runtimes([group]) == {}, "one success is not enough"
     for seconds in (300, 200, 10_000, 400, 500):
         ran(seconds)
-    team, kind = Job.objects.values_list("team_id", "kind").first()
-    assert learned_runtimes() == {(team, kind, 4): 400}, "the median of the latest 5: 300, 200, 10000, 400, 500"
+    assert learned_runtimes([group]) == {group: 400}, "the median of the latest 5: 300, 200, 10000, 400, 500"
     with override_settings(DEFAULT_RUNTIME=350):
-        assert learned_runtimes() == {(team, kind, 4): 350}, "capped at the default runtime"
+        assert learned_runtimes([group]) == {group: 350}, "capped at the default runtime"
+    assert learned_runtimes([(group[0], group[1], 8)]) == {}, "another GPU count is another group"
+    assert learned_runtimes([]) == {}
+
+
+def test_a_group_learns_from_its_own_latest_successes_however_many_others_succeeded_since(submit, clock):
+    """The loop once read only the latest 5,000 successes of the whole cluster: a group whose
+    successes were older than that fell back to the default runtime while the job page said
+    "learned". Both read each group's latest successes now."""
+    old = [submit(name="old", replicas=HALF) for _ in range(2)]
+    Job.objects.filter(pk__in=[job.pk for job in old]).update(
+        state="succeeded", started_at=clock() - timedelta(days=30), finished_at=clock() - timedelta(days=30, seconds=-700))
+    busy = submit(name="busy", replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
+    Job.objects.bulk_create([
+        Job(team_id=busy.team_id, tier_id=busy.tier_id, owner_id=busy.owner_id, name=f"busy-{n}", kind=busy.kind,
+            image=busy.image, replicas=busy.replicas, gpu_total=1, state="succeeded", queued_at=clock(),
+            started_at=clock(), finished_at=clock() + timedelta(seconds=60))
+        for n in range(5001)
+    ])
+    waiting = submit(name="waiting", replicas=HALF)
+    world = build_world(now=clock(), nodes=[], outside=[])
+    assert learned_runtimes([(waiting.team_id, waiting.kind, 4)]) == {(waiting.team_id, waiting.kind, 4): 700}
+    assert next(job for job in world.snapshot.pending if job.id == str(waiting.pk)).estimate == 700
+    expected = expected_runtime_of(waiting)
+    assert (expected.seconds, expected.source, expected.runs) == (700, "learned", 2), "the page says what the loop uses"
 
 
 def test_running_jobs_carry_their_last_checkpoint_into_the_snapshot(submit, cluster, clock):
