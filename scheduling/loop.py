@@ -309,7 +309,7 @@ def stop_victim(job: Job, cluster: Cluster) -> None:
         if job.adopted:
             raise
         with on_one_object(cluster):  # refused too: the caller's to say, and the others go on
-            cluster.delete_job(target.namespace, target.name)
+            cluster.delete_job(target.namespace, target.name, target.kind)
         note(job, JobEvent.Kind.NOTE, f"The cluster refused to suspend it ({str(error).rstrip('. ')}); its "
              f"{job.kind} was deleted instead so that its room frees. It starts again from its last "
              "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip

@@ -119,7 +119,7 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
         job = others.get(job_id)
         try:
             if job is None and not status.adopted:
-                cluster.delete_job(status.namespace, status.name)
+                cluster.delete_job(status.namespace, status.name, status.kind)
                 log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
                 result.deleted += 1
             elif job is not None and job.is_terminal and status.phase in RUNS and _ours_to_stop(job, status):
@@ -146,7 +146,7 @@ def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: Reconcile
         cluster.suspend_job(to_cluster_job(job))  # never deleted: it is its owner's object
         result.suspended += 1
     else:
-        cluster.delete_job(status.namespace, status.name)
+        cluster.delete_job(status.namespace, status.name, status.kind)
         result.deleted += 1
     if not job.events.filter(code=Because.ENDED_HERE).exists():  # said once, however often its owner resumes it
         note(job, JobEvent.Kind.NOTE, f"Stopped in the cluster: it had ended here ({job.state}) but was still "
@@ -220,7 +220,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             cluster.suspend_job(to_cluster_job(job))  # never deleted: it is its owner's object
             result.suspended += 1
         elif status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED):
-            cluster.delete_job(status.namespace, status.name)
+            cluster.delete_job(status.namespace, status.name, status.kind)
             result.deleted += 1
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
                    placement=[])  # fmt: skip

@@ -174,6 +174,7 @@ class JobStatus:
     job_id: int
     name: str
     namespace: str
+    kind: str  # a `jobs.kinds` name: the kind of the object found, which a delete names
     phase: Phase
     message: str = ""
     running_pods: int = 0
@@ -338,8 +339,10 @@ class Cluster(Protocol):
     def suspend_job(self, job: ClusterJob) -> None:
         """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
 
-    def delete_job(self, namespace: str, name: str) -> None:
-        """Delete the job and its pods. Deleting a missing job is success. Never called for an adopted job."""
+    def delete_job(self, namespace: str, name: str, kind: str) -> None:
+        """Delete the one job of that kind (a `jobs.kinds` name) and name, and its pods; an object of another
+        kind with the same name is left alone. Deleting a missing job is success. Never called for an adopted
+        job. Callers name the kind of the object they found (`JobStatus.kind`) or made (`ClusterJob.kind`)."""
 
     def outside_jobs(self) -> OutsideJobs:
         """Every job of the adopted kinds Gangway did not create that carries `gangway.io/queue`, adopted

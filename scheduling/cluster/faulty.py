@@ -95,8 +95,8 @@ class FaultyCluster:
     def suspend_job(self, job: ClusterJob) -> None:
         return self._call("suspend_job", job)
 
-    def delete_job(self, namespace: str, name: str) -> None:
-        return self._call("delete_job", namespace, name)
+    def delete_job(self, namespace: str, name: str, kind: str) -> None:
+        return self._call("delete_job", namespace, name, kind)
 
     def outside_jobs(self):
         return self.inner.outside_jobs()

@@ -165,18 +165,19 @@ class KubernetesCluster:
             job_manifests.suspend_patch(kind), tolerate=(NOT_FOUND,),
         )
 
-    def delete_job(self, namespace: str, name: str) -> None:
-        """Deletes the job of that name, whatever its kind; its pods follow. Returns nothing.
+    def delete_job(self, namespace: str, name: str, kind: str) -> None:
+        """Deletes the one object of that kind and name, in one call; its pods follow (background propagation).
 
-        The port passes no kind, so one of each kind is deleted; a missing one is success.
+        Returns nothing; a job that no longer exists (404) is already deleted. An object of another
+        kind with the same name (a person's own PyTorchJob beside a Gangway TFJob) is left alone.
         """
-        for kind in kinds.all_kinds():
-            self.api.call(
-                "delete", kind.name, f"{namespace}/{name}",
-                self.api.custom.delete_namespaced_custom_object,
-                kind.group, kind.version, namespace, kind.plural, name,
-                propagation_policy="Background", tolerate=(NOT_FOUND,),
-            )
+        job_kind = kinds.get(kind)
+        self.api.call(
+            "delete", kind, f"{namespace}/{name}",
+            self.api.custom.delete_namespaced_custom_object,
+            job_kind.group, job_kind.version, namespace, job_kind.plural, name,
+            propagation_policy="Background", tolerate=(NOT_FOUND,),
+        )
 
     def job_statuses(self) -> list[JobStatus]:
         """Returns every job labelled with a Gangway job id, its phase and its running pods.
@@ -224,7 +225,7 @@ class KubernetesCluster:
                 if phase is Phase.FAILED:
                     message = failure_sentence(owned.get((meta["namespace"], label), []), message)
                 result.append(JobStatus(
-                    job_id=int(label), name=meta["name"], namespace=meta["namespace"],
+                    job_id=int(label), name=meta["name"], namespace=meta["namespace"], kind=kind.name,
                     phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
                     pods=tuple(bound.get((meta["namespace"], label), ())),
                     adopted=not outside.created_by_gangway(obj),

@@ -110,8 +110,9 @@ class SimulatedCluster:
             sim.save(update_fields=["suspended", "started_at", "nodes", "progress"])
         self.advance()
 
-    def delete_job(self, namespace: str, name: str) -> None:
-        SimJob.objects.filter(namespace=namespace, name=name).delete()
+    def delete_job(self, namespace: str, name: str, kind: str) -> None:
+        """Delete the job of that kind and name; one of another kind is left alone, a missing one is success."""
+        SimJob.objects.filter(namespace=namespace, name=name, kind=kind).delete()
         self.advance()
 
     def claims(self, namespace: str) -> list[ClaimInfo]:
@@ -270,7 +271,7 @@ def _status(job: SimJob, *, adopted: bool = False) -> JobStatus:
         for index, (node, (gpu, cpu, memory)) in enumerate(zip(job.nodes, _replicas(job)))
     ) if phase is Phase.RUNNING else ()  # fmt: skip
     return JobStatus(
-        job_id=job.job_id, name=job.name, namespace=job.namespace, phase=phase, message=message,
+        job_id=job.job_id, name=job.name, namespace=job.namespace, kind=job.kind, phase=phase, message=message,
         running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes), pods=pods,
         adopted=adopted,
     )  # fmt: skip

@@ -115,10 +115,25 @@ def test_deleting_removes_the_job_and_a_missing_job_is_success(fake, cluster):
     fake.add(_namespace("maps"))
     cluster.create_job(JOB)
 
-    cluster.delete_job("maps", "resnet-g12")
-    cluster.delete_job("maps", "resnet-g12")
+    cluster.delete_job("maps", "resnet-g12", "TFJob")
+    cluster.delete_job("maps", "resnet-g12", "TFJob")
 
     assert fake.list("TFJob") == []
+
+
+def test_deleting_a_tfjob_leaves_a_pytorchjob_of_the_same_name_and_makes_one_call(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    # A person's own PyTorchJob that happens to share the Gangway TFJob's name and namespace.
+    fake.add({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+              "metadata": {"name": "resnet-g12", "namespace": "maps"}, "spec": {}})  # fmt: skip
+    fake.log.clear()
+
+    cluster.delete_job("maps", "resnet-g12", "TFJob")
+
+    assert fake.list("TFJob") == []
+    assert [j["metadata"]["name"] for j in fake.list("PyTorchJob")] == ["resnet-g12"]
+    assert fake.log == [("DELETE", "/apis/kubeflow.org/v1/namespaces/maps/tfjobs/resnet-g12")]
 
 
 @pytest.mark.parametrize(

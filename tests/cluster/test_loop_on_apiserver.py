@@ -16,11 +16,12 @@ from django.db import DatabaseError
 from fake_apiserver import kind_path
 from jobs.codes import Because
 from jobs.models import Job
-from jobs.services import job_submit
+from jobs.services import job_cancel, job_submit
 from jobs.spec import parse_spec
 from scheduling import records
 from scheduling.cluster.base import ClusterUnavailable
 from scheduling.cluster.faulty import Fault, FaultyCluster, Killed
+from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY
 from scheduling.invariants import broken_promises, check
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
@@ -224,3 +225,41 @@ def test_a_kind_whose_definition_is_not_installed_has_no_jobs(fake, cluster, two
     admission_cycle(cluster=cluster)
     assert reconcile(cluster=cluster).error == ""
     assert len(cluster.job_statuses()) == 2
+
+
+def _their_pytorchjob(namespace: str, name: str) -> dict:
+    """A person's own PyTorchJob (no Gangway labels) that happens to share a Gangway job's name."""
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {}}  # fmt: skip
+
+
+def _deletes(fake) -> list[str]:
+    return [path for method, path in fake.log if method == "DELETE"]
+
+
+def test_a_cancel_deletes_its_tfjob_and_leaves_a_pytorchjob_of_the_same_name(fake, cluster, two_teams, owner):
+    alpha, _ = two_teams
+    admission_cycle(cluster=cluster)
+    [name] = [o["metadata"]["name"] for o in fake.list("TFJob") if o["metadata"]["namespace"] == "alpha"]
+    fake.add(_their_pytorchjob("alpha", name))
+    job_cancel(job=alpha, actor=owner)
+    fake.log.clear()
+    result = reconcile(cluster=cluster)
+    alpha.refresh_from_db()
+    assert not result.error and alpha.state == Job.State.CANCELLED
+    assert fake.get("TFJob", name, "alpha") is None
+    assert fake.get("PyTorchJob", name, "alpha") is not None
+    assert _deletes(fake) == [f"/apis/kubeflow.org/v1/namespaces/alpha/tfjobs/{name}"]
+
+
+def test_an_orphan_tfjob_is_deleted_and_a_pytorchjob_of_the_same_name_left(fake, cluster, two_teams):
+    labels = {JOB_ID_LABEL: "999", **MANAGED_BY}  # made by Gangway for a job it no longer has
+    fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+              "metadata": {"name": "train-g999", "namespace": "alpha", "labels": labels}, "spec": {}})  # fmt: skip
+    fake.add(_their_pytorchjob("alpha", "train-g999"))
+    fake.log.clear()
+    result = reconcile(cluster=cluster)
+    assert not result.error and result.deleted == 1
+    assert fake.get("TFJob", "train-g999", "alpha") is None
+    assert fake.get("PyTorchJob", "train-g999", "alpha") is not None
+    assert _deletes(fake) == ["/apis/kubeflow.org/v1/namespaces/alpha/tfjobs/train-g999"]

@@ -25,5 +25,5 @@ def test_it_creates_suspends_resumes_reads_and_deletes_a_registered_kind(fake, c
     fake.add(obj)
     assert [(s.phase, s.message) for s in cluster.job_statuses()] == [(Phase.SUCCEEDED, "done")]
 
-    cluster.delete_job("maps", "allreduce-g5")
+    cluster.delete_job("maps", "allreduce-g5", "MPIJob")
     assert fake.get("MPIJob", "allreduce-g5", "maps") is None

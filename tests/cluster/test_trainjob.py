@@ -154,7 +154,7 @@ def test_it_names_a_trainjobs_replicas_by_node(fake, cluster):
 
 def test_it_deletes_it(fake, cluster):
     _created(fake, cluster)
-    cluster.delete_job("maps", "llama-g21")
+    cluster.delete_job("maps", "llama-g21", "TrainJob")
     assert fake.list("TrainJob") == []
 
 

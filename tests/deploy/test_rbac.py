@@ -104,7 +104,8 @@ def used() -> set[tuple[str, str, str]]:
                   "labels": {"gangway.io/job-id": "1"}}, "spec": {"containers": [{"name": "tensorflow"}]},
                   "status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}})  # fmt: skip
         cluster.logs("maps", 1)
-        cluster.delete_job("maps", "train-g1")
+        for job_id, kind in enumerate(kinds.all_kinds(), start=1):
+            cluster.delete_job("maps", f"train-g{job_id}", kind.name)
         # A job from elsewhere (a Katib trial): listed, its trial read, labelled, admitted, refused.
         fake.add({"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "metadata": {
             "name": "tune-x1", "namespace": "maps", "labels": {"katib.kubeflow.org/experiment": "tune"}}})  # fmt: skip

@@ -86,7 +86,15 @@ def test_suspending_frees_the_gpus_at_once_and_keeps_progress(cluster, clock):
 
 
 def test_deleting_a_missing_job_is_success(cluster):
-    cluster.delete_job("maps", "nothing-g9")
+    cluster.delete_job("maps", "nothing-g9", "TFJob")
+
+
+def test_deleting_deletes_only_the_kind_it_names(cluster):
+    cluster.create_job(a_job(1))
+    cluster.delete_job("maps", "job-g1", "PyTorchJob")
+    assert [(s.name, s.kind) for s in cluster.job_statuses()] == [("job-g1", "TFJob")]
+    cluster.delete_job("maps", "job-g1", "TFJob")
+    assert cluster.job_statuses() == []
 
 
 def test_it_follows_the_placement_hint(cluster):

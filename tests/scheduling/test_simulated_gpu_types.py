@@ -34,7 +34,7 @@ def test_a_job_pinned_to_a_type_waits_for_its_types_node_instead_of_running_on_a
     waiting = status(cluster, 2)
     assert waiting.phase is Phase.CREATED and waiting.nodes == ()  # node-02 has 8 free GPUs, but of l4
 
-    cluster.delete_job("maps", "job-g1")
+    cluster.delete_job("maps", "job-g1", "TFJob")
     assert status(cluster, 2).phase is Phase.RUNNING and status(cluster, 2).nodes == ("node-01",)
 
 
