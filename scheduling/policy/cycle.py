@@ -164,7 +164,8 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     # (team, GPU type) -> holder: the types a starving job was refused GPUs of;
     # (None, GPU type): the types a starving job holds for room under "hold" (3d).
     held_types: dict[tuple[str | None, int | None], PendingJob] = {}
-    no_room: set[tuple] = set()  # shapes (and types) that found no room; room only shrinks
+    # Shapes (and types) that found no room; room only shrinks.
+    no_room: set[Demand | tuple[Demand, int]] = set()
     hopeless = Hopeless()  # victim searches known to find nothing (hopeless.py)
     holds = Holds(state.room)
     reserve = settings.starvation_guard == "reserve"
@@ -262,7 +263,8 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
         if now - job.queued <= settings.starvation_after:
             continue
         if all(refusal is not None for refusal in refusals):
-            if types is not None and all(refusal.resource == 0 for refusal in refusals):
+            if types is not None and all(refusal is not None and refusal.resource == 0
+                                         for refusal in refusals):
                 for kind in kinds:  # refused GPUs of these types: their pools only
                     held_types.setdefault((job.team, kind), job)
             else:  # no types, or refused CPU or memory, which every type shares

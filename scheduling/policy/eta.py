@@ -30,9 +30,10 @@ How a cycle avoids re-walking the queue: see lines.py.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 
 from .lines import Lines
-from .model import Admission, PendingJob, Snapshot
+from .model import Admission, PendingJob, RunningJob, Snapshot
 from .order import r3_key
 from .placement import place, usage_on_nodes
 from .reservation import Hold, Holds
@@ -44,7 +45,7 @@ HORIZON = 30 * 86400
 
 def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
                     admitted: list[Admission], planned: State,
-                    holds: list[Hold] = ()) -> dict[str, int | None]:
+                    holds: Sequence[Hold] = ()) -> dict[str, int | None]:
     """Returns the estimated start of each waiting job, None when unknown;
     a job holding one of `holds` (the plan's reservations) starts at its
     start."""
@@ -56,11 +57,7 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
     pending = {job.id: job for job in snapshot.pending}
     victims = {v for a in admitted for v in a.victims}
     running = [job for job in snapshot.running if job.id not in victims]
-    requeued = [
-        PendingJob(j.id, j.team, j.tier, j.queued if j.queued is not None else j.started,
-                   j.replicas, j.max_runtime, j.estimate)
-        for j in snapshot.running if j.id in victims
-    ]
+    requeued = [requeue(j) for j in snapshot.running if j.id in victims]
     pending.update((job.id, job) for job in requeued)
     reserving = {h.id: h for h in holds}
     queue = sorted((job for job in waiting + requeued if job.id not in reserving),
@@ -113,12 +110,23 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
         for job in started:
             if job.id in estimates:
                 estimates[job.id] = t
-            heapq.heappush(events, (state.holders[job.id].end, 0, job.id))
+            end = state.holders[job.id].end
+            assert end is not None  # started for its expected runtime
+            heapq.heappush(events, (end, 0, job.id))
         for hold in reserved:
             if hold.id in estimates:
                 estimates[hold.id] = hold.start
             heapq.heappush(events, (hold.start, 1, hold.id))
     return estimates
+
+
+def requeue(victim: RunningJob) -> PendingJob:
+    """Returns a victim as the job that waits again, with its queue time."""
+    # Outside usage (R12), the only job without a team or tier, is never a victim.
+    assert victim.team is not None and victim.tier is not None
+    return PendingJob(victim.id, victim.team, victim.tier,
+                      victim.queued if victim.queued is not None else victim.started,
+                      victim.replicas, victim.max_runtime, victim.estimate)
 
 
 def _largest_free_gpu(state: State, holds: Holds) -> int:

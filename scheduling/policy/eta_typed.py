@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 
-from .eta import HORIZON
+from .eta import HORIZON, requeue
 from .model import Admission, PendingJob, Snapshot
 from .order import r3_key
 from .placement import place, usage_on_nodes
@@ -52,13 +52,11 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
                           pending=(), reservations=()))
     kinds = dict(kinds_of)
     requeued = []
-    for job in snapshot.running:
-        if job.id in victims:
-            held = planned.holders[job.id]
-            requeued.append(PendingJob(job.id, job.team, job.tier,
-                                       job.queued if job.queued is not None else job.started,
-                                       job.replicas, job.max_runtime, job.estimate))
-            kinds[job.id] = (held.kind,)
+    for j in snapshot.running:
+        if j.id in victims:
+            held = planned.holders[j.id]
+            requeued.append(requeue(j))
+            kinds[j.id] = (held.kind,)
     for a in admitted:
         state.hold(planned.holders[a.id])
     reserving = {h.id: h for h in holds}
@@ -91,7 +89,9 @@ def estimate_typed(snapshot: Snapshot, waiting: list[PendingJob], admitted: list
         started, reserved = lines.cycle(state, kept, settings, t, reserve)
         for job in started:
             estimates[job.id] = t
-            heapq.heappush(events, (state.holders[job.id].end, 0, job.id))
+            end = state.holders[job.id].end
+            assert end is not None  # started for its expected runtime
+            heapq.heappush(events, (end, 0, job.id))
         for hold in reserved:
             estimates[hold.id] = hold.start
             heapq.heappush(events, (hold.start, 1, hold.id))
@@ -107,7 +107,9 @@ def _start_reserved(state: State, holds: Holds, job: PendingJob, tiers, settings
     at = next(k for k, h in enumerate(holds.holds) if h.id == job.id)
     hold, earlier = holds.holds[at], holds.holds[:at]
     holds.drop(hold)
-    kind = None if hold.gpu_type is None else state.types.index.get(hold.gpu_type)
+    types = state.types
+    assert types is not None  # the replay on a cluster with types
+    kind = None if hold.gpu_type is None else types.index.get(hold.gpu_type)
     state.select(kind)
     placement = hold.placement
     if any(state.room.free(i)[r] < v[r] for i, v in hold.on_nodes.items() for r in range(3)):

@@ -126,7 +126,8 @@ class Hopeless:
         self.for_now.clear()
         self.lasting.pop(team, None)
         for other in victim_teams:
-            self.lasting.pop(other, None)
+            if other is not None:
+                self.lasting.pop(other, None)
         if borrowing:
             self._forget_reclaims(but=team)
 

@@ -25,6 +25,7 @@ only on a cluster with types. Names are DNS-1123 labels ("a100", "h100-80gb").
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from .model import (
@@ -68,7 +69,7 @@ def _str(data: Any, path: str) -> str:
     return data
 
 
-def _obj(data: Any, path: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+def _obj(data: Any, path: str, allowed: set[str], required: Collection[str] = frozenset()) -> dict:
     if not isinstance(data, dict):
         raise SnapshotError(path, f"must be an object, got {type(data).__name__}")
     for key in sorted(required):
@@ -186,8 +187,9 @@ def snapshot_from_dict(data: Any) -> Snapshot:
         where = f"nodes[{k}]"
         item = _obj(item, where, {"name", *RESOURCES, "gpu_type"}, {"name"})
         gpu_type = item.get("gpu_type")
-        nodes.append(Node(_str(item["name"], f"{where}.name"),
-                          *(_int(item.get(r, 0), f"{where}.{r}") for r in RESOURCES),
+        name = _str(item["name"], f"{where}.name")
+        gpu, cpu, memory = (_int(item.get(r, 0), f"{where}.{r}") for r in RESOURCES)
+        nodes.append(Node(name, gpu, cpu, memory,
                           None if gpu_type is None else _type_name(gpu_type, f"{where}.gpu_type")))
     _unique([n.name for n in nodes], "nodes", "name")
     tiers = []
@@ -267,6 +269,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
                                   "estimate", "name", "owner", "gpu_type"},
                     {"id", "team", "tier", "queued", "replicas"})
         team, tier = team_and_tier(item, where, outside_ok=False)
+        assert team is not None and tier is not None  # only outside usage has neither
         pending.append(PendingJob(
             _str(item["id"], f"{where}.id"), team, tier, _time(item["queued"], f"{where}.queued"),
             _replicas(item["replicas"], f"{where}.replicas"), _optional_runtime(item, where),

@@ -117,7 +117,7 @@ class Lines:
         # starting sooner than this after a cycle.
         self.shortest = min((job.max_runtime for job in queue if job.max_runtime), default=None)
         self.at = [0] * len(self.jobs)  # index of each line's head
-        self.team_heads: dict[str, list[tuple[tuple, int]]] = {}
+        self.team_heads: dict[str, list[tuple[int, int]]] = {}  # (key, line)
         for n, jobs in enumerate(self.jobs):
             self.team_heads.setdefault(jobs[0].team, []).append((self.keys[n][0], n))
         for heads in self.team_heads.values():
@@ -140,6 +140,8 @@ class Lines:
 
     def ended(self, team: str | None) -> None:
         """Notes that a job of `team` ended: its usage dropped."""
+        if team is None:
+            return
         number = self.by_end.get(team)
         if number is not None and self.asleep.get(team) == number:
             self._wake(team)
@@ -174,9 +176,9 @@ class Lines:
         and the reservations made. `holds` None: the "hold" guard."""
         quota = state.quota
         starvation_after = settings.starvation_after
-        later: list[tuple[tuple, str]] = []  # teams whose next head changed this cycle
+        later: list[tuple[int, str]] = []  # teams whose next head changed this cycle
         rejoin = []
-        started = []
+        started: list[PendingJob] = []
         reserved: list[Hold] = []
         no_room: set[int] = set()
         fits: set[int] = set()  # shapes that fit as room is since the last start
@@ -199,6 +201,7 @@ class Lines:
         drowsy: dict[str, int] = {}
         if self.dormant:
             if settled:
+                assert holds is not None  # settled only with reservations
                 self._rouse(state, holds, spare)
             else:
                 drowsy = self._drowsy(later)
@@ -221,7 +224,7 @@ class Lines:
         # Per team visited this cycle: the next index into its sorted heads and
         # a heap of the heads that came up during this cycle.
         cursor: dict[str, int] = {}
-        risen: dict[str, list[tuple[tuple, int]]] = {}
+        risen: dict[str, list[tuple[int, int]]] = {}
         # Teams whose walk had no effect, with the refusals and shapes
         # without room it met (see _sleep); and the teams whose walk had.
         sleepy: dict[str, tuple[list[Refusal], set[int]]] = {}
@@ -245,12 +248,13 @@ class Lines:
                 del expect[team]
                 passed.pop(team, None)
                 marks = maybe.pop(team, None)
-                number = drowsy.pop(team, None)
-                if marks is not None or number is not None:
+                sleep = drowsy.pop(team, None)
+                if marks is not None or sleep is not None:
                     pool = marks is not None and any(quota.above[r] <= -mark
                                                      for r, mark, _ in marks)
-                    if not pool and (number is None or (
-                            settled and not self._room_for(team, state, holds, spare, dead))):
+                    if not pool and (sleep is None or (
+                            settled and holds is not None
+                            and not self._room_for(team, state, holds, spare, dead))):
                         for r, mark, number in marks or ():
                             heapq.heappush(self.wake_at[r], (mark, number, team))
                         continue  # its walk still has no effect, and it sleeps on
@@ -286,6 +290,7 @@ class Lines:
                 met.setdefault(team, []).append(refusal)
                 refused.add(n)
             elif latest is not None and until is not None and until <= latest:
+                assert holds is not None  # `latest` is a hold's start
                 restore = holds.spared(until)
                 placement = place(state.room, demand)
                 if placement is not None:
@@ -309,6 +314,7 @@ class Lines:
                 if not spare:
                     nothing = self._nothing_fits(state.room, no_room, fits)
                 else:
+                    assert holds is not None  # `spare` needs a hold
                     restore = holds.lifted()
                     nothing = self._nothing_fits(state.room, no_room_at_all, fits_at_all)
                     restore()
@@ -438,7 +444,8 @@ class Lines:
         shape that fits the room (all room, reserved room included, while
         some job could use reserved room). Room only shrinks within a
         cycle, so a team left asleep stays without room to the cycle's end."""
-        asleep, woken = self.asleep, set()
+        asleep = self.asleep
+        woken: set[str] = set()
         restore = holds.lifted() if spare else None
         room = state.room
         largest = room.largest_free_gpu()

@@ -76,6 +76,7 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
     by_team: dict[str, deque[int]] = {}
     for k, job in enumerate(jobs):
         by_team.setdefault(job.team, deque()).append(k)
+    rival: _Ranks | _Scan
     if quota_of is None:
         rival = _Ranks(jobs, done, by_team, quota, skip_team)
     else:

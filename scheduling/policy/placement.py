@@ -16,6 +16,7 @@ decides R10's "placeable on the empty cluster", so the two never disagree.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Mapping, Sequence
 
 from .demand import Demand, Vector
 from .room import Room
@@ -25,7 +26,7 @@ Placement = tuple[tuple[int, tuple[int, ...]], ...]
 
 
 def _capacity(room: Room, i: int, gpu: int, cpu: int, memory: int,
-              extra: Vector = (0, 0, 0)) -> int:
+              extra: Sequence[int] = (0, 0, 0)) -> int:
     """Returns how many replicas of one size node `i` can hold right now, or
     with `extra` room given back."""
     # Read for every node a search counts: comparisons, not min() and max().
@@ -201,7 +202,7 @@ def place(room: Room, demand: Demand) -> Placement | None:
     return tuple(sorted((i, tuple(n)) for i, n in mixed.items()))
 
 
-def placeable_with(room: Room, demand: Demand, given: list[dict[int, Vector]],
+def placeable_with(room: Room, demand: Demand, given: Sequence[Mapping[int, Sequence[int]]],
                    given_total: Vector) -> bool:
     """Returns whether `place(room, demand)` finds a placement once the room
     of every map of `given` (node -> room; a node may be in several) is
@@ -290,7 +291,7 @@ class Capacity:
         """Returns whether `demand` can be counted: one group, with GPUs."""
         return len(demand.groups) == 1 and demand.groups[0][1] > 0
 
-    def moved(self, nodes, given: dict[int, Vector]) -> None:
+    def moved(self, nodes: Iterable[int], given: Mapping[int, Sequence[int]]) -> None:
         """Counts `nodes` (of this room) again, with the room `given` says
         is given back on each."""
         room, caps = self.room, self.caps
@@ -299,7 +300,7 @@ class Capacity:
             self.held += cap - caps.get(i, 0)
             caps[i] = cap
 
-    def fits(self, given_total: Vector = (0, 0, 0)) -> bool:
+    def fits(self, given_total: Sequence[int] = (0, 0, 0)) -> bool:
         """Returns whether `place(room, demand)` would find a placement with
         the room given back, `given_total` being all of it."""
         total, need = self.room.total, self.demand.total

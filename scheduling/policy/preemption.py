@@ -30,7 +30,7 @@ takes dozens of small jobs to free one node and puts back all but a few.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 import heapq
 from dataclasses import dataclass
 from enum import IntEnum
@@ -240,6 +240,7 @@ class _Search:
         while k < len(held) and not self.other_eligible(held[k]):
             k += 1
         if k < len(held):
+            assert self.heap is not None  # first_candidate built it
             heapq.heappush(self.heap, (held[k].key, team, k))
 
     def first_candidate(self) -> Holder | None:
@@ -265,6 +266,7 @@ class _Search:
         if h.team == self.team:
             self.own_at += 1
             return
+        assert self.heap is not None  # another team's candidate came from it
         _, team, k = heapq.heappop(self.heap)
         self._next_other(team, k + 1)
 
@@ -281,26 +283,26 @@ class _Search:
         """
         state = self.state
         kept = state.reaches(self.team)
-        key = (self.tier.value,)
-        own = kept.get(key)
+        own_key = (self.tier.value,)
+        own = kept.get(own_key)
         if own is None:
             if state.types is None:
                 jobs = state.own_victims(self.team, self.tier.value, self.guard_since)
             else:
                 jobs = [(h.usage, h.on_nodes) for h in self.own if self.own_eligible(h)]
-            own = kept[key] = Reach.of(self.team, jobs)
+            own = kept[own_key] = Reach.of(self.team, jobs)
         gone = own.total
         reaches = []
         self.reclaims = self.may_reclaim((gone[0], gone[1], gone[2]))
         if self.reclaims:
             quota = state.quota
-            key = (self.relevant, len(self.demand.groups) != 1)
+            their_key = (self.relevant, len(self.demand.groups) != 1)
             for team in state.teams:
                 if team != self.team and quota.above_nominal(team, self.relevant):
                     kept = state.reaches(team)
-                    reach = kept.get(key)
+                    reach = kept.get(their_key)
                     if reach is None:
-                        reach = kept[key] = Reach.of(team, [
+                        reach = kept[their_key] = Reach.of(team, [
                             (h.usage, h.on_nodes) for h in self._reachable(team, state.held(team))])
                     if reach.count:
                         reaches.append(reach)
@@ -308,7 +310,7 @@ class _Search:
             reaches.append(own)
         return reaches
 
-    def _reachable(self, team: str, held: Sequence[Holder]) -> list[Holder]:
+    def _reachable(self, team: str, held: Iterable[Holder]) -> list[Holder]:
         """Returns the eligible jobs of `team` the walk may take: in R8 order,
         each while the team is above nominal with the earlier ones gone.
         With several replica groups, all eligible jobs (the walk's placement

@@ -44,7 +44,7 @@ class Refusal:
 class Quota:
     """Per-team usage against nominal, borrowing and lending limits."""
 
-    def __init__(self, teams: tuple[Team, ...], capacity: Vector) -> None:
+    def __init__(self, teams: tuple[Team, ...], capacity: Sequence[int]) -> None:
         self.teams = {t.name: t for t in teams}
         self.usage: dict[str, list[int]] = {t.name: [0, 0, 0] for t in teams}
         self.steady: dict[str, list[int]] = {t.name: [0, 0, 0] for t in teams}
@@ -128,8 +128,8 @@ class Quota:
         """
         return self._refuse(team, need, steady, self.usage[team], self.steady[team], self.above)
 
-    def _refuse(self, team: str, need: Vector, steady: bool, used: list[int],
-                held_steady: list[int], above: list[int]) -> Refusal | None:
+    def _refuse(self, team: str, need: Vector, steady: bool, used: Sequence[int],
+                held_steady: Sequence[int], above: Sequence[int]) -> Refusal | None:
         nominal = self.nominal[team]
         for r in self.named[team]:
             q = need[r]
@@ -206,11 +206,11 @@ class Without:
         self.gone: dict[str, list[int]] = {}
         self.drawn = [0, 0, 0]
 
-    def count(self, team: str, v: Vector, sign: int) -> None:
+    def count(self, team: str | None, v: Sequence[int], sign: int) -> None:
         """Counts preemptible usage `v` of a team as gone (`sign` 1) or
         back (-1)."""
         quota = self.quota
-        if team not in quota.usage:
+        if team is None or team not in quota.usage:
             return
         gone = self.gone.get(team)
         if gone is None:

@@ -7,9 +7,10 @@ GPUs, CPU in cores, memory in GiB.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
-from .demand import CPU, GPU, MEMORY, Vector
+from .demand import CPU, GPU, MEMORY
 
 GIB = 1 << 30
 
@@ -118,7 +119,7 @@ def amount(r: int, value: int) -> str:
     return f"{_number(value / GIB)} GiB"
 
 
-def amounts(v: Vector) -> str:
+def amounts(v: Sequence[int]) -> str:
     """Returns the non-zero parts of `v` with units, "8 GPUs, 16 cores and 64 GiB"."""
     parts = [amount(r, v[r]) for r in (GPU, CPU, MEMORY) if v[r]]
     if not parts:

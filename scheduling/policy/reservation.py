@@ -177,11 +177,13 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     """
     room = state.room.copy()
     # Nodes left out keep no room, and get none back as jobs end.
-    out = set() if nodes is None else set(range(len(room.names))) - nodes
+    out: set[int] = set()
     names = None  # of `nodes`: the jobs whose end frees none of them are passed over
-    if out:
-        room.confine(nodes)
-        names = {room.names[i] for i in nodes}
+    if nodes is not None:
+        out = set(range(len(room.names))) - nodes
+        if out:
+            room.confine(nodes)
+            names = {room.names[i] for i in nodes}
     # (end, job id, 0) or (end, "", number of a hold), soonest first. A
     # job's room is read only once the walk reaches its end.
     held: list[Hold] = []
@@ -207,7 +209,8 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         while event is not None and event[0] == t:
             _, name, number = event
             event = next(events, None)
-            if names is not None and name and not state.touches(name, nodes, names):
+            if (names is not None and nodes is not None and name
+                    and not state.touches(name, nodes, names)):
                 continue
             freed = state.on_nodes(name) if name else held[number].on_nodes
             for i, v in freed.items():

@@ -6,7 +6,7 @@ preemption gives room back and returns it through a restore closure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import sub
 
 from .demand import Vector
@@ -39,7 +39,7 @@ class Room:
             self.members[free].add(i)
         self.sorted: list[list[int] | None] = [None] * (top + 1)
         self.total = [sum(self.gpu), sum(self.cpu), sum(self.memory)]
-        self.indices = range(len(nodes))
+        self.indices: Sequence[int] = range(len(nodes))
         self.master: Room | None = None
         self.kind = -1
         self.part_of = kinds
@@ -134,6 +134,7 @@ class Room:
         if v[0]:
             self._move(i, before, self.gpu[i])
         if self.parts:
+            assert self.part_of is not None  # parts exist only on a room with kinds
             k = self.part_of[i]
             if k >= 0:
                 part = self.parts[k]

@@ -7,9 +7,10 @@ takes out only the victims it keeps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from .demand import Demand, Vector, add_to, per_node_usage
 from .model import RunningJob, Snapshot, Tier
@@ -18,6 +19,9 @@ from .quota import Quota
 from .room import Room
 from .runtime import expected_end
 from .types import Types
+
+if TYPE_CHECKING:
+    from .preemption import Reach
 
 
 @dataclass(slots=True)
@@ -35,11 +39,11 @@ class Holder:
     started: int
     usage: Vector
     on_nodes: dict[int, Vector]
-    fresh: bool = False
-    taken: bool = False
     # The R8 order within a group: lower tier, least unsaved work (the most
     # recent checkpoint, else start), id.
-    key: tuple[int, int, str] = ()
+    key: tuple[int, int, str]
+    fresh: bool = False
+    taken: bool = False
     end: int | None = None
     # The index of the GPU type its GPUs are of (types.py); None: no type.
     kind: int | None = None
@@ -51,7 +55,7 @@ class Holder:
         """Returns a holder with its victim order key; `saved` is its last
         reported checkpoint, if any."""
         key = (tier.value if tier else 0, -(started if saved is None else saved), id)
-        return cls(id, team, tier, started, usage, on_nodes, fresh, False, key, end, kind)
+        return cls(id, team, tier, started, usage, on_nodes, key, fresh, False, end, kind)
 
     @property
     def steady(self) -> bool:
@@ -145,9 +149,9 @@ class State:
         self._made: dict[str, Holder] = {}
         self._unbuilt: dict[str, RunningJob] = {}
         self._fresh: dict[str, Holder] = {}
-        # team -> what victim searches' upper bounds counted of it, kept
-        # while its jobs and usage stay as they are (preemption.Reach).
-        self._reaches: dict[str | None, dict[tuple, object]] = {}
+        # team -> GPU type (None: no type) -> what victim searches' upper
+        # bounds counted of it, kept while its jobs and usage stay as they are.
+        self._reaches: dict[str | None, dict[int | None, dict[tuple, Reach]]] = {}
         self._charge_running(snapshot.running)
 
     def select(self, kind: int | None) -> None:
@@ -309,6 +313,7 @@ class State:
             i = index.get(job.nodes[0])
             return usage, {} if i is None else {i: usage}
         nodes = job.nodes
+        held: Iterable[tuple[str, Vector]]
         if len(replicas) == len(nodes) and len(set(nodes)) == len(nodes):
             # One replica per group, each on a node of its own (an outside
             # job over many nodes): nothing to add up per node.
@@ -370,15 +375,13 @@ class State:
             return not nodes.isdisjoint(holder.on_nodes)
         return not names.isdisjoint(self._unbuilt[job_id].nodes)
 
-    def reaches(self, team: str | None) -> dict[tuple, object]:
+    def reaches(self, team: str | None) -> dict[tuple, Reach]:
         """Returns what victim searches keep about a team's jobs, emptied
         whenever the team admits a job or loses one to a preemptor (each GPU
-        type's apart)."""
+        type's apart; without types `kind` stays None)."""
         kept = self._reaches.get(team)
         if kept is None:
             kept = self._reaches[team] = {}
-        if self.types is None:
-            return kept
         of_kind = kept.get(self.kind)
         if of_kind is None:
             of_kind = kept[self.kind] = {}

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Iterable
 
 from .model import PendingJob
 from .order import rewound
 from .placement import place, usage_on_nodes
+from .quota import Refusal
 from .reservation import Hold, Holds, earliest_hold
 from .runtime import expected_runtime
 from .state import State
@@ -134,8 +136,9 @@ class TypedQueue:
         # R2's answer per (team, need, tier preemptible, type): the same for
         # every such job until a start changes usage. Asked of the type's quota directly: selecting a
         # type is needed only to place.
-        answers: dict[tuple, object] = {}
-        quotas = state.quotas
+        answers: dict[tuple, Refusal | None] = {}
+        quotas, types = state.quotas, state.types
+        assert quotas is not None and types is not None  # the replay on a cluster with types
         sleepers = self.sleepers
         sleepers.wake(quotas, fits if settled else None)
         # What each team's walk met, to put it to sleep should the walk have
@@ -155,7 +158,7 @@ class TypedQueue:
         # The teams merged by their next job: (its key, team, its index);
         # an entry whose index is not the team's in `at` is stale (`_rewind`
         # pushes a team again without looking for its entry).
-        teams = keys_of
+        teams: Iterable[str] = keys_of
         if settled and reserve:  # a team with no shape that fits would leave at once
             teams = set().union(*(self.teams_with[pair] for pair in fits))
         if sleepers:
@@ -166,7 +169,7 @@ class TypedQueue:
         unsifted = (0, 0, len(no_room) if settled and reserve else 0)
         walk = [(keys_of[team][0], team, 0) for team in teams]
         heapq.heapify(walk)
-        at = dict.fromkeys(keys_of, 0)
+        at: dict[str, int | None] = dict.fromkeys(keys_of, 0)
         # Per team, the range of its jobs jumped over since its last visit
         # (see _jump), to go back to should a job start before them.
         passed: dict[str, tuple[int, int]] = {}
@@ -303,7 +306,7 @@ class TypedQueue:
                 restore()
                 state.select(None)
                 if hold is not None:
-                    hold.gpu_type = None if quota_ok is None else state.types.names[quota_ok]
+                    hold.gpu_type = None if quota_ok is None else types.names[quota_ok]
                     holds.add(hold)
                     reserved.append(hold)
                     dirty.add(team)

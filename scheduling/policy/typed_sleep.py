@@ -51,7 +51,8 @@ class Sleepers:
 
     def ended(self, team: str | None) -> None:
         """Notes that a job of `team` ended: its usage dropped."""
-        self.asleep.pop(team, None)
+        if team is not None:
+            self.asleep.pop(team, None)
 
     def wake(self, quotas, fits: set | None) -> None:
         """Wakes, as a cycle begins, the teams whose quota's pool now has

@@ -40,6 +40,8 @@ def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterab
     types = state.types
     if types is None:
         return _figures(snapshot, snapshot.running, admitted, list(waiting), state.quota)
+    quotas = state.quotas
+    assert quotas is not None  # a state with types has a quota per type
     index = state.room.index
     pending = {job.id: job for job in snapshot.pending}
     teams = {t.name: t for t in snapshot.teams}
@@ -50,7 +52,7 @@ def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterab
         mine = [a for a in admitted if a.gpu_type == name]
         asked = [i for i in waiting
                  if types.candidates(pending[i], teams[pending[i].team])[0] == kind]
-        per_type.append(_figures(snapshot, running, mine, asked, state.quotas[kind]))
+        per_type.append(_figures(snapshot, running, mine, asked, quotas[kind]))
     order = {name: k for k, name in enumerate(teams)}
     return tuple(_summed(figures, types.names, order) for figures in zip(*per_type))
 
@@ -63,10 +65,12 @@ def _summed(figures: tuple[TeamGpus, ...], names: tuple[str, ...], order: dict[s
     for f in figures:
         for lender, gpus in f.borrowed_from:
             loans[lender] = loans.get(lender, 0) + gpus
-    first = figures[0]
-    return TeamGpus(first.team, *(sum(getattr(f, name) for f in figures) for name in (
-        "nominal", "used", "within", "borrowed", "lent", "idle", "waiting")),
-        tuple(sorted(loans.items(), key=lambda loan: order[loan[0]])), tuple(zip(names, figures)))
+    nominal, used, within, borrowed, lent, idle, waiting = (
+        sum(getattr(f, name) for f in figures)
+        for name in ("nominal", "used", "within", "borrowed", "lent", "idle", "waiting"))
+    return TeamGpus(figures[0].team, nominal, used, within, borrowed, lent, idle, waiting,
+                    tuple(sorted(loans.items(), key=lambda loan: order[loan[0]])),
+                    tuple(zip(names, figures)))
 
 
 def _figures(snapshot: Snapshot, running, admitted: Sequence[Admission], waiting: list[str],
@@ -120,15 +124,17 @@ def _pairs(lent: dict[str, int], taken: dict[str, int]) -> dict[str, tuple[tuple
     """Returns, per borrower, the (lender, GPUs) that make up what it takes
     from lenders, filling borrowers in team order from lenders in team order;
     both sides add up to the same total."""
-    lenders = [[n, gpus] for n, gpus in lent.items() if gpus]
+    lenders = [n for n, gpus in lent.items() if gpus]
+    left = dict(lent)  # what each lender has still to lend
     loans: dict[str, list[tuple[str, int]]] = {}
     k = 0
     for borrower, need in taken.items():
         while need and k < len(lenders):
-            gpus = min(need, lenders[k][1])
-            loans.setdefault(borrower, []).append((lenders[k][0], gpus))
+            lender = lenders[k]
+            gpus = min(need, left[lender])
+            loans.setdefault(borrower, []).append((lender, gpus))
             need -= gpus
-            lenders[k][1] -= gpus
-            if not lenders[k][1]:
+            left[lender] -= gpus
+            if not left[lender]:
                 k += 1
     return {n: tuple(pairs) for n, pairs in loans.items()}

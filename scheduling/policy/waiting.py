@@ -19,7 +19,10 @@ from .state import State
 
 def type_name(state: State, kind: int | None) -> str | None:
     """Returns the name of GPU type `kind`, None for no type."""
-    return None if kind is None else state.types.names[kind]
+    if kind is None:
+        return None
+    assert state.types is not None  # a type index comes only from a cluster with types
+    return state.types.names[kind]
 
 
 def typed(name: str | None, sentence: str) -> str:
@@ -157,6 +160,7 @@ def _kept_off(demand: Demand, state: State, holds: Holds, now: int) -> tuple[Cod
         usage_on_nodes(demand, placement))
     if not in_the_way:
         return None
+    assert placement is not None  # holds are in the way only of a placement
     first = min(in_the_way, key=lambda h: h.start)
     names = state.room.names
     nodes = [names[i] for i, _ in placement if i in first.headroom]
