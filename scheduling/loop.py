@@ -325,44 +325,68 @@ def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
     return tuple(node for node, count in placement for _ in range(count))
 
 
+ETA_DRIFT = timedelta(seconds=60)  # what an estimated start may move before it is written again
+WAIT_FIELDS = ["reason", "reason_code", "position", "team_position", "eta", "reservation"]
+
+
 def _record_waits(world: World, plan: Plan, now: datetime) -> int:
     """Store every waiting job's reason (as its owner reads it), positions, ETA and
-    reservation (R4); an event when its reason changes. Returns how many wait."""
+    reservation (R4); an event when its reason changes. Returns how many wait.
+
+    Only the rows whose figures changed are written, and only they are locked: a steady queue of
+    thousands costs no writes, and a cancel never waits behind a cycle for a row it does not change.
+    """
     teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
     reserved = {held.id: held for held in plan.reservations}
-    # Only jobs still queued: one cancelled since the snapshot keeps no position. Their rows are
-    # locked to the commit; one a cancel holds is left to the next cycle.
-    queued = set(Job.objects.select_for_update(skip_locked=True).filter(
-        pk__in=[world.jobs[wait.id].pk for wait in plan.wait] + [job.pk for job, _ in world.held.values()],
-        state=Job.State.QUEUED).order_by("pk").values_list("pk", flat=True))  # fmt: skip
-    changed = []
+    waits: list[tuple[Job, str, str, dict]] = []  # (job, event sentence or "", its code, new figures)
     for wait in plan.wait:
         job = world.jobs[wait.id]
-        if job.pk not in queued:
-            continue
         reason = records.readable_reason(wait.reason, team=job.team.slug, teams_of=teams_of, now=now)
         held = reserved.get(wait.id)
         reservation = None if held is None else {
             "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
         }  # fmt: skip
-        if wait.code != job.reason_code or _moved(job.reservation, reservation):
-            note(job, JobEvent.Kind.WAITING, reason, code=wait.code)
-        job.reason, job.reason_code = reason, wait.code
-        job.position, job.team_position = wait.position, wait.team_position
-        job.eta = _moment(wait.eta) if wait.eta is not None else None
-        job.reservation = reservation
-        changed.append(job)
+        says = reason if wait.code != job.reason_code or _moved(job.reservation, reservation) else ""
+        waits.append((job, says, wait.code, {
+            "reason": reason, "reason_code": wait.code, "position": wait.position,
+            "team_position": wait.team_position, "eta": _moment(wait.eta) if wait.eta is not None else None,
+            "reservation": reservation,
+        }))  # fmt: skip
     for job, held in world.held.values():  # never offered to the policy: beyond a sweep's cap, or missing claims
+        says = held.reason if held.starts_waiting(job.reason_code) else ""
+        waits.append((job, says, held.code, {
+            "reason": held.reason, "reason_code": held.code, "position": None, "team_position": None, "eta": None,
+            "reservation": None,
+        }))  # fmt: skip
+    waits = [item for item in waits if item[1] or _changed(item[0], item[3])]
+    # Only jobs still queued: one cancelled since the snapshot keeps no position. Their rows are
+    # locked to the commit; one a cancel holds is left to the next cycle.
+    queued = set(Job.objects.select_for_update(skip_locked=True).filter(
+        pk__in=[job.pk for job, *_ in waits], state=Job.State.QUEUED).order_by("pk").values_list("pk", flat=True))
+    changed = []
+    for job, says, code, figures in waits:
         if job.pk not in queued:
             continue
-        if held.starts_waiting(job.reason_code):
-            note(job, JobEvent.Kind.WAITING, held.reason, code=held.code)
-        job.reason, job.reason_code = held.reason, held.code
-        job.position = job.team_position = job.eta = job.reservation = None
+        if says:
+            note(job, JobEvent.Kind.WAITING, says, code=code)
+        for name, value in figures.items():
+            setattr(job, name, value)
         changed.append(job)
-    Job.objects.bulk_update(changed, ["reason", "reason_code", "position", "team_position", "eta", "reservation"],
-                            batch_size=500)  # fmt: skip
-    return len(changed)
+    Job.objects.bulk_update(changed, WAIT_FIELDS, batch_size=500)
+    return len(plan.wait) + len(world.held)
+
+
+def _changed(job: Job, figures: dict) -> bool:
+    """Whether a waiting job's stored figures differ from `figures`; an estimated start that moved
+    by less than ETA_DRIFT is not a change (behind a job past its expected end, it moves with the clock)."""
+    for name, value in figures.items():
+        stored = getattr(job, name)
+        if name == "eta" and stored is not None and value is not None:
+            if abs(stored - value) >= ETA_DRIFT:
+                return True
+        elif stored != value:
+            return True
+    return False
 
 
 def _moved(before: dict | None, after: dict | None) -> bool:

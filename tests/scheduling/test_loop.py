@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
@@ -235,3 +239,40 @@ def test_a_running_job_found_suspended_is_resumed(submit, cycle, cluster, clock)
     assert reconcile(cluster=cluster, now=clock()).created == 1
     assert SimJob.objects.get(job_id=job.pk).suspended is False
     assert states(job) == ["running"]
+
+
+def test_a_steady_queue_costs_the_cycle_no_writes_and_a_change_is_written(submit, cycle, clock):
+    """A cycle wrote and locked every waiting row, changed or not: with thousands queued it took
+    seconds, and a cancel waited behind it. Now only rows whose figures changed are written."""
+    for n in range(2):
+        submit(name=f"run-{n}", replicas=[{"role": "Worker", "count": 1, "gpu": 8}], max_runtime=3600,
+               simulate={"duration": 3600})
+    waiting = [submit(name=f"wait-{n}", replicas=[{"role": "Worker", "count": 1, "gpu": 8}], max_runtime=600)
+               for n in range(3)]
+    for _ in range(2):  # admitted, then running
+        cycle()
+        clock.tick(5)
+    with CaptureQueriesContext(connection) as steady:
+        result = cycle()
+
+    def wait_writes(queries):
+        return [q["sql"] for q in queries if q["sql"].startswith('UPDATE "jobs_job"') and '"team_position"' in q["sql"]]
+
+    assert result.waiting == 3
+    assert wait_writes(steady.captured_queries) == [], "nothing changed: nothing written"
+    assert all(job.reason for job in Job.objects.filter(pk__in=[w.pk for w in waiting]))
+    Job.objects.filter(pk=waiting[0].pk).update(position=99)  # a figure that no longer holds
+    clock.tick(5)
+    with CaptureQueriesContext(connection) as changed:
+        cycle()
+    assert len(wait_writes(changed.captured_queries)) == 1
+    assert Job.objects.get(pk=waiting[0].pk).position == 1
+    eta = Job.objects.get(pk=waiting[1].pk).eta
+    Job.objects.filter(pk=waiting[1].pk).update(eta=eta - timedelta(seconds=30))
+    clock.tick(5)
+    with CaptureQueriesContext(connection) as drifted:
+        cycle()
+    assert wait_writes(drifted.captured_queries) == [], "an estimate 30 s off is not written again"
+    Job.objects.filter(pk=waiting[1].pk).update(eta=eta - timedelta(seconds=600))
+    cycle()
+    assert abs(Job.objects.get(pk=waiting[1].pk).eta - eta) < timedelta(seconds=60), "10 min off is"
