@@ -8,8 +8,9 @@ from enum import StrEnum
 
 @dataclass(frozen=True, slots=True)
 class Held:
-    """A Katib trial beyond its sweep's cap (`sweeps.within_caps`), or a job mounting a claim its
-    namespace lacks or whose claims could not be read (`snapshot.build_world`)."""
+    """A Katib trial beyond its sweep's cap (`sweeps.within_caps`), a job mounting a claim its
+    namespace lacks or whose claims could not be read, or a job whose tier its team may no longer
+    use (`snapshot.build_world`)."""
 
     reason: str
     code: StrEnum  # a sweeps.SweepCode, or one of the portal's own (jobs.codes.Because)

@@ -352,7 +352,7 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
             "team_position": wait.team_position, "eta": _moment(wait.eta) if wait.eta is not None else None,
             "reservation": reservation,
         }))  # fmt: skip
-    for job, held in world.held.values():  # never offered to the policy: beyond a sweep's cap, or missing claims
+    for job, held in world.held.values():  # never offered to the policy: tier not allowed, sweep cap, missing claims
         says = held.reason if held.starts_waiting(job.reason_code) else ""
         waits.append((job, says, held.code, {
             "reason": held.reason, "reason_code": held.code, "position": None, "team_position": None, "eta": None,

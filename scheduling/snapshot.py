@@ -255,11 +255,11 @@ def build_world(
     the database does not count as admitted or running (a job being
     preempted or cancelled whose pods have not stopped yet, a job it does not
     know) take room as outside usage (R12). Queued jobs backing off after a
-    stuck admission (R13) are left out until their time comes, and so are Katib trials
-    beyond their sweep's GPU cap (`world.held`, with the reason they wait). With `claims` (each
-    namespace's claims, or the sentence of the cluster's refusal to list them, read for the
-    namespaces `claim_namespaces` gives), a job mounting a claim its namespace lacks is held too:
-    its create would be refused, after preempting others.
+    stuck admission (R13) are left out until their time comes, and so are jobs whose tier their
+    team may no longer use and Katib trials beyond their sweep's GPU cap (`world.held`, with the
+    reason they wait). With `claims` (each namespace's claims, or the sentence of the cluster's
+    refusal to list them, read for the namespaces `claim_namespaces` gives), a job mounting a claim
+    its namespace lacks is held too: its create would be refused, after preempting others.
     """
     teams = teams if teams is not None else teams_with_quotas()
     by_slug = {team.slug: team for team in teams}
@@ -303,9 +303,11 @@ def build_world(
     reservations: list[policy.Reservation] = []
     node_order = {node.name: index for index, node in enumerate(nodes)}
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
-    left_out = within_caps(queued, holding)
+    left_out = _tiers_not_allowed(queued)  # first: only a person ends this wait, whatever else holds the job
+    offered = [job for job in queued if job.pk not in left_out]
+    left_out.update(within_caps(offered, holding))  # a trial held for its tier takes none of its sweep's cap
     if claims is not None:
-        left_out.update(_missing_claims(queued, claims))
+        left_out.update(_missing_claims(offered, claims))
     for job in queued:
         if job.pk in left_out:
             world.held[str(job.pk)] = (job, left_out[job.pk])
@@ -361,6 +363,41 @@ def _missing_claims(queued: list[Job], claims: dict[str, set[str] | str]) -> dic
                                 f"{job.team.slug} ({present}).", code=Because.MISSING_CLAIM)  # fmt: skip
         elif (error := missing_claims_error(to_cluster_job(job), present)) is not None:
             held[job.pk] = Held(reason=f"Waiting for its claims: {error}", code=Because.MISSING_CLAIM)
+    return held
+
+
+def _tiers_not_allowed(queued: list[Job]) -> dict[int, Held]:
+    """The queued jobs whose tier their team may no longer use (staff took it off the team's tiers
+    after they were submitted), each with the sentence saying so and what ends the wait; empty when
+    every queued job's tier is allowed. The teams' tiers are read once, in one query.
+
+    Such a job is never offered to the policy, so it is neither admitted at its tier nor rejected:
+    it waits until staff allow the tier again or it is cancelled (a job's tier cannot be changed, so
+    its owner resubmits it at another). Jobs admitted or running at the tier are not held: they were
+    admitted while it was allowed.
+    """
+    if not queued:
+        return {}
+    allowed: dict[int, list[tuple[int, str]]] = {}  # team id -> its tiers (id, name), in tier order
+    rows = (Team.tiers.through.objects.filter(team_id__in={job.team_id for job in queued})
+            .order_by("-prioritytier__value", "prioritytier__name")
+            .values_list("team_id", "prioritytier_id", "prioritytier__name"))  # fmt: skip
+    for team_id, tier_id, name in rows:
+        allowed.setdefault(team_id, []).append((tier_id, name))
+    held = {}
+    for job in queued:
+        tiers = allowed.get(job.team_id, [])
+        if any(tier_id == job.tier_id for tier_id, _ in tiers):
+            continue
+        tier, team = job.tier.name, job.team.slug
+        if tiers:
+            names = ", ".join(name for _, name in tiers)
+            reason = (f"Its tier {tier} is no longer allowed for team {team} (it may use {names}): cancel it and "
+                      f"resubmit it at one of those tiers, or ask staff to allow {tier} again.")  # fmt: skip
+        else:
+            reason = (f"Its tier {tier} is no longer allowed for team {team}, which may use no tier now: ask staff "
+                      f"to allow {tier} again, or cancel it.")  # fmt: skip
+        held[job.pk] = Held(reason=reason, code=Because.TIER_NOT_ALLOWED)
     return held
 
 
