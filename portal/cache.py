@@ -2,8 +2,8 @@
 
 Django's RedisCache builds a new `redis.Redis` object around its connection
 pool for every call; building one costs more than the round trip it makes
-(about 0.1 ms), and the API's per-token throttle makes two calls on every
-request. The client holds nothing but the pool and is safe to share, so each
+(about 0.1 ms), and the API's throttle makes two calls on every request.
+The client holds nothing but the pool and is safe to share, so each
 pool keeps one. The throttle and metrics caches use this backend.
 
 `incr` is one atomic round trip (a script: INCRBY only when the key exists)

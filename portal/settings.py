@@ -212,7 +212,10 @@ REST_FRAMEWORK = {
 # Token authentication comes first so a request without credentials gets 401
 # with a WWW-Authenticate challenge; the session serves the browser's own calls.
 INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
+# One budget per person (all their user tokens and their session) or per team (all its team tokens).
 API_RATE = env.text("API_RATE", "600/min")
+# Active user tokens one person may hold (the budget is theirs however many they make; this keeps them few).
+USER_TOKEN_LIMIT = env.integer("USER_TOKEN_LIMIT", 20, minimum=1)
 # Posts of the pages that submit or preview (the submit form, fit preview, YAML import, quota editor), per user.
 PAGE_RATE = env.text("PAGE_RATE", "120/min")
 for _name, _rate in (("API_RATE", API_RATE), ("PAGE_RATE", PAGE_RATE)):

@@ -70,7 +70,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CELERY_TASK_ALWAYS_EAGER", False, "Run tasks inline in the caller; for debugging only."),
     Setting("REDIS_URL", COMPUTED, "Redis for counters every web process shares (API throttling).",
             shown="the broker when it is Redis", secret=True),
-    Setting("API_RATE", "600/min", "Requests per API token, per second, minute, hour or day."),
+    Setting("API_RATE", "600/min", "API requests per person (all their user tokens and their session share it) or "
+            "per team (all its team tokens share it), per second, minute, hour or day."),
+    Setting("USER_TOKEN_LIMIT", 20, "Active user tokens one person may hold; creating one more is refused until "
+            "one is revoked."),
     Setting("PAGE_RATE", "120/min", "Posts per signed-in user to the pages that submit or preview (the submit form, "
             "its fit preview and YAML import, the quota editor)."),
     # -- Scheduling ----------------------------------------------------------------

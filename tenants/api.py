@@ -38,7 +38,7 @@ from tenants.serializers import (
     what_if_data,
 )
 from tenants.services import quota_update
-from tenants.tokens import token_create, token_revoke, tokens_for_team, tokens_for_user
+from tenants.tokens import TokenLimitReached, token_create, token_revoke, tokens_for_team, tokens_for_user
 
 TEAM_EXAMPLE = OpenApiExample(
     "A team borrowing 4 GPUs",
@@ -238,7 +238,10 @@ class UserTokenViewSet(ApiDefaults, GenericViewSet):
         person = require_person(request, "create user tokens")
         form = TokenCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        token, value = token_create(name=form.validated_data["name"], user=person, actor=person)
+        try:
+            token, value = token_create(name=form.validated_data["name"], user=person, actor=person)
+        except TokenLimitReached as error:
+            raise exceptions.ValidationError({"detail": str(error)}) from None
         token.token = value
         return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 

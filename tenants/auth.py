@@ -1,7 +1,9 @@
 """REST API authentication by bearer token, the principal a team token acts as, and throttling.
 
-Throttling: per token in the API, and per user on the pages that submit or
-preview (`rate_limited`), with one sliding window in the throttle cache.
+Throttling: in the API, per person (all their user tokens and their session)
+or per team (all its team tokens), never per token, since tokens cost nothing
+to make; on the pages that submit or preview, per user (`rate_limited`); one
+sliding window in the throttle cache.
 
 `Authorization: Bearer gw_...` (or `Token gw_...`). A user token authenticates
 as its user; a team token as a `TeamPrincipal`, which belongs to no team
@@ -11,6 +13,7 @@ membership table and is never staff: views scope it to its team through
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import wraps
 
 from django.conf import settings
@@ -108,8 +111,33 @@ def request_token(request) -> ApiToken | None:
     return request.auth if isinstance(request.auth, ApiToken) else None
 
 
+@dataclass(frozen=True)
+class Budget:
+    """Whose API request budget a request spends: its throttle key, and how a 429 names it."""
+
+    key: str
+    whom: str  # "for team maps"
+    shared: str  # ", shared by all its tokens"
+
+
+def request_budget(request) -> Budget | None:
+    """Returns the budget of who is behind the request, or None for an anonymous one (counted by address).
+
+    A team token spends its team's budget, shared by all the team's tokens; a
+    person spends their own, shared by all their user tokens and their session.
+    Keyed on the credential instead, a person with five tokens, or a team's CI
+    with three, would get five or three budgets' worth of the web tier.
+    """
+    team = team_scope(request)
+    if team is not None:
+        return Budget(key=f"team{team.pk}", whom=f"for team {team.slug}", shared=", shared by all its tokens")
+    if request.user and request.user.is_authenticated:
+        return Budget(key=f"u{request.user.pk}", whom="for you", shared=", shared by your tokens and your session")
+    return None
+
+
 class TokenRateThrottle(SimpleRateThrottle):
-    """A request budget per token (per user for sessions, per address for anonymous calls).
+    """A request budget per person or team (`request_budget`), per address for anonymous calls.
 
     Counts live in the `throttle` cache (Redis in production, shared by every
     worker); the rate is read per request so settings overrides apply at once.
@@ -134,13 +162,8 @@ class TokenRateThrottle(SimpleRateThrottle):
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
 
     def get_cache_key(self, request, view):
-        token = request_token(request)
-        if token is not None:
-            ident = f"t{token.pk}"
-        elif request.user and request.user.is_authenticated:
-            ident = f"u{request.user.pk}"
-        else:
-            ident = f"a{self.get_ident(request)}"
+        budget = request_budget(request)
+        ident = budget.key if budget else f"a{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
     def allow_request(self, request, view):
@@ -227,9 +250,11 @@ class ApiDefaults:
 
     def throttled(self, request, wait):
         seconds = max(1, round(wait or 1))
+        budget = request_budget(request)
+        whom, shared = (budget.whom, budget.shared) if budget else ("from this address", "")
         raise exceptions.Throttled(
             wait=seconds,
-            detail=f"Too many requests for this token (at most {api_settings.DEFAULT_THROTTLE_RATES['token']}); "
+            detail=f"Too many requests {whom} (at most {api_settings.DEFAULT_THROTTLE_RATES['token']}{shared}); "
             f"retry in {seconds} s.",
         )
 

@@ -18,7 +18,7 @@ from tenants.forms import TokenForm
 from tenants.models import ApiToken, Team
 from tenants.selectors import teams_for
 from tenants.permissions import can_manage_tokens
-from tenants.tokens import token_create, token_revoke, tokens_for_team, tokens_for_user
+from tenants.tokens import TokenLimitReached, token_create, token_revoke, tokens_for_team, tokens_for_user
 
 
 def _get_team_for_tokens(request, slug: str) -> Team:
@@ -48,16 +48,20 @@ def _render(request, *, team: Team | None, form: TokenForm, created: tuple[ApiTo
 
 
 def _create(request, *, team: Team | None):
-    """GET: the page. POST: a new token shown this once, or 422 with the bound form."""
+    """GET: the page. POST: a new token shown this once, or 422 with the bound form (and why, over the limit)."""
     form = TokenForm(request.POST or None, team=team)
     if request.method != "POST":
         return _render(request, team=team, form=form)
     if not form.is_valid():
         return _render(request, team=team, form=form, status=422)
-    token, value = token_create(
-        name=form.cleaned_data["name"], team=team, user=None if team else request.user,
-        max_tier=form.cleaned_data.get("max_tier"), actor=request.user,
-    )  # fmt: skip
+    try:
+        token, value = token_create(
+            name=form.cleaned_data["name"], team=team, user=None if team else request.user,
+            max_tier=form.cleaned_data.get("max_tier"), actor=request.user,
+        )  # fmt: skip
+    except TokenLimitReached as error:
+        form.add_error(None, str(error))
+        return _render(request, team=team, form=form, status=422)
     # Answered, not redirected: after a redirect the value would be gone for good.
     return _render(request, team=team, form=TokenForm(team=team), created=(token, value))
 

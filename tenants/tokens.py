@@ -1,7 +1,8 @@
 """API tokens: create (the value is returned once), revoke, and look up by value.
 
 Only the SHA-256 of a token is stored, so a database dump leaks no credential;
-the first characters are kept to tell tokens apart in lists.
+the first characters are kept to tell tokens apart in lists. A person holds at
+most USER_TOKEN_LIMIT active user tokens.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
@@ -22,6 +24,10 @@ from tenants.models import ApiToken, AuditEntry, PriorityTier, Team
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 # What a token's name may be (the API and the pages check it alike): words, dots, @, + and -, single spaces.
 TOKEN_NAME = r"^[\w.@+-]+( [\w.@+-]+)*$"
+
+
+class TokenLimitReached(ValueError):
+    """A person already holds USER_TOKEN_LIMIT active user tokens; the message says so in a sentence."""
 
 
 def token_digest(value: str) -> str:
@@ -38,11 +44,14 @@ def token_create(
     """A new token and its value (the only time the value exists outside the caller's hands).
 
     Exactly one of `team` (a team token) and `user` (a user token) is given.
+    Raises TokenLimitReached when the user already holds USER_TOKEN_LIMIT active tokens.
     """
     if (team is None) == (user is None):
         raise ValueError("A token belongs to a team or to a user, not both and not neither.")
     value = _new_value()
     with transaction.atomic():
+        if user is not None:
+            _check_token_limit(user)
         token = ApiToken.objects.create(
             name=name, team=team, user=user, max_tier=max_tier if team else None,
             digest=token_digest(value), prefix=value[:10], created_by=actor,
@@ -52,6 +61,20 @@ def token_create(
             AuditEntry.objects.create(actor=actor, team=team, subject="token", after={"token": token.prefix, "name": name},
                                       summary=f"API token {name!r} ({token.prefix}...) created for team {team.slug}{tier}.")  # fmt: skip
     return token, value
+
+
+def _check_token_limit(user) -> None:
+    """Returns nothing while `user` holds fewer than USER_TOKEN_LIMIT active tokens; raises TokenLimitReached otherwise.
+
+    The user's row is locked first (in token_create's transaction), so two creates at once cannot both pass the count.
+    """
+    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
+    active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
+    if active >= settings.USER_TOKEN_LIMIT:
+        raise TokenLimitReached(
+            f"User {user.username} already holds {active} active tokens; one person may hold at most "
+            f"{settings.USER_TOKEN_LIMIT} (USER_TOKEN_LIMIT): revoke one no longer in use first."
+        )
 
 
 def token_revoke(*, token: ApiToken, actor=None) -> ApiToken:

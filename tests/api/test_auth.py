@@ -44,7 +44,7 @@ def test_a_token_needs_no_csrf(tokens):
     assert client.post("/api/v1/jobs/", spec_data(), format="json").status_code == 201
 
 
-def test_each_token_is_throttled_on_its_own_with_retry_after(tokens, settings):
+def test_a_spent_budget_is_429_with_retry_after_and_another_teams_tokens_go_on(tokens, settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
                                "DEFAULT_THROTTLE_RATES": {"token": "3/min"}}  # fmt: skip
     maps, vision = bearer(tokens["maps_token"]), bearer(tokens["vision_token"])
@@ -52,7 +52,7 @@ def test_each_token_is_throttled_on_its_own_with_retry_after(tokens, settings):
     response = maps.get("/api/v1/jobs/")
     assert response.status_code == 429
     assert 1 <= int(response["Retry-After"]) <= 60
-    assert "retry in" in response.json()["detail"] and "3/min" in response.json()["detail"]
+    assert "retry in" in response.json()["detail"] and "team maps (at most 3/min" in response.json()["detail"]
     assert vision.get("/api/v1/jobs/").status_code == 200
 
 

@@ -58,6 +58,7 @@ BEYOND_THE_SCHEMA = (
     "name a GPU type only when",  # gpu_type only for a job that asks for GPUs
     "is named twice",  # ?gpu_type= names each type once
     "give them once",  # ?gpu_type= and the body's gpu_type agree
+    "(USER_TOKEN_LIMIT)",  # a person holds at most so many active user tokens
 )
 
 

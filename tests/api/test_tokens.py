@@ -105,3 +105,25 @@ def test_the_command_prints_a_working_token(maps, tiers):
 def test_the_command_names_the_teams_when_one_is_unknown(maps):
     with pytest.raises(CommandError, match="No team 'nope'; the teams are maps"):
         call_command("create_token", "--team", "nope", "--name", "x", stdout=StringIO())
+
+
+def test_a_person_holds_at_most_user_token_limit_active_tokens(as_persona, owner, settings):
+    settings.USER_TOKEN_LIMIT = 2
+    client = as_persona("owner")
+    created = [client.post("/api/v1/tokens/", {"name": f"script-{n}"}, format="json") for n in range(2)]
+    assert [response.status_code for response in created] == [201, 201]
+    refused = client.post("/api/v1/tokens/", {"name": "script-2"}, format="json")
+    assert refused.status_code == 400
+    assert refused.json() == {"detail": "User owner already holds 2 active tokens; one person may hold at most 2 "
+                                        "(USER_TOKEN_LIMIT): revoke one no longer in use first."}  # fmt: skip
+    assert not ApiToken.objects.filter(name="script-2").exists()
+    assert client.delete(f"/api/v1/tokens/{created[0].json()['id']}/").status_code == 200
+    again = client.post("/api/v1/tokens/", {"name": "script-2"}, format="json")
+    assert again.status_code == 201  # a revoked token no longer counts
+
+
+def test_the_command_refuses_a_user_token_over_the_limit(owner, settings):
+    settings.USER_TOKEN_LIMIT = 1
+    call_command("create_token", "--user", "owner", "--name", "one", stdout=StringIO(), stderr=StringIO())
+    with pytest.raises(CommandError, match=r"at most 1 \(USER_TOKEN_LIMIT\)"):
+        call_command("create_token", "--user", "owner", "--name", "two", stdout=StringIO(), stderr=StringIO())

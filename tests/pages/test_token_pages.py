@@ -177,3 +177,13 @@ def test_i_revoke_my_own_token_but_not_anothers(login, member, owner):
 
 def test_the_empty_state_says_what_to_do(login, lead):
     assert "No tokens yet — create one for CI" in login(lead).get("/teams/maps/tokens/").content.decode()
+
+
+def test_a_user_token_over_the_limit_answers_422_saying_so(login, member, settings, htmx):
+    settings.USER_TOKEN_LIMIT = 1
+    token_create(name="laptop", user=member)
+    response = login(member).post("/tokens/", {"name": "desktop"}, **htmx)
+    body = response.content.decode()
+    assert response.status_code == 422 and shown_value(response) is None
+    assert "one person may hold at most 1 (USER_TOKEN_LIMIT)" in body
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["laptop"]

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from tenants.models import Team
-from tenants.tokens import token_create
+from tenants.tokens import TokenLimitReached, token_create
 
 
 class Command(BaseCommand):
@@ -35,7 +35,10 @@ class Command(BaseCommand):
             person = get_user_model().objects.filter(username=user).first()
             if person is None:
                 raise CommandError(f"No user {user!r}.")
-            token, value = token_create(name=name, user=person)
+            try:
+                token, value = token_create(name=name, user=person)
+            except TokenLimitReached as error:
+                raise CommandError(str(error)) from None
             what = f"user {user}"
         # The token alone on stdout, so `TOKEN=$(manage.py create_token ...)` works; the note on stderr.
         self.stdout.write(value)
