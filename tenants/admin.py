@@ -7,6 +7,7 @@ from scheduling.selectors import gpu_type_capacity
 from tenants.admin_display import quantity_text
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier, Quota, Team
+from tenants.quota_conflicts import FIELDS, QuotaAsRead, QuotaChanged, changes_since
 from tenants.selectors import quota_resources
 from tenants.services import (
     admission_inputs_changed, gpu_type_create, gpu_type_delete, gpu_type_delete_problem, gpu_type_rename_problem,
@@ -66,7 +67,55 @@ class AuditedAdmin(admin.ModelAdmin):
         formset.save_m2m()
 
 
-class QuotaForm(forms.ModelForm):
+class LoadedField(forms.CharField):
+    """Hidden: the quota figures a form was loaded with (`QuotaAsRead.token`), so a save from a page
+    opened before another admin's change is refused instead of undoing it. It is never an edit."""
+
+    widget = forms.HiddenInput
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, **kwargs)
+
+    def has_changed(self, initial, data) -> bool:
+        return False
+
+
+class LoadedFiguresForm(forms.ModelForm):
+    """An admin form over a row holding quota figures (a quota, a team's weight) that carries the figures
+    it was loaded with and, on save, compares them with the stored ones under the team's row lock (the
+    lock every quota write takes; the admin saves in the same transaction), refusing when they differ."""
+
+    loaded = LoadedField()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and not self.is_bound:
+            self.initial["loaded"] = QuotaAsRead.now(self._team(), self.figures(self.instance)).token()
+
+    def figures(self, row) -> dict:
+        """The row's quota figures, in `quota_values`' shape."""
+        raise NotImplementedError
+
+    def _team(self) -> Team:
+        raise NotImplementedError
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk:
+            read = QuotaAsRead.parse(cleaned.get("loaded"))
+            if read is None:
+                raise ValidationError("This form does not say which quota it was loaded with, so saving it could "
+                                      "undo another admin's change; reload the page and make your change again.")
+            team = Team.objects.select_for_update().get(pk=self._team().pk)
+            stored = type(self.instance).objects.filter(pk=self.instance.pk).first()
+            changes = changes_since(team, read, self.figures(stored) if stored else {})
+            if changes:
+                raise ValidationError(QuotaChanged(changes).refusal(
+                    "you opened this page", "reload the page to see the current quota and make your change again"))
+        return cleaned
+
+
+class QuotaForm(LoadedFiguresForm):
     """A quota row whose resource is one the cluster has now (gpu or one row per GPU type, cpu,
     memory); a row left from before keeps its resource so it can still be changed or deleted."""
 
@@ -78,12 +127,29 @@ class QuotaForm(forms.ModelForm):
         current = self.instance.resource if self.instance.pk else None
         self.fields["resource"].choices = [(r, r) for r in known + ([current] if current and current not in known else [])]
 
+    def figures(self, row: Quota) -> dict:
+        return {row.resource: {field: getattr(row, field) for field in FIELDS}}
+
+    def _team(self) -> Team:
+        return self.instance.team
+
+
+class TeamForm(LoadedFiguresForm):
+    """A team, whose weight is one of its quota figures (the quota page edits it too)."""
+
+    def figures(self, row: Team) -> dict:
+        return {"weight": row.weight}
+
+    def _team(self) -> Team:
+        return self.instance
+
 
 class QuotaInline(admin.TabularInline):
     model = Quota
     form = QuotaForm
     extra = 0
-    fields = ("resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica")
+    fields = ("resource", "nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica",
+              "loaded")
 
 
 class MembershipInline(admin.TabularInline):
@@ -95,6 +161,7 @@ class MembershipInline(admin.TabularInline):
 @admin.register(Team)
 class TeamAdmin(AuditedAdmin):
     admission_input = True
+    form = TeamForm
     list_display = ("slug", "name", "weight", "default_tier", "member_count")
     search_fields = ("slug", "name")
     filter_horizontal = ("tiers",)

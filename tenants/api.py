@@ -26,6 +26,7 @@ from scheduling.selectors import team_usage
 from tenants.auth import ApiDefaults, TeamPrincipal, query_flag, team_scope
 from tenants.models import DNS_LABEL, Membership, Team
 from tenants.permissions import can_edit_quota, can_manage_tokens
+from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since
 from tenants.schema_examples import ERROR
 from tenants.selectors import teams_for
 from tenants.serializers import (
@@ -35,9 +36,10 @@ from tenants.serializers import (
     TokenCreatedSerializer,
     TokenCreateSerializer,
     TokenSerializer,
+    basis_figures,
     what_if_data,
 )
-from tenants.services import quota_update
+from tenants.services import quota_update, quota_values
 from tenants.tokens import TokenLimitReached, token_create, token_revoke, tokens_for_team, tokens_for_user
 
 TEAM_EXAMPLE = OpenApiExample(
@@ -137,19 +139,30 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         "GPU quota is per type, `gpu:<type>` (e.g. `gpu:a100`), and `gpu` is refused; a type the cluster lacks is "
         "a 400 naming the resources it has. With `?dry_run=true` nothing is saved: the answer is the what-if, which jobs would be "
         "preempted, start, or could never fit. `dry_run` takes true/false, 1/0, yes/no or on/off; anything else "
-        "is a 400, so a misspelt preview never saves.",
+        "is a 400, so a misspelt preview never saves. With `based_on`, the quotas (and weight) the change starts "
+        "from as you read them, a change made since by another admin is not undone: the answer is a 409 naming it, "
+        "and nothing is saved (a dry run answers the same 409).",
         parameters=[OpenApiParameter("dry_run", bool, OpenApiParameter.QUERY, required=False,
                                      description="true to preview the change instead of saving it.")],
         request=QuotaUpdateSerializer,
         responses={200: OpenApiResponse(QUOTA_ANSWER, description="The team as saved; with dry_run, the what-if."),
                    400: OpenApiResponse(ERROR, description="A bad dry_run, resource or amount (field dict)."),
-                   403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR)},
+                   403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR),
+                   409: OpenApiResponse(ERROR, description="The quota changed since `based_on` was read; nothing saved.")},
         examples=[
             OpenApiExample("Raise nominal, cap borrowing", request_only=True,
                            value={"quotas": {"gpu": {"nominal": 12, "borrowing_limit": 4, "lending_limit": None}}}),
             OpenApiExample("Per GPU type: 4 H100 and 16 L4", request_only=True, value={"quotas": {
                 "gpu:h100": {"nominal": 4, "borrowing_limit": 0, "lending_limit": None},
                 "gpu:l4": {"nominal": 16, "borrowing_limit": 8, "lending_limit": 8}}}),
+            OpenApiExample("Only if nobody changed it since", request_only=True, value={
+                "quotas": {"gpu": {"nominal": 8, "borrowing_limit": 0, "lending_limit": None}},
+                "based_on": {"weight": 1.0, "quotas": {"gpu": {"nominal": 8, "borrowing_limit": 8,
+                                                               "lending_limit": None}}}}),
+            OpenApiExample("Changed since it was read", response_only=True, status_codes=["409"], value={
+                "detail": "Since you read it, gpu nominal was changed from 8 GPUs to 4 GPUs by alice at 10:02 UTC; "
+                          "your change (gpu borrowing limit 8 -> 0) was not saved — read the team's quota again "
+                          "and make your change on it."}),
             OpenApiExample("A type the cluster lacks", response_only=True, status_codes=["400"], value={
                 "quotas": ["Unknown resource gpu:t4; the resources are gpu:l4, gpu:a100, cpu, memory."]}),
             OpenApiExample("What-if", response_only=True, value={
@@ -169,10 +182,19 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         quotas = dict(update.validated_data.get("quotas", {}))
         if request.method == "PUT":
             quotas = {**{q.resource: None for q in team.quotas.all()}, **quotas}
-        if dry_run:
-            result = quota_what_if(team=team, quotas=quotas)
-            return Response(QuotaWhatIfSerializer(what_if_data(result)).data)
-        quota_update(team=team, quotas=quotas, weight=update.validated_data.get("weight"), actor=request.user)
+        basis = update.validated_data.get("based_on")
+        read = QuotaAsRead(figures=basis_figures(basis)) if basis else None
+        try:
+            if dry_run:
+                if read and (changes := changes_since(team, read, quota_values(team))):
+                    raise QuotaChanged(changes)
+                result = quota_what_if(team=team, quotas=quotas)
+                return Response(QuotaWhatIfSerializer(what_if_data(result)).data)
+            quota_update(team=team, quotas=quotas, weight=update.validated_data.get("weight"), actor=request.user,
+                         based_on=read)  # fmt: skip
+        except QuotaChanged as changed:
+            return Response({"detail": changed.refusal("you read it", "read the team's quota again and make your "
+                                                       "change on it")}, status.HTTP_409_CONFLICT)  # fmt: skip
         return Response(self.get_serializer(self.get_object()).data)
 
     @extend_schema(summary="A team's API tokens (leads and staff)", tags=["tokens"], methods=["GET"],

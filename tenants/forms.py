@@ -14,6 +14,7 @@ from core.quantities import IN_UNITS, NotFinite, format_cpu, format_memory
 from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, quota_problem
 from scheduling.policy.types import type_of_key
 from tenants.models import Team, base_resource
+from tenants.quota_conflicts import QuotaAsRead
 from tenants.selectors import gpu_types, quota_resources
 from tenants.tokens import TOKEN_NAME
 
@@ -30,11 +31,14 @@ def field_name(resource: str, limit: str) -> str:
 
 class QuotaForm(forms.Form):
     """One row of nominal, borrowing and lending limits per resource the team's quota may name now
-    (`quota_resources()`), and the team's weight."""
+    (`quota_resources()`), and the team's weight; `based_on`, hidden, holds the figures the page was
+    loaded with (`QuotaAsRead.token`), so a save from a page opened before another admin's change is
+    refused instead of undoing it."""
 
     weight = forms.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX,
                               help_text="Share weight when teams compete for borrowable GPUs.",
                               widget=forms.NumberInput(attrs={"step": "0.1", "class": "num"}))
+    based_on = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -69,6 +73,10 @@ class QuotaForm(forms.Form):
                     cleaned.get(field_name(resource, limit)) for limit in LIMITS[1:]):
                 self.add_error(field_name(resource, "nominal"), "Set a nominal quota before borrowing or lending limits.")
         return cleaned
+
+    def clean_based_on(self) -> QuotaAsRead | None:
+        """What the page was loaded with; None when the post does not say (the view refuses to save it)."""
+        return QuotaAsRead.parse(self.cleaned_data.get("based_on"))
 
     def quotas(self) -> dict[str, dict | None]:
         """{resource: {nominal, borrowing_limit, lending_limit}} or None for a resource with no quota."""
@@ -112,9 +120,10 @@ def _amount(resource: str, text: str) -> int | None:
     return int(value)
 
 
-def initial_for(values: dict) -> dict:
-    """Form initial values from `quota_values(team)`, for the resources the quota may name now."""
-    initial = {"weight": values.get("weight", 1.0)}
+def initial_for(values: dict, read: QuotaAsRead | None = None) -> dict:
+    """Form initial values from `quota_values(team)`, for the resources the quota may name now, and
+    `read` (those values as read now) for the hidden `based_on`."""
+    initial = {"weight": values.get("weight", 1.0), "based_on": read.token() if read else ""}
     for resource in quota_resources():
         row = values.get(resource) or {}
         show = SHOW[base_resource(resource)]

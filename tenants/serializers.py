@@ -8,6 +8,7 @@ from rest_framework import serializers
 from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem, text_problem
 from tenants.models import ApiToken, PriorityTier, Quota, base_resource, is_quota_resource
 from tenants.selectors import quota_resources
+from tenants.services import QUOTA_FIELDS
 from tenants.tokens import TOKEN_NAME
 
 BIG = max(QUOTA_MAX.values())  # the largest of any resource; each resource's own range is checked in validate_quotas
@@ -121,6 +122,30 @@ class QuotasField(serializers.DictField):
     """Resource -> its limits, or null to drop the resource's quota."""
 
 
+class QuotaBasisSerializer(serializers.Serializer):
+    """The team's quotas (and weight) as the caller read them, which its change starts from."""
+
+    weight = serializers.FloatField(min_value=WEIGHT_MIN, max_value=WEIGHT_MAX, required=False,
+                                    help_text="Compared only when given.")  # fmt: skip
+    quotas = QuotasField(
+        child=QuotaLimitsSerializer(allow_null=True), required=False,
+        help_text="Every quota the team had, resource -> limits as GET /teams/{slug}/ gave them: a resource "
+                  "left out (or null) had none.",
+    )  # fmt: skip
+
+    def validate(self, attrs):
+        if "quotas" not in attrs:  # a PATCH skips required fields at every level: said here
+            raise serializers.ValidationError({"quotas": ["Required: every quota the team had when you read it."]})
+        return attrs
+
+
+def basis_figures(basis: dict) -> dict:
+    """A validated `based_on` in `quota_values`' shape, for `QuotaAsRead`."""
+    figures = {resource: {limit: limits.get(limit) for limit in QUOTA_FIELDS}
+               for resource, limits in basis["quotas"].items() if limits is not None}  # fmt: skip
+    return {"weight": basis["weight"], **figures} if "weight" in basis else figures
+
+
 class QuotaUpdateSerializer(serializers.Serializer):
     """PUT replaces every quota (a resource left out loses its quota); PATCH changes the ones given."""
 
@@ -129,6 +154,11 @@ class QuotaUpdateSerializer(serializers.Serializer):
         child=QuotaLimitsSerializer(allow_null=True), required=False,
         help_text="Resource (gpu, or gpu:<type> per GPU type once the cluster has types; cpu in millicores, "
                   "memory in bytes) -> limits, or null to drop its quota.",
+    )  # fmt: skip
+    based_on = QuotaBasisSerializer(
+        required=False,
+        help_text="The quotas your change starts from, as you read them; when the stored ones differ (another "
+                  "admin changed them since), nothing is saved and the answer is a 409 naming the change.",
     )  # fmt: skip
 
     def validate_quotas(self, quotas: dict) -> dict:

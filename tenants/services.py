@@ -18,6 +18,7 @@ from portal import triggers
 from scheduling.policy.types import type_of_key
 from tenants.audit import record, snapshot
 from tenants.models import AuditEntry, GpuType, Quota, Resource, Team, is_quota_resource
+from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since
 from tenants.selectors import quota_resources
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
@@ -29,15 +30,23 @@ def quota_values(team: Team) -> dict[str, dict]:
     return {"weight": team.weight, **values}
 
 
-def quota_update(*, team: Team, quotas: dict[str, dict], weight: float | None = None, actor=None) -> AuditEntry | None:
+def quota_update(*, team: Team, quotas: dict[str, dict], weight: float | None = None, actor=None,
+                 based_on: QuotaAsRead | None = None) -> AuditEntry | None:
     """Save new quotas (and weight) for `team`; returns the audit entry, or None when nothing changed.
 
     `quotas` maps a resource to its three limits; a resource mapped to None
     loses its quota row (it is then limited by node capacity only).
+
+    `based_on` is what the edit started from (the figures the quota page was loaded with, or an API
+    client read). When the stored figures differ from them, another admin changed the quota since and
+    saving would undo that: QuotaChanged, naming the changes, and nothing is saved. The comparison is
+    made under the team's row lock, which every quota write takes, so no change slips in between.
     """
     with transaction.atomic():
         team = Team.objects.select_for_update().get(pk=team.pk)
         before = quota_values(team)
+        if based_on is not None and (changes := changes_since(team, based_on, before)):
+            raise QuotaChanged(changes, _changes(based_on.figures, _applied(based_on.figures, quotas, weight)))
         known = quota_resources()
         for resource, values in quotas.items():
             if values is None and is_quota_resource(resource):  # a row left from before types may go too
@@ -60,6 +69,16 @@ def quota_update(*, team: Team, quotas: dict[str, dict], weight: float | None = 
     return entry
 
 
+def _applied(figures: dict, quotas: dict[str, dict | None], weight: float | None) -> dict:
+    """`figures` (in `quota_values`' shape) with an edit applied: what the editor meant them to become."""
+    after = {key: value for key, value in figures.items() if key not in quotas}
+    after |= {resource: {f: values.get(f) for f in QUOTA_FIELDS} for resource, values in quotas.items()
+              if values is not None}
+    if weight is not None:
+        after["weight"] = weight
+    return after
+
+
 def _per_replica_gpu(team: Team, resource: str) -> dict:
     """The per-replica GPU limits a new `gpu:<type>` row starts with: the team's figure from its other
     GPU rows, since a replica's GPU limit is one figure for all its types (a LimitRange limits
@@ -72,6 +91,11 @@ def _per_replica_gpu(team: Team, resource: str) -> dict:
 
 
 def _describe(team: Team, before: dict, after: dict) -> str:
+    return f"Quota of team {team.slug}: " + "; ".join(_changes(before, after)) + "."
+
+
+def _changes(before: dict, after: dict) -> list[str]:
+    """Each figure that differs, as the audit words it: "gpu nominal 8 -> 4", "weight 1.0 -> 2.0"."""
     parts = []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
@@ -84,7 +108,7 @@ def _describe(team: Team, before: dict, after: dict) -> str:
             a, b = (old or {}).get(field), (new or {}).get(field)
             if a != b:
                 parts.append(f"{key} {field.replace('_', ' ')} {_show(a)} -> {_show(b)}")
-    return f"Quota of team {team.slug}: " + "; ".join(parts) + "."
+    return parts
 
 
 def _show(value) -> str:

@@ -23,6 +23,7 @@ from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Quota, Team
 from tenants.permissions import can_edit_quota, can_manage_tokens, can_view
+from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since
 from tenants.selectors import get_team_to_view, gpu_types, role_in, teams_for
 from tenants.services import quota_update, quota_values
 
@@ -32,6 +33,9 @@ SWEEPS_SHOWN = 10  # the team page's newest Katib sweeps
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
 TYPE_CHART = (CHART_WIDTH // 2, CHART_HEIGHT * 3 // 4)  # the charts per GPU type, two abreast
 QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
+REVIEW = "the form now shows the current quota: review it and save again"
+UNREAD = ("This form does not say which quota it was loaded with, so saving it could undo another admin's change; "
+          f"nothing was saved — {REVIEW}.")  # fmt: skip
 
 
 def _get_team(request, slug: str) -> Team:
@@ -201,23 +205,59 @@ def _nice(value: int) -> int:
 @login_required
 @rate_limited
 def quota_edit(request, slug: str):
-    """Staff edit a team's quotas; htmx posts preview the change (what-if), a plain post saves it."""
+    """Staff edit a team's quotas; htmx posts preview the change (what-if), a plain post saves it.
+
+    The form carries the figures it was loaded with; a save from a page opened before another admin's
+    change is refused, with nothing saved, by a 409 that names the change and shows the form again with
+    the current figures (a post that does not say what it was loaded with is refused the same way).
+    """
     if not can_edit_quota(request.user):
         raise PermissionDenied("Only admins edit quotas.")
     team = _get_team(request, slug)
-    form = QuotaForm(request.POST or None, initial=initial_for(quota_values(team)))
+    form = QuotaForm(request.POST) if request.method == "POST" else QuotaForm(initial=_initial(team))
     if request.method == "POST" and request.htmx:
-        return render(request, "tenants/quota.html#whatif", {"team": team, "form": form, "whatif": _what_if(team, form)})
-    if request.method == "POST":
-        if form.is_valid():
-            entry = quota_update(team=team, quotas=form.quotas(), weight=form.cleaned_data["weight"], actor=request.user)
-            messages.success(request, entry.summary if entry else "Nothing changed.")
-            return redirect("tenants:quota", slug=team.slug)
-        status = 422
-    else:
-        status = 200
-    context = {"team": team, "form": form, "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:30]}
+        return render(request, "tenants/quota.html#whatif", {
+            "team": team, "form": form, "whatif": _what_if(team, form), "stale": _stale(team, form)})  # fmt: skip
+    if request.method != "POST":
+        return _editor(request, team, form)
+    if not form.is_valid():
+        return _editor(request, team, form, status=422)
+    if form.cleaned_data["based_on"] is None:
+        return _refused(request, slug, UNREAD)
+    try:
+        entry = quota_update(team=team, quotas=form.quotas(), weight=form.cleaned_data["weight"], actor=request.user,
+                             based_on=form.cleaned_data["based_on"])  # fmt: skip
+    except QuotaChanged as changed:
+        return _refused(request, slug, changed.refusal("you opened this page", REVIEW))
+    messages.success(request, entry.summary if entry else "Nothing changed.")
+    return redirect("tenants:quota", slug=team.slug)
+
+
+def _initial(team: Team) -> dict:
+    values = quota_values(team)
+    return initial_for(values, QuotaAsRead.now(team, values))
+
+
+def _editor(request, team: Team, form: QuotaForm, *, conflict: str = "", status: int = 200):
+    context = {"team": team, "form": form, "conflict": conflict,
+               "audit": AuditEntry.objects.filter(team=team).select_related("actor")[:30]}  # fmt: skip
     return render(request, "tenants/quota.html", context, status=status)
+
+
+def _refused(request, slug: str, why: str):
+    """A save refused with nothing saved (409): `why` above the form, which now holds the figures stored now."""
+    team = _get_team(request, slug)  # read again: the team read before the save holds the old figures
+    return _editor(request, team, QuotaForm(initial=_initial(team)), conflict=why, status=409)
+
+
+def _stale(team: Team, form: QuotaForm) -> str:
+    """What changed since the page was loaded, for the preview to warn that saving would be refused;
+    "" when nothing did (or the form cannot be read: its errors are shown instead)."""
+    if not form.is_valid() or form.cleaned_data["based_on"] is None:
+        return ""
+    changes = changes_since(team, form.cleaned_data["based_on"], quota_values(team))
+    return changes and (f"Since you opened this page, {changes}; saving this form would be refused — reload the "
+                        "page to change the current quota.")  # fmt: skip
 
 
 def _what_if(team: Team, form: QuotaForm):

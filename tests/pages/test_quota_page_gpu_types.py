@@ -7,6 +7,7 @@ import pytest
 
 from jobs.models import Job
 from tenants.models import AuditEntry, Quota
+from tests.page_forms import opened
 
 pytestmark = pytest.mark.django_db
 
@@ -30,9 +31,11 @@ def asking(job: Job, *types: str) -> Job:
 
 @pytest.mark.parametrize("persona, status", EDITS.items())
 def test_access_to_the_typed_quota_editor(request, login, gpu_types, persona, status):
-    assert login(request.getfixturevalue(persona)).get("/teams/maps/quota/").status_code == status
-    assert login(request.getfixturevalue(persona)).post("/teams/maps/quota/", typed_post(**{
-        "gpu-a100_nominal": "8"})).status_code == (302 if status == 200 else 403)  # fmt: skip
+    client = login(request.getfixturevalue(persona))
+    assert client.get("/teams/maps/quota/").status_code == status
+    loaded = opened(client, "/teams/maps/quota/")["based_on"] if status == 200 else ""
+    assert client.post("/teams/maps/quota/", typed_post(**{
+        "gpu-a100_nominal": "8", "based_on": loaded})).status_code == (302 if status == 200 else 403)  # fmt: skip
 
 
 def test_it_shows_a_row_per_gpu_type_instead_of_one_for_gpus(login, staff, gpu_types):
@@ -44,7 +47,9 @@ def test_it_shows_a_row_per_gpu_type_instead_of_one_for_gpus(login, staff, gpu_t
 
 
 def test_saving_changes_only_the_type_edited_and_records_it(login, staff, maps, gpu_types):
-    response = login(staff).post("/teams/maps/quota/", typed_post(**{"gpu-a100_nominal": "6"}))
+    client = login(staff)
+    page = opened(client, "/teams/maps/quota/")
+    response = client.post("/teams/maps/quota/", page | typed_post(**{"gpu-a100_nominal": "6"}))
     assert response.status_code == 302
     assert Quota.objects.get(team=maps, resource="gpu:a100").nominal == 6
     assert Quota.objects.get(team=maps, resource="gpu:l4").nominal == 4
@@ -52,7 +57,9 @@ def test_saving_changes_only_the_type_edited_and_records_it(login, staff, maps, 
 
 
 def test_clearing_a_types_nominal_removes_that_types_quota(login, staff, maps, gpu_types):
-    login(staff).post("/teams/maps/quota/", typed_post(**{"gpu-l4_nominal": "", "gpu-l4_borrowing_limit": ""}))
+    client = login(staff)
+    client.post("/teams/maps/quota/", opened(client, "/teams/maps/quota/") | typed_post(**{
+        "gpu-l4_nominal": "", "gpu-l4_borrowing_limit": ""}))  # fmt: skip
     assert set(maps.quotas.values_list("resource", flat=True)) == {"gpu:a100"}
 
 

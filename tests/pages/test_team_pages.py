@@ -10,6 +10,7 @@ from django.utils import timezone
 from jobs.models import Job
 from scheduling.models import UsageSample
 from tenants.models import AuditEntry, Quota
+from tests.page_forms import opened
 
 pytestmark = pytest.mark.django_db
 
@@ -124,7 +125,10 @@ def test_the_quota_editor_says_when_nothing_would_change(login, staff, htmx, map
 
 
 def test_saving_a_quota_records_who_changed_what(login, staff, maps):
-    response = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="10", cpu_nominal="64", weight="2"))
+    client = login(staff)
+    loaded = opened(client, "/teams/maps/quota/")["based_on"]
+    response = client.post("/teams/maps/quota/", quota_post(gpu_nominal="10", cpu_nominal="64", weight="2",
+                                                            based_on=loaded))  # fmt: skip
     assert response.status_code == 302
     quota = Quota.objects.get(team=maps, resource="gpu")
     assert (quota.nominal, quota.borrowing_limit) == (10, 8)

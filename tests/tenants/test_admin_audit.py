@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 
 from portal import triggers
 from tenants.models import ApiToken, AuditEntry, Membership, Quota
+from tests.page_forms import opened
 
 
 @pytest.fixture
@@ -19,9 +20,10 @@ def admin_client(client, db):
 
 def test_it_records_a_quota_edit_with_before_and_after(admin_client, maps):
     quota = Quota.objects.get(team=maps, resource="gpu")
-    response = admin_client.post(f"/admin/tenants/quota/{quota.pk}/change/", {
+    url = f"/admin/tenants/quota/{quota.pk}/change/"
+    response = admin_client.post(url, {
         "team": maps.pk, "resource": "gpu", "nominal": 12, "borrowing_limit": 4, "lending_limit": "",
-        "max_per_replica": 8, "default_per_replica": "",
+        "max_per_replica": 8, "default_per_replica": "", "loaded": opened(admin_client, url)["loaded"],
     })  # fmt: skip
     assert response.status_code == 302
     entry = AuditEntry.objects.get(subject="quota")
@@ -78,10 +80,12 @@ def triggered(monkeypatch):
 def test_a_quota_edit_in_the_admin_asks_for_a_cycle_once_committed(
         admin_client, maps, triggered, django_capture_on_commit_callbacks):
     quota = Quota.objects.get(team=maps, resource="gpu")
+    url = f"/admin/tenants/quota/{quota.pk}/change/"
+    loaded = opened(admin_client, url)["loaded"]
     with django_capture_on_commit_callbacks(execute=True):
-        admin_client.post(f"/admin/tenants/quota/{quota.pk}/change/", {
+        admin_client.post(url, {
             "team": maps.pk, "resource": "gpu", "nominal": 12, "borrowing_limit": 4, "lending_limit": "",
-            "max_per_replica": 8, "default_per_replica": "",
+            "max_per_replica": 8, "default_per_replica": "", "loaded": loaded,
         })  # fmt: skip
     assert Quota.objects.get(pk=quota.pk).nominal == 12
     assert "admission" in triggered and "tenants" in triggered
