@@ -26,7 +26,7 @@ from rest_framework.viewsets import GenericViewSet
 from jobs import job_tokens, schema_examples as examples
 from jobs.models import Job
 from jobs.parsers import YAML_PARSERS, JsonParser, spec_data_from_document
-from jobs.selectors import in_queue_order, jobs_for, jobs_of_team
+from jobs.selectors import in_queue_order, jobs_for, jobs_of_team, of_teams
 from jobs.serializers import (
     JobEventSerializer,
     JobFilterSerializer,
@@ -150,6 +150,9 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         filters.is_valid(raise_exception=True)
         jobs = self.filter_queryset(self.get_queryset())
         values = filters.validated_data
+        if team_scope(request) is None:  # a person: their teams (or the one asked for) named by id, see of_teams
+            teams = teams_for(request.user)
+            jobs = of_teams(jobs, teams.filter(slug=values["team"]) if values.get("team") else teams)
         if values.get("team"):
             jobs = jobs.filter(team__slug=values["team"])
         if values.get("state"):

@@ -111,6 +111,15 @@ class Job(models.Model):
     class Meta:
         ordering = ["-submitted_at", "-id"]
         indexes = [
+            # Newest first, a page at a time, without sorting every job of a team or a person: a
+            # team's (its page's polled list; the API's list of a team token, or of one team of a
+            # person: selectors.of_teams) and a person's own (My jobs; the team comes last, after
+            # the unique id so it orders nothing, for the page's count, which joins the person's
+            # memberships by team, to be read from the index alone). No index of every job newest
+            # first: PostgreSQL would take it for these reads too, and read past every newer job of
+            # other teams before a quiet team's. tests/jobs/test_job_list_plans.py checks the plans.
+            models.Index(fields=["team", "-submitted_at", "-id"], name="job_team_newest"),
+            models.Index(fields=["owner", "-submitted_at", "-id", "team"], name="job_owner_newest"),
             models.Index(fields=["team", "state"]),
             models.Index(fields=["state", "queued_at"]),
             models.Index(fields=["state", "position"], name="job_queue_order"),  # the queue pages
@@ -174,6 +183,9 @@ class Sweep(models.Model):
     maximize = models.BooleanField(default=True)
     best_objective = models.FloatField(null=True, blank=True, help_text="Best value a trial reported.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # What the queue shows of it changes outside any cycle (reconcile learns the objective): the
+    # polled parts' version moves with this (scheduling.selectors.live_version).
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
 
     class Meta:
         ordering = ["team", "experiment"]

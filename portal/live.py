@@ -48,10 +48,10 @@ def live(response: HttpResponse, etag: str) -> HttpResponse:
 
 
 # A part's ETag is read from what it shows, which costs the queries that read it. While the
-# world has not moved (no cycle recorded, no job event, no quota or team change: the
-# version), the ETag last computed for a part is remembered, so a poll of an unchanged
-# part costs one small query. Kept a minute at most: parts that show relative times
-# turn over with the clock.
+# world has not moved (no cycle that changed something, no job event, no audited change, no
+# sweep change: the version, scheduling.selectors.live_version), the ETag last computed for
+# a part is remembered, so a poll of an unchanged part costs one small query. Kept a minute
+# at most: parts that show relative times turn over with the clock.
 REMEMBER_SECONDS = CLOCK_STEP
 
 

@@ -19,6 +19,7 @@ from functools import cache
 
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent, Sweep
@@ -231,5 +232,7 @@ def _learn_objectives(trials: list[TrialResult]) -> None:
         maximize = trials[0].maximize
         best = (max(values) if maximize else min(values)) if values else None
         if (sweep.objective, sweep.maximize, sweep.best_objective) != (trials[0].objective, maximize, best):
+            # updated_at by hand (update() leaves auto_now alone): the dashboard's queue shows the
+            # objective, and its polls answer 304 until the row's time moves (live_version).
             Sweep.objects.filter(pk=sweep.pk).update(objective=trials[0].objective, maximize=maximize,
-                                                     best_objective=best)  # fmt: skip
+                                                     best_objective=best, updated_at=timezone.now())  # fmt: skip

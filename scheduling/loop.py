@@ -52,6 +52,7 @@ class CycleResult:
     preempted: int = 0
     rejected: int = 0
     waiting: int = 0
+    written: int = 0  # waiting jobs whose reason, places, estimated start or reservation were written
     skipped: bool = False
     error: str = ""  # the cluster could not be reached (for operators: it may name the API server)
     # The plan's GPU figures per team, as the plan JSON gives them; None when nothing was planned.
@@ -97,8 +98,9 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
     4. Apply: for each admission, suspend its victims, then create it. The
        cluster being unreachable stops the phase (reconcile finishes it); a
        refused create requeues that job with a backoff.
-    5. Record: the cycle row with the plan's GPU figures per team, nodes
-       seen, a usage sample from those figures.
+    5. Record: nodes seen, the cycle row with the plan's GPU figures per team
+       and whether it changed anything the pages show, a usage sample from
+       those figures.
     A cycle that raises is recorded as failed in a transaction of its own,
     then the error goes on to the caller.
     """
@@ -130,11 +132,12 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
             result.admitted = sum(1 for d in decided if d.job.state == Job.State.ADMITTED)
         # 5. Record.
         with transaction.atomic():
-            records.cycle_done(now, time.monotonic() - started, result)
             # Under the lock again: the next cycle may be in its commit phase by now, and two
             # cycles writing the node mirror at once would collide. Lost, it leaves the mirror to that one.
-            if reading is not None and try_transaction_lock(CYCLE_LOCK):
-                records.nodes_seen(reading.nodes, reading.outside, now)
+            mirrored = reading is not None and try_transaction_lock(CYCLE_LOCK)
+            nodes_moved = mirrored and records.nodes_seen(reading.nodes, reading.outside, now)
+            records.cycle_done(now, time.monotonic() - started, result, nodes_moved=nodes_moved)
+            if mirrored:
                 records.usage_sample(now)
             records.prune_cycles(now)
     except Exception as error:
@@ -183,7 +186,7 @@ def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> lis
             continue
         _log_decision("rejected", job, rejection.code, rejection.reason)
         result.rejected += 1
-    result.waiting = _record_waits(world, plan, now)
+    result.waiting, result.written = _record_waits(world, plan, now)
     return decided
 
 
@@ -329,9 +332,10 @@ ETA_DRIFT = timedelta(seconds=60)  # what an estimated start may move before it 
 WAIT_FIELDS = ["reason", "reason_code", "position", "team_position", "eta", "reservation"]
 
 
-def _record_waits(world: World, plan: Plan, now: datetime) -> int:
+def _record_waits(world: World, plan: Plan, now: datetime) -> tuple[int, int]:
     """Store every waiting job's reason (as its owner reads it), positions, ETA and
-    reservation (R4); an event when its reason changes. Returns how many wait.
+    reservation (R4); an event when its reason changes. Returns how many wait, and
+    how many of them were written.
 
     Only the rows whose figures changed are written, and only they are locked: a steady queue of
     thousands costs no writes, and a cancel never waits behind a cycle for a row it does not change.
@@ -373,7 +377,7 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> int:
             setattr(job, name, value)
         changed.append(job)
     Job.objects.bulk_update(changed, WAIT_FIELDS, batch_size=500)
-    return len(plan.wait) + len(world.held)
+    return len(plan.wait) + len(world.held), len(changed)
 
 
 def _changed(job: Job, figures: dict) -> bool:

@@ -50,10 +50,15 @@ class Cycle(models.Model):
     # The plan's GPU figures per team (the plan command's "teams"), which pages, the API, /metrics and
     # usage samples show; null when the cycle made no plan (the cluster unreachable, or it failed).
     gpu_usage = models.JSONField(null=True, blank=True, help_text="GPU figures per team, as the plan gave them.")
+    # Whether it changed something a page shows besides itself (records.cycle_done says what): the
+    # polled parts' version moves with these cycles only (selectors.live_version). True for a cycle
+    # that failed, whose work may have been committed in part, and for rows written before it was kept.
+    changed = models.BooleanField(default=True, help_text="It changed something the pages show.")
 
     class Meta:
         ordering = ["-started_at"]
         get_latest_by = "started_at"
+        indexes = [models.Index(fields=["id"], condition=Q(changed=True), name="cycle_changes")]
 
     def __str__(self) -> str:
         return self.summary

@@ -90,12 +90,29 @@ def cluster_unreachable() -> None:
     queued.update(reason=UNREACHABLE_REASON, reason_code=Because.CLUSTER_UNREACHABLE)
 
 
-def cycle_done(now: datetime, duration: float, result) -> Cycle:
-    """Records a cycle that ran to its end (the cluster may have been unreachable); returns its row."""
+def cycle_done(now: datetime, duration: float, result, *, nodes_moved: bool = False) -> Cycle:
+    """Records a cycle that ran to its end (the cluster may have been unreachable); returns its row.
+
+    The row says whether the cycle changed anything a page shows besides the row itself
+    (`changed`, what the polled parts' version moves with): it did when it
+    1. admitted, preempted or rejected a job, or wrote a waiting job's figures (`written`);
+    2. changed the node mirror (`nodes_moved`: nodes, their GPUs or what outside pods take);
+    3. made a plan whose GPU figures per team differ from those the pages read until now;
+    4. reached the cluster where the cycle before it did not, or the other way round, or follows
+       a failed cycle (the first cycle always counts).
+    A steady queue makes none of these: its cycles leave every polled part's 304 standing.
+    """
+    reachable = not result.error
+    changed = bool(result.admitted or result.preempted or result.rejected or result.written or nodes_moved)
+    if not changed and result.gpu_usage is not None:
+        changed = {team["team"]: team for team in result.gpu_usage} != latest_gpu_usage()
+    if not changed:
+        last = Cycle.objects.order_by("-started_at", "-id").values_list("cluster_reachable", "failed").first()
+        changed = last != (reachable, False)
     return Cycle.objects.create(
         started_at=now, duration=duration, admitted=result.admitted, preempted=result.preempted,
-        rejected=result.rejected, waiting=result.waiting, cluster_reachable=not result.error,
-        error=result.error[:1000], gpu_usage=result.gpu_usage,
+        rejected=result.rejected, waiting=result.waiting, cluster_reachable=reachable,
+        error=result.error[:1000], gpu_usage=result.gpu_usage, changed=changed,
     )  # fmt: skip
 
 
@@ -121,8 +138,9 @@ def failing_streak(limit: int) -> int:
     return streak
 
 
-def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> None:
-    """Mirror the cluster's nodes, with the room outside pods take, for the pages."""
+def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> bool:
+    """Mirror the cluster's nodes, with the room outside pods take, for the pages; returns whether
+    a row was added, changed or deleted (a node seen again as it was is not written)."""
     taken: dict[str, list[int]] = {}
     for pod in outside:
         room = taken.setdefault(pod.node, [0, 0, 0])
@@ -131,6 +149,7 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
         room[2] += pod.memory
     existing = {node.name: node for node in ClusterNode.objects.all()}
     types = known_types()
+    moved = False
     for position, node in enumerate(nodes):
         gpu, cpu, memory = taken.get(node.name, (0, 0, 0))
         values = dict(position=position, gpu=node.gpu, cpu=node.cpu, memory=node.memory, outside_gpu=gpu,
@@ -138,10 +157,14 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
         row = existing.pop(node.name, None)
         if row is None:
             ClusterNode.objects.create(name=node.name, **values)
+            moved = True
         elif any(getattr(row, key) != value for key, value in values.items() if key != "seen_at"):
             ClusterNode.objects.filter(pk=row.pk).update(**values)
+            moved = True
     if existing:
         ClusterNode.objects.filter(name__in=list(existing)).delete()
+        moved = True
+    return moved
 
 
 def usage_sample(now: datetime) -> None:

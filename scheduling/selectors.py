@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Sum
 
-from jobs.models import Job, JobEvent
+from jobs.models import Job, JobEvent, Sweep
 from scheduling.cluster.job_manifests import job_manifest
 from scheduling.models import ClusterNode, Cycle, UsageSample
 from scheduling.policy.runtime import ESTIMATE_AT_LEAST, learned_estimate
@@ -312,15 +312,20 @@ def gpu_type_offers(team: Team) -> list[TypeOffer]:
             for t in types]  # fmt: skip
 
 
-def live_version() -> tuple:
-    """What every live part of the pages moves with, in one query of three primary-key maxima:
-    the last cycle recorded (positions, reasons, estimates, the node mirror and reservations
-    are written with it), the last job event (every transition records one) and the last
-    audit entry (quota, tier, team and membership changes record one).
+def live_version(*, every_cycle: bool = False) -> tuple:
+    """What the live parts of the pages move with, in one query of four maxima: the last cycle
+    that changed something a page shows (decisions, waiting figures, the node mirror, the plan's
+    GPU figures, reaching the cluster: `records.cycle_done`), the last job event (every
+    transition records one, whoever makes it), the last audit entry (quota, tier, GPU type, team
+    and membership changes record one) and the last change of a sweep (its objective, learned
+    by reconcile). `every_cycle`: the last cycle, changed or not, for a part that shows the
+    cycle itself (the dashboard's tiles show when it ran).
     """
-    tables = (Cycle._meta.db_table, JobEvent._meta.db_table, AuditEntry._meta.db_table)
+    cycles = Cycle._meta.db_table if every_cycle else f"{Cycle._meta.db_table} WHERE changed"
+    reads = [f"max(id) FROM {cycles}", f"max(id) FROM {JobEvent._meta.db_table}",
+             f"max(id) FROM {AuditEntry._meta.db_table}", f"max(updated_at) FROM {Sweep._meta.db_table}"]  # fmt: skip
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(f"(SELECT max(id) FROM {table})" for table in tables))
+        cursor.execute("SELECT " + ", ".join(f"(SELECT {read})" for read in reads))
         return tuple(cursor.fetchone())
 
 

@@ -42,7 +42,7 @@ def dashboard(request):
     """
     part = request.GET.get("part", "")
     if request.htmx and part in PARTS:
-        version = live_version()
+        version = live_version(every_cycle=part in SHOWS_THE_CYCLE)
         held = held_at(request, _scope(request, part), version)
         if held is not None:
             return held
@@ -131,6 +131,9 @@ def _queue(request):
 
 
 PARTS = {"tiles": _tiles, "teams": _teams, "nodes": _nodes, "queue": _queue}
+# Parts that show the last cycle itself (the tiles: when it ran, whether it reached the cluster):
+# every cycle changes them, where the others change only with a cycle that changed something.
+SHOWS_THE_CYCLE = {"tiles"}
 
 
 def _scope(request, part: str) -> str:

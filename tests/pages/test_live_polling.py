@@ -6,6 +6,9 @@ import pytest
 from django.test.utils import CaptureQueriesContext
 from django.db import connection
 
+from jobs.models import Job
+from scheduling.models import Cycle
+from scheduling.selectors import live_version
 from tenants.services import quota_update
 
 pytestmark = pytest.mark.django_db
@@ -161,3 +164,66 @@ def test_an_outsider_polls_every_part_without_reading_another_teams_jobs(login, 
     (job,) = fill_and_wait(1, prefix="maps-only")
     body = poll(login(outsider), f"/?part={part}").content.decode()
     assert job.name not in body and "filler" not in body
+
+
+# Parts that show nothing of the cycle itself, only what cycles change, and where they are polled.
+QUIET_PARTS = [("dashboard teams", "/?part=teams"), ("dashboard nodes", "/?part=nodes"),
+               ("dashboard queue", "/?part=queue"), ("team tiles", "/teams/maps/?part=tiles")]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [path for _, path in QUIET_PARTS], ids=[name for name, _ in QUIET_PARTS])
+def test_a_cycle_that_changes_nothing_leaves_a_part_unchanged_at_the_cost_of_the_version(login, staff, fill_and_wait,
+                                                                                         cycle, path):  # fmt: skip
+    fill_and_wait(3)  # a full cluster and three waiting jobs, whose reasons and places are written
+    client = login(staff)
+    etag = poll(client, path)["ETag"]
+    with CaptureQueriesContext(connection) as held:
+        assert poll(client, path, etag).status_code == 304
+    before = live_version()
+    cycle()  # the same plan: nothing admitted, preempted or rejected, no waiting figure written
+    assert live_version() == before
+    with CaptureQueriesContext(connection) as queries:
+        assert poll(client, path, etag).status_code == 304
+    # What a poll costs when its ETag is remembered: for the dashboard the session, the user and the version.
+    assert len(queries) == len(held) <= (3 if path.startswith("/?") else 6), [q["sql"] for q in queries]
+
+
+def test_a_cycle_that_admits_a_job_changes_the_version_and_the_parts(login, staff, submit, cycle):
+    cycle()
+    submit(name="fits", replicas=[{"role": "Worker", "count": 1, "gpu": 4}])
+    client = login(staff)
+    etags = {path: poll(client, path)["ETag"] for _, path in QUIET_PARTS}
+    before = live_version()
+    assert cycle().admitted == 1
+    assert live_version() != before
+    for path, etag in etags.items():
+        assert poll(client, path, etag).status_code == 200, path
+
+
+def test_a_cycle_that_moves_a_waiting_job_changes_the_version(staff, fill_and_wait, cycle, submit, tiers):
+    first, second = fill_and_wait(2)
+    before = live_version()
+    Job.objects.filter(pk=second.pk).update(tier=tiers["production"])  # now it goes first: places change
+    cycle()
+    assert live_version() != before
+    assert Job.objects.get(pk=second.pk).position == 1
+
+
+def test_the_tiles_move_with_every_cycle_they_show_the_last_ones_time(login, staff, fill_and_wait, cycle):
+    fill_and_wait(3)
+    client = login(staff)
+    etag = poll(client, "/?part=tiles")["ETag"]
+    assert poll(client, "/?part=tiles", etag).status_code == 304
+    cycle()
+    fresh = poll(client, "/?part=tiles", etag)
+    assert fresh.status_code == 200
+    assert Cycle.objects.latest().started_at.isoformat() in fresh.content.decode()
+
+
+def test_a_cycle_that_changes_nothing_leaves_the_team_types_unchanged(login, owner, maps_on_a100, cycle):
+    client = login(owner)
+    etag = poll(client, "/teams/maps/?part=types")["ETag"]
+    before = live_version()
+    cycle()
+    assert live_version() == before
+    assert poll(client, "/teams/maps/?part=types", etag).status_code == 304

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from django.utils import timezone
 
-from jobs.models import Job, Sweep
+from jobs.models import Job, JobEvent, Sweep
 from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
@@ -98,3 +100,19 @@ def test_a_sweep_row_shows_the_tier_its_trials_get_when_the_teams_sweep_tier_is_
     row = body[body.index(f'id="sweep-row-{sweep.pk}"'):]
     row = row[: row.index("</tr>")]
     assert ">experiment</td>" in row and "production" not in row
+
+
+def test_a_best_objective_reconcile_learns_refreshes_the_polled_queue(login, owner, sweep, monkeypatch):
+    reconcile(cluster=SimulatedCluster(failure_rate=0))  # the admitted trials run
+    client, hx = login(owner), {"HTTP_HX_REQUEST": "true"}
+    etag = client.get("/?part=queue", **hx)["ETag"]
+    assert client.get("/?part=queue", **hx, HTTP_IF_NONE_MATCH=etag).status_code == 304
+    reported = [replace(trial, value=0.9312) for trial in SimulatedCluster(failure_rate=0).trials()]
+    monkeypatch.setattr(SimulatedCluster, "trials", lambda self: reported)
+    events = JobEvent.objects.count()
+
+    reconcile(cluster=SimulatedCluster(failure_rate=0))  # no cycle, no job event: only the sweep's row changes
+
+    assert Sweep.objects.get().best_objective == 0.9312 and JobEvent.objects.count() == events
+    fresh = client.get("/?part=queue", **hx, HTTP_IF_NONE_MATCH=etag)
+    assert fresh.status_code == 200 and "0.9312" in fresh.content.decode()
