@@ -39,7 +39,7 @@ from jobs.services import (
     IdempotencyConflict, NeverFits, NotRunning, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
-from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, job_logs
+from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, recent_logs
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
 from tenants.permissions import can_cancel, can_submit
@@ -292,7 +292,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         tail = request.query_params.get("tail", str(LOG_TAIL))
         if not (tail.isascii() and tail.isdigit() and 1 <= int(tail) <= LOG_TAIL_MAX):
             raise exceptions.ValidationError({"tail": [f"Lines per replica, a whole number from 1 to {LOG_TAIL_MAX}."]})
-        found = job_logs(job, replica=replica, tail=int(tail))
+        found = recent_logs(job, replica=replica, tail=int(tail))  # shared with other readers for a few seconds
         if found.unavailable:
             return Response({"detail": found.unavailable}, status.HTTP_503_SERVICE_UNAVAILABLE)
         if replica and not found.replicas:

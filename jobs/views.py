@@ -26,7 +26,7 @@ from jobs.services import (
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
-from scheduling.logs import PAGE_TAIL, has_run, job_logs
+from scheduling.logs import PAGE_TAIL, has_run, job_logs, recent_logs
 from scheduling.preview import Preview, fit_preview
 from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
 from tenants.auth import rate_limited
@@ -259,9 +259,11 @@ def _ending(job: Job, events: list[JobEvent]) -> str:
 @vary_on_headers("HX-Request")
 def logs(request, job_id: int):
     """The job page's `logs` fragment: each replica's recent lines and the failing replica; 286 once the job has
-    ended. Opened as a page (the job page's link without JavaScript), the same inside the portal's layout."""
+    ended. Opened as a page (the job page's link without JavaScript), the same inside the portal's layout.
+
+    The read is shared with the job's other viewers for a few seconds (recent_logs), after the access check."""
     job = _get_job(request, job_id)
-    context = {"job": job, "logs": job_logs(job, tail=PAGE_TAIL), "tail": PAGE_TAIL, "has_run": True}
+    context = {"job": job, "logs": recent_logs(job, tail=PAGE_TAIL), "tail": PAGE_TAIL, "has_run": True}
     if not request.htmx:
         return render(request, "jobs/logs_page.html", context)
     response = render(request, "jobs/detail.html#logs", context)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from django.core.cache import caches
+from django.utils import timezone
 
 from jobs.models import Job
 from scheduling.cluster import get_cluster
@@ -13,12 +19,23 @@ from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX, Cluster, ClusterErro
 
 PAGE_TAIL = 30  # lines of each replica on the job page
 
+# Every viewer of a job's logs polls them (the job page every 10 s), and each read lists the job's pods and
+# reads every replica's log from the API server, holding a web worker up to LOGS_DEADLINE. One read serves
+# every viewer of the same job, replica and tail for FRESH_SECONDS (below the page's poll), failed reads too.
+LOGS_CACHE = "throttle"  # the alias in Redis when REDIS_URL is set, so every web worker shares a read
+FRESH_SECONDS = 5
+KEEP_SECONDS = 60  # a read is still shown, with its age, while a newer one is in flight
+READ_LOCK_SECONDS = 35  # outlives one read: the adapter's LOGS_DEADLINE (20 s) plus one pod's read timeout (10 s)
+WAIT_SECONDS = 2.0  # how long a viewer with nothing kept waits for another viewer's read in flight
+WAIT_STEP = 0.1
+
 
 @dataclass(frozen=True)
 class JobLogs:
     replicas: tuple[ReplicaLog, ...] = ()
     failure: ReplicaLog | None = None  # the replica that failed first, if one did
     unavailable: str = ""  # why the cluster could not be read; "" when it was
+    read_at: datetime | None = None  # when the cluster was read, for an answer shared between viewers (recent_logs)
 
     def replica(self, name: str) -> ReplicaLog | None:
         return next((replica for replica in self.replicas if replica.replica == name), None)
@@ -42,3 +59,47 @@ def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, cluste
     except (ClusterUnavailable, ClusterError) as error:
         return JobLogs(unavailable=f"The logs could not be read from the cluster: {error}")
     return JobLogs(replicas=tuple(replicas), failure=failing_replica(replicas))
+
+
+def recent_logs(job: Job, *, replica: str = "", tail: int, cluster: Cluster | None = None) -> JobLogs:
+    """job_logs shared between viewers, with `read_at` set: the same job (in the same state), replica and tail.
+
+    Returns the kept read while it is under FRESH_SECONDS old. Otherwise one viewer reads the cluster
+    (claimed with cache.add) while the others get the kept read, up to KEEP_SECONDS old, or, with none
+    kept, wait up to WAIT_SECONDS for it and then read the cluster themselves. The key holds nothing of
+    the viewer: callers check that the viewer may see the job before asking (the page and the API do).
+    """
+    if not has_run(job):
+        return JobLogs()
+    cache = caches[LOGS_CACHE]
+    key = logs_key(job, replica=replica, tail=tail)
+    lock = key + ":reading"
+    kept = cache.get(key)
+    if kept is not None and (timezone.now() - kept.read_at).total_seconds() < FRESH_SECONDS:
+        return kept
+    if not cache.add(lock, True, READ_LOCK_SECONDS):
+        if kept is not None:
+            return kept
+        deadline = time.monotonic() + WAIT_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(WAIT_STEP)
+            if (kept := cache.get(key)) is not None:
+                return kept
+        return _read_and_keep(cache, key, job, replica=replica, tail=tail, cluster=cluster)
+    try:
+        return _read_and_keep(cache, key, job, replica=replica, tail=tail, cluster=cluster)
+    finally:
+        cache.delete(lock)
+
+
+def logs_key(job: Job, *, replica: str, tail: int) -> str:
+    """The cache key of a job's kept read; its claim to read is this key + ":reading"."""
+    # The state is in the key so the read after a job ends is a fresh one: that answer is the last the page polls.
+    digest = hashlib.blake2b(repr((job.state, replica, tail)).encode(), digest_size=12).hexdigest()
+    return f"logs:{job.pk}:{digest}"
+
+
+def _read_and_keep(cache, key: str, job: Job, *, replica: str, tail: int, cluster: Cluster | None) -> JobLogs:
+    found = replace(job_logs(job, replica=replica, tail=tail, cluster=cluster), read_at=timezone.now())
+    cache.set(key, found, KEEP_SECONDS)
+    return found
