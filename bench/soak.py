@@ -110,7 +110,7 @@ class Chaos:
 
     # -- steps -------------------------------------------------------------------
     def submit(self) -> None:
-        from jobs.services import NeverFits, job_submit
+        from jobs.services import NeverFits, QueueFull, job_submit
         from jobs.spec import parse_spec
 
         team = self.random.choice(self.teams)
@@ -123,8 +123,8 @@ class Chaos:
         })  # fmt: skip
         try:
             job_submit(team=team, spec=spec, owner=self.user)
-        except NeverFits:
-            return  # R10 at submission: refused, nothing stored
+        except (NeverFits, QueueFull):
+            return  # R10, or the team's queue is full (MAX_QUEUED_PER_TEAM): refused, nothing stored
         self.submitted += 1
 
     def cancel(self) -> None:

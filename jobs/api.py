@@ -36,7 +36,7 @@ from jobs.serializers import (
     SubmittedJobSerializer,
 )
 from jobs.services import (
-    IdempotencyConflict, NeverFits, NotRunning, job_cancel, job_checkpoint, job_submit,
+    IdempotencyConflict, NeverFits, NotRunning, QueueFull, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
 from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, recent_logs
@@ -175,7 +175,10 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             "Body: Gangway's job spec, or a manifest of one of its job kinds (see the kind field), as JSON or YAML "
             "(`Content-Type: application/yaml`). The team comes from the spec, `?team=`, or the team token. "
             "With an `Idempotency-Key`, a retry with the same body answers 200 with the original job; the same "
-            "key with another body answers 409. A job that can never fit answers 400 with the reason."
+            "key with another body answers 409. A job that can never fit answers 400 with the reason. When the "
+            "team already has `MAX_QUEUED_PER_TEAM` jobs queued, a new job answers 409 with `code` `queue_full` "
+            "and nothing is created (a replay of a key already used still answers 200): submit again once some "
+            "have started or been cancelled."
         ),
         tags=["jobs"],
         parameters=[
@@ -198,10 +201,11 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             400: OpenApiResponse(ERROR, description="Invalid spec (field dict) or a job that can never fit."),
             401: OpenApiResponse(ERROR, description="No or bad credentials."),
             403: OpenApiResponse(ERROR, description="Not allowed to submit for this team or tier."),
-            409: OpenApiResponse(ERROR, description="Idempotency key reused with a different body."),
+            409: OpenApiResponse(ERROR, description="Idempotency key reused with a different body, or the team "
+                                 "already has MAX_QUEUED_PER_TEAM jobs queued (`code` `queue_full`)."),
         },
         examples=[examples.SUBMIT_SPEC, examples.SUBMIT_TYPED, examples.SUBMIT_MANIFEST, examples.SUBMITTED,
-                  examples.SPEC_ERRORS, examples.NEVER_FITS, examples.CONFLICT],  # fmt: skip
+                  examples.SPEC_ERRORS, examples.NEVER_FITS, examples.CONFLICT, examples.QUEUE_FULL],  # fmt: skip
     )
     def create(self, request):
         data, unsupported = spec_data_from_document(request.data)
@@ -232,6 +236,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             return Response({"detail": f"Can never run: {error.reason}", "code": error.code}, status.HTTP_400_BAD_REQUEST)
         except IdempotencyConflict as error:
             return Response({"detail": str(error), "job": error.job.pk}, status.HTTP_409_CONFLICT)
+        except QueueFull as error:  # the spec is valid; the team's queue is not (yet) able to take it: not a 400
+            return Response({"detail": str(error), "code": error.code}, status.HTTP_409_CONFLICT)
         job.unsupported = unsupported
         body = SubmittedJobSerializer(job, context=self.get_serializer_context()).data
         answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK

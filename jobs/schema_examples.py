@@ -68,6 +68,12 @@ CONFLICT = OpenApiExample(
            "different spec; use a new key for a new job.", "job": 42},
     response_only=True, status_codes=["409"],
 )  # fmt: skip
+QUEUE_FULL = OpenApiExample(
+    "Team queue full",
+    value={"detail": "Team maps already has 1,000 jobs queued, the most a team may queue (MAX_QUEUED_PER_TEAM); "
+           "wait for some to start or cancel some.", "code": "queue_full"},
+    response_only=True, status_codes=["409"],
+)  # fmt: skip
 EVENTS = OpenApiExample(
     "An event",
     response_only=True,

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -40,6 +41,19 @@ class NeverFits(Exception):
     def __init__(self, reason: str, code: str):
         self.reason, self.code = reason, code
         super().__init__(reason)
+
+
+class QueueFull(Exception):
+    """The team already has MAX_QUEUED_PER_TEAM jobs queued: a new one is refused until some start or are cancelled."""
+
+    code = "queue_full"  # the API's `code`, beside the sentence
+
+    def __init__(self, team: Team, queued: int, cap: int):
+        self.team, self.queued, self.cap = team, queued, cap
+        jobs = "job" if queued == 1 else "jobs"
+        limit = "the most a team may queue" if queued <= cap else f"more than the {cap:,} a team may queue"
+        super().__init__(f"Team {team.slug} already has {queued:,} {jobs} queued, {limit} (MAX_QUEUED_PER_TEAM); "
+                         "wait for some to start or cancel some.")  # fmt: skip
 
 
 def spec_digest(spec: JobSpec) -> str:
@@ -138,14 +152,20 @@ def _refuse_if_never_fits(team: Team, spec: JobSpec, tier) -> None:
 
 
 def job_submit(
-    *, team: Team, spec: JobSpec, owner=None, via: str = "form", idempotency_key: str = ""
+    *, team: Team, spec: JobSpec, owner=None, via: str = "form", idempotency_key: str = "", queue_cap: bool = True
 ) -> tuple[Job, bool]:
     """Queue a new job; returns (job, created).
 
     With an idempotency key already used for the same spec, returns the
-    original job and False. Raises SpecError for a spec the team's settings
-    refuse, NeverFits for a job that can never run (nothing is written), and
-    IdempotencyConflict for a reused key with a different spec.
+    original job and False, even when the team's queue is full. Raises SpecError
+    for a spec the team's settings refuse, NeverFits for a job that can never run,
+    QueueFull when the team already has MAX_QUEUED_PER_TEAM jobs queued (nothing
+    is written for any of these), and IdempotencyConflict for a reused key with a
+    different spec.
+
+    `queue_cap=False` is for jobs adopted from the cluster (scheduling.adoption):
+    they exist there already, and refusing them would not remove them, so the cap
+    does not apply to them (they do count towards it for later submissions).
     """
     tier = check_spec_for_team(spec, team)
     counted = counted_spec(spec, team)
@@ -158,6 +178,8 @@ def job_submit(
     now = timezone.now()
     try:
         with transaction.atomic():
+            if queue_cap and (replay := _refuse_if_queue_full(team, idempotency_key)) is not None:
+                return _same_or_conflict(replay, digest), False
             job = Job.objects.create(
                 team=team, owner=owner, submitted_via=via[:100], name=spec.name, kind=spec.kind, runtime=spec.runtime,
                 image=spec.image, command=list(spec.command), args=list(spec.args), env=dict(spec.env),
@@ -180,6 +202,27 @@ def job_submit(
             raise
         return _same_or_conflict(existing, digest), False
     return job, True
+
+
+def _refuse_if_queue_full(team: Team, idempotency_key: str) -> Job | None:
+    """Raises QueueFull when `team` has MAX_QUEUED_PER_TEAM (> 0) jobs queued; returns the job a
+    concurrent submission just made with `idempotency_key`, or None.
+
+    Called in the submission's transaction: the team's row is locked first, so two submissions
+    cannot both pass the count for the last slot (FOR NO KEY UPDATE: rows that merely reference
+    the team, such as adopted jobs, are not held up). A submission that waited for the lock
+    behind one with the same key finds that one's job here and replays it, not a full queue.
+    """
+    cap = settings.MAX_QUEUED_PER_TEAM
+    if not cap:
+        return None
+    Team.objects.select_for_update(no_key=True).filter(pk=team.pk).values_list("pk").get()
+    if idempotency_key and (existing := Job.objects.filter(team=team, idempotency_key=idempotency_key).first()):
+        return existing
+    queued = Job.objects.filter(team=team, state=Job.State.QUEUED).count()
+    if queued >= cap:
+        raise QueueFull(team, queued, cap)
+    return None
 
 
 def _count(number: int, word: str) -> str:

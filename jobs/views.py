@@ -21,7 +21,8 @@ from jobs.forms import JobForm, bind, replica_formset, submission_key
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
-    IdempotencyConflict, NeverFits, counted_spec, gpu_type_problem, job_cancel, job_check, job_submit, spec_digest,
+    IdempotencyConflict, NeverFits, QueueFull, counted_spec, gpu_type_problem, job_cancel, job_check, job_submit,
+    spec_digest,
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
@@ -142,6 +143,8 @@ def _submit_spec(request, form, formset, spec) -> tuple[Job | None, bool]:
     except NeverFits as error:
         add_fit_error(form, formset, error.code, error.reason)
     except IdempotencyConflict as error:  # the key holds the spec's digest: only if two specs shared one
+        form.add_error(None, str(error))
+    except QueueFull as error:  # no field is wrong: the summary line above the form says it
         form.add_error(None, str(error))
     return None, False
 

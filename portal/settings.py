@@ -186,6 +186,9 @@ MAX_RESERVATIONS = env.integer("MAX_RESERVATIONS", 1)
 RESERVATION_SLACK = env.integer("RESERVATION_SLACK", 600)
 MIN_RUNTIME_BEFORE_PREEMPTION = env.integer("MIN_RUNTIME_BEFORE_PREEMPTION", 600)
 DEFAULT_RUNTIME = env.integer("DEFAULT_RUNTIME", 86400, minimum=1)
+# Queued jobs a team may have before a submission is refused (jobs.services.job_submit); 0: no cap.
+# Every queued job is planned in every admission cycle, so one team's backlog slows every team's.
+MAX_QUEUED_PER_TEAM = env.integer("MAX_QUEUED_PER_TEAM", 1000)
 SIM_DEFAULT_DURATION = env.integer("SIM_DEFAULT_DURATION", 180, minimum=1)
 SIM_FAILURE_RATE = float(env.text("SIM_FAILURE_RATE", "0"))
 if not 0 <= SIM_FAILURE_RATE <= 1:

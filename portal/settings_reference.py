@@ -90,6 +90,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("RESERVATION_SLACK", 600, "A reservation keeps its nodes while they give a start within this of the "
             "best (R4); a running job past its expected end is expected to end this long from now (R14).", unit="s"),
     Setting("MIN_RUNTIME_BEFORE_PREEMPTION", 600, "Thrash guard for priority preemption within a team (R5).", unit="s"),
+    Setting("MAX_QUEUED_PER_TEAM", 1000, "Queued jobs a team may have; a submission past it is refused "
+            "(the API answers 409) until some start or are cancelled. Jobs adopted from the cluster are "
+            "not refused. 0: no cap."),
     Setting("DEFAULT_RUNTIME", 86400, "Runtime assumed for estimates when a job sets no `max_runtime`.", unit="s"),
     # -- Simulated cluster and demo ------------------------------------------------
     Setting("SIM_DEFAULT_DURATION", 180, "How long a simulated job runs unless it says otherwise.", unit="s"),

@@ -203,7 +203,9 @@ def _adopt(item: OutsideJob, team: Team) -> tuple[Job | None, str]:
                 tier = default.name if default else ""
             data["tier"] = tier
             spec = parse_spec(data, team=team.slug)
-            job, _ = job_submit(team=team, spec=spec, via=item.origin)
+            # Not capped by MAX_QUEUED_PER_TEAM: the job is in the cluster already, and refusing it here
+            # would not take it off the cluster.
+            job, _ = job_submit(team=team, spec=spec, via=item.origin, queue_cap=False)
             Job.objects.filter(pk=job.pk).update(cluster_name=item.name, cluster_uid=item.uid, sweep=sweep)
             if unsupported:
                 job.events.create(kind=JobEvent.Kind.NOTE, code=Because.FIELDS_KEPT, message=(

@@ -212,9 +212,9 @@ def test_a_token_submission_reads_the_token_tiers_nodes_and_quotas_once(maps, ti
     _, value = token_create(name="capped", team=maps, max_tier=tiers["standard"])
     client = bearer(value)
     assert client.post(URL, spec_data(name="first"), format="json").status_code == 201  # records last use
-    # token, the team's tiers, the GPU types, nodes, the teams joined to their quotas; then the job and its
-    # event in a savepoint.
-    with django_assert_num_queries(9):
+    # token, the team's tiers, the GPU types, nodes, the teams joined to their quotas; then, in a savepoint,
+    # the team's row locked and its queued jobs counted (MAX_QUEUED_PER_TEAM), the job and its event.
+    with django_assert_num_queries(11):
         assert client.post(URL, spec_data(name="second"), format="json").status_code == 201
 
 
@@ -263,3 +263,29 @@ def test_a_manifests_volumes_are_carried_over_and_a_host_path_listed_back(as_per
     assert body["volumes"] == [{"claim": "datasets", "path": "/data", "read_only": False}]
     assert body["shm"] == "4Gi" and body["replicas"][0]["memory"] == "12Gi"
     assert any("hostPath" in item for item in body["unsupported"])
+
+
+def test_it_answers_409_naming_the_cap_when_the_team_has_too_many_jobs_queued(as_persona, settings, maps):
+    settings.MAX_QUEUED_PER_TEAM = 1
+    assert as_persona("maps_token").post(URL, spec_data(name="first"), format="json").status_code == 201
+
+    response = as_persona("maps_token").post(URL, spec_data(name="second"), format="json")
+
+    assert response.status_code == 409
+    assert response.json() == {
+        "detail": "Team maps already has 1 job queued, the most a team may queue (MAX_QUEUED_PER_TEAM); wait for "
+        "some to start or cancel some.",
+        "code": "queue_full",
+    }
+    assert list(Job.objects.values_list("name", flat=True)) == ["first"]
+
+
+def test_a_replay_with_its_idempotency_key_answers_200_at_the_cap(as_persona, settings):
+    client = as_persona("maps_token")
+    first = client.post(URL, spec_data(), format="json", HTTP_IDEMPOTENCY_KEY="ci-7")
+    settings.MAX_QUEUED_PER_TEAM = 1
+
+    replay = client.post(URL, spec_data(), format="json", HTTP_IDEMPOTENCY_KEY="ci-7")
+
+    assert replay.status_code == 200 and replay.json()["id"] == first.json()["id"]
+    assert Job.objects.count() == 1

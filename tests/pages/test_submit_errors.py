@@ -70,3 +70,17 @@ def test_every_page_has_a_skip_link_to_its_content(login, owner, csrf_client):
         assert '<a class="skip-link" href="#content">Skip to content</a>' in body
         assert '<main class="page" id="content" tabindex="-1">' in body
     assert "Skip to content" in csrf_client.get("/login/").content.decode()  # signed out too
+
+
+def test_a_full_queue_is_refused_above_the_form_with_nothing_created(login, owner, settings):
+    settings.MAX_QUEUED_PER_TEAM = 1
+    client = login(owner)
+    assert client.post("/jobs/new/", form_data(name="first")).status_code == 302
+
+    response = client.post("/jobs/new/", form_data(name="second"))
+
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert ("Team maps already has 1 job queued, the most a team may queue (MAX_QUEUED_PER_TEAM); wait for some "
+            "to start or cancel some.") in body  # fmt: skip
+    assert list(Job.objects.values_list("name", flat=True)) == ["first"]

@@ -4,7 +4,7 @@ import sys
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.services import IdempotencyConflict, NeverFits, job_submit
+from jobs.services import IdempotencyConflict, NeverFits, QueueFull, job_submit
 from jobs.spec import SpecError, parse_spec
 from jobs.yaml_import import spec_from_yaml
 from tenants.models import Team
@@ -45,7 +45,7 @@ class Command(BaseCommand):
             raise CommandError("; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in error.errors.items())) from None
         except NeverFits as error:
             raise CommandError(f"Can never run: {error.reason}") from None  # the API's and the form's words
-        except IdempotencyConflict as error:
+        except (IdempotencyConflict, QueueFull) as error:
             raise CommandError(str(error)) from None
         for field in unsupported:
             self.stderr.write(f"Not carried over: {field}")
