@@ -251,6 +251,9 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
     ),
 }
+# A job's logs read once for all its viewers for a few seconds (scheduling.logs): in Redis, shared by every web worker.
+CACHES["logs"] = (CACHES["throttle"] if _REDIS_URL
+                  else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "logs"})  # fmt: skip
 SPECTACULAR_SETTINGS = {
     "TITLE": "Gangway API",
     "DESCRIPTION": (

@@ -22,7 +22,7 @@ PAGE_TAIL = 30  # lines of each replica on the job page
 # Every viewer of a job's logs polls them (the job page every 10 s), and each read lists the job's pods and
 # reads every replica's log from the API server, holding a web worker up to LOGS_DEADLINE. One read serves
 # every viewer of the same job, replica and tail for FRESH_SECONDS (below the page's poll), failed reads too.
-LOGS_CACHE = "throttle"  # the alias in Redis when REDIS_URL is set, so every web worker shares a read
+LOGS_CACHE = "logs"  # in Redis when REDIS_URL is set, so every web worker shares a read
 FRESH_SECONDS = 5
 KEEP_SECONDS = 60  # a read is still shown, with its age, while a newer one is in flight
 READ_LOCK_SECONDS = 35  # outlives one read: the adapter's LOGS_DEADLINE (20 s) plus one pod's read timeout (10 s)

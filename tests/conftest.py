@@ -132,6 +132,7 @@ def throttle_cache(settings):
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
         "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": THROTTLE_REDIS},
+        "logs": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "logs"},
     }
     caches["throttle"].clear()
     yield caches["throttle"]
