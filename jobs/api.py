@@ -122,8 +122,17 @@ def with_asked_gpu_types(request, data):
     return {**data, "gpu_type": asked}
 
 
+ORDERING_FIELDS = ["submitted_at", "queued_at", "started_at", "finished_at", "position", "gpu_total", "id"]
+_ORDER_BY = f"-?({'|'.join(ORDERING_FIELDS)})"
+ORDERING = OpenApiParameter(
+    "ordering", str, OpenApiParameter.QUERY, required=False, pattern=f"^{_ORDER_BY}(,{_ORDER_BY})*$",
+    description="Fields to order by, comma-separated, each with `-` for descending: "
+                f"{', '.join(ORDERING_FIELDS)}. Newest submission first by default.",
+)  # fmt: skip
+
+
 @extend_schema_view(
-    list=extend_schema(summary="List jobs", parameters=[JobFilterSerializer], tags=["jobs"]),
+    list=extend_schema(summary="List jobs", parameters=[JobFilterSerializer, ORDERING], tags=["jobs"]),
     retrieve=extend_schema(summary="Read a job", tags=["jobs"], examples=[examples.JOB]),
 )
 class JobViewSet(ApiDefaults, GenericViewSet):
@@ -131,7 +140,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
     pagination_class = JobPagination
     parser_classes = [JsonParser, *YAML_PARSERS]
     filter_backends = [OrderingFilter]
-    ordering_fields = ["submitted_at", "queued_at", "started_at", "finished_at", "position", "gpu_total", "id"]
+    ordering_fields = ORDERING_FIELDS
     ordering = ["-submitted_at", "-id"]
     lookup_value_regex = r"[^/]+"  # anything up to the slash: a bad id gets DRF's JSON 404, not the page
 
