@@ -25,7 +25,7 @@ PAGE_TAIL = 30  # lines of each replica on the job page
 LOGS_CACHE = "logs"  # in Redis when REDIS_URL is set, so every web worker shares a read
 FRESH_SECONDS = 5
 KEEP_SECONDS = 60  # a read is still shown, with its age, while a newer one is in flight
-READ_LOCK_SECONDS = 35  # outlives one read: the adapter's LOGS_DEADLINE (20 s) plus one pod's read timeout (10 s)
+READ_LOCK_SECONDS = 35  # outlives one read: the adapter bounds a whole read by LOGS_DEADLINE (20 s), plus its retries (3 s)
 WAIT_SECONDS = 2.0  # how long a viewer with nothing kept waits for another viewer's read in flight
 WAIT_STEP = 0.1
 

@@ -236,9 +236,11 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
         _create(job, cluster)
-        Job.objects.filter(pk=job.pk, reason_code=Because.CREATE_PENDING).update(reason="", reason_code="")
+        _created(job)
         result.created += 1
         return
+    if phase is not Phase.SUSPENDED:
+        _created(job)  # there: a create whose answer was lost (a timeout) went through after all
     if phase in (Phase.SUCCEEDED, Phase.FAILED):
         _finish(job, status, now)
         result.changed += 1
@@ -247,6 +249,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # Suspended while the database says it should run (a preemption whose cycle rolled back,
         # or a person): resume it, as a create of a suspended job does.
         _create(job, cluster)
+        _created(job)
         result.created += 1
         return
     total = job.replica_count
@@ -259,6 +262,12 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if job.state == Job.State.ADMITTED and job.admitted_at and (now - job.admitted_at).total_seconds() > settings.ADMISSION_TIMEOUT:
         _evict_stuck(job, status, cluster, now)
         result.changed += 1
+
+
+def _created(job: Job) -> None:
+    """The job's object is there (created or resumed): it no longer says it waits for the cluster to create it."""
+    if job.reason_code == Because.CREATE_PENDING:
+        Job.objects.filter(pk=job.pk, reason_code=Because.CREATE_PENDING).update(reason="", reason_code="")
 
 
 def _finish(job: Job, status: JobStatus, now: datetime) -> None:

@@ -107,6 +107,12 @@ class FaultyCluster:
     def trials(self):
         return self.inner.trials()
 
+    def claims(self, namespace: str):
+        return self.inner.claims(namespace)
+
+    def logs(self, namespace: str, job_id: int, **options):
+        return self.inner.logs(namespace, job_id, **options)
+
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return self.inner.sync_tenants(tenants)
 

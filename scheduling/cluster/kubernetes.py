@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from kubernetes import config
@@ -38,7 +40,15 @@ from scheduling.cluster.base import (
     check_claims,
     failing_replica,
 )
-from scheduling.cluster.kubernetes_api import BAD_REQUEST, CONFLICT, NOT_FOUND, Api, amount, client_for
+from scheduling.cluster.kubernetes_api import (
+    BAD_REQUEST,
+    CONFLICT,
+    NOT_FOUND,
+    Api,
+    amount,
+    client_for,
+    definition_installed,
+)
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # Taints that keep pods off a node, unless the pod tolerates them.
@@ -162,7 +172,7 @@ class KubernetesCluster:
             "suspend", job.kind, f"{job.namespace}/{job.name}",
             self.api.custom.patch_namespaced_custom_object,
             kind.group, kind.version, job.namespace, kind.plural, job.name,
-            job_manifests.suspend_patch(kind), tolerate=(NOT_FOUND,),
+            job_manifests.suspend_patch(kind), tolerate=(NOT_FOUND,), one_object=True,
         )
 
     def delete_job(self, namespace: str, name: str, kind: str) -> None:
@@ -176,7 +186,7 @@ class KubernetesCluster:
             "delete", kind, f"{namespace}/{name}",
             self.api.custom.delete_namespaced_custom_object,
             job_kind.group, job_kind.version, namespace, job_kind.plural, name,
-            propagation_policy="Background", tolerate=(NOT_FOUND,),
+            propagation_policy="Background", tolerate=(NOT_FOUND,), one_object=True,
         )
 
     def job_statuses(self) -> list[JobStatus]:
@@ -234,10 +244,7 @@ class KubernetesCluster:
 
     def _installed(self, kind: kinds.JobKind) -> bool:
         """Whether the cluster has the kind's CustomResourceDefinition (one small list by name)."""
-        name = f"{kind.plural}.{kind.group}"
-        found = self.api.call("list", "CustomResourceDefinition", name, self.api.extensions.list_custom_resource_definition,
-                              field_selector=f"metadata.name={name}")  # fmt: skip
-        return bool(found["items"])
+        return definition_installed(self.api, f"{kind.plural}.{kind.group}")
 
     def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
         """Returns each replica pod of the job with its last `tail` log lines and how it stopped.
@@ -246,34 +253,49 @@ class KubernetesCluster:
         and at most LOG_LIMIT_BYTES. A container that has not started yet (the server answers
         400) or a pod deleted meanwhile (404) has no lines.
         """
-        pods = self.api.call(
-            "list", "Pod", namespace, self.api.core.list_namespaced_pod, namespace,
-            label_selector=f"{JOB_ID_LABEL}={job_id}",
-        )["items"]
-        result = []
         # A person waits on the page (and the web worker's own timeout on it): a slow server gets a
-        # bounded time for the whole read, not a read timeout per pod.
+        # bounded time for the whole read, the pod list included, not a read timeout per call.
         deadline = time.monotonic() + self.logs_deadline
+        with self._within(deadline, f"list the pods of job {job_id} in {namespace}"):
+            pods = self.api.call(
+                "list", "Pod", namespace, self.api.core.list_namespaced_pod, namespace,
+                label_selector=f"{JOB_ID_LABEL}={job_id}", timeout=_time_left(deadline),
+            )["items"]
+        result = []
         for pod in sorted(pods, key=replica_order):
             name = replica_name(pod)
             if replica and name != replica:
                 continue
+            what = f"read the logs of {namespace}/{pod['metadata']['name']} and the rest"
             if time.monotonic() > deadline:
-                raise ClusterUnavailable(f"read the logs of {namespace}/{pod['metadata']['name']} and the rest: "
-                                         f"the cluster took more than {self.logs_deadline:g} s for this job's logs")  # fmt: skip
+                raise ClusterUnavailable(f"{what}: the cluster took more than {self.logs_deadline:g} s for this "
+                                         "job's logs")  # fmt: skip
             options = {"limit_bytes": LOG_LIMIT_BYTES}
             if tail is not None:
                 options["tail_lines"] = tail
             container = main_container(pod)
             if container:  # a pod of several containers (Katib's metrics collector beside it) needs the name
                 options["container"] = container
-            text = self.api.call(
-                "read log of", "Pod", f"{namespace}/{pod['metadata']['name']}",
-                self.api.core.read_namespaced_pod_log, pod["metadata"]["name"], namespace,
-                tolerate=(BAD_REQUEST, NOT_FOUND), text=True, timeout=LOG_READ_TIMEOUT, **options,
-            )
+            with self._within(deadline, what):
+                text = self.api.call(
+                    "read log of", "Pod", f"{namespace}/{pod['metadata']['name']}",
+                    self.api.core.read_namespaced_pod_log, pod["metadata"]["name"], namespace,
+                    tolerate=(BAD_REQUEST, NOT_FOUND), text=True, timeout=_time_left(deadline), **options,
+                )
             result.append(replica_log(pod, tuple((text or "").splitlines())))
         return result
+
+    @contextmanager
+    def _within(self, deadline: float, what: str) -> Iterator[None]:
+        """Around one call of a logs read: a call that failed for want of time (its read timeout cut to
+        the time left) says the read took too long, as the person reading the page wants to know."""
+        try:
+            yield
+        except ClusterUnavailable as error:
+            if deadline - time.monotonic() > 0.05:  # time was left (a socket timeout may end a little early)
+                raise
+            raise ClusterUnavailable(f"{what}: the cluster took more than {self.logs_deadline:g} s for this "
+                                     "job's logs") from error  # fmt: skip
 
     def outside_jobs(self) -> OutsideJobs:
         """Returns every TFJob, PyTorchJob or TrainJob labelled `gangway.io/queue` that Gangway did not create,
@@ -315,6 +337,13 @@ class KubernetesCluster:
         """Returns what keeps Gangway from working on this cluster; empty when all is well."""
         findings = kubernetes_tenants.doctor(self.api, tenants, self._nodes(), self.nodes())
         return findings + kubernetes_outside.doctor(self.api, tenants)
+
+
+def _time_left(deadline: float) -> tuple[float, float]:
+    """LOG_READ_TIMEOUT cut to the time left before `deadline` (a little at least, so that the call is made)."""
+    left = max(deadline - time.monotonic(), 0.05)
+    connect, read = LOG_READ_TIMEOUT
+    return min(connect, left), min(read, left)
 
 
 def tolerated(taint: dict) -> bool:

@@ -2,6 +2,8 @@
 
 It decides what an answer means, so the adapter never inspects HTTP codes:
 a status the caller tolerates (409 on create, 404 on delete) is success;
+on one object (`one_object`), a 404 that names no object is the server not
+serving the kind for a moment, never that object gone, and is retried;
 429 and 5xx, and connections refused, reset or cut off, are retried with
 backoff (honouring Retry-After) within a few seconds, then become
 `ClusterUnavailable`, as does a read timeout at once; any other refusal
@@ -73,6 +75,7 @@ class Api:
         tolerate: tuple[int, ...] = (),
         text: bool = False,
         timeout: tuple[float, float] | None = None,
+        one_object: bool = False,
         **kwargs,
     ) -> dict | str | None:
         """Returns the server's answer as a dict (as text with `text`, e.g. a pod's log), or None when its status is in `tolerate`.
@@ -80,7 +83,12 @@ class Api:
         `verb kind name` ("create TFJob maps/resnet-g12") starts every error
         message. Raises ClusterError for a refusal and ClusterUnavailable when
         the server cannot be reached or stays overloaded. `timeout` (connect,
-        read) replaces the client's for this call.
+        read) replaces the client's for this call. With `one_object` (a call on
+        one object Gangway knows exists: a suspend, a delete), a tolerated 404
+        must name that object: the generic NotFound of a kind the server does
+        not serve just now ("the server could not find the requested resource")
+        is retried, then ClusterUnavailable, so a victim is never taken for
+        stopped nor a cancel for done while its object still runs.
         """
         what = f"{verb} {kind} {name}"
         deadline = time.monotonic() + self.retry_budget
@@ -92,9 +100,10 @@ class Api:
                     return (response.data or b"").decode(errors="replace")
                 return json.loads(response.data or b"null")
             except ApiException as error:
-                if error.status in tolerate:
+                not_served = one_object and _not_served(error)
+                if error.status in tolerate and not not_served:
                     return None
-                if not _retryable(error.status):
+                if not (not_served or _retryable(error.status)):
                     raise ClusterError(f"{what}: {_describe(error)}") from error
                 wait = _retry_after(error) or backoff
                 if time.monotonic() + wait > deadline:
@@ -112,8 +121,31 @@ class Api:
                 backoff = min(backoff * 2, 1.0)
 
 
+def definition_installed(api: Api, name: str) -> bool:
+    """Whether the cluster has the CustomResourceDefinition `name` ("tfjobs.kubeflow.org"): one small list by name.
+
+    API servers now and then answer 404 for a custom resource that exists; a 404 on a list is
+    "not installed" only when this says so."""
+    found = api.call("list", "CustomResourceDefinition", name, api.extensions.list_custom_resource_definition,
+                     field_selector=f"metadata.name={name}")  # fmt: skip
+    return bool(found["items"])
+
+
 def _retryable(status: int | None) -> bool:
     return status == 429 or (status or 0) >= 500
+
+
+def _not_served(error: ApiException) -> bool:
+    """Whether a 404 is the server's generic NotFound for a resource it does not serve, which names
+    no object (`details.name`), as opposed to "tfjobs.kubeflow.org "x" not found" for one missing object."""
+    if error.status != NOT_FOUND:
+        return False
+    try:
+        body = json.loads(error.body or b"{}")
+    except (ValueError, TypeError):
+        return True  # not a Status: a proxy's page, not the API server's word on the object
+    details = body.get("details") if isinstance(body, dict) else None
+    return not (isinstance(details, dict) and details.get("name"))
 
 
 def _retry_after(error: ApiException) -> float | None:

@@ -9,8 +9,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from scheduling.cluster import outside
-from scheduling.cluster.base import ClusterJob, Finding, OutsideJob, OutsideJobs, Tenants, TrialResult
-from scheduling.cluster.kubernetes_api import NOT_FOUND, Api
+from scheduling.cluster.base import (
+    ClusterJob,
+    ClusterUnavailable,
+    Finding,
+    OutsideJob,
+    OutsideJobs,
+    Tenants,
+    TrialResult,
+)
+from scheduling.cluster.kubernetes_api import NOT_FOUND, Api, definition_installed
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # The ValidatingAdmissionPolicy deploy/kubernetes ships (admission-policy.yaml).
@@ -42,7 +50,7 @@ def _read(api: Api, job: ClusterJob) -> dict | None:
     kind = outside.outside_kind(job.kind)
     return api.call(
         "read", kind.kind, f"{job.namespace}/{job.name}", api.custom.get_namespaced_custom_object,
-        kind.group, kind.version, job.namespace, kind.plural, job.name, tolerate=(NOT_FOUND,),
+        kind.group, kind.version, job.namespace, kind.plural, job.name, tolerate=(NOT_FOUND,), one_object=True,
     )  # fmt: skip
 
 
@@ -51,6 +59,7 @@ def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict) -> Non
     api.call(
         verb, kind.kind, f"{job.namespace}/{job.name}", api.custom.patch_namespaced_custom_object,
         kind.group, kind.version, job.namespace, kind.plural, job.name, body, tolerate=(NOT_FOUND,),
+        one_object=True,
     )  # fmt: skip
 
 
@@ -92,12 +101,19 @@ def admit(api: Api, job: ClusterJob) -> None:
 
 
 def trials(api: Api) -> list[TrialResult]:
-    """Returns every Katib trial with its objective's latest value; empty when Katib is not installed."""
+    """Returns every Katib trial with its objective's latest value; empty when Katib is not installed.
+
+    Raises ClusterUnavailable when the list answers 404 though Trials are installed."""
     answer = api.call(
         "list", "Trial", "*", api.custom.list_cluster_custom_object,
         outside.KATIB_GROUP, outside.KATIB_VERSION, outside.KATIB_TRIALS,
         label_selector=outside.KATIB_EXPERIMENT_LABEL, tolerate=(NOT_FOUND,),
     )  # fmt: skip
+    crd = f"{outside.KATIB_TRIALS}.{outside.KATIB_GROUP}"
+    if answer is None and definition_installed(api, crd):
+        # Read as "Katib is not installed", the job of a trial Katib removed once it succeeded would be cancelled.
+        raise ClusterUnavailable(f"list Trial *: 404 Not Found, though its CustomResourceDefinition {crd} is "
+                                 "installed; read again at the next pass")  # fmt: skip
     result = []
     for trial in (answer or {}).get("items", ()):
         meta = trial["metadata"]
