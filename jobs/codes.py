@@ -18,6 +18,7 @@ class Because(StrEnum):
     CLUSTER_UNREACHABLE = "cluster_unreachable"
     CREATE_PENDING = "create_pending"  # admitted, not yet created: the cluster did not answer
     CLUSTER_REFUSED = "cluster_refused"  # the cluster refused the create: requeued with a backoff, failed at last
+    CLUSTER_FAILING = "cluster_failing"  # the create met a server error (a 500): requeued with a backoff, never failed
     MISSING_CLAIM = "missing_claim"  # mounts a claim its namespace lacks: left out of the plan until it exists
     TIER_NOT_ALLOWED = "tier_not_allowed"  # its team may no longer use its tier: left out of the plan until it may
     STOP_REFUSED = "stop_refused"  # the cluster refused to suspend or stop a job: deleted instead, or tried again

@@ -34,6 +34,7 @@ from scheduling.cluster.base import (
     JobStatus,
     NodeInfo,
     OutsidePod,
+    ServerFailing,
     on_one_object,
 )
 from scheduling.locks import try_transaction_lock
@@ -256,7 +257,7 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
             log.warning("cluster unreachable while applying admissions: %s", error)
             return str(error)
         except ClusterError as error:
-            requeue_refused(item.job, str(error), now)
+            requeue_refused(item.job, str(error), now, failing=isinstance(error, ServerFailing))
     return ""
 
 
@@ -268,35 +269,42 @@ def _creation_pending(jobs: list[Job]) -> None:
     )
 
 
-def requeue_refused(job: Job, error: str, now: datetime) -> None:
+def requeue_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
     """Requeue a job whose create the cluster refused, keeping its place, after a backoff.
 
     The backoff doubles with each refusal since the job last ran (`backoff`). At the
-    REFUSALS_BEFORE_FAILING-th in a row the job fails instead, saying why: such a refusal (a
-    webhook, a quota of the namespace) rarely passes by itself, and each try preempts its
-    victims again. Used by the apply phase and by reconcile when it creates a job again.
+    REFUSALS_BEFORE_FAILING-th refusal in a row the job fails instead, saying why: such a refusal
+    (a webhook's verdict, a quota of the namespace) rarely passes by itself, and each try preempts
+    its victims again. A server error (`failing`: a 500 of the object's namespace, such as a
+    webhook that cannot be called) is no verdict on the job and passes once mended: it backs off
+    alike but never fails the job, which would otherwise be lost to a few minutes' outage of a
+    webhook. Used by the apply phase and by reconcile when it creates a job again.
     """
     ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
-    refusals = job.events.filter(code=Because.CLUSTER_REFUSED, pk__gt=ran or 0).count() + 1
+    since = job.events.filter(pk__gt=ran or 0)
+    tries = since.filter(code__in=(Because.CLUSTER_REFUSED, Because.CLUSTER_FAILING)).count() + 1
+    refusals = since.filter(code=Because.CLUSTER_REFUSED).count() + (0 if failing else 1)
     error = error.rstrip(". ")
-    wait = backoff(refusals)
+    wait = backoff(tries)
+    code = Because.CLUSTER_FAILING if failing else Because.CLUSTER_REFUSED
     try:
-        if refusals >= REFUSALS_BEFORE_FAILING:
+        if not failing and refusals >= REFUSALS_BEFORE_FAILING:
             fix = ("Its owner changes its object and creates it again." if job.adopted
                    else "Change the job and submit it again.")  # fmt: skip
             message = (f"Failed: the cluster refused to create it {refusals} times in a row, the last time: "
                        f"{error}. {fix}")  # fmt: skip
-            transition(job, Job.State.FAILED, message=message, code=Because.CLUSTER_REFUSED, placement=[],
-                       finished_at=now, reason=message, reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
+            transition(job, Job.State.FAILED, message=message, code=code, placement=[],
+                       finished_at=now, reason=message, reason_code=code)  # fmt: skip
         else:
-            message = (f"The cluster refused to create it: {error}. Requeued with its place kept; "
+            what = ("failed to create it (a server error, no verdict on the job)" if failing
+                    else "refused to create it")  # fmt: skip
+            message = (f"The cluster {what}: {error}. Requeued with its place kept; "
                        f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
-            transition(job, Job.State.QUEUED, message=message, code=Because.CLUSTER_REFUSED, placement=[],
-                       admitted_at=None, not_before=now + wait, reason=message,
-                       reason_code=Because.CLUSTER_REFUSED)  # fmt: skip
+            transition(job, Job.State.QUEUED, message=message, code=code, placement=[],
+                       admitted_at=None, not_before=now + wait, reason=message, reason_code=code)  # fmt: skip
     except StaleJob:
         return  # cancelled meanwhile; nothing was created
-    _log_decision("refused", job, Because.CLUSTER_REFUSED, message)
+    _log_decision("refused", job, code, message)
 
 
 def stop_victim(job: Job, cluster: Cluster) -> None:

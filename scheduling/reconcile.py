@@ -22,7 +22,15 @@ from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs
-from scheduling.cluster.base import Cluster, ClusterError, ClusterUnavailable, JobStatus, Phase, on_one_object
+from scheduling.cluster.base import (
+    Cluster,
+    ClusterError,
+    ClusterUnavailable,
+    JobStatus,
+    Phase,
+    ServerFailing,
+    on_one_object,
+)
 from scheduling.locks import lease
 from scheduling.loop import backoff, requeue_refused, stop_victim
 from scheduling.snapshot import to_cluster_job
@@ -93,7 +101,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 break
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
-                _refused(job, str(error), now, create=isinstance(error, CreateRefused))
+                _refused(job, error, now)
         if not result.error:
             known = {job.pk for job in jobs}
             others = Job.objects.filter(pk__in=set(statuses) - known).select_related("team")
@@ -155,7 +163,12 @@ def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: Reconcile
 
 
 class CreateRefused(ClusterError):
-    """The cluster refused to create (or resume) a job's object, as opposed to stopping it."""
+    """The cluster refused to create (or resume) a job's object, as opposed to stopping it; `failing`
+    when it was a server error (ServerFailing), not a verdict on the job."""
+
+    def __init__(self, message: str, *, failing: bool = False):
+        super().__init__(message)
+        self.failing = failing
 
 
 def _create(job: Job, cluster: Cluster) -> None:
@@ -165,16 +178,18 @@ def _create(job: Job, cluster: Cluster) -> None:
         with on_one_object(cluster):
             cluster.create_job(to_cluster_job(job))
     except ClusterError as error:
-        raise CreateRefused(str(error)) from error
+        raise CreateRefused(str(error), failing=isinstance(error, ServerFailing)) from error
 
 
-def _refused(job: Job, error: str, now: datetime, *, create: bool) -> None:
-    """A create of an admitted job refused: requeue it with a backoff, counted toward failing it.
-    Any other refusal (a stuck job's suspend, a victim's, a resume of a running job) is logged
-    for operators and said once on the job; the next pass tries again."""
+def _refused(job: Job, refusal: ClusterError, now: datetime) -> None:
+    """A create of an admitted job refused: requeue it with a backoff, counted toward failing it
+    unless it was a server error (`requeue_refused`). Any other refusal (a stuck job's suspend, a
+    victim's, a resume of a running job) is logged for operators and said once on the job; the
+    next pass tries again."""
+    error = str(refusal)
     job.refresh_from_db()
-    if create and job.state == Job.State.ADMITTED:
-        requeue_refused(job, error, now)
+    if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
+        requeue_refused(job, error, now, failing=refusal.failing)
         return
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
     what = "resume" if job.state == Job.State.RUNNING else "stop"

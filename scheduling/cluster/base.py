@@ -48,6 +48,11 @@ class ClusterError(Exception):
     """The cluster refused a request (e.g. 422 Invalid); the message names the object's kind and name."""
 
 
+class ServerFailing(ClusterError):
+    """The server kept failing (500) on one object while it answered a read: a webhook or the storage
+    behind that object's namespace, which passes once mended; the object itself was not refused."""
+
+
 class SyncIncomplete(ClusterError):
     """Tenant sync went through every object, but the cluster refused some: `changes` were made
     (one line each, as `sync_tenants` returns them), `failures` say what was refused and why."""
@@ -395,8 +400,9 @@ def on_one_object(cluster: Cluster) -> Iterator[None]:
     """Around calls on one object: a ClusterUnavailable raised inside for a 500 the server kept
     answering becomes that object's ClusterError when the cluster still answers a read, since a
     webhook failing for one namespace answers 500 there only ("Internal error occurred: failed
-    calling webhook"). The loop and reconcile then treat it as a refusal of that job and go on
-    with the others. Anything else (no answer, 502-504, 429) stays an outage, which stops them."""
+    calling webhook"). The loop and reconcile then go on with the other jobs; that one waits
+    (a ServerFailing: retried with a backoff, never counted as a refusal that fails the job).
+    Anything else (no answer, 502-504, 429) stays an outage, which stops them."""
     try:
         yield
     except ClusterUnavailable as error:
@@ -408,7 +414,7 @@ def on_one_object(cluster: Cluster) -> Iterator[None]:
             raise error from None
         except ClusterError:
             pass  # refused, but it answered
-        raise ClusterError(str(error)) from error
+        raise ServerFailing(str(error)) from error
 
 
 def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:

@@ -23,7 +23,7 @@ from scheduling.cluster.base import ClusterUnavailable
 from scheduling.cluster.faulty import Fault, FaultyCluster, Killed
 from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY
 from scheduling.invariants import broken_promises, check
-from scheduling.loop import admission_cycle
+from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
 from scheduling.reconcile import reconcile
 from tests.conftest import make_team, spec_data
 
@@ -118,8 +118,46 @@ def test_a_namespace_whose_writes_fail_holds_up_only_its_own_job_in_a_cycle(fake
     alpha.refresh_from_db(), gamma.refresh_from_db()
     assert [o["metadata"]["namespace"] for o in fake.list("TFJob")] == ["gamma"]
     assert gamma.state == Job.State.ADMITTED and gamma.reason_code != Because.CREATE_PENDING
-    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_REFUSED  # refused: requeued
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_FAILING  # requeued, not failed for it
     assert "failed calling webhook" in alpha.events.last().message
+
+
+def _tries(cluster, job: Job, count: int) -> list[str]:
+    """Runs `count` cycles, each past the job's backoff; returns the codes its refusals were given."""
+    for _ in range(count):
+        Job.objects.filter(pk=job.pk).update(not_before=None)
+        admission_cycle(cluster=cluster)
+    return list(job.events.filter(code__in=(Because.CLUSTER_FAILING, Because.CLUSTER_REFUSED))
+                .values_list("code", flat=True))  # fmt: skip
+
+
+def test_a_webhook_that_keeps_failing_never_fails_the_job_its_outage_holds_up(fake, cluster, two_teams):
+    """A 500 ("failed calling webhook") is no verdict on the job: however long the webhook is down, the job
+    waits with a growing backoff and runs once it is mended, instead of failing at the fifth try."""
+    alpha, gamma = two_teams
+    fake.fail(500, method="POST", path="/namespaces/alpha/", times=10**6, message=WEBHOOK_DOWN)
+    codes = _tries(cluster, alpha, REFUSALS_BEFORE_FAILING + 2)
+    alpha.refresh_from_db()
+    assert codes == [Because.CLUSTER_FAILING] * (REFUSALS_BEFORE_FAILING + 2)
+    assert alpha.state == Job.State.QUEUED and alpha.reason.startswith(
+        "The cluster failed to create it (a server error, no verdict on the job): create TFJob alpha/")
+    assert alpha.reason.endswith(f"tried again in {30 * 2 ** (REFUSALS_BEFORE_FAILING + 1)} s.")  # backed off alike
+    fake.heal()
+    _tries(cluster, alpha, 1)
+    alpha.refresh_from_db()
+    assert alpha.state == Job.State.ADMITTED and [o["metadata"]["namespace"] for o in fake.list("TFJob")] == [
+        "gamma", "alpha"]
+
+
+def test_a_create_the_namespace_refuses_fails_the_job_at_the_last_refusal(fake, cluster, two_teams):
+    alpha, gamma = two_teams
+    fake.fail(403, method="POST", path="/namespaces/alpha/", times=10**6,
+              message='tfjobs.kubeflow.org "train" is forbidden: exceeded quota: gpus')  # fmt: skip
+    codes = _tries(cluster, alpha, REFUSALS_BEFORE_FAILING)
+    alpha.refresh_from_db()
+    assert codes == [Because.CLUSTER_REFUSED] * REFUSALS_BEFORE_FAILING
+    assert alpha.state == Job.State.FAILED and alpha.reason.startswith(
+        f"Failed: the cluster refused to create it {REFUSALS_BEFORE_FAILING} times in a row, the last time: ")
 
 
 def test_a_namespace_whose_writes_fail_holds_up_only_its_own_job_in_reconcile(fake, cluster, two_teams):
@@ -136,7 +174,7 @@ def test_a_namespace_whose_writes_fail_holds_up_only_its_own_job_in_reconcile(fa
     alpha.refresh_from_db(), gamma.refresh_from_db()
     assert not result.error
     assert gamma.state == Job.State.SUCCEEDED  # before, the pass stopped at alpha: "Cluster unreachable"
-    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_REFUSED
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_FAILING
 
 
 def test_an_outage_still_stops_the_pass(fake, cluster, two_teams):
