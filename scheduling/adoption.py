@@ -73,7 +73,9 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
     5. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
 
     Katib's Trials are listed at most once a pass, and only when a step needs them: a trial's job
-    gone (2), a new trial whose labels do not name its experiment (4), a sweep to learn of (5).
+    gone (2), a new trial whose labels do not name its experiment (4), a sweep to learn of (5). A list
+    the cluster refuses (a missing permission) says nothing of them: a trial's job gone waits to be
+    judged, a new trial's experiment is read from its name, no objective is learnt this pass.
     """
     found = cluster.outside_jobs()
     result = Adopted()
@@ -82,26 +84,40 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
              Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=Job.OPEN_STATES, kind__in=found.kinds).exclude(cluster_uid="")
                 .exclude(cluster_uid__in=listed).select_related("team"))  # fmt: skip
-    trials = cache(cluster.trials)  # one list a pass, shared by the steps below
+    trials = cache(lambda: _katib_trials(cluster))  # one list a pass, shared by the steps below
 
     @cache
     def experiments() -> dict[tuple[str, str], str]:
-        return {(trial.namespace, trial.trial): trial.experiment for trial in trials()}
+        return {(trial.namespace, trial.trial): trial.experiment for trial in trials() or ()}
 
     # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
-    outcomes = {(t.namespace, t.trial): t.outcome for t in trials()} if any(job.sweep_id for job in gone) else {}
+    listed_trials = trials() if any(job.sweep_id for job in gone) else []
+    outcomes = {(t.namespace, t.trial): t.outcome for t in listed_trials or ()}
     for job in gone:
+        if job.sweep_id and listed_trials is None:
+            continue  # how its trial ended is unknown: judged at a pass that reads Katib's Trials
         result.cancelled += _end_deleted(job, outcomes.get((job.team.slug, job.cluster_name), ""), now)
-    teams = {team.slug: team for team in Team.objects.all()}
+    # Tiers read with them: an adoption reads its team's tiers twice (a trial's default, the submission's check).
+    teams = {team.slug: team for team in Team.objects.prefetch_related("tiers")}
     for item in found.jobs:
         try:
             _adopt_or_refuse(item, known, teams, cluster, result, experiments)
         except ClusterError as error:
             # The cluster refused a label or an annotation on this one job: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
-    if _sweeps_to_learn(now):
-        _learn_objectives(trials())
+    if _sweeps_to_learn(now) and (reported := trials()) is not None:
+        _learn_objectives(reported)
     return result
+
+
+def _katib_trials(cluster: Cluster) -> list[TrialResult] | None:
+    """Katib's trials, or None when the cluster refused to list them (logged; ClusterUnavailable goes to
+    the caller). They only add to what a pass knows, so a refusal must not stop reconcile."""
+    try:
+        return cluster.trials()
+    except ClusterError as error:
+        log.warning("the cluster refused to list Katib's trials: %s", error)
+        return None
 
 
 def _sweeps_to_learn(now: datetime) -> bool:

@@ -260,19 +260,33 @@ def trial_outcome(trial: dict) -> str:
     return next((outcome for outcome in TRIAL_OUTCOMES if outcome in true), "")
 
 
-def objective_of(trial: dict) -> tuple[str, bool, float | None]:
-    """Returns (objective metric, maximize, its latest value) of a Katib Trial object.
+# How Katib reads a trial's objective value from its metric (`metricStrategies`): the experiment's strategy for
+# the objective metric, else the one Katib's defaulting gives it by the objective's type (`setDefaultObjective`).
+STRATEGY_BY_TYPE = {"maximize": "max", "minimize": "min"}
+UNAVAILABLE = "unavailable"  # Katib's value of a metric not reported yet
 
-    Katib reports `status.observation.metrics[]` as {name, min, max, latest} strings; the value is
+
+def objective_of(trial: dict) -> tuple[str, bool, float | None]:
+    """Returns (objective metric, maximize, its value) of a Katib Trial object.
+
+    Katib reports `status.observation.metrics[]` as {name, min, max, latest} strings and ranks a
+    trial by the one its objective's strategy names (by default max when maximizing, min when
+    minimizing), the latest when that one is unavailable (`getObjectiveMetricValue`). The value is
     None until the objective metric is reported (or when it is not a number).
     """
     objective = _at(trial, ("spec", "objective")) or {}
     name = objective.get("objectiveMetricName", "")
     maximize = objective.get("type") == "maximize"
+    strategy = next((item.get("value") for item in objective.get("metricStrategies") or ()
+                     if isinstance(item, dict) and item.get("name") == name),
+                    STRATEGY_BY_TYPE.get(objective.get("type"), "latest"))  # fmt: skip
     for metric in _at(trial, ("status", "observation", "metrics")) or ():
         if metric.get("name") == name:
+            value = metric.get(strategy) if strategy in ("min", "max") else None
+            if value in (None, UNAVAILABLE):
+                value = metric.get("latest")
             try:
-                return name, maximize, float(metric.get("latest"))
+                return name, maximize, float(value)
             except (TypeError, ValueError):
                 return name, maximize, None
     return name, maximize, None
