@@ -33,7 +33,7 @@ from scheduling.cluster.base import (
 )
 from scheduling.locks import lease
 from scheduling.loop import backoff, requeue_refused, stop_victim
-from scheduling.snapshot import to_cluster_job
+from scheduling.snapshot import own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
@@ -84,11 +84,15 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             return ReconcileResult(skipped=True)
         try:
             outside = adopt_outside_jobs(cluster=cluster, now=now)
-            statuses = {status.job_id: status for status in cluster.job_statuses()}
+            listed = cluster.job_statuses()
         except ClusterUnavailable as error:
             return ReconcileResult(error=str(error))
         result.adopted, result.refused, result.changed = outside.adopted, outside.refused, outside.cancelled
         jobs = list(Job.objects.filter(state__in=Job.OPEN_STATES).select_related("team", "tier").order_by("id"))
+        known = {job.pk for job in jobs}
+        others = {job.pk: job for job in Job.objects.filter(pk__in={status.job_id for status in listed} - known)
+                  .select_related("team")}  # fmt: skip
+        statuses = own_statuses(listed, {job.pk: job for job in jobs} | others)
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             try:
@@ -103,9 +107,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 # The cluster refused this one job: it must not stop every other correction.
                 _refused(job, error, now)
         if not result.error:
-            known = {job.pk for job in jobs}
-            others = Job.objects.filter(pk__in=set(statuses) - known).select_related("team")
-            _stop_leftovers(statuses, known, {job.pk: job for job in others}, cluster, result)
+            _stop_leftovers(statuses, known, others, cluster, result)
         if result.changed:
             # A job ended, was requeued or stopped: room may have opened, so plan again soon.
             triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)

@@ -266,10 +266,10 @@ def build_world(
     defaults = {team.pk: replica_defaults(team) for team in teams}
     world = World(snapshot=None, teams=by_slug)  # type: ignore[arg-type]
     active = list(Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team", "tier").order_by("id"))
-    counted = {job.pk for job in active}
-    statuses = list(statuses)
-    outside = list(outside) + [pod for status in statuses if status.job_id not in counted for pod in status.pods]
-    bound = {status.job_id: status.pods for status in statuses if status.job_id in counted and status.pods}
+    mine = own_statuses(statuses, {job.pk: job for job in active}, orphans=False)
+    outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
+                               for pod in status.pods]  # fmt: skip
+    bound = {job_id: status.pods for job_id, status in mine.items() if status.pods}
     node_names = {node.name for node in nodes}
     running: list[policy.RunningJob] = [
         policy.RunningJob(
@@ -471,6 +471,27 @@ def _take(free: dict[str, list[int]], node: str, group: policy.ReplicaGroup) -> 
         room[0] -= group.gpu
         room[1] -= group.cpu
         room[2] -= group.memory
+
+
+def own_statuses(statuses: Iterable[JobStatus], jobs: dict[int, Job], *, orphans: bool = True) -> dict[int, JobStatus]:
+    """The statuses of the jobs' own objects, by job id: each in its team's namespace, under its name.
+
+    A copy of a job's object (`kubectl get -o yaml`, applied elsewhere or under another name) keeps
+    its `gangway.io/job-id` label, and its pods too, yet it is not the job: its pods take room as
+    outside usage (R12), and it is neither followed nor stopped as the job. With `orphans`, the
+    statuses of ids none of `jobs` has are kept too (reconcile deletes those Gangway created).
+    """
+    own = {}
+    for status in statuses:
+        job = jobs.get(status.job_id)
+        if job is None and orphans or job is not None and (status.namespace, status.name) == _object_of(job):
+            own[status.job_id] = status
+    return own
+
+
+def _object_of(job: Job) -> tuple[str, str]:
+    """The namespace and name of a job's own object in the cluster."""
+    return job.team.slug, job.cluster_name or cluster_name(job.pk, job.name)
 
 
 def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:

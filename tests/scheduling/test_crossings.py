@@ -290,7 +290,7 @@ def test_a_job_is_charged_where_its_pods_are_bound_not_where_the_plan_put_them(s
     job.refresh_from_db()
     assert job.state == "admitted" and job.placement[0] == job.placement[1]  # R11: both on one node
     elsewhere = next(node.name for node in cluster.nodes() if node.name != job.placement[0])
-    bound = JobStatus(job_id=job.pk, name="moved-g1", namespace="maps", kind=job.kind, phase=Phase.CREATED,
+    bound = JobStatus(job_id=job.pk, name=f"moved-g{job.pk}", namespace="maps", kind=job.kind, phase=Phase.CREATED,
                       pods=(OutsidePod(namespace="maps", name="moved-worker-0", node=elsewhere, gpu=4),))  # fmt: skip
     world = build_world(now=clock(), nodes=cluster.nodes(), outside=[], statuses=[bound])
     (charged,) = [running for running in world.snapshot.running if running.id == str(job.pk)]

@@ -1,0 +1,66 @@
+"""Someone copies an adopted job with `kubectl get -o yaml` and applies it in a namespace of no team:
+the copy keeps the `gangway.io/job-id` label Gangway gave the original, on the job and on its pods."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from jobs.models import Job
+from jobs.services import job_submit
+from jobs.spec import parse_spec
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+from tests.cluster.test_outside_jobs import _object, outside_job
+from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
+from tests.conftest import spec_data
+
+
+def _pod(name, namespace, job_id, gpu):
+    container = {"name": "tensorflow", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": str(gpu)},
+                                                                         "requests": {"nvidia.com/gpu": str(gpu)}}}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"gangway.io/job-id": str(job_id)}},
+            "spec": {"nodeName": "n1", "containers": [container]}, "status": {"phase": "Running"}}  # fmt: skip
+
+
+def test_a_copy_of_an_adopted_job_in_another_namespace_takes_room_as_outside_usage(world, fake, cluster):
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alice"}})
+    fake.add(outside_job(gpu=2, replicas=2))  # maps: 4 GPUs of the node's 8
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    bert = Job.objects.get()
+    fake.add(_pod("bert-kubectl-worker-0", "maps", bert.pk, 2))
+    fake.add(_pod("bert-kubectl-worker-1", "maps", bert.pk, 2))
+    copied = copy.deepcopy(_object(fake))  # kubectl get -o yaml, renamed, applied in namespace alice
+    copied["metadata"] = {"name": "bert-copy", "namespace": "alice", "labels": dict(copied["metadata"]["labels"])}
+    fake.add(copied)
+    fake.add(_pod("bert-copy-worker-0", "alice", bert.pk, 2))
+    fake.add(_pod("bert-copy-worker-1", "alice", bert.pk, 2))  # the node is full now
+    reconcile(cluster=cluster)
+    vision, _ = job_submit(team=world["vision"], spec=parse_spec(spec_data(
+        team="vision", name="v", replicas=[{"role": "Worker", "count": 1, "gpu": 4}])))  # fmt: skip
+
+    admission_cycle(cluster=cluster)
+
+    vision.refresh_from_db()
+    assert vision.state == Job.State.QUEUED  # the copy's pods hold the GPUs it would take
+
+
+def test_a_copy_that_fails_is_not_taken_for_the_job_nor_stopped_as_it(world, fake, cluster):
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alice"}})
+    fake.add(outside_job(gpu=2, replicas=2))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    bert = Job.objects.get()
+    copied = copy.deepcopy(_object(fake))
+    copied["metadata"] = {"name": "bert-copy", "namespace": "alice", "labels": dict(copied["metadata"]["labels"])}
+    copied["status"] = {"conditions": [{"type": "Failed", "status": "True", "message": "TFJob bert-copy failed."}]}
+    fake.add(copied)
+
+    reconcile(cluster=cluster)
+
+    bert.refresh_from_db()
+    assert bert.state == Job.State.ADMITTED  # its own object runs on; the copy's end is not its end
+    assert fake.get("TFJob", "bert-copy", "alice") is not None  # someone else's: never touched
