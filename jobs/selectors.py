@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
@@ -61,12 +61,13 @@ def in_queue_order(jobs: QuerySet[Job]) -> QuerySet[Job]:
 SWEEP_HOLDING = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
 
 
-def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
+def sweeps_for(user, *, team=None, open_only: bool = False, open_first: bool = False) -> QuerySet[Sweep]:
     """Katib sweeps the user may see (staff every one, else their teams'), newest first, each with
     `running`, `waiting` and `done` trial counts and `gpus` (GPUs its trials hold, against `gpu_cap`,
     its team's cap; the team's tiers are read with it, for `tier`).
 
-    `open_only` keeps the sweeps with a trial running or waiting (the queue shows only those).
+    `open_only` keeps the sweeps with a trial running or waiting (the queue shows only those);
+    `open_first` puts those before the ended ones, each newest first (the team page shows a few).
     """
     sweeps = Sweep.objects.select_related("team").prefetch_related("team__tiers").annotate(
         running=Count("trials", filter=Q(trials__state__in=SWEEP_HOLDING)),
@@ -80,6 +81,9 @@ def sweeps_for(user, *, team=None, open_only: bool = False) -> QuerySet[Sweep]:
         sweeps = sweeps.filter(team=team)
     if open_only:
         sweeps = sweeps.filter(Q(running__gt=0) | Q(waiting__gt=0))
+    if open_first:
+        ended = Case(When(Q(running__gt=0) | Q(waiting__gt=0), then=Value(False)), default=Value(True))
+        sweeps = sweeps.order_by(ended, "-created_at", "-id")
     return sweeps
 
 

@@ -29,7 +29,7 @@ from tenants.services import quota_update, quota_values
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
-SWEEPS_SHOWN = 10  # the team page's newest Katib sweeps
+SWEEPS_SHOWN = 10  # the team page's Katib sweeps: the open ones first, then the latest ended
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
 TYPE_CHART = (CHART_WIDTH // 2, CHART_HEIGHT * 3 // 4)  # the charts per GPU type, two abreast
 QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
@@ -114,7 +114,7 @@ def team_detail(request, slug: str):
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
         "can_manage_tokens": can_manage_tokens(request.user, team),
         "can_edit_quota": can_edit_quota(request.user),
-        "sweeps": list(sweeps_for(request.user, team=team)[:SWEEPS_SHOWN]),
+        "sweeps": list(sweeps_for(request.user, team=team, open_first=True)[:SWEEPS_SHOWN]),
     }
     return render(request, "tenants/detail.html", context)
 

@@ -116,3 +116,15 @@ def test_a_best_objective_reconcile_learns_refreshes_the_polled_queue(login, own
     assert Sweep.objects.get().best_objective == 0.9312 and JobEvent.objects.count() == events
     fresh = client.get("/?part=queue", **hx, HTTP_IF_NONE_MATCH=etag)
     assert fresh.status_code == 200 and "0.9312" in fresh.content.decode()
+
+
+def test_the_team_page_shows_an_open_sweep_before_newer_ended_ones(login, member, sweep, maps):
+    from tenants.views import SWEEPS_SHOWN
+
+    ended = [Sweep.objects.create(team=maps, experiment=f"old-{i}") for i in range(SWEEPS_SHOWN)]
+
+    body = login(member).get("/teams/maps/").content.decode()
+
+    assert f'id="sweep-row-{sweep.pk}"' in body  # open, though older than ten sweeps that ended
+    assert body.index(f'id="sweep-row-{sweep.pk}"') < body.index(f'id="sweep-row-{ended[-1].pk}"')
+    assert f'id="sweep-row-{ended[0].pk}"' not in body  # the oldest ended one makes room for it
