@@ -206,8 +206,8 @@ def _sweep(item: OutsideJob, team: Team) -> Sweep | None:
 def _adopt(item: OutsideJob, team: Team) -> tuple[Job | None, str]:
     """Returns (the new Gangway job, "") or (None, why the submission refuses it)."""
     if item.queue != team.slug:
-        return None, (f"The label {outside.QUEUE_LABEL} names {item.queue!r}, but the job is in namespace "
-                      f"{team.slug}; a job joins the queue of its own namespace's team ({team.slug}).")  # fmt: skip
+        return None, (f"Refused by Gangway: the label {outside.QUEUE_LABEL} names {item.queue!r}, but the job is in "
+                      f"namespace {team.slug}; a job joins the queue of its own namespace's team ({team.slug}).")  # fmt: skip
     try:
         data, unsupported = spec_from_manifest(outside.import_manifest(item.manifest))
         data["name"] = gangway_name(item.name)

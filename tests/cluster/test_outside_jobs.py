@@ -165,7 +165,8 @@ def test_a_queue_label_naming_another_team_is_refused(world, fake, cluster):
     reconcile(cluster=cluster)
 
     assert not Job.objects.exists()
-    assert "names 'vision'" in _object(fake)["metadata"]["annotations"]["gangway.io/rejected"]
+    assert _object(fake)["metadata"]["annotations"]["gangway.io/rejected"].startswith(
+        "Refused by Gangway: the label gangway.io/queue names 'vision', but the job is in namespace maps")
 
 
 def test_admission_patches_the_scheduling_fields_and_unsuspends_instead_of_creating(world, fake, cluster):
