@@ -304,10 +304,10 @@ def build_world(
     node_order = {node.name: index for index, node in enumerate(nodes)}
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
     left_out = _tiers_not_allowed(queued)  # first: only a person ends this wait, whatever else holds the job
-    offered = [job for job in queued if job.pk not in left_out]
-    left_out.update(within_caps(offered, holding))  # a trial held for its tier takes none of its sweep's cap
     if claims is not None:
-        left_out.update(_missing_claims(offered, claims))
+        left_out.update(_missing_claims([job for job in queued if job.pk not in left_out], claims))
+    # A trial held for its tier or its claims takes none of its sweep's cap.
+    left_out.update(within_caps([job for job in queued if job.pk not in left_out], holding))
     for job in queued:
         if job.pk in left_out:
             world.held[str(job.pk)] = (job, left_out[job.pk])

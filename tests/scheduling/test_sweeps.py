@@ -214,3 +214,19 @@ def _pending(*, gpu, pk=1, queued=0):
     job = Job(pk=pk, sweep_id=1, gpu_total=gpu, queued_at=datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=queued))
     job.sweep, job.team, job.tier = Sweep(pk=1, experiment="tune"), Team(slug="maps", sweep_gpu_cap=8), PriorityTier(value=10)
     return job
+
+
+def test_a_trial_held_for_a_missing_claim_takes_none_of_its_sweeps_cap(maps, clock, cluster, cycle):
+    from scheduling.loop import admission_cycle
+    from scheduling.reconcile import reconcile
+
+    _trials(clock)  # 4 trials of 4 GPUs under a cap of 8
+    reconcile(cluster=cluster, now=clock())
+    first = Job.objects.order_by("id").first()
+    Job.objects.filter(pk=first.pk).update(volumes=[{"claim": "missing", "path": "/data"}])
+
+    admission_cycle(cluster=cluster, now=clock())
+
+    first.refresh_from_db()
+    assert first.state == Job.State.QUEUED and first.reason_code == "missing_claim"
+    assert _held_gpus() == 8  # the two trials behind it, which its wait for a claim no longer holds back
