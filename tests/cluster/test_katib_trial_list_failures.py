@@ -1,5 +1,6 @@
-"""Katib sweeps over real HTTP to the fake API server, when the cluster refuses to list Katib's Trials
-(a missing permission): they only add to what reconcile knows, so the rest of it goes on."""
+"""Katib's Trials over real HTTP to the fake API server, when their list fails: refused (a missing
+permission) or answered with a spurious 404 (a flaky API server). They only add to what reconcile
+knows, so the rest of it goes on, and a trial's job is never judged on a list that said nothing."""
 
 from __future__ import annotations
 
@@ -11,12 +12,25 @@ from tests.cluster.test_outside_jobs import _deletes, outside_job
 from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
 
 TRIALS = r".*/trials$"
+NOT_SERVED = "the server could not find the requested resource"
+TRIAL_CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": "trials.kubeflow.org"}}  # fmt: skip
 
 
 def _labelled_trial_job(name=TRIAL):
     """A trial's job whose template labels it with its experiment and trial (no Trial needs reading)."""
     return outside_job("PyTorchJob", name=name, gpu=1, labels={"katib.kubeflow.org/experiment": "tune-lr",
                                                                "katib.kubeflow.org/trial": name})  # fmt: skip
+
+
+def _trial_succeeded_and_katib_removed_its_job(fake, cluster) -> None:
+    """A trial's job adopted and admitted; then its Trial succeeded and Katib deleted the job."""
+    fake.add(_trial())
+    fake.add(_trial_job())
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    fake.add(_trial(conditions=[{"type": "Succeeded", "status": "True"}]))
+    _katib_removes(fake)
 
 
 def test_a_refused_trial_list_does_not_stop_reconcile(world, fake, cluster):
@@ -46,12 +60,7 @@ def test_a_new_trial_whose_trials_cannot_be_read_is_adopted_into_the_sweep_its_n
 
 
 def test_a_trial_job_katib_removed_waits_to_be_judged_until_its_trial_can_be_read(world, fake, cluster):
-    fake.add(_trial())
-    fake.add(_trial_job())
-    reconcile(cluster=cluster)
-    admission_cycle(cluster=cluster)
-    fake.add(_trial(conditions=[{"type": "Succeeded", "status": "True"}]))
-    _katib_removes(fake)
+    _trial_succeeded_and_katib_removed_its_job(fake, cluster)
     fake.fail(403, path=TRIALS, times=100)
 
     assert reconcile(cluster=cluster).error == ""
@@ -63,3 +72,24 @@ def test_a_trial_job_katib_removed_waits_to_be_judged_until_its_trial_can_be_rea
     job = Job.objects.get()
     assert job.state == Job.State.SUCCEEDED and "as its Katib trial reports" in job.events.last().message
     assert _deletes(fake) == []
+
+
+def test_a_trial_job_katib_removed_is_not_cancelled_when_the_trials_list_is_not_found_for_a_moment(world, fake,
+                                                                                                   cluster):
+    """Read as "Katib is not installed", the job of a trial that succeeded would be cancelled for good."""
+    fake.add(TRIAL_CRD)
+    _trial_succeeded_and_katib_removed_its_job(fake, cluster)
+    fake.fail(404, method="GET", path="/trials$", message=NOT_SERVED)
+
+    result = reconcile(cluster=cluster)
+
+    job = Job.objects.get()
+    assert job.state == Job.State.ADMITTED
+    assert result.error.startswith("list Trial *: 404 Not Found")
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.SUCCEEDED
+
+
+def test_without_katib_installed_the_trials_list_is_empty(world, fake, cluster):
+    assert cluster.trials() == []
