@@ -1,10 +1,12 @@
-"""Django's Redis cache backend, keeping one redis client per connection pool.
+"""Django's Redis cache backend, keeping one redis client per connection pool, and one that
+survives Redis being down (`BestEffortRedisCache`).
 
 Django's RedisCache builds a new `redis.Redis` object around its connection
 pool for every call; building one costs more than the round trip it makes
 (about 0.1 ms), and the API's throttle makes two calls on every request.
 The client holds nothing but the pool and is safe to share, so each
-pool keeps one. The throttle and metrics caches use this backend.
+pool keeps one. The metrics cache uses this backend; the throttle and logs caches use
+`BestEffortRedisCache`.
 
 `incr` is one atomic round trip (a script: INCRBY only when the key exists)
 where Django's makes two, EXISTS then INCRBY, and lets a key that expires
@@ -13,7 +15,14 @@ between them come back without an expiry.
 
 from __future__ import annotations
 
+import logging
+import time
+from functools import wraps
+
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache, RedisCacheClient
+from redis.exceptions import ConnectionError as RedisUnreachable, TimeoutError as RedisTimeout
+
+log = logging.getLogger("gangway.cache")
 
 
 class PooledClient(RedisCacheClient):
@@ -47,3 +56,56 @@ class RedisCache(DjangoRedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
         self._class = PooledClient
+
+
+def _or_miss(answer):
+    """Wraps a cache method: while Redis cannot be reached, it answers `answer(*args)`, as for a miss."""
+
+    def decorate(method):
+        @wraps(method)
+        def wrapped(self, *args, **kwargs):
+            if time.monotonic() < self._down_until:
+                return answer(*args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except (RedisUnreachable, RedisTimeout) as error:
+                self._down_until = time.monotonic() + self.RETRY_AFTER
+                log.warning("The Redis cache cannot be reached (%s); its readers go without it for %d s: API "
+                            "requests and page posts are not rate-limited, each viewer reads a job's logs itself.",
+                            error, self.RETRY_AFTER)  # fmt: skip
+                return answer(*args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+class BestEffortRedisCache(RedisCache):
+    """A cache whose loss costs only what it saves: while Redis cannot be reached (a restart, a lost
+    route), reads miss, writes are dropped, and `add` answers True, so that a caller claiming work
+    (the logs' one reader) does it itself; a warning is logged, and the process tries Redis again
+    RETRY_AFTER seconds later instead of on every call. Connecting and each command give up after
+    a second (OPTIONS may say otherwise), so a Redis that never answers holds no web worker.
+
+    For the caches that save work or count requests (the API throttle and the job logs): a 500 on
+    every API call, or a web worker held by each, is worse than going unthrottled for a while.
+    """
+
+    RETRY_AFTER = 5  # seconds
+    TIMEOUTS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+
+    def __init__(self, server, params):
+        super().__init__(server, params)
+        self._options = {**self.TIMEOUTS, **self._options}
+        self._down_until = 0.0
+
+    get = _or_miss(lambda key, default=None, version=None: default)(RedisCache.get)
+    get_many = _or_miss(lambda keys, version=None: {})(RedisCache.get_many)
+    has_key = _or_miss(lambda key, version=None: False)(RedisCache.has_key)
+    add = _or_miss(lambda *args, **kwargs: True)(RedisCache.add)
+    set = _or_miss(lambda *args, **kwargs: None)(RedisCache.set)
+    set_many = _or_miss(lambda *args, **kwargs: [])(RedisCache.set_many)
+    touch = _or_miss(lambda *args, **kwargs: False)(RedisCache.touch)
+    delete = _or_miss(lambda *args, **kwargs: False)(RedisCache.delete)
+    delete_many = _or_miss(lambda *args, **kwargs: None)(RedisCache.delete_many)
+    incr = _or_miss(lambda key, delta=1, version=None: delta)(RedisCache.incr)

@@ -20,11 +20,13 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import JsonResponse
+from django.utils import timezone
 from kombu import Connection
 from kombu.exceptions import OperationalError
 
+from core.durations import duration
 from scheduling.cluster.base import ClusterError, ClusterUnavailable
-from scheduling.records import failing_streak
+from scheduling.records import failing_streak, stalled_for
 
 TIMEOUT = 3.0  # seconds; below the probes' timeoutSeconds
 
@@ -67,17 +69,27 @@ def _database() -> dict:
 
 
 def _cycles() -> dict:
-    """Fails once the last CYCLE_FAILURES_BEFORE_UNREADY admission cycles all raised."""
+    """Fails once the last CYCLE_FAILURES_BEFORE_UNREADY admission cycles all raised, or once the loop
+    has stopped running cycles (`records.stalled_for`)."""
     limit = settings.CYCLE_FAILURES_BEFORE_UNREADY
     streak = failing_streak(limit)
     if streak >= limit:
         raise CyclesFailing(f"The last {streak} admission cycles failed; see the cycles in the admin and the logs.")
+    if (quiet := stalled_for(timezone.now())) is not None:
+        raise CyclesFailing(f"No admission cycle has run for {duration(quiet)}; check that beat and the worker run, "
+                            "and the worker's logs.")  # fmt: skip
     return {"failing_in_a_row": streak}
 
 
 def _broker() -> dict:
-    """Opens a fresh connection to the broker the settings name now (not the one the Celery app cached)."""
+    """Opens a fresh connection to the broker the settings name now (not the one the Celery app cached).
+
+    Its two tries together stay within TIMEOUT, even against a Redis that never answers (kombu would
+    wait for the system's TCP timeout, about two minutes, holding a web worker for each probe).
+    """
     options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    if settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        options = {**options, "socket_connect_timeout": TIMEOUT / 2, "socket_timeout": TIMEOUT / 2}
     with Connection(settings.CELERY_BROKER_URL, transport_options=options, connect_timeout=TIMEOUT) as broker:
         broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=TIMEOUT)
         return {"transport": broker.transport_cls}

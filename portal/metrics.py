@@ -16,6 +16,7 @@ receiver (imported by the worker through CELERY_IMPORTS) counts them in the
 from __future__ import annotations
 
 import hmac
+import logging
 
 from celery.signals import task_failure
 from django.conf import settings
@@ -25,6 +26,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from redis.exceptions import ConnectionError as RedisUnreachable, TimeoutError as RedisTimeout
 
 import scheduling.tasks  # noqa: F401  registers the gangway tasks with the app, so each has a series
 from jobs.models import Job, JobEvent
@@ -33,6 +35,7 @@ from scheduling.models import ClusterNode, Cycle
 from scheduling.records import CYCLE_BUCKETS, cycle_counts, cycle_failures
 from scheduling.selectors import gpus_per_type, reserved_by_node, team_usage
 
+log = logging.getLogger("gangway.metrics")
 # Admission cycles take milliseconds on a small cluster and seconds on a large one.
 FAILED_KEY = "tasks_failed:{}"
 
@@ -195,7 +198,12 @@ def _bound(value: float) -> str:
 def _tasks_failed():
     family = CounterMetricFamily("gangway_tasks_failed", "Celery tasks that raised, per task.", labels=["task"])
     names = sorted(name for name in app.tasks if name.startswith("gangway."))
-    counts = caches["metrics"].get_many([FAILED_KEY.format(name) for name in names])
+    try:
+        counts = caches["metrics"].get_many([FAILED_KEY.format(name) for name in names])
+    except (RedisUnreachable, RedisTimeout) as error:
+        # Unknown, not zero: a counter read as 0 and then as its count again looks like a burst of failures.
+        log.warning("The metrics cache cannot be reached (%s); gangway_tasks_failed is left out.", error)
+        return family
     for name in names:
         family.add_metric([name], counts.get(FAILED_KEY.format(name), 0))
     return family

@@ -162,6 +162,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_RESULT_BACKEND = env.text("CELERY_RESULT_BACKEND", f"file://{_BROKER_DIR / 'results'}")
 else:
     CELERY_RESULT_BACKEND = env.text("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        # kombu waits forever by default on a Redis that does not answer (a lost route, a dead node): a web
+        # request asking for a cycle would hang with it, and so would /readyz. Connecting gives up after
+        # 3 s, a command after 10 s (well above the worker's 1 s BRPOP), and the caller logs it.
+        CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 10}
 CELERY_TASK_ALWAYS_EAGER = env.flag("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_EXPIRES = 3600
@@ -242,11 +247,12 @@ REST_FRAMEWORK.update(
 # Throttle counts must be shared by every web process: Redis when there is one
 # (REDIS_URL, else a redis:// broker), process memory for the demo.
 _REDIS_URL = env.text("REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis://") else "")
+# While that Redis is down, requests go unthrottled rather than fail (portal.cache.BestEffortRedisCache).
 API_THROTTLE_CACHE = "throttle"
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "throttle": (
-        {"BACKEND": "portal.cache.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
+        {"BACKEND": "portal.cache.BestEffortRedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
         if _REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
     ),

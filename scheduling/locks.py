@@ -8,25 +8,38 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from scheduling.models import Lease
 
 
+# How much longer than the task's hard time limit a transaction holding a lock may sit quiet before
+# PostgreSQL ends its session: no live worker is quiet that long (the limit kills it first).
+LOST_SESSION_MARGIN = 60  # seconds
+
+
 def try_transaction_lock(name: str) -> bool:
     """Take the lock `name` for the current transaction; False when another holds it.
 
     PostgreSQL releases an xact advisory lock at commit or rollback, so a worker
-    killed mid-cycle can never leave it held. SQLite (the demo) runs every
-    transaction IMMEDIATE, which already lets one writer in at a time.
+    killed mid-cycle can never leave it held. A worker that goes quiet instead (its
+    node cut off, its process frozen) ends nothing: its session would hold the lock
+    until TCP keepalive gives up, two hours by default, every cycle meanwhile skipped.
+    So the transaction also gets an idle timeout (SET LOCAL: it ends with the
+    transaction, and is safe behind a pooler in transaction mode) a margin above the
+    task's hard time limit. SQLite (the demo) runs every transaction IMMEDIATE, which
+    already lets one writer in at a time.
     """
     if connection.vendor != "postgresql":
         return True
     key = zlib.crc32(name.encode())
+    quiet = f"{int((settings.CELERY_TASK_TIME_LIMIT + LOST_SESSION_MARGIN) * 1000)}ms"
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [key])
-        return bool(cursor.fetchone()[0])
+        cursor.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, true), "
+                       "pg_try_advisory_xact_lock(%s)", [quiet, key])  # fmt: skip
+        return bool(cursor.fetchone()[1])
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import logging
 import re
 from datetime import datetime, timedelta, timezone as dt_timezone
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
@@ -136,6 +137,23 @@ def failing_streak(limit: int) -> int:
             break
         streak += 1
     return streak
+
+
+def stalled_for(now: datetime) -> float | None:
+    """Returns the seconds since the latest admission cycle started, failed or not, when that is
+    longer than one may take (the task's hard time limit) plus CYCLE_FAILURES_BEFORE_UNREADY
+    admission intervals; None otherwise, and before the first cycle.
+
+    Past it the loop has stopped without a failure to show: beat or the worker gone, the cycle's
+    lock held by a lost session (every cycle is skipped, and a skipped one writes no row), or a
+    database that takes no writes (a failed cycle cannot record itself).
+    """
+    latest = Cycle.objects.order_by("-started_at").values_list("started_at", flat=True).first()
+    if latest is None:
+        return None
+    quiet = (now - latest).total_seconds()
+    allowed = settings.CELERY_TASK_TIME_LIMIT + settings.CYCLE_FAILURES_BEFORE_UNREADY * settings.ADMISSION_INTERVAL
+    return quiet if quiet > allowed else None
 
 
 def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> bool:
