@@ -176,6 +176,7 @@ def claim(delivery_id: int) -> Delivery | None:
 
     Two workers running the same delivery never both send it: the second update matches no row. A
     claim older than STALE_CLAIM was lost with its worker: the delivery is taken again (`resend_lost`).
+    Each claim counts an attempt, so `attempts - 1` is how many times it was tried before.
     """
     now = timezone.now()
     waiting = Q(state__in=(Delivery.State.PENDING, Delivery.State.RETRYING))
@@ -192,15 +193,30 @@ def lost_claim(now) -> Q:
     return Q(state=Delivery.State.SENDING) & (Q(claimed_at__lt=now - STALE_CLAIM) | Q(claimed_at__isnull=True))
 
 
-def record(delivery: Delivery, *, error: Exception | None = None, final: bool = True) -> None:
+def lost(now) -> Q:
+    """Deliveries no task will run again unless they are enqueued anew: those whose worker died sending
+    them (`lost_claim`), those made but not enqueued (notify's worker died, or the broker refused), and
+    those whose retry is long overdue (the broker refused it, and Celery then drops the task, or Redis
+    lost its queue). Each was due STALE_CLAIM ago or more, so a message merely late in a busy queue is
+    rarely doubled, and a doubled one is claimed once (`claim`)."""
+    overdue = now - STALE_CLAIM
+    return (lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
+            | Q(state=Delivery.State.RETRYING, retry_at__lt=overdue))  # fmt: skip
+
+
+def record(delivery: Delivery, *, error: Exception | None = None, final: bool = True,
+           retry_in: float | None = None) -> None:
     """Writes how sending went: sent (with a note when its answer is unknown), retrying (with the
-    error), or failed."""
+    error, due `retry_in` seconds from now), or failed."""
+    delivery.retry_at = None
     if error is None or isinstance(error, AnswerUnknown):
         delivery.state, delivery.error, delivery.sent_at = Delivery.State.SENT, str(error or ""), timezone.now()
     else:
         delivery.state = Delivery.State.FAILED if final else Delivery.State.RETRYING
         delivery.error = str(error)[:2000]
-    delivery.save(update_fields=["state", "error", "sent_at"])
+        if not final:
+            delivery.retry_at = timezone.now() + timedelta(seconds=retry_in or 0)
+    delivery.save(update_fields=["state", "error", "sent_at", "retry_at"])
 
 
 def subscriptions_set(*, user, choices: dict) -> None:

@@ -39,12 +39,14 @@ def deliver(self, delivery_id: int) -> str:
 
     Returns its state; nothing happens to a delivery already sent, failed or being sent. A retry first
     checks the message is still wanted (`services.why_not_wanted`); an error nobody foresaw is
-    recorded and retried like any other, so a delivery never stays "sending".
+    recorded and retried like any other, so a delivery never stays "sending". Tries are counted by
+    the delivery's claims, not the task's retries: a delivery `resend_lost` enqueues anew is a retry too.
     """
     delivery = services.claim(delivery_id)
     if delivery is None:
         return "skipped"
-    if self.request.retries and (unwanted := services.why_not_wanted(delivery)):
+    tried = delivery.attempts - 1  # before this claim
+    if tried and (unwanted := services.why_not_wanted(delivery)):
         services.record(delivery, error=services.SendFailed(unwanted, retry=False), final=True)
         return Delivery.State.FAILED
     try:
@@ -55,12 +57,13 @@ def deliver(self, delivery_id: int) -> str:
     except Exception as error:  # noqa: BLE001 - recorded and retried: never left "sending"
         if not isinstance(error, services.SendFailed):
             error = services.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
-        final = not error.retry or self.request.retries >= MAX_RETRIES
-        services.record(delivery, error=error, final=final)
+        final = not error.retry or tried >= MAX_RETRIES
+        wait = max(30 * 2**tried * random.uniform(0.8, 1.2), error.after or 0)
+        services.record(delivery, error=error, final=final, retry_in=wait)
         log.warning("notification %s to %s: %s", delivery.pk, delivery.channel, error)
         if final:
             return Delivery.State.FAILED
-        wait = max(30 * 2**self.request.retries * random.uniform(0.8, 1.2), error.after or 0)
+        # Should the broker refuse the retry, Celery drops the task; `resend_lost` sends it once overdue.
         raise self.retry(countdown=wait) from None
     services.record(delivery)
     return Delivery.State.SENT
@@ -68,9 +71,10 @@ def deliver(self, delivery_id: int) -> str:
 
 @shared_task(name="notifications.resend_lost", ignore_result=True)
 def resend_lost() -> int:
-    """Sends again the deliveries whose worker died while sending them (claimed longer ago than
-    `services.STALE_CLAIM`); returns how many were enqueued. Beat runs it every few minutes."""
-    lost = list(Delivery.objects.filter(services.lost_claim(timezone.now())).values_list("pk", flat=True))
+    """Sends again the deliveries no task will run (`services.lost`): their worker died while sending
+    them, or their first send or retry never reached the broker; returns how many were enqueued. Beat
+    runs it every few minutes."""
+    lost = list(Delivery.objects.filter(services.lost(timezone.now())).values_list("pk", flat=True))
     for delivery_id in lost:
         deliver.delay(delivery_id)
     return len(lost)
