@@ -8,17 +8,21 @@ most USER_TOKEN_LIMIT active user tokens.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from portal.compiled import CompiledQuery, columns, instance
 from tenants.models import ApiToken, AuditEntry, PriorityTier, Team
+
+log = logging.getLogger("gangway.tokens")
+READ_ONLY = "25006"  # SQLSTATE read_only_sql_transaction
 
 # last_used_at is written at most this often per token: one UPDATE a minute, not one per request.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -131,7 +135,16 @@ def token_touch(token: ApiToken) -> None:
     if token.last_used_at and now - token.last_used_at < LAST_USED_RESOLUTION:
         return
     stale = now - LAST_USED_RESOLUTION
-    ApiToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale), pk=token.pk).update(last_used_at=now)
+    try:
+        with transaction.atomic():  # a savepoint: a refusal leaves the request's own transaction usable
+            ApiToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale), pk=token.pk).update(
+                last_used_at=now)  # fmt: skip
+    except DatabaseError as error:
+        if getattr(error.__cause__, "sqlstate", None) != READ_ONLY:
+            raise
+        # A database that takes no writes for a while (a failover, a standby): a read is still answered.
+        log.warning("token %s was used but its last use could not be written: the database is read-only", token.pk)
+        return
     token.last_used_at = now
 
 
