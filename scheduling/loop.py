@@ -119,6 +119,10 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
             except ClusterUnavailable as error:
                 result.error = str(error)
                 records.cluster_unreachable()
+            except ClusterError as error:  # a read refused (an RBAC change): nothing to plan on, as unreachable
+                result.error = f"The cluster refused the cycle's read: {error}"
+                log.error("the cluster refused the admission cycle's read: %s", error)
+                records.cluster_unreachable(records.READ_REFUSED_REASON)
             if reading is not None:
                 world = build_world(now=now, nodes=reading.nodes, outside=reading.outside, statuses=reading.statuses,
                                     claims=reading.claims)  # fmt: skip

@@ -76,19 +76,22 @@ def prune_cycles(now: datetime) -> int:
 
 
 UNREACHABLE_REASON = "The cluster cannot be reached; jobs stay queued, in order, until it answers again."
+READ_REFUSED_REASON = ("The cluster refuses to let Gangway read it (a permission taken away); jobs stay queued, "
+                       "in order, until an operator restores it.")  # fmt: skip
 
 
-def cluster_unreachable() -> None:
-    """Every queued job says why nothing moves; an event only where the reason is new.
+def cluster_unreachable(reason: str = UNREACHABLE_REASON) -> None:
+    """Every queued job says why nothing moves (`reason`: unreachable, or READ_REFUSED_REASON); an
+    event only where the reason is new.
 
     The sentence names no address: people read it on their job's page; operators
     find the error itself in the cycle's row (the admin) and the logs.
     """
     queued = Job.objects.filter(state=Job.State.QUEUED)
-    for job in queued.exclude(reason_code=Because.CLUSTER_UNREACHABLE):
+    for job in queued.exclude(reason_code=Because.CLUSTER_UNREACHABLE, reason=reason):
         JobEvent.objects.create(job=job, kind=JobEvent.Kind.WAITING, from_state=job.state, to_state=job.state,
-                                message=UNREACHABLE_REASON, code=Because.CLUSTER_UNREACHABLE)  # fmt: skip
-    queued.update(reason=UNREACHABLE_REASON, reason_code=Because.CLUSTER_UNREACHABLE)
+                                message=reason, code=Because.CLUSTER_UNREACHABLE)  # fmt: skip
+    queued.update(reason=reason, reason_code=Because.CLUSTER_UNREACHABLE)
 
 
 def cycle_done(now: datetime, duration: float, result, *, nodes_moved: bool = False) -> Cycle:

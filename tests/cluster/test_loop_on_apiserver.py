@@ -160,6 +160,27 @@ def test_a_create_the_namespace_refuses_fails_the_job_at_the_last_refusal(fake, 
         f"Failed: the cluster refused to create it {REFUSALS_BEFORE_FAILING} times in a row, the last time: ")
 
 
+def test_a_read_the_cluster_refuses_leaves_every_job_queued_saying_so(fake, cluster, two_teams):
+    """A permission taken away (an RBAC change): the cycle cannot plan, as when the cluster is unreachable,
+    and the queued jobs say why instead of keeping their last reasons and estimates."""
+    fake.fail(403, method="GET", path="/pods$", times=10**6,
+              message='pods is forbidden: User "system:serviceaccount:gangway:gangway-scheduler" cannot list '
+                      'resource "pods" in API group "" at the cluster scope')  # fmt: skip
+
+    result = admission_cycle(cluster=cluster)
+
+    assert result.error.startswith("The cluster refused the cycle's read: list Pod *: 403 Forbidden")
+    jobs = list(Job.objects.order_by("id"))
+    assert {job.state for job in jobs} == {Job.State.QUEUED} and fake.list("TFJob") == []
+    assert {job.reason for job in jobs} == {records.READ_REFUSED_REASON}
+    assert [job.events.filter(message=records.READ_REFUSED_REASON).count() for job in jobs] == [1, 1]
+    admission_cycle(cluster=cluster)  # said once
+    assert [job.events.filter(message=records.READ_REFUSED_REASON).count() for job in jobs] == [1, 1]
+    fake.heal()
+    admission_cycle(cluster=cluster)
+    assert {job.state for job in Job.objects.all()} == {Job.State.ADMITTED}
+
+
 def test_a_namespace_whose_writes_fail_holds_up_only_its_own_job_in_reconcile(fake, cluster, two_teams):
     alpha, gamma = two_teams
     admission_cycle(cluster=cluster)
