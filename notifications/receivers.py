@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
 from django.db import transaction
-from kombu.exceptions import OperationalError
 
 from notifications.models import MOMENTS
 from notifications.tasks import notify
-
-log = logging.getLogger("gangway.notifications")
+from portal.triggers import publish
 
 
 def enqueue_on_commit(sender, *, job, event, **kwargs) -> None:
@@ -26,7 +22,4 @@ def enqueue_on_commit(sender, *, job, event, **kwargs) -> None:
 
 
 def _enqueue(event_id: int) -> None:
-    try:
-        notify.apply_async((event_id,), retry=False)
-    except OperationalError as error:
-        log.warning("could not enqueue the notifications of event %s: %s", event_id, error)
+    publish(lambda: notify.apply_async((event_id,), retry=False), f"the notifications of event {event_id}")

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import caches
 
 from jobs import kinds
+from portal import triggers
 from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
@@ -124,6 +125,15 @@ def login(client):
 
 
 THROTTLE_REDIS = "redis://127.0.0.1:6379/13"
+
+
+@pytest.fixture(autouse=True)
+def broker_up():
+    """Every test starts with the broker taken as reachable: a test whose broker refused a publish leaves no
+    pause on publishing (`portal.triggers.publish`) to the tests after it."""
+    triggers._broker_down_until = 0.0
+    yield
+    triggers._broker_down_until = 0.0
 
 
 @pytest.fixture

@@ -56,3 +56,20 @@ def test_a_broker_that_is_down_is_logged_not_raised(monkeypatch, caplog, sent):
     monkeypatch.setattr(current_app, "send_task", down)
     triggers.trigger(triggers.RECONCILE)
     assert "could not enqueue gangway.reconcile" in caplog.text
+
+
+def test_after_a_refused_publish_nothing_is_tried_for_a_few_seconds(monkeypatch, caplog):
+    """Each try against a broker that is down costs its connect timeout: a cycle committing sixty notable
+    events would wait minutes, a cancel seconds, for publishes bound to fail."""
+    tries = []
+
+    def down():
+        tries.append(1)
+        raise OperationalError("timed out")
+
+    clock = iter([100.0, 101.0, 102.0, 106.0])
+    monkeypatch.setattr(triggers.time, "monotonic", lambda: next(clock))
+    assert triggers.publish(down, "a") is False  # tried at 100, refused at 101: nothing tried until 106
+    assert triggers.publish(down, "b") is False  # at 102: not tried
+    assert len(tries) == 1 and "did not enqueue b: the broker was unreachable less than 5 s ago" in caplog.text
+    assert triggers.publish(lambda: None, "c") is True  # at 106: tried again, and it went out
