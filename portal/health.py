@@ -26,7 +26,7 @@ from kombu.exceptions import OperationalError
 
 from core.durations import duration
 from scheduling.cluster.base import ClusterError, ClusterUnavailable
-from scheduling.records import failing_streak, stalled_for
+from scheduling.records import loop_trouble
 
 TIMEOUT = 3.0  # seconds; below the probes' timeoutSeconds
 
@@ -70,15 +70,15 @@ def _database() -> dict:
 
 def _cycles() -> dict:
     """Fails once the last CYCLE_FAILURES_BEFORE_UNREADY admission cycles all raised, or once the loop
-    has stopped running cycles (`records.stalled_for`)."""
-    limit = settings.CYCLE_FAILURES_BEFORE_UNREADY
-    streak = failing_streak(limit)
-    if streak >= limit:
-        raise CyclesFailing(f"The last {streak} admission cycles failed; see the cycles in the admin and the logs.")
-    if (quiet := stalled_for(timezone.now())) is not None:
-        raise CyclesFailing(f"No admission cycle has run for {duration(quiet)}; check that beat and the worker run, "
-                            "and the worker's logs.")  # fmt: skip
-    return {"failing_in_a_row": streak}
+    has stopped running cycles (`records.loop_trouble`)."""
+    trouble = loop_trouble(timezone.now())
+    if trouble.failing_too_long:
+        raise CyclesFailing(f"The last {trouble.failing} admission cycles failed; see the cycles in the admin and the "
+                            "logs.")  # fmt: skip
+    if trouble.stalled_for is not None:
+        raise CyclesFailing(f"No admission cycle has run for {duration(trouble.stalled_for)}; check that beat and the "
+                            "worker run, and the worker's logs.")  # fmt: skip
+    return {"failing_in_a_row": trouble.failing}
 
 
 def _broker() -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 import re
 from datetime import datetime, timedelta, timezone as dt_timezone
 
@@ -132,31 +133,41 @@ def cycle_failed(now: datetime, duration: float, error: BaseException) -> None:
         log.error("could not record the failed cycle: %s", unrecorded)
 
 
-def failing_streak(limit: int) -> int:
-    """Returns how many of the latest `limit` cycles failed in a row, newest first."""
-    streak = 0
-    for failed in Cycle.objects.order_by("-started_at", "-id").values_list("failed", flat=True)[:limit]:
+@dataclass(frozen=True)
+class LoopTrouble:
+    """What is wrong with the admission loop, from one read of its latest cycles (`loop_trouble`)."""
+
+    failing: int  # how many of the latest CYCLE_FAILURES_BEFORE_UNREADY cycles failed in a row
+    stalled_for: float | None  # seconds since a cycle last started, once the loop has stopped; else None
+
+    @property
+    def failing_too_long(self) -> bool:
+        return self.failing >= settings.CYCLE_FAILURES_BEFORE_UNREADY
+
+
+def loop_trouble(now: datetime) -> LoopTrouble:
+    """Reads the latest CYCLE_FAILURES_BEFORE_UNREADY cycles, newest first: how many of them failed
+    in a row, and whether the loop has stopped: no cycle, failed or not, started for longer than
+    one may take (the task's hard time limit) plus that many admission intervals (never before the
+    first cycle).
+
+    A loop that stopped leaves no failure to show: beat or the worker gone, the cycle's lock held by
+    a lost session (every cycle is skipped, and a skipped one writes no row), or a database that
+    takes no writes (a failed cycle cannot record itself).
+    """
+    limit = settings.CYCLE_FAILURES_BEFORE_UNREADY
+    latest = list(Cycle.objects.order_by("-started_at", "-id").values_list("started_at", "failed")[:limit])
+    failing = 0
+    for _, failed in latest:
         if not failed:
             break
-        streak += 1
-    return streak
-
-
-def stalled_for(now: datetime) -> float | None:
-    """Returns the seconds since the latest admission cycle started, failed or not, when that is
-    longer than one may take (the task's hard time limit) plus CYCLE_FAILURES_BEFORE_UNREADY
-    admission intervals; None otherwise, and before the first cycle.
-
-    Past it the loop has stopped without a failure to show: beat or the worker gone, the cycle's
-    lock held by a lost session (every cycle is skipped, and a skipped one writes no row), or a
-    database that takes no writes (a failed cycle cannot record itself).
-    """
-    latest = Cycle.objects.order_by("-started_at").values_list("started_at", flat=True).first()
-    if latest is None:
-        return None
-    quiet = (now - latest).total_seconds()
-    allowed = settings.CELERY_TASK_TIME_LIMIT + settings.CYCLE_FAILURES_BEFORE_UNREADY * settings.ADMISSION_INTERVAL
-    return quiet if quiet > allowed else None
+        failing += 1
+    stalled = None
+    if latest:
+        quiet = (now - latest[0][0]).total_seconds()
+        if quiet > settings.CELERY_TASK_TIME_LIMIT + limit * settings.ADMISSION_INTERVAL:
+            stalled = quiet
+    return LoopTrouble(failing, stalled)
 
 
 def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> bool:

@@ -139,7 +139,7 @@ def test_a_failing_cycle_is_recorded_and_counted(busy, cluster, clock, monkeypat
         failed = Cycle.objects.filter(failed=True)
         assert failed.count() == 2 and "out of range" in failed.first().error
         assert records.cycle_failures() == 2
-        assert records.failing_streak(2) == 2
+        assert records.loop_trouble(clock()).failing == 2
 
         class Staff:
             is_staff = True
