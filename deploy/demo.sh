@@ -10,6 +10,9 @@ export DEMO_PASSWORD="${DEMO_PASSWORD:-demo}"
 # A job starves after 90 s here, not half an hour, so the seeded gang's reservation (R4) shows
 # within the first minutes.
 export STARVATION_AFTER="${STARVATION_AFTER:-90}"
+# Once the seeded story has played out, people go on submitting: a job every 40 s or so while
+# fewer than four wait, and a Katib sweep once in a while (scheduling/demo_traffic.py).
+export DEMO_TRAFFIC="${DEMO_TRAFFIC:-40}"
 export GANGWAY_VAR_DIR="${GANGWAY_VAR_DIR:-$PWD/var}"
 LOGS="$GANGWAY_VAR_DIR"
 mkdir -p "$LOGS"

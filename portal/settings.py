@@ -199,6 +199,12 @@ SIM_FAILURE_RATE = float(env.text("SIM_FAILURE_RATE", "0"))
 if not 0 <= SIM_FAILURE_RATE <= 1:
     raise ImproperlyConfigured(f"SIM_FAILURE_RATE must be between 0 and 1, got {SIM_FAILURE_RATE}.")
 SIM_SEED = env.integer("SIM_SEED", 7)
+# The demo's traffic (scheduling.demo_traffic): seconds between two looks at the queue, each submitting a
+# job while few wait; 0: none. The simulated cluster only: `make demo` sets it.
+DEMO_TRAFFIC = env.integer("DEMO_TRAFFIC", 0, minimum=0)
+if DEMO_TRAFFIC and CLUSTER_BACKEND != "simulated":
+    raise ImproperlyConfigured("DEMO_TRAFFIC submits made-up jobs: it runs on the simulated cluster only "
+                               f"(CLUSTER_BACKEND is {CLUSTER_BACKEND}); unset it.")  # fmt: skip
 CELERY_BEAT_SCHEDULE = {
     "admission-cycle": {"task": "gangway.admission_cycle", "schedule": float(ADMISSION_INTERVAL)},
     "reconcile": {"task": "gangway.reconcile", "schedule": float(RECONCILE_INTERVAL)},
@@ -206,6 +212,8 @@ CELERY_BEAT_SCHEDULE = {
     # Deliveries whose worker died while sending them (notifications.services.STALE_CLAIM).
     "resend-lost-notifications": {"task": "notifications.resend_lost", "schedule": 300.0},
 }
+if DEMO_TRAFFIC:
+    CELERY_BEAT_SCHEDULE["demo-traffic"] = {"task": "gangway.demo_traffic", "schedule": float(DEMO_TRAFFIC)}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 REST_FRAMEWORK = {

@@ -9,6 +9,7 @@ from celery import shared_task
 from portal.triggers import ADMISSION_CYCLE, RECONCILE, SYNC_TENANTS
 from scheduling.cluster import get_cluster
 from scheduling.cluster.base import SyncIncomplete
+from scheduling.demo_traffic import look as run_demo_traffic
 from scheduling.loop import admission_cycle as run_cycle
 from scheduling.reconcile import reconcile as run_reconcile
 from scheduling.tenants import tenants_from_database
@@ -37,6 +38,12 @@ def sync_tenants() -> str:
         log.error("tenant sync: %s", "; ".join(error.changes) or "nothing changed")
         raise
     return "; ".join(changes) or "Tenants already in line."
+
+
+@shared_task(name="gangway.demo_traffic", ignore_result=True)
+def demo_traffic() -> str:
+    """The demo's traffic: a job now and then while few wait (beat runs it with DEMO_TRAFFIC set)."""
+    return run_demo_traffic()
 
 
 @shared_task(name="gangway.ping")

@@ -53,6 +53,16 @@ def test_an_unknown_cluster_backend_is_refused(tmp_path):
     assert "CLUSTER_BACKEND must be one of simulated, kubernetes, got 'nomad'" in result.stderr
 
 
+def test_demo_traffic_is_refused_on_a_real_cluster(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.INSTALLED_APPS"],
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1",
+             "CLUSTER_BACKEND": "kubernetes", "DEMO_TRAFFIC": "40", "GANGWAY_VAR_DIR": str(tmp_path)},
+        capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+    )  # fmt: skip
+    assert "DEMO_TRAFFIC submits made-up jobs: it runs on the simulated cluster only" in result.stderr
+
+
 SSO = {"OIDC_RP_CLIENT_ID": "gangway", "OIDC_RP_CLIENT_SECRET": "s", "OIDC_OP_AUTHORIZATION_ENDPOINT": "http://idp/auth",
        "OIDC_OP_TOKEN_ENDPOINT": "http://idp/token", "OIDC_OP_USER_ENDPOINT": "http://idp/user",
        "OIDC_OP_JWKS_ENDPOINT": "http://idp/jwks"}  # fmt: skip
