@@ -266,6 +266,7 @@ def build_world(
     defaults = {team.pk: replica_defaults(team) for team in teams}
     world = World(snapshot=None, teams=by_slug)  # type: ignore[arg-type]
     active = list(Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team", "tier").order_by("id"))
+    statuses = list(statuses)  # read twice below
     mine = own_statuses(statuses, {job.pk: job for job in active}, orphans=False)
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
                                for pod in status.pods]  # fmt: skip
