@@ -194,17 +194,19 @@ class KubernetesCluster:
 
         Pods are found by the same `gangway.io/job-id` label, which they
         inherit from the job's templates; it does not depend on the labels
-        a given Training Operator version adds.
+        a given Training Operator version adds. A copy of a job's object in
+        the same namespace keeps that label on its pods too: a pod whose
+        owner is a job object is that object's only (`_owning_job`).
         """
         pods = self.api.call(
             "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
         )["items"]
-        running: dict[tuple[str, str], list[str]] = defaultdict(list)
-        bound: dict[tuple[str, str], list[OutsidePod]] = defaultdict(list)
-        owned: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        running: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        bound: dict[tuple[str, str, str], list[OutsidePod]] = defaultdict(list)
+        owned: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
         for pod in pods:
             meta = pod["metadata"]
-            key = (meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL])
+            key = (meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL], _owning_job(pod))
             owned[key].append(pod)
             phase, node = (pod.get("status") or {}).get("phase"), (pod.get("spec") or {}).get("nodeName", "")
             if phase == "Running":
@@ -230,14 +232,15 @@ class KubernetesCluster:
                 label = meta["labels"][JOB_ID_LABEL]
                 if not label.isdigit():
                     continue
-                nodes = sorted(running.get((meta["namespace"], label), ()))
+                key = (meta["namespace"], label, meta["name"])
+                nodes = sorted(_of_job(running, key))
                 phase, message = job_phase(kind, obj, running_pods=len(nodes))
                 if phase is Phase.FAILED:
-                    message = failure_sentence(owned.get((meta["namespace"], label), []), message)
+                    message = failure_sentence(_of_job(owned, key), message)
                 result.append(JobStatus(
                     job_id=int(label), name=meta["name"], namespace=meta["namespace"], kind=kind.name,
                     phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
-                    pods=tuple(bound.get((meta["namespace"], label), ())),
+                    pods=tuple(_of_job(bound, key)),
                     adopted=not outside.created_by_gangway(obj),
                 ))
         return sorted(result, key=lambda status: status.job_id)
@@ -377,6 +380,21 @@ def job_phase(kind: kinds.JobKind, obj: dict, *, running_pods: int = 0) -> tuple
     if phase is Phase.CREATED and running_pods and Phase.RUNNING not in {Phase(p) for _, p in kind.conditions}:
         return Phase.RUNNING, ""
     return phase, message
+
+
+def _owning_job(pod: dict) -> str:
+    """The name of the job object that controls the pod (its ownerReference of a job kind); "" when
+    none does (a TrainJob's pods belong to its JobSet's Jobs): such a pod goes by its label alone."""
+    job_kinds = kinds.names()
+    return next((ref.get("name", "") for ref in pod["metadata"].get("ownerReferences") or ()
+                 if ref.get("controller") and ref.get("kind") in job_kinds), "")  # fmt: skip
+
+
+def _of_job(pods: dict[tuple[str, str, str], list], key: tuple[str, str, str]) -> list:
+    """What `pods` (by namespace, job-id label and owning job) holds for the job object `key`: what it owns,
+    and what no job object owns."""
+    namespace, label, _ = key
+    return [*pods.get(key, ()), *pods.get((namespace, label, ""), ())]
 
 
 def _bound_pod(pod: dict, node: str) -> OutsidePod:

@@ -17,11 +17,15 @@ from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
 from tests.conftest import spec_data
 
 
-def _pod(name, namespace, job_id, gpu):
+def _pod(name, namespace, job_id, gpu, *, owner=None):
+    """A replica pod; `owner` names the TFJob that controls it, as the Training Operator writes it."""
     container = {"name": "tensorflow", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": str(gpu)},
                                                                          "requests": {"nvidia.com/gpu": str(gpu)}}}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"gangway.io/job-id": str(job_id)}},
+    meta = {"name": name, "namespace": namespace, "labels": {"gangway.io/job-id": str(job_id)}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": owner,
+                                    "uid": f"uid-{owner}", "controller": True}]  # fmt: skip
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"nodeName": "n1", "containers": [container]}, "status": {"phase": "Running"}}  # fmt: skip
 
 
@@ -64,3 +68,29 @@ def test_a_copy_that_fails_is_not_taken_for_the_job_nor_stopped_as_it(world, fak
     bert.refresh_from_db()
     assert bert.state == Job.State.ADMITTED  # its own object runs on; the copy's end is not its end
     assert fake.get("TFJob", "bert-copy", "alice") is not None  # someone else's: never touched
+
+
+def test_a_copy_renamed_in_the_same_namespace_takes_its_own_room_and_the_job_its_own(world, fake, cluster):
+    """Its pods carry the job's label in the job's namespace too: their owner tells them apart, so the job's
+    pods are not counted again as the copy's, nor the copy's running pods as the job's."""
+    fake.add(outside_job(gpu=2, replicas=2))  # maps: 4 GPUs of the node's 8
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    bert = Job.objects.get()
+    fake.add(_pod("bert-kubectl-worker-0", "maps", bert.pk, 2, owner="bert-kubectl"))
+    fake.add(_pod("bert-kubectl-worker-1", "maps", bert.pk, 2, owner="bert-kubectl"))
+    copied = copy.deepcopy(_object(fake))
+    copied["metadata"] = {"name": "bert-copy", "namespace": "maps", "labels": dict(copied["metadata"]["labels"])}
+    fake.add(copied)
+    fake.add(_pod("bert-copy-worker-0", "maps", bert.pk, 2, owner="bert-copy"))  # 6 GPUs taken, 2 free
+
+    statuses = {status.name: status for status in cluster.job_statuses()}
+    assert [pod.name for pod in statuses["bert-kubectl"].pods] == ["bert-kubectl-worker-0", "bert-kubectl-worker-1"]
+    assert [pod.name for pod in statuses["bert-copy"].pods] == ["bert-copy-worker-0"]
+    vision, _ = job_submit(team=world["vision"], spec=parse_spec(spec_data(
+        team="vision", name="v", replicas=[{"role": "Worker", "count": 1, "gpu": 2}])))  # fmt: skip
+
+    admission_cycle(cluster=cluster)
+
+    vision.refresh_from_db()
+    assert vision.state == Job.State.ADMITTED  # the 2 GPUs left, not taken by the job's pods counted twice
