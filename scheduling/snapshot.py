@@ -498,10 +498,11 @@ def _object_of(job: Job) -> tuple[str, str]:
 def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
     """The port's view of a job: everything an adapter needs to create, suspend or resume it."""
     defaults = replica_defaults(job.team)
+    namespace, name = _object_of(job)
     return ClusterJob(
         job_id=job.pk,
-        name=job.cluster_name or cluster_name(job.pk, job.name),
-        namespace=job.team.slug,
+        name=name,
+        namespace=namespace,
         team=job.team.slug,
         kind=job.kind,
         runtime=job.runtime,
