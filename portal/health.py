@@ -2,15 +2,15 @@
 
 `/healthz` (portal.views) only says the process answers; an orchestrator
 restarts a process that does not. `/readyz` says whether it can serve: the
-database, the broker, the admission loop (not failing cycle after cycle) and,
-with the Kubernetes backend, the API server. It
+database, the broker, the admission loop (neither failing cycle after cycle nor
+stopped) and, with the Kubernetes backend, the API server. It
 answers 200 when every check passes and 503 naming the failing ones, e.g.
 `{"status": "not ready", "checks": {"broker": {"status": "failing", "error": "..."}}}`.
 
 `?exclude=cluster` leaves a check out, as the Kubernetes API server's own
-/readyz does: the web Deployment's readiness probe excludes the cluster, so an
-API-server outage does not take the pages (which read the database and say
-the cluster is unreachable) out of the Service.
+/readyz does: the web Deployment's readiness probe excludes the cluster and the
+cycles, so an API-server outage or a stopped loop does not take the pages (which
+read the database and say so) out of the Service.
 """
 
 from __future__ import annotations
