@@ -106,3 +106,13 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel} to {self.target}: {self.state}"
+
+
+class PendingEvent(models.Model):
+    """A notable event whose notifications are still to be worked out: written with the event, in its
+    transaction (kept or rolled back with it), and removed once `notify` has made its deliveries. One
+    left over (the broker refused its task, or the worker died first) is enqueued again by
+    `resend_lost`, so a broker that is down for a while delays notifications but loses none."""
+
+    event = models.OneToOneField(JobEvent, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)

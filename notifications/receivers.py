@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from notifications.models import MOMENTS
+from notifications.models import MOMENTS, PendingEvent
 from notifications.tasks import notify
 from portal.triggers import publish
 
@@ -12,12 +12,14 @@ from portal.triggers import publish
 def enqueue_on_commit(sender, *, job, event, **kwargs) -> None:
     """Asks for the event's notifications after the transition commits; a rolled-back one sends nothing.
 
-    The admission cycle and reconcile move jobs: enqueueing costs them one broker publish per
-    notable event, never a lookup or a send, and a broker that is down costs them nothing but
-    a warning (the notifications of that moment are lost, the cycle is not).
+    The admission cycle and reconcile move jobs: enqueueing costs them one row written with the
+    event (`PendingEvent`) and one broker publish per notable event, never a lookup or a send. A
+    broker that is down costs them nothing but a warning: the row stays, and beat's `resend_lost`
+    enqueues the event again once the broker is back.
     """
     if event.kind not in MOMENTS:
         return
+    PendingEvent.objects.create(event=event)
     transaction.on_commit(lambda: _enqueue(event.pk))
 
 

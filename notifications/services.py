@@ -24,6 +24,9 @@ from tenants.permissions import viewers_of
 WEBHOOK_TIMEOUT = 5  # seconds; a slow receiver is retried later, it never holds a worker long
 # A claim older than this was lost with its worker (killed, or past its time limit): taken again.
 STALE_CLAIM = timedelta(minutes=10)
+# News older than this is not sent again by `resend_lost` (a broker down for days, or rows left from long ago):
+# a job that failed last week is old news, and a burst of it would bury today's.
+STALE_NEWS = timedelta(days=1)
 
 
 class SendFailed(Exception):
@@ -198,10 +201,11 @@ def lost(now) -> Q:
     them (`lost_claim`), those made but not enqueued (notify's worker died, or the broker refused), and
     those whose retry is long overdue (the broker refused it, and Celery then drops the task, or Redis
     lost its queue). Each was due STALE_CLAIM ago or more, so a message merely late in a busy queue is
-    rarely doubled, and a doubled one is claimed once (`claim`)."""
+    rarely doubled, and a doubled one is claimed once (`claim`); none was made more than STALE_NEWS ago."""
     overdue = now - STALE_CLAIM
-    return (lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
-            | Q(state=Delivery.State.RETRYING, retry_at__lt=overdue))  # fmt: skip
+    return Q(created_at__gte=now - STALE_NEWS) & (
+        lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
+        | Q(state=Delivery.State.RETRYING, retry_at__lt=overdue))  # fmt: skip
 
 
 def record(delivery: Delivery, *, error: Exception | None = None, final: bool = True,

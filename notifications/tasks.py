@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications import services
-from notifications.models import Delivery
+from notifications.models import Delivery, PendingEvent
 
 log = logging.getLogger("gangway.notifications")
 MAX_RETRIES = 5
@@ -29,6 +29,7 @@ def notify(event_id: int) -> int:
     waiting = [d for d in services.deliveries_for(event) if d.state == Delivery.State.PENDING]
     for delivery in waiting:
         deliver.delay(delivery.pk)
+    PendingEvent.objects.filter(event_id=event_id).delete()  # worked out: resend_lost leaves it be
     return len(waiting)
 
 
@@ -71,10 +72,19 @@ def deliver(self, delivery_id: int) -> str:
 
 @shared_task(name="notifications.resend_lost", ignore_result=True)
 def resend_lost() -> int:
-    """Sends again the deliveries no task will run (`services.lost`): their worker died while sending
-    them, or their first send or retry never reached the broker; returns how many were enqueued. Beat
-    runs it every few minutes."""
-    lost = list(Delivery.objects.filter(services.lost(timezone.now())).values_list("pk", flat=True))
+    """Sends again what no task will run: the deliveries of `services.lost` (their worker died while
+    sending them, or their first send or retry never reached the broker) and the events whose
+    `notify` never ran to its end (`PendingEvent`s older than STALE_CLAIM: the broker refused the
+    task, or its worker died); returns how many tasks were enqueued. Nothing made more than STALE_NEWS
+    ago is sent. Beat runs it every few minutes."""
+    now = timezone.now()
+    lost = list(Delivery.objects.filter(services.lost(now)).values_list("pk", flat=True))
     for delivery_id in lost:
         deliver.delay(delivery_id)
-    return len(lost)
+    pending = PendingEvent.objects.filter(created_at__lt=now - services.STALE_CLAIM)
+    if old := pending.filter(created_at__lt=now - services.STALE_NEWS).delete()[0]:
+        log.warning("dropped the notifications of %d events older than %s: old news", old, services.STALE_NEWS)
+    events = list(pending.values_list("event_id", flat=True))
+    for event_id in events:
+        notify.delay(event_id)
+    return len(lost) + len(events)

@@ -209,7 +209,7 @@ CELERY_BEAT_SCHEDULE = {
     "admission-cycle": {"task": "gangway.admission_cycle", "schedule": float(ADMISSION_INTERVAL)},
     "reconcile": {"task": "gangway.reconcile", "schedule": float(RECONCILE_INTERVAL)},
     "sync-tenants": {"task": "gangway.sync_tenants", "schedule": 300.0},
-    # Deliveries whose worker died while sending them (notifications.services.STALE_CLAIM).
+    # Notifications no task will run: a worker died, or the broker refused the task (notifications.tasks.resend_lost).
     "resend-lost-notifications": {"task": "notifications.resend_lost", "schedule": 300.0},
 }
 if DEMO_TRAFFIC:

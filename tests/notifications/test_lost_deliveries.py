@@ -1,5 +1,6 @@
-"""Deliveries whose next step never reached the broker (it was down for a moment, or Redis lost its queue) are
-sent again by beat's `resend_lost`, still only to who may hear of the job, and never twice."""
+"""Notifications whose next step never reached the broker (it was down for a moment, or Redis lost its queue):
+beat's `resend_lost` works out the events again and sends the deliveries again, still only to who may hear of
+the job, and never twice."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from unittest import mock
 
 import pytest
 from celery.exceptions import Reject
+from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from jobs.models import JobEvent
+from jobs.models import Job, JobEvent
+from jobs.transitions import transition
 from notifications import services, tasks
-from notifications.models import Delivery, Subscription, TeamWebhook
+from notifications.models import Delivery, PendingEvent, Subscription, TeamWebhook
+from portal import triggers
 
 pytestmark = pytest.mark.django_db
 
@@ -84,3 +88,46 @@ def test_a_delivery_sent_again_is_not_sent_to_someone_who_left_the_team(submit, 
     delivery.refresh_from_db()
     assert smtp.messages == []
     assert (delivery.state, delivery.error) == ("failed", "Not sent: member is no longer in team maps.")
+
+
+def test_an_event_whose_notify_never_reached_the_broker_is_notified_once_it_is_back(submit, receiver, later, monkeypatch,
+                                                                                     django_capture_on_commit_callbacks):  # fmt: skip
+    """The broker was down when the job failed: no delivery was made, yet nobody's notification is lost."""
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    monkeypatch.setattr(tasks.notify, "apply_async", mock.Mock(side_effect=OperationalError("Connection refused")))
+    with django_capture_on_commit_callbacks(execute=True):
+        for state in (Job.State.ADMITTED, Job.State.RUNNING, Job.State.FAILED):
+            transition(job, state, message=f"{state}.")
+    assert not Delivery.objects.exists() and PendingEvent.objects.count() == 2  # started, failed
+    monkeypatch.undo()
+    triggers._broker_down_until = 0.0
+
+    assert later(1) == 0  # just written: its notify may be on its way
+    assert later(60) == 2
+    assert not PendingEvent.objects.exists()
+    assert len(receiver.posts) == 1 and Delivery.objects.get().state == "sent"  # the webhook asked for failures
+    assert later(120) == 0
+
+
+def test_a_rolled_back_transition_leaves_nothing_pending(submit, django_capture_on_commit_callbacks):
+    job = submit()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        transition(job, Job.State.ADMITTED, message="Admitted.")
+        transition(job, Job.State.RUNNING, message="Running.")
+        assert PendingEvent.objects.count() == 1
+        raise RuntimeError("the cycle failed after the move")
+    assert not PendingEvent.objects.exists()
+
+
+def test_old_news_is_not_sent_again(submit, receiver, later, caplog):
+    """A broker down for days, or rows left from long ago: a job that failed last week is old news."""
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    (delivery,) = services.deliveries_for(failed_event(job))
+    PendingEvent.objects.create(event=failed_event(job))
+
+    assert later(60 * 25) == 0
+
+    assert receiver.posts == [] and Delivery.objects.get().state == "pending"
+    assert not PendingEvent.objects.exists() and "dropped the notifications of 1 events older than" in caplog.text
