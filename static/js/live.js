@@ -83,6 +83,73 @@
     setOffline("The server answers with an error" + (status ? " (HTTP " + status + ")." : "."));
   });
 
+  // A polled part is swapped whole, so what the reader was doing inside it would go with the old
+  // content: how far its scrolling boxes were scrolled (the node map, a log, a wide table on a
+  // phone scrolled sideways to its reasons), which replica logs were opened or closed, and which
+  // link or field had the keyboard's focus. All three are carried over to the new content.
+  var SCROLLERS = ".nodes, .table-wrap, pre";
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  var kept = {}; // part id -> what to carry over
+
+  function polled(part) {
+    return part.hasAttribute("data-live") || /\bevery\b/.test(part.getAttribute("hx-trigger") || "");
+  }
+
+  function keys(elements) {
+    // Each element's key: its kind and place among its kind ("the queue's table"), so a
+    // table that comes or goes above (the sweeps) does not shift the rest.
+    var seen = {};
+    return elements.map(function (el) {
+      var inner = el.firstElementChild;
+      var kind = el.tagName + "." + el.className + ">" + (inner ? inner.tagName + "." + inner.className : "");
+      seen[kind] = (seen[kind] || 0) + 1;
+      return kind + "#" + seen[kind];
+    });
+  }
+
+  function all(part, selector) {
+    return Array.prototype.slice.call(part.querySelectorAll(selector));
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var part = event.detail.target;
+    if (!event.detail.shouldSwap || !part || !part.id || !polled(part)) return;
+    var boxes = all(part, SCROLLERS), scrolled = {};
+    keys(boxes).forEach(function (key, i) {
+      if (boxes[i].scrollTop || boxes[i].scrollLeft) scrolled[key] = [boxes[i].scrollTop, boxes[i].scrollLeft];
+    });
+    var opened = all(part, "details").map(function (details) { return details.open; });
+    var focused = document.activeElement, focus = null;
+    if (focused && focused !== part && part.contains(focused)) {
+      focus = { index: all(part, FOCUSABLE).indexOf(focused), tag: focused.tagName,
+                name: focused.getAttribute("name"), href: focused.getAttribute("href") };
+    }
+    kept[part.id] = { scrolled: scrolled, opened: opened, focus: focus };
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var id = event.detail.target && event.detail.target.id;
+    var was = id && kept[id];
+    var part = was && document.getElementById(id);
+    delete kept[id];
+    if (!part) return;
+    var details = all(part, "details");
+    if (details.length === was.opened.length) details.forEach(function (el, i) { el.open = was.opened[i]; });
+    var boxes = all(part, SCROLLERS);
+    keys(boxes).forEach(function (key, i) {
+      var at = was.scrolled[key];
+      if (at) { boxes[i].scrollTop = at[0]; boxes[i].scrollLeft = at[1]; }
+    });
+    var focus = was.focus;
+    if (!focus || (document.activeElement && document.activeElement !== document.body)) return; // htmx kept it (by id)
+    var same = function (el) {
+      return el && el.tagName === focus.tag && el.getAttribute("name") === focus.name && el.getAttribute("href") === focus.href;
+    };
+    var focusable = all(part, FOCUSABLE);
+    var match = same(focusable[focus.index]) ? focusable[focus.index] : focusable.filter(same)[0];
+    if (match) match.focus({ preventScroll: true });
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var status = document.getElementById("live-status");
     if (status && document.querySelector("[data-live]")) status.hidden = false;
