@@ -3,7 +3,8 @@
 //   errors) the focus moves to the error summary, scrolled into view;
 // - a field's own error clears as soon as its value passes the field's checks
 //   (required, min, max, maxlength), its count leaves the summary, and the fit
-//   preview re-checks the whole job as before.
+//   preview re-checks the whole job as before;
+// - a "too many requests" sentence leaves once a later post goes through.
 (function () {
   "use strict";
 
@@ -52,6 +53,15 @@
   document.addEventListener("htmx:afterSwap", function (event) {
     var xhr = event.detail.xhr;
     if (xhr && xhr.status === 422) focusSummary(document);
+  });
+
+  // A 429 put "try again in 25 s" in #page-alert; the next post that goes through (a preview, a
+  // submit) shows the wait is over, so the sentence goes instead of staying on the page for good.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var xhr = event.detail.xhr, config = event.detail.requestConfig;
+    if (!xhr || !config || config.verb !== "post" || xhr.status === 0 || xhr.status === 429 || xhr.status >= 500) return;
+    var alert = document.getElementById("page-alert");
+    if (alert && alert.firstChild) alert.textContent = "";
   });
   document.addEventListener("DOMContentLoaded", function () {
     if (document.querySelector("form .error-summary")) focusSummary(document);
