@@ -100,3 +100,11 @@ def test_it_says_what_to_do_when_nothing_waits(login, db, maps):
     body = login(user).get("/").content.decode()
     assert "No job is waiting." in body
     assert "No nodes read yet" in body
+
+
+def test_a_team_bar_counts_its_waiting_gpus_in_gpus(login, owner, fill_and_wait):
+    """Beside the "Jobs waiting" tile, a bare "16 waiting" would read as 16 jobs where 2 jobs wait for 16 GPUs."""
+    fill_and_wait(2, prefix="big")
+    body = login(owner).get("/").content.decode()
+    assert "· 16 GPUs waiting" in body
+    assert "· 16 waiting" not in body

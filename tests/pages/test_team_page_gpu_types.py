@@ -23,7 +23,7 @@ def test_it_shows_the_teams_gpus_and_quota_of_each_type(login, member, maps_on_a
     assert _row(body, "a100") == ["a100 80 GB, large training", "6 GPUs", "4 GPUs", "2 GPUs (2 from vision)", "0 GPUs",
                                   "0 GPUs", "0 GPUs", "4 GPUs", "all unused"]
     assert _row(body, "l4")[1:3] == ["0 GPUs", "4 GPUs"]
-    assert "may borrow up to 8 GPUs of 2 GPU types" in body
+    assert "may borrow: l4 up to 4 GPUs, a100 up to 4 GPUs" in body
 
 
 def test_a_type_the_team_has_no_quota_of_says_it_may_only_borrow(login, member, maps_on_a100, maps, cycle):
@@ -32,6 +32,20 @@ def test_a_type_the_team_has_no_quota_of_says_it_may_only_borrow(login, member, 
     body = login(member).get("/teams/maps/").content.decode()
     assert _row(body, "l4")[2] == "none" and _row(body, "l4")[7] == "no limit"
     assert "it may only borrow idle l4 GPUs" in body
+
+
+def test_a_type_without_limit_does_not_hide_the_limit_of_another(login, member, maps_on_a100, maps, cycle):
+    """With no l4 quota, the team's limits add up to none; a tile saying "may borrow without limit" would
+    contradict the a100 row (4 GPUs) and the waiting reasons ("its borrowing limit is 4")."""
+    maps.quotas.filter(resource="gpu:l4").delete()
+    cycle()
+    client = login(member)
+    body = client.get("/teams/maps/").content.decode()
+    assert "may borrow: l4 without limit, a100 up to 4 GPUs" in body
+    assert "may borrow without limit" not in body
+    teams = client.get("/teams/").content.decode()
+    maps_row = teams.split('href="/teams/maps/"')[1].split("</tr>")[0]
+    assert re.sub(r"<[^>]+>", "", maps_row).count("l4 no limit · a100 4") == 1
 
 
 def test_it_charts_usage_of_each_type_beside_the_total(login, member, maps_on_a100):
