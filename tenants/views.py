@@ -108,6 +108,9 @@ def team_detail(request, slug: str):
         "etag_types": fingerprint(request, "team-types", team.pk, _figures(tiles)),
         "etag_jobs": etag_jobs,
         "chart": usage_chart(total, now),
+        # The same chart drawn as narrow as one per type, shown instead on a phone: the wide one,
+        # scaled down to a phone's width, has axis figures a few pixels high.
+        "chart_narrow": usage_chart(total, now, TYPE_CHART),
         "type_charts": [(name, usage_chart(samples, now, TYPE_CHART)) for name, samples in per_type.items()],
         **jobs,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),

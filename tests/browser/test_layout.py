@@ -65,3 +65,21 @@ def _visit_every_page(page, staff, world, viewport, shot):
         shot(page, f"{name}-{viewport['width']}")
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"{name} spills {overflow}px sideways at {viewport['width']}px"
+
+
+def test_the_team_chart_s_axis_figures_read_on_a_phone(browser, live_server, staff, world):
+    """The 24-hour chart scaled down from its laptop width had axis figures about 4 px high on a phone."""
+    context = browser.new_context(viewport=PHONE, base_url=live_server.url)
+    try:
+        page = context.new_page()
+        page.goto("/login/?next=/teams/maps/")
+        page.fill("#id_username", staff.username)
+        page.fill("#id_password", "pw")
+        page.click("button[type=submit]")
+        page.wait_for_url("**/teams/maps/")
+        chart = page.locator("section[aria-labelledby=chart-h] > svg.chart:visible")
+        assert chart.count() == 1  # one chart of the team's GPUs shows, not the wide and the narrow both
+        heights = chart.locator("text.axis").evaluate_all("(texts) => texts.map((t) => t.getBoundingClientRect().height)")
+        assert heights and min(heights) >= 8, f"axis figures {min(heights):.1f}px high"
+    finally:
+        context.close()

@@ -66,7 +66,8 @@ def test_the_team_page_charts_usage_against_quota(login, owner, maps):
     UsageSample.objects.create(team=maps, at=now - timedelta(hours=30), gpu_used=99, gpu_nominal=8)  # too old
     body = login(owner).get("/teams/maps/").content.decode()
     assert '<svg class="chart"' in body
-    assert body.count('class="nominal" points="') == 1
+    assert body.count('class="nominal" points="') == 2  # the chart, and the same drawn narrow for a phone
+    assert body.count('<svg class="chart on-phone"') == 1
     assert ">12</text>" in body and ">99</text>" not in body  # the axis fits 12 GPUs, not the old 99
     assert "No samples yet" not in body
 
