@@ -45,19 +45,40 @@ def page(browser, live_server):
     context.close()
 
 
+def sign_in(page, user, next_path: str = "/"):
+    """Logs `page` in through the login form as `user` (password "pw"), landing on `next_path`; returns it."""
+    page.goto(f"/login/?next={next_path}")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**{next_path}")
+    return page
+
+
 @pytest.fixture
 def log_in(page):
     """Log the page in through the login form as `user` (password "pw")."""
 
     def _log_in(user, next_path: str = "/"):
-        page.goto(f"/login/?next={next_path}")
-        page.fill("#id_username", user.username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"**{next_path}")
-        return page
+        return sign_in(page, user, next_path)
 
     return _log_in
+
+
+@pytest.fixture
+def page_at(browser, live_server):
+    """A new page as wide as `viewport` (PHONE, DESKTOP), in a context of its own closed after the test."""
+    contexts = []
+
+    def _page_at(viewport: dict):
+        context = browser.new_context(viewport=viewport, base_url=live_server.url)
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield _page_at
+    for context in contexts:
+        context.close()
 
 
 @pytest.fixture

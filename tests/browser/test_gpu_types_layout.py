@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
-from tests.browser.conftest import DESKTOP, PHONE
+from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,22 +21,13 @@ def typed_world(gpu_types, staff, submit, cycle):
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["laptop", "phone"])
-def test_the_pages_by_type_fit_their_width(browser, live_server, staff, typed_world, viewport, shot):
-    context = browser.new_context(viewport=viewport, base_url=live_server.url)
-    try:
-        page = context.new_page()
-        page.goto("/login/")
-        page.fill("#id_username", staff.username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url("**/")
-        for name, path, heading in (("dashboard-types", "/", "h3.type-head"), ("team-types", "/teams/maps/", "#team-types")):
-            assert page.goto(path).status == 200
-            page.wait_for_load_state("networkidle")
-            assert page.locator(heading).first.is_visible()
-            shot(page, f"{name}-{viewport['width']}")
-            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-            assert overflow <= 1, f"{name} spills {overflow}px sideways at {viewport['width']}px"
-        assert page.locator("svg.chart:visible").count() == 3  # the team's chart (wide, or narrow on a phone) and one per type
-    finally:
-        context.close()
+def test_the_pages_by_type_fit_their_width(page_at, staff, typed_world, viewport, shot):
+    page = sign_in(page_at(viewport), staff)
+    for name, path, heading in (("dashboard-types", "/", "h3.type-head"), ("team-types", "/teams/maps/", "#team-types")):
+        assert page.goto(path).status == 200
+        page.wait_for_load_state("networkidle")
+        assert page.locator(heading).first.is_visible()
+        shot(page, f"{name}-{viewport['width']}")
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, f"{name} spills {overflow}px sideways at {viewport['width']}px"
+    assert page.locator("svg.chart:visible").count() == 3  # the team's chart (wide, or narrow on a phone) and one per type

@@ -11,7 +11,7 @@ from jobs.models import Job
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import SimJob
 from scheduling.reconcile import reconcile
-from tests.browser.conftest import DESKTOP, PHONE
+from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -55,19 +55,10 @@ def test_an_outsider_gets_no_page_no_logs_and_no_download(log_in, outsider, fail
 
 
 @pytest.mark.parametrize("viewport", ["laptop", "phone"])
-def test_the_logs_card_stands_apart_from_the_replicas_card(browser, live_server, owner, failed_job, viewport):
-    context = browser.new_context(viewport=DESKTOP if viewport == "laptop" else PHONE, base_url=live_server.url)
-    page = context.new_page()
-    try:
-        page.goto(f"/login/?next=/jobs/{failed_job.pk}/")
-        page.fill("#id_username", owner.username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"**/jobs/{failed_job.pk}/")
-        expect(page.locator("#job-logs .replica-log").first).to_be_visible()
-        above = page.locator("section[aria-labelledby=replicas-h]").bounding_box()
-        logs = page.locator("#job-logs").bounding_box()
-        gap = logs["y"] - (above["y"] + above["height"])
-        assert gap >= 12, f"the logs card is {gap}px below the replicas card: their borders touch"
-    finally:
-        context.close()
+def test_the_logs_card_stands_apart_from_the_replicas_card(page_at, owner, failed_job, viewport):
+    page = sign_in(page_at(DESKTOP if viewport == "laptop" else PHONE), owner, f"/jobs/{failed_job.pk}/")
+    expect(page.locator("#job-logs .replica-log").first).to_be_visible()
+    above = page.locator("section[aria-labelledby=replicas-h]").bounding_box()
+    logs = page.locator("#job-logs").bounding_box()
+    gap = logs["y"] - (above["y"] + above["height"])
+    assert gap >= 12, f"the logs card is {gap}px below the replicas card: their borders touch"

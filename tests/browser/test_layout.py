@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from scheduling.models import UsageSample
-from tests.browser.conftest import DESKTOP, PHONE
+from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -67,19 +67,10 @@ def _visit_every_page(page, staff, world, viewport, shot):
         assert overflow <= 1, f"{name} spills {overflow}px sideways at {viewport['width']}px"
 
 
-def test_the_team_chart_s_axis_figures_read_on_a_phone(browser, live_server, staff, world):
+def test_the_team_chart_s_axis_figures_read_on_a_phone(page_at, staff, world):
     """The 24-hour chart scaled down from its laptop width had axis figures about 4 px high on a phone."""
-    context = browser.new_context(viewport=PHONE, base_url=live_server.url)
-    try:
-        page = context.new_page()
-        page.goto("/login/?next=/teams/maps/")
-        page.fill("#id_username", staff.username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url("**/teams/maps/")
-        chart = page.locator("section[aria-labelledby=chart-h] > svg.chart:visible")
-        assert chart.count() == 1  # one chart of the team's GPUs shows, not the wide and the narrow both
-        heights = chart.locator("text.axis").evaluate_all("(texts) => texts.map((t) => t.getBoundingClientRect().height)")
-        assert heights and min(heights) >= 8, f"axis figures {min(heights):.1f}px high"
-    finally:
-        context.close()
+    page = sign_in(page_at(PHONE), staff, "/teams/maps/")
+    chart = page.locator("section[aria-labelledby=chart-h] > svg.chart:visible")
+    assert chart.count() == 1  # one chart of the team's GPUs shows, not the wide and the narrow both
+    heights = chart.locator("text.axis").evaluate_all("(texts) => texts.map((t) => t.getBoundingClientRect().height)")
+    assert heights and min(heights) >= 8, f"axis figures {min(heights):.1f}px high"

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
-from tests.browser.conftest import PHONE, SCREENSHOTS
+from tests.browser.conftest import PHONE, SCREENSHOTS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -104,36 +104,27 @@ def test_a_double_click_on_submit_makes_one_job(log_in, owner, cycle):
     assert list(Job.objects.values_list("name", flat=True)) == ["double-click"]
 
 
-def test_an_invalid_submit_on_a_phone_focuses_the_summary_in_view(browser, live_server, owner, cycle, shot):
+def test_an_invalid_submit_on_a_phone_focuses_the_summary_in_view(page_at, owner, cycle, shot):
     cycle()
-    context = browser.new_context(viewport=PHONE, base_url=live_server.url)
-    page = context.new_page()
-    try:
-        page.goto("/login/?next=/jobs/new/")
-        page.fill("#id_username", owner.username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url("**/jobs/new/")
-        expect(page.locator("#preview")).to_be_in_viewport()  # the fit preview is in view from the start
-        page.fill("#id_name", "Not_Valid")
-        page.fill("#id_image", "busybox")
-        page.locator("#id_name").scroll_into_view_if_needed()
-        expect(page.locator("#preview")).to_be_in_viewport()  # and stays in view while the form scrolls
-        page.click("button[type=submit]")
-        summary = page.locator(".error-summary").first
-        expect(summary).to_be_focused()
-        expect(summary).to_be_in_viewport()
-        expect(page.locator("#id_name")).to_have_attribute("aria-invalid", "true")
-        expect(page.locator("#id_name")).to_have_attribute("aria-describedby", "error-name")
-        shot(page, "submit-error-phone")
-        page.screenshot(path=str(SCREENSHOTS / "submit-error-phone-viewport.png"))  # what the phone's screen shows
-        page.fill("#id_name", "Still_Bad")  # not fixed yet: the error stays
-        expect(page.locator("#error-name")).to_have_count(1)
-        page.fill("#id_name", "now-valid")  # the field's own error clears as it is fixed
-        expect(page.locator("#error-name")).to_have_count(0)
-        expect(page.locator("#id_name")).not_to_have_attribute("aria-invalid", "true")
-    finally:
-        context.close()
+    page = sign_in(page_at(PHONE), owner, "/jobs/new/")
+    expect(page.locator("#preview")).to_be_in_viewport()  # the fit preview is in view from the start
+    page.fill("#id_name", "Not_Valid")
+    page.fill("#id_image", "busybox")
+    page.locator("#id_name").scroll_into_view_if_needed()
+    expect(page.locator("#preview")).to_be_in_viewport()  # and stays in view while the form scrolls
+    page.click("button[type=submit]")
+    summary = page.locator(".error-summary").first
+    expect(summary).to_be_focused()
+    expect(summary).to_be_in_viewport()
+    expect(page.locator("#id_name")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#id_name")).to_have_attribute("aria-describedby", "error-name")
+    shot(page, "submit-error-phone")
+    page.screenshot(path=str(SCREENSHOTS / "submit-error-phone-viewport.png"))  # what the phone's screen shows
+    page.fill("#id_name", "Still_Bad")  # not fixed yet: the error stays
+    expect(page.locator("#error-name")).to_have_count(1)
+    page.fill("#id_name", "now-valid")  # the field's own error clears as it is fixed
+    expect(page.locator("#error-name")).to_have_count(0)
+    expect(page.locator("#id_name")).not_to_have_attribute("aria-invalid", "true")
 
 
 def test_a_fit_error_marks_the_replica_fields(log_in, owner, cycle):

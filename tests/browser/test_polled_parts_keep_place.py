@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from scheduling.models import SimNode
-from tests.browser.conftest import PHONE
+from tests.browser.conftest import PHONE, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -43,28 +43,18 @@ def test_the_node_map_keeps_its_scroll_when_a_cycle_changes_it(log_in, owner, ma
     assert page.locator("#live-nodes .nodes").evaluate("(box) => box.scrollTop") == 80
 
 
-def test_the_queue_scrolled_sideways_on_a_phone_stays_there_when_it_changes(browser, live_server, owner, fill, submit,
-                                                                            cycle):  # fmt: skip
+def test_the_queue_scrolled_sideways_on_a_phone_stays_there_when_it_changes(page_at, owner, fill, submit, cycle):
     submit(name="first-waiting", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
     cycle()
-    context = browser.new_context(viewport=PHONE, base_url=live_server.url)
-    page = context.new_page()
-    try:
-        page.goto("/login/?next=/")
-        page.fill("#id_username", owner.username)
-        page.fill("#id_password", "pw")
-        page.click("button[type=submit]")
-        page.wait_for_url("**/")
-        wrap = page.locator("#live-queue .table-wrap")
-        wrap.evaluate("(box) => { box.scrollLeft = 150; }")  # to the reasons, off the phone's screen
-        assert wrap.evaluate("(box) => box.scrollLeft") == 150
-        submit(name="second-waiting", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
-        cycle()
-        settled(page, "live-queue")
-        expect(page.locator("#live-queue tbody tr")).to_have_count(2)
-        assert page.locator("#live-queue .table-wrap").evaluate("(box) => box.scrollLeft") == 150
-    finally:
-        context.close()
+    page = sign_in(page_at(PHONE), owner)
+    wrap = page.locator("#live-queue .table-wrap")
+    wrap.evaluate("(box) => { box.scrollLeft = 150; }")  # to the reasons, off the phone's screen
+    assert wrap.evaluate("(box) => box.scrollLeft") == 150
+    submit(name="second-waiting", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    cycle()
+    settled(page, "live-queue")
+    expect(page.locator("#live-queue tbody tr")).to_have_count(2)
+    assert page.locator("#live-queue .table-wrap").evaluate("(box) => box.scrollLeft") == 150
 
 
 def test_the_keyboard_focus_stays_on_cancel_when_the_job_page_updates(log_in, owner, fill, submit, cycle):
