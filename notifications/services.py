@@ -203,9 +203,11 @@ def lost(now) -> Q:
     lost its queue). Each was due STALE_CLAIM ago or more, so a message merely late in a busy queue is
     rarely doubled, and a doubled one is claimed once (`claim`); none was made more than STALE_NEWS ago."""
     overdue = now - STALE_CLAIM
+    # A retry without retry_at was scheduled before retry_at was kept: judged by when it was made.
+    retrying = Q(retry_at__lt=overdue) | Q(retry_at__isnull=True, created_at__lt=overdue)
     return Q(created_at__gte=now - STALE_NEWS) & (
         lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
-        | Q(state=Delivery.State.RETRYING, retry_at__lt=overdue))  # fmt: skip
+        | Q(retrying, state=Delivery.State.RETRYING))  # fmt: skip
 
 
 def record(delivery: Delivery, *, error: Exception | None = None, final: bool = True,

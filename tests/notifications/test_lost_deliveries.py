@@ -131,3 +131,16 @@ def test_old_news_is_not_sent_again(submit, receiver, later, caplog):
 
     assert receiver.posts == [] and Delivery.objects.get().state == "pending"
     assert not PendingEvent.objects.exists() and "dropped the notifications of 1 events older than" in caplog.text
+
+
+def test_a_retry_from_before_retries_were_timed_is_sent_again(submit, receiver, later):
+    """Deliveries retrying when migration notifications/0003 came have no retry_at: their retry may be lost too."""
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    (delivery,) = services.deliveries_for(failed_event(job))
+    Delivery.objects.filter(pk=delivery.pk).update(state="retrying", attempts=1, retry_at=None)
+
+    assert later(1) == 0
+    assert later(60) == 1
+    delivery.refresh_from_db()
+    assert (delivery.state, len(receiver.posts)) == ("sent", 1)
