@@ -2,8 +2,9 @@
 
 Intent first, then the cluster. The cycle commits every decision (admissions
 with their placement, preemptions, rejections, waiting reasons, each with its
-event) before it makes a single cluster call, and the calls it then makes only
-carry out what is committed. Every call is idempotent (deterministic names),
+event) before it makes a single cluster call that changes anything (the dry
+runs it asks for before preempting store nothing), and the calls it then makes
+only carry out what is committed. Every call is idempotent (deterministic names),
 so a crash anywhere leaves one of two things:
 - before the commit: nothing (the transaction rolls back, the cluster was not touched);
 - after it: committed decisions not yet carried out, which reconcile finishes
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.db import transaction
@@ -93,7 +94,9 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
     1. Read: take the single-flight lock, read the cluster (nodes, outside
        pods, every Gangway job's pods) and the database into a snapshot. If
        the cluster cannot be reached, queued jobs say so and nothing else changes.
-    2. Plan: the pure policy.
+    2. Plan: the pure policy. Each admission that preempts has its create
+       tried first as a dry run; a job the cluster would refuse backs off,
+       and the plan is made again without it (`_checked`).
     3. Commit: preemptions, admissions with their placement, rejections and
        waiting reasons, with their events, in one transaction.
     4. Apply: for each admission, suspend its victims, then create it. The
@@ -126,8 +129,9 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
             if reading is not None:
                 world = build_world(now=now, nodes=reading.nodes, outside=reading.outside, statuses=reading.statuses,
                                     claims=reading.claims)  # fmt: skip
-                # 2. Plan.
-                plan = make_plan(world.snapshot)
+                # 2. Plan, then try the creates that would preempt (a dry run): nobody is preempted for
+                # a job the cluster would refuse.
+                plan = _checked(world, make_plan(world.snapshot), cluster, now)
                 result.gpu_usage = [team_gpus_to_dict(team) for team in plan.teams]
                 # 3. Commit.
                 decided = _commit(world, plan, now, result)
@@ -159,6 +163,42 @@ def _read(cluster: Cluster) -> Reading:
         except ClusterError as error:  # one namespace's refusal holds only its jobs that mount claims
             reading.claims[namespace] = str(error).rstrip(". ")
     return reading
+
+
+def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
+    """Returns the plan once every admission in it that preempts has had its create tried as a dry run
+    (`Cluster.check_create`: admission webhooks, the namespace's quota, validation).
+
+    A job the cluster would refuse backs off (`hold_refused`) and the plan is made again without it,
+    so nobody is preempted, losing their unsaved work, for a job that cannot be created; before, each
+    try preempted its victims again. The new plan's own preempting admissions are tried in turn; each
+    round leaves out at least one job, so this ends. A dry run the cluster cannot answer proves
+    nothing against the create: the plan goes ahead as made, and no more dry runs are tried in the cycle
+    (the apply phase meets the same outage, and reconcile finishes it).
+    """
+    tried: set[str] = set()
+    answering = True
+    while True:
+        refused: set[str] = set()
+        for admission in plan.admit:
+            if not (answering and admission.victims) or admission.id in tried:
+                continue
+            tried.add(admission.id)
+            job = world.jobs[admission.id]
+            try:
+                with on_one_object(cluster):
+                    cluster.check_create(to_cluster_job(job, placement=admission.nodes or _expand(admission.placement)))
+            except ClusterUnavailable as error:
+                log.warning("could not try the create of job %s before preempting for it: %s", job.pk, error)
+                answering = False  # those refused already still leave the plan
+            except ClusterError as error:
+                hold_refused(job, str(error), now, failing=isinstance(error, ServerFailing))
+                refused.add(admission.id)
+        if not refused:
+            return plan
+        pending = tuple(job for job in world.snapshot.pending if job.id not in refused)
+        world.snapshot = replace(world.snapshot, pending=pending)
+        plan = make_plan(world.snapshot)
 
 
 def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> list[Decided]:
@@ -274,29 +314,22 @@ def _creation_pending(jobs: list[Job]) -> None:
 
 
 def requeue_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
-    """Requeue a job whose create the cluster refused, keeping its place, after a backoff.
+    """Requeue an admitted job whose create the cluster refused, keeping its place, after a backoff.
 
     The backoff doubles with each refusal since the job last ran (`backoff`). At the
     REFUSALS_BEFORE_FAILING-th refusal in a row the job fails instead, saying why: such a refusal
-    (a webhook's verdict, a quota of the namespace) rarely passes by itself, and each try preempts
-    its victims again. A server error (`failing`: a 500 of the object's namespace, such as a
-    webhook that cannot be called) is no verdict on the job and passes once mended: it backs off
-    alike but never fails the job, which would otherwise be lost to a few minutes' outage of a
-    webhook. Used by the apply phase and by reconcile when it creates a job again.
+    (a webhook's verdict, a quota of the namespace) rarely passes by itself. A server error
+    (`failing`: a 500 of the object's namespace, such as a webhook that cannot be called) is no
+    verdict on the job and passes once mended: it backs off alike but never fails the job, which
+    would otherwise be lost to a few minutes' outage of a webhook. Used by the apply phase and by
+    reconcile when it creates a job again.
     """
-    ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
-    since = job.events.filter(pk__gt=ran or 0)
-    tries = since.filter(code__in=(Because.CLUSTER_REFUSED, Because.CLUSTER_FAILING)).count() + 1
-    refusals = since.filter(code=Because.CLUSTER_REFUSED).count() + (0 if failing else 1)
+    refusals, wait, code = _refused(job, failing)
     error = error.rstrip(". ")
-    wait = backoff(tries)
-    code = Because.CLUSTER_FAILING if failing else Because.CLUSTER_REFUSED
     try:
         if not failing and refusals >= REFUSALS_BEFORE_FAILING:
-            fix = ("Its owner changes its object and creates it again." if job.adopted
-                   else "Change the job and submit it again.")  # fmt: skip
             message = (f"Failed: the cluster refused to create it {refusals} times in a row, the last time: "
-                       f"{error}. {fix}")  # fmt: skip
+                       f"{error}. {_fix(job)}")  # fmt: skip
             transition(job, Job.State.FAILED, message=message, code=code, placement=[],
                        finished_at=now, reason=message, reason_code=code)  # fmt: skip
         else:
@@ -309,6 +342,49 @@ def requeue_refused(job: Job, error: str, now: datetime, *, failing: bool = Fals
     except StaleJob:
         return  # cancelled meanwhile; nothing was created
     _log_decision("refused", job, code, message)
+
+
+def hold_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
+    """Back off a queued job whose create the cluster would refuse (its dry run, before anyone was
+    preempted for it), keeping its place; counted with the refusals of its creates (`requeue_refused`),
+    so the REFUSALS_BEFORE_FAILING-th refusal in a row rejects it. A job moved meanwhile is left be."""
+    refusals, wait, code = _refused(job, failing)
+    error = error.rstrip(". ")
+    if not failing and refusals >= REFUSALS_BEFORE_FAILING:
+        message = (f"Rejected: the cluster refused to create it {refusals} times in a row, the last time "
+                   f"(tried before preempting anyone for it): {error}. {_fix(job)}")  # fmt: skip
+        try:
+            transition(job, Job.State.REJECTED, message=message, code=code, finished_at=now, reason=message,
+                       reason_code=code, position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
+        except StaleJob:
+            return
+    else:
+        what = ("failed to try creating it (a server error, no verdict on the job)" if failing
+                else "would refuse to create it")  # fmt: skip
+        message = (f"The cluster {what}: {error}. Asked before preempting anyone for it, so nobody was; "
+                   f"tried again in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
+        moved = Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
+            not_before=now + wait, reason=message, reason_code=code, position=None, team_position=None, eta=None,
+            reservation=None,
+        )  # fmt: skip
+        if not moved:
+            return
+        note(job, JobEvent.Kind.WAITING, message, code=code)
+    _log_decision("refused", job, code, message)
+
+
+def _refused(job: Job, failing: bool) -> tuple[int, timedelta, str]:
+    """For one more refusal of the job's create: the refusals in a row since it last ran (a server
+    error counts none), the backoff (doubling with every try, server errors included) and its code."""
+    ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
+    since = job.events.filter(pk__gt=ran or 0)
+    tries = since.filter(code__in=(Because.CLUSTER_REFUSED, Because.CLUSTER_FAILING)).count() + 1
+    refusals = since.filter(code=Because.CLUSTER_REFUSED).count() + (0 if failing else 1)
+    return refusals, backoff(tries), Because.CLUSTER_FAILING if failing else Because.CLUSTER_REFUSED
+
+
+def _fix(job: Job) -> str:
+    return "Its owner changes its object and creates it again." if job.adopted else "Change the job and submit it again."
 
 
 def stop_victim(job: Job, cluster: Cluster) -> None:

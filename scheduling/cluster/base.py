@@ -341,6 +341,11 @@ class Cluster(Protocol):
         Raises ClusterError, creating nothing, when a claim the job mounts is not in its namespace.
         """
 
+    def check_create(self, job: ClusterJob) -> None:
+        """Raise what `create_job` would raise for the job now (ClusterError, ClusterUnavailable), creating and
+        changing nothing: the loop asks before it preempts anyone for the job. The Kubernetes adapter asks the
+        API server for a dry run, so admission webhooks and the namespace's quota answer too."""
+
     def suspend_job(self, job: ClusterJob) -> None:
         """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
 

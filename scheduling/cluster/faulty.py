@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from scheduling.cluster.base import Cluster, ClusterError, ClusterJob, ClusterUnavailable, Tenants
 
-CALLS = ("nodes", "outside_usage", "job_statuses", "create_job", "suspend_job", "delete_job")
+CALLS = ("nodes", "outside_usage", "job_statuses", "check_create", "create_job", "suspend_job", "delete_job")
 
 
 class Killed(BaseException):
@@ -88,6 +88,9 @@ class FaultyCluster:
 
     def job_statuses(self):
         return self._call("job_statuses")
+
+    def check_create(self, job: ClusterJob) -> None:
+        return self._call("check_create", job)
 
     def create_job(self, job: ClusterJob) -> None:
         return self._call("create_job", job)

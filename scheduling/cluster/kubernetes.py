@@ -25,6 +25,7 @@ from scheduling.cluster.base import (
     LOG_LIMIT_BYTES,
     LOG_TAIL,
     ClaimInfo,
+    ClusterError,
     ClusterJob,
     ClusterUnavailable,
     Finding,
@@ -138,17 +139,32 @@ class KubernetesCluster:
         Returns nothing. The name is deterministic, so a retried create finds
         the job it made before. An adopted job exists already: it is admitted in place.
         """
+        self._create(job, dry_run=False)
+
+    def check_create(self, job: ClusterJob) -> None:
+        """Asks the API server to try `create_job` as a dry run (`dryRun=All`): admission webhooks, quota
+        and validation answer as they would, and nothing is stored. Returns nothing; raises what the
+        create would. A webhook that cannot be dry-run (400 "does not support dry run") passes unchecked."""
+        try:
+            self._create(job, dry_run=True)
+        except ClusterError as error:
+            if not _dry_run_unsupported(error):
+                raise
+
+    def _create(self, job: ClusterJob, *, dry_run: bool) -> None:
+        mode = {"dry_run": "All"} if dry_run else {}
         if job.adopted:
-            kubernetes_outside.admit(self.api, job)
+            kubernetes_outside.admit(self.api, job, dry_run=dry_run)
             return
         check_claims(self, job)
         desired = job_manifests.job_manifest(job)
         kind = kinds.get(job.kind)
         args = (kind.group, kind.version, job.namespace, kind.plural)
         what = f"{job.namespace}/{job.name}"
+        verb = "try to create" if dry_run else "create"
         created = self.api.call(
-            "create", job.kind, what, self.api.custom.create_namespaced_custom_object,
-            *args, desired, tolerate=(CONFLICT,),
+            verb, job.kind, what, self.api.custom.create_namespaced_custom_object,
+            *args, desired, tolerate=(CONFLICT,), **mode,
         )
         if created is not None:
             return
@@ -158,8 +174,8 @@ class KubernetesCluster:
         if not job_manifests.is_suspended(kind, existing):
             return
         self.api.call(
-            "resume", job.kind, what, self.api.custom.patch_namespaced_custom_object,
-            *args, job.name, job_manifests.resume_patch(job),
+            "try to resume" if dry_run else "resume", job.kind, what, self.api.custom.patch_namespaced_custom_object,
+            *args, job.name, job_manifests.resume_patch(job), **mode,
         )
 
     def suspend_job(self, job: ClusterJob) -> None:
@@ -516,3 +532,9 @@ def pod_requests(pod: dict) -> dict[str, int]:
         overhead = amount(resource, (spec.get("overhead") or {}).get(name))
         total[resource] = max(containers, init) + overhead
     return total
+
+def _dry_run_unsupported(error: ClusterError) -> bool:
+    """Whether the API server refused a dry run because an admission webhook on the way does not
+    declare itself free of side effects: nothing was checked, and nothing is known against the create."""
+    cause = error.__cause__
+    return getattr(cause, "status", None) == BAD_REQUEST and "does not support dry run" in str(error)

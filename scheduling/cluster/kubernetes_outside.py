@@ -54,12 +54,12 @@ def _read(api: Api, job: ClusterJob) -> dict | None:
     )  # fmt: skip
 
 
-def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict) -> None:
+def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict, *, dry_run: bool = False) -> None:
     kind = outside.outside_kind(job.kind)
     api.call(
         verb, kind.kind, f"{job.namespace}/{job.name}", api.custom.patch_namespaced_custom_object,
         kind.group, kind.version, job.namespace, kind.plural, job.name, body, tolerate=(NOT_FOUND,),
-        one_object=True,
+        one_object=True, **({"dry_run": "All"} if dry_run else {}),
     )  # fmt: skip
 
 
@@ -89,15 +89,17 @@ def _event(api: Api, job: OutsideJob, message: str) -> None:
              job.namespace, body, tolerate=(409,))  # fmt: skip
 
 
-def admit(api: Api, job: ClusterJob) -> None:
+def admit(api: Api, job: ClusterJob, *, dry_run: bool = False) -> None:
     """Patches the scheduling fields Gangway owns onto an adopted job and unsuspends it. Returns nothing.
 
     The patch is built from the job as the cluster has it now (a TrainJob's owner's runtime patches
     are sent back unchanged). A job deleted meanwhile is left deleted: reconcile then cancels it in Gangway.
+    With `dry_run` the API server only tries the patch (`dryRun=All`) and keeps nothing.
     """
     current = _read(api, job)
     if current is not None:
-        _patch(api, job, "admit", outside.admission_patch(job, current))
+        _patch(api, job, "try to admit" if dry_run else "admit", outside.admission_patch(job, current),
+               dry_run=dry_run)
 
 
 def trials(api: Api) -> list[TrialResult]:

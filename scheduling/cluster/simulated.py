@@ -96,6 +96,10 @@ class SimulatedCluster:
                 existing.save(update_fields=["suspended", "manifest", "hint"])
         self.advance()
 
+    def check_create(self, job: ClusterJob) -> None:
+        """Raise what `create_job` would; the simulated cluster refuses only a claim the namespace lacks."""
+        check_claims(self, job)
+
     def suspend_job(self, job: ClusterJob) -> None:
         now = self.clock()
         if job.adopted:

@@ -185,6 +185,7 @@ class FakeApiServer:
         self.log: list[tuple[str, str]] = []  # (method, path) of every request
         self.patches: list[tuple[str, dict]] = []  # (path, body) of every PATCH, as sent
         self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> what its container wrote
+        self.dry_runs: list[tuple[str, str]] = []  # (method, path) of every write asked as a dry run
         self._faults: list[Fault] = []
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
         self._compacted = 0
@@ -211,6 +212,7 @@ class FakeApiServer:
             self.log.clear()
             self.patches.clear()
             self.pod_logs.clear()
+            self.dry_runs.clear()
             self._faults.clear()
             self._events.clear()
 
@@ -284,6 +286,15 @@ class FakeApiServer:
         self._events.append((int(meta["resourceVersion"]), event, key, obj))
         return copy.deepcopy(obj)
 
+    def _dry(self, key: tuple, obj: dict) -> dict:
+        """The answer of a write asked as a dry run (`dryRun=All`): the object as it would be stored, storing nothing."""
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", str(uuid.uuid4()))
+        if key[2] is not None:
+            meta["namespace"] = key[2]
+        return obj
+
     def _fault(self, method: str, path: str) -> Fault | None:
         for fault in self._faults:
             if (fault.method in (None, method)) and fault.path.search(path):
@@ -299,6 +310,8 @@ class FakeApiServer:
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self._lock:
             self.log.append((method, url.path))
+            if "dryRun" in query:
+                self.dry_runs.append((method, url.path))
             fault = self._fault(method, url.path)
         if fault and fault.code == STALL:
             time.sleep(fault.seconds)  # outside the lock: other requests go on meanwhile
@@ -326,6 +339,9 @@ class FakeApiServer:
 
         if method == "GET" and name is None:
             return self._list(prefix, plural, namespace, query)
+        dry_run = method in ("POST", "PUT", "PATCH", "DELETE") and "dryRun" in query
+        if dry_run and query["dryRun"] != "All":
+            raise ApiError(400, f'invalid dry run option: {query["dryRun"]}')
         if method == "POST" and name is None:
             obj = json.loads(body)
             name = obj.get("metadata", {}).get("name")
@@ -338,6 +354,8 @@ class FakeApiServer:
             if key in self.objects:
                 raise ApiError(409, f'{resource} "{name}" already exists', "AlreadyExists",
                                {**details, "name": name})
+            if dry_run:
+                return 201, self._dry(key, obj), {}
             return 201, self._write(key, obj, "ADDED"), {}
         if name is None:
             raise ApiError(405, f"{method} is not allowed on a collection")
@@ -351,6 +369,8 @@ class FakeApiServer:
         if method == "GET":
             return 200, copy.deepcopy(current), {}
         if method == "DELETE":
+            if dry_run:
+                return 200, copy.deepcopy(current), {}
             del self.objects[key]
             self._events.append((next(self._versions), "DELETED", key, current))
             return 200, copy.deepcopy(current), {}
@@ -363,7 +383,8 @@ class FakeApiServer:
                                details=details)
         elif method == "PATCH":
             patch = json.loads(body)
-            self.patches.append((path, copy.deepcopy(patch)))
+            if not dry_run:
+                self.patches.append((path, copy.deepcopy(patch)))
             content_type = headers.get("Content-Type", "").split(";")[0]
             if content_type == "application/json-patch+json":
                 obj = json_patch(current, patch)
@@ -382,6 +403,8 @@ class FakeApiServer:
             obj = {**current, "status": obj.get("status")}
         elif "status" in current and method == "PUT":
             obj["status"] = current["status"]  # the main resource ignores status changes
+        if dry_run:
+            return 200, self._dry(key, obj), {}
         return 200, self._write(key, obj, "MODIFIED"), {}
 
     def _pod_log(self, pod: dict, query: dict):

@@ -66,11 +66,12 @@ def recover(cluster, clock, submitted: int) -> list[str]:
 
 CLUSTER_FAULTS = [
     pytest.param(Fault(call, when, error), id=f"{error.__name__} {when} {call}")
-    for call in ("create_job", "suspend_job", "delete_job", "job_statuses", "nodes")
+    for call in ("check_create", "create_job", "suspend_job", "delete_job", "job_statuses", "nodes")
     for when in ("before", "after")
     for error in (ClusterUnavailable, Killed)
 ] + [
     pytest.param(Fault("create_job", "before", ClusterError), id="the cluster refuses the create"),
+    pytest.param(Fault("check_create", "before", ClusterError), id="the cluster refuses the preemptor's dry run"),
     pytest.param(Fault("create_job", "after", Killed, nth=2), id="killed after the second create"),
 ]
 
@@ -238,6 +239,20 @@ def test_victims_read_the_numbers_of_this_cycle_and_no_other_teams_job(busy, clu
     assert event.code == "reclaimed" and "team vision" in event.message
     assert "#" not in event.message, "the preemptor is another team's job: named by its team only"
     assert "(12 in use, 8 nominal)" in event.message, event.message
+
+
+def test_a_preemptor_whose_dry_run_is_refused_backs_off_and_nobody_is_preempted(busy, cluster, clock):
+    faulty = FaultyCluster(cluster, faults=[Fault("check_create", "before", ClusterError)])
+    step(faulty, clock)
+    reclaim = Job.objects.get(name="reclaim")
+    assert faulty.fired == ["check_create before ClusterError"]
+    assert reclaim.state == Job.State.QUEUED and reclaim.not_before is not None
+    assert reclaim.reason.startswith("The cluster would refuse to create it: injected: check_create failed before")
+    # The plan made again without it gives vision's other job the room, preempting what that one needs only.
+    assert list(Job.objects.filter(state=Job.State.ADMITTED, team__slug="vision").values_list("name", flat=True)) == [
+        "small"]
+    assert list(Job.objects.filter(state=Job.State.PREEMPTING).values_list("name", flat=True)) == ["borrow-0"]
+    assert recover(cluster, clock, submitted=len(busy)) == []
 
 
 def test_a_refused_create_in_reconcile_requeues_that_job_and_corrects_the_others(submit, cluster, clock):
