@@ -74,6 +74,8 @@ class Reading:
     """What the cluster said at the start of a cycle."""
 
     nodes: list[NodeInfo]
+    # Pods that take room outside any Gangway job (R12): those Gangway did not create, and the labelled
+    # pods of no job object (`JobStatuses.strays`: a deleted job's, still terminating; a bare copy).
     outside: list[OutsidePod]
     statuses: list[JobStatus]
     # The claims of each namespace where a queued job mounts one, by name, or why the cluster did not list them.
@@ -156,7 +158,8 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
 
 
 def _read(cluster: Cluster) -> Reading:
-    reading = Reading(nodes=cluster.nodes(), outside=cluster.outside_usage(), statuses=cluster.job_statuses())
+    nodes, outside, statuses = cluster.nodes(), cluster.outside_usage(), cluster.job_statuses()
+    reading = Reading(nodes=nodes, outside=[*outside, *statuses.strays], statuses=statuses)
     for namespace in claim_namespaces():
         try:
             reading.claims[namespace] = {claim.name for claim in cluster.claims(namespace)}

@@ -254,7 +254,9 @@ def build_world(
     left, so a job never counts for less than it asks. Pods of cluster jobs
     the database does not count as admitted or running (a job being
     preempted or cancelled whose pods have not stopped yet, a job it does not
-    know) take room as outside usage (R12). Queued jobs backing off after a
+    know) take room as outside usage (R12), as do `outside`: the pods Gangway
+    did not create and those of no job object (`JobStatuses.strays`, which the
+    loop's reading adds). Queued jobs backing off after a
     stuck admission (R13) are left out until their time comes, and so are jobs whose tier their
     team may no longer use and Katib trials beyond their sweep's GPU cap (`world.held`, with the
     reason they wait). With `claims` (each namespace's claims, or the sentence of the cluster's

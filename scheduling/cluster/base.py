@@ -9,7 +9,7 @@ manifest builders stay pure.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -190,6 +190,23 @@ class JobStatus:
     adopted: bool = False  # created elsewhere and adopted (see OutsideJob): never deleted by Gangway
 
 
+class JobStatuses(list[JobStatus]):
+    """What one read of the Gangway jobs found: the list of their statuses, which is all most callers
+    read, and `strays`.
+
+    `strays` are the pods bound to a node that carry the `gangway.io/job-id` label yet belong to no job
+    object the read found: a deleted job's pods still terminating through their grace period (a cancel,
+    a stop whose suspend was refused, an orphan reconcile deleted; a job created again under its name
+    is another object), or a bare pod made from a Gangway pod's YAML. They hold room until they are
+    gone, so the loop counts them as outside usage (R12). A pod of an object found is on that object's
+    status instead, never in both, and both come from one read, so none falls between them.
+    """
+
+    def __init__(self, statuses: Iterable[JobStatus] = (), strays: Iterable[OutsidePod] = ()):
+        super().__init__(statuses)
+        self.strays: tuple[OutsidePod, ...] = tuple(strays)
+
+
 @dataclass(frozen=True, slots=True)
 class OutsideJob:
     """A training job created elsewhere that asks for a team's queue (the label `gangway.io/queue`).
@@ -333,7 +350,7 @@ class Cluster(Protocol):
         """Schedulable nodes (unschedulable and tainted nodes left out)."""
 
     def outside_usage(self) -> list[OutsidePod]:
-        """Running pods Gangway did not create."""
+        """Running pods Gangway did not create (none labelled with a job id: `job_statuses` reads those)."""
 
     def create_job(self, job: ClusterJob) -> None:
         """Create the job, or resume it if it exists suspended. Idempotent.
@@ -367,8 +384,8 @@ class Cluster(Protocol):
     def trials(self) -> list[TrialResult]:
         """Every Katib trial with its objective; empty when Katib is not installed."""
 
-    def job_statuses(self) -> list[JobStatus]:
-        """Every Gangway job the cluster has, with its phase."""
+    def job_statuses(self) -> JobStatuses:
+        """Every Gangway job the cluster has, with its phase, and the labelled pods of no job it has (`strays`)."""
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         """Make namespaces, quotas, priority classes and queues match; returns what changed."""

@@ -30,6 +30,7 @@ from scheduling.cluster.base import (
     ClusterUnavailable,
     Finding,
     JobStatus,
+    JobStatuses,
     NodeInfo,
     OutsideJob,
     OutsideJobs,
@@ -205,14 +206,19 @@ class KubernetesCluster:
             propagation_policy="Background", tolerate=(NOT_FOUND,), one_object=True,
         )
 
-    def job_statuses(self) -> list[JobStatus]:
-        """Returns every job labelled with a Gangway job id, its phase and its running pods.
+    def job_statuses(self) -> JobStatuses:
+        """Returns every job labelled with a Gangway job id, its phase and its running pods, and the
+        labelled pods bound to a node that belong to none of those jobs (`JobStatuses.strays`).
 
         Pods are found by the same `gangway.io/job-id` label, which they
         inherit from the job's templates; it does not depend on the labels
         a given Training Operator version adds. A copy of a job's object in
         the same namespace keeps that label on its pods too: a pod whose
-        owner is a job object is that object's only (`_owning_job`).
+        owner is a job object is that object's only (`_owning_job`), and a
+        pod whose owner is gone (a deleted job's, still terminating, even
+        once its job is created again under the same name) is a stray.
+        The pods are listed before the jobs, so none is missed: a job created
+        in between has no pods yet, and the pods of one deleted in between are strays.
         """
         pods = self.api.call(
             "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
@@ -220,6 +226,7 @@ class KubernetesCluster:
         running: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         bound: dict[tuple[str, str, str], list[OutsidePod]] = defaultdict(list)
         owned: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+        claimed: set[tuple[str, str, str]] = set()  # the pods' keys some job object found takes
         for pod in pods:
             meta = pod["metadata"]
             key = (meta.get("namespace", ""), meta["labels"][JOB_ID_LABEL], _owning_job(pod))
@@ -248,7 +255,8 @@ class KubernetesCluster:
                 label = meta["labels"][JOB_ID_LABEL]
                 if not label.isdigit():
                     continue
-                key = (meta["namespace"], label, meta["name"])
+                key = (meta["namespace"], label, meta.get("uid", ""))
+                claimed.update(_keys_of_job(key))
                 nodes = sorted(_of_job(running, key))
                 phase, message = job_phase(kind, obj, running_pods=len(nodes))
                 if phase is Phase.FAILED:
@@ -259,7 +267,9 @@ class KubernetesCluster:
                     pods=tuple(_of_job(bound, key)),
                     adopted=not outside.created_by_gangway(obj),
                 ))
-        return sorted(result, key=lambda status: status.job_id)
+        strays = [pod for key, of_key in bound.items() if key not in claimed for pod in of_key]
+        return JobStatuses(sorted(result, key=lambda status: status.job_id),
+                           sorted(strays, key=lambda pod: (pod.namespace, pod.name)))  # fmt: skip
 
     def _installed(self, kind: kinds.JobKind) -> bool:
         """Whether the cluster has the kind's CustomResourceDefinition (one small list by name)."""
@@ -399,18 +409,26 @@ def job_phase(kind: kinds.JobKind, obj: dict, *, running_pods: int = 0) -> tuple
 
 
 def _owning_job(pod: dict) -> str:
-    """The name of the job object that controls the pod (its ownerReference of a job kind); "" when
-    none does (a TrainJob's pods belong to its JobSet's Jobs): such a pod goes by its label alone."""
+    """The uid of the job object that controls the pod (its ownerReference of a job kind); "" when
+    none does (a TrainJob's pods belong to its JobSet's Jobs): such a pod goes by its label alone.
+
+    The uid, not the name: a job deleted and created again under its deterministic name is another
+    object, and the pods of the deleted one, still terminating, are not the new one's."""
     job_kinds = kinds.names()
-    return next((ref.get("name", "") for ref in pod["metadata"].get("ownerReferences") or ()
+    return next((ref.get("uid", "") for ref in pod["metadata"].get("ownerReferences") or ()
                  if ref.get("controller") and ref.get("kind") in job_kinds), "")  # fmt: skip
 
 
-def _of_job(pods: dict[tuple[str, str, str], list], key: tuple[str, str, str]) -> list:
-    """What `pods` (by namespace, job-id label and owning job) holds for the job object `key`: what it owns,
-    and what no job object owns."""
+def _keys_of_job(key: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
+    """The keys of the pods (by namespace, job-id label and owning job's uid) that go to the job object
+    `key`: those it owns, and those no job object owns."""
     namespace, label, _ = key
-    return [*pods.get(key, ()), *pods.get((namespace, label, ""), ())]
+    return key, (namespace, label, "")
+
+
+def _of_job(pods: dict[tuple[str, str, str], list], key: tuple[str, str, str]) -> list:
+    """What `pods` (by namespace, job-id label and owning job's uid) holds for the job object `key`."""
+    return [pod for of_key in _keys_of_job(key) for pod in pods.get(of_key, ())]
 
 
 def _bound_pod(pod: dict, node: str) -> OutsidePod:
@@ -532,6 +550,7 @@ def pod_requests(pod: dict) -> dict[str, int]:
         overhead = amount(resource, (spec.get("overhead") or {}).get(name))
         total[resource] = max(containers, init) + overhead
     return total
+
 
 def _dry_run_unsupported(error: ClusterError) -> bool:
     """Whether the API server refused a dry run because an admission webhook on the way does not

@@ -27,6 +27,7 @@ from scheduling.cluster.base import (
     ClusterJob,
     Finding,
     JobStatus,
+    JobStatuses,
     NodeInfo,
     OutsideJob,
     OutsideJobs,
@@ -59,10 +60,12 @@ class SimulatedCluster:
     def outside_usage(self) -> list[OutsidePod]:
         return []
 
-    def job_statuses(self) -> list[JobStatus]:
+    def job_statuses(self) -> JobStatuses:
+        """Every simulated job with its phase. No pod outlives its job here (a deleted or suspended job
+        frees its nodes at once), so there are never strays."""
         self.advance()
         adopted = simulated_outside.adopted_ids()
-        return [_status(job, adopted=job.job_id in adopted) for job in SimJob.objects.all()]
+        return JobStatuses(_status(job, adopted=job.job_id in adopted) for job in SimJob.objects.all())
 
     def outside_jobs(self) -> OutsideJobs:
         self.advance()

@@ -18,13 +18,14 @@ from tests.conftest import spec_data
 
 
 def _pod(name, namespace, job_id, gpu, *, owner=None):
-    """A replica pod; `owner` names the TFJob that controls it, as the Training Operator writes it."""
+    """A replica pod; `owner` is the stored TFJob that controls it, named by its name and uid as the
+    Training Operator writes it."""
     container = {"name": "tensorflow", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": str(gpu)},
                                                                          "requests": {"nvidia.com/gpu": str(gpu)}}}
     meta = {"name": name, "namespace": namespace, "labels": {"gangway.io/job-id": str(job_id)}}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": owner,
-                                    "uid": f"uid-{owner}", "controller": True}]  # fmt: skip
+        meta["ownerReferences"] = [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"], "controller": True}]  # fmt: skip
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"nodeName": "n1", "containers": [container]}, "status": {"phase": "Running"}}  # fmt: skip
 
@@ -77,12 +78,12 @@ def test_a_copy_renamed_in_the_same_namespace_takes_its_own_room_and_the_job_its
     reconcile(cluster=cluster)
     admission_cycle(cluster=cluster)
     bert = Job.objects.get()
-    fake.add(_pod("bert-kubectl-worker-0", "maps", bert.pk, 2, owner="bert-kubectl"))
-    fake.add(_pod("bert-kubectl-worker-1", "maps", bert.pk, 2, owner="bert-kubectl"))
+    fake.add(_pod("bert-kubectl-worker-0", "maps", bert.pk, 2, owner=_object(fake)))
+    fake.add(_pod("bert-kubectl-worker-1", "maps", bert.pk, 2, owner=_object(fake)))
     copied = copy.deepcopy(_object(fake))
     copied["metadata"] = {"name": "bert-copy", "namespace": "maps", "labels": dict(copied["metadata"]["labels"])}
-    fake.add(copied)
-    fake.add(_pod("bert-copy-worker-0", "maps", bert.pk, 2, owner="bert-copy"))  # 6 GPUs taken, 2 free
+    copied = fake.add(copied)
+    fake.add(_pod("bert-copy-worker-0", "maps", bert.pk, 2, owner=copied))  # 6 GPUs taken, 2 free
 
     statuses = {status.name: status for status in cluster.job_statuses()}
     assert [pod.name for pod in statuses["bert-kubectl"].pods] == ["bert-kubectl-worker-0", "bert-kubectl-worker-1"]
