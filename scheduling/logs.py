@@ -12,7 +12,16 @@ from django.utils import timezone
 
 from jobs.models import Job
 from scheduling.cluster import get_cluster
-from scheduling.cluster.base import LOG_TAIL, LOG_TAIL_MAX, Cluster, ClusterError, ClusterUnavailable, ReplicaLog, failing_replica
+from scheduling.cluster.base import (
+    LOG_TAIL,
+    LOG_TAIL_MAX,
+    Cluster,
+    ClusterError,
+    ClusterUnavailable,
+    ReplicaLog,
+    cluster_name,
+    failing_replica,
+)
 
 # LOG_TAIL and LOG_TAIL_MAX are the adapters' limits on a log read; the API reads them from here,
 # the module it reads logs through.
@@ -55,7 +64,8 @@ def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, cluste
     if not has_run(job):
         return JobLogs()
     try:
-        replicas = (cluster or get_cluster()).logs(job.team.slug, job.pk, replica=replica, tail=tail)
+        own = job.cluster_name or cluster_name(job.pk, job.name)
+        replicas = (cluster or get_cluster()).logs(job.team.slug, job.pk, name=own, replica=replica, tail=tail)
     except (ClusterUnavailable, ClusterError) as error:
         return JobLogs(unavailable=f"The logs could not be read from the cluster: {error}")
     return JobLogs(replicas=tuple(replicas), failure=failing_replica(replicas))

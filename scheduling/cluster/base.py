@@ -396,11 +396,14 @@ class Cluster(Protocol):
     def claims(self, namespace: str) -> list[ClaimInfo]:
         """The PersistentVolumeClaims of a namespace, by name; empty when it has none or does not exist."""
 
-    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+    def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
+             tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
         """Each replica of the job (only `replica` when named), in replica order, with its last `tail` log lines.
 
         `tail=None` reads the whole log, up to LOG_LIMIT_BYTES. Empty when the job has no pods
-        (not created yet, or gone); a replica whose container has not started has no lines.
+        (not created yet, or gone); a replica whose container has not started has no lines. With
+        `name` (the job's own object), pods another job object controls are left out: a copy of the
+        object renamed in the same namespace keeps the job's id label, and its pods are not the job's.
         """
 
 

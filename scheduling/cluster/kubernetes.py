@@ -275,10 +275,12 @@ class KubernetesCluster:
         """Whether the cluster has the kind's CustomResourceDefinition (one small list by name)."""
         return definition_installed(self.api, f"{kind.plural}.{kind.group}")
 
-    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+    def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
+             tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
         """Returns each replica pod of the job with its last `tail` log lines and how it stopped.
 
-        Pods are found by the `gangway.io/job-id` label; each log is read with a bounded tail
+        Pods are found by the `gangway.io/job-id` label, less those a job object other than `name`
+        controls (a renamed copy's); each log is read with a bounded tail
         and at most LOG_LIMIT_BYTES. A container that has not started yet (the server answers
         400) or a pod deleted meanwhile (404) has no lines.
         """
@@ -292,8 +294,9 @@ class KubernetesCluster:
             )["items"]
         result = []
         for pod in sorted(pods, key=replica_order):
-            name = replica_name(pod)
-            if replica and name != replica:
+            if name and _controller_name(pod) not in ("", name):
+                continue
+            if replica and replica_name(pod) != replica:
                 continue
             what = f"read the logs of {namespace}/{pod['metadata']['name']} and the rest"
             if time.monotonic() > deadline:
@@ -416,6 +419,13 @@ def _owning_job(pod: dict) -> str:
     object, and the pods of the deleted one, still terminating, are not the new one's."""
     job_kinds = kinds.names()
     return next((ref.get("uid", "") for ref in pod["metadata"].get("ownerReferences") or ()
+                 if ref.get("controller") and ref.get("kind") in job_kinds), "")  # fmt: skip
+
+
+def _controller_name(pod: dict) -> str:
+    """The name of the job object that controls the pod (its ownerReference of a job kind); "" when none does."""
+    job_kinds = kinds.names()
+    return next((ref.get("name", "") for ref in pod["metadata"].get("ownerReferences") or ()
                  if ref.get("controller") and ref.get("kind") in job_kinds), "")  # fmt: skip
 
 

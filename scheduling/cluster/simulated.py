@@ -129,7 +129,8 @@ class SimulatedCluster:
             for claim in SimClaim.objects.filter(namespace=namespace).order_by("name")
         ]
 
-    def logs(self, namespace: str, job_id: int, *, replica: str = "", tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+    def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
+             tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
         self.advance()
         job = SimJob.objects.filter(namespace=namespace, job_id=job_id).first()
         if job is None:

@@ -10,6 +10,7 @@ import pytest
 from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
+from scheduling.logs import job_logs
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from tests.cluster.test_outside_jobs import _object, outside_job
@@ -95,3 +96,19 @@ def test_a_copy_renamed_in_the_same_namespace_takes_its_own_room_and_the_job_its
 
     vision.refresh_from_db()
     assert vision.state == Job.State.ADMITTED  # the 2 GPUs left, not taken by the job's pods counted twice
+
+
+def test_the_log_page_of_a_job_shows_its_own_pods_and_not_a_renamed_copys(world, fake, cluster):
+    fake.add(outside_job(gpu=2, replicas=1))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    bert = Job.objects.get()
+    fake.add(_pod("bert-kubectl-worker-0", "maps", bert.pk, 2, owner=_object(fake)))
+    copied = copy.deepcopy(_object(fake))
+    copied["metadata"] = {"name": "bert-copy", "namespace": "maps", "labels": dict(copied["metadata"]["labels"])}
+    fake.add(_pod("bert-copy-worker-0", "maps", bert.pk, 2, owner=fake.add(copied)))
+    fake.add(_pod("bert-kubectl-worker-1", "maps", bert.pk, 2))  # no owner (as a TrainJob's pods): goes by label
+
+    logs = job_logs(bert, cluster=cluster)
+
+    assert [replica.pod for replica in logs.replicas] == ["bert-kubectl-worker-0", "bert-kubectl-worker-1"]
