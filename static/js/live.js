@@ -85,7 +85,7 @@
 
   // A polled part is swapped whole, so what the reader was doing inside it would go with the old
   // content: how far its scrolling boxes were scrolled (the node map, a log, a wide table on a
-  // phone scrolled sideways to its reasons), which replica logs were opened or closed, and which
+  // tablet scrolled sideways to its reasons), which replica logs were opened or closed, and which
   // link or field had the keyboard's focus. All three are carried over to the new content.
   var SCROLLERS = ".nodes, .table-wrap, pre";
   var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";

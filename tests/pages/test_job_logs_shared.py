@@ -34,7 +34,7 @@ def reads(monkeypatch):
     caches[LOGS_CACHE].clear()
     calls, read = [], SimulatedCluster.logs
 
-    def counted(self, namespace, job_id, *, replica="", tail=None):
+    def counted(self, namespace, job_id, *, name="", replica="", tail=None):
         calls.append((job_id, replica, tail))
         return read(self, namespace, job_id, replica=replica, tail=tail)
 
@@ -87,7 +87,7 @@ def test_after_the_window_a_new_read_happens(login, owner, running_job, htmx, re
 
 
 def test_a_failed_read_is_shared_too(login, owner, member, running_job, htmx, reads, monkeypatch):
-    def unreachable(self, namespace, job_id, *, replica="", tail=None):
+    def unreachable(self, namespace, job_id, *, name="", replica="", tail=None):
         reads.append((job_id, replica, tail))
         raise ClusterUnavailable("list Pod maps: cannot reach the API server")
 
