@@ -19,5 +19,5 @@ class TeamWebhookAdmin(admin.ModelAdmin):
 class DeliveryAdmin(LoopRecordAdmin):
     """Every message sent, as the worker recorded it; written only by the notification tasks."""
 
-    list_display = ["created_at", "job", "channel", "target", "state", "attempts", "sent_at"]
+    list_display = ["created_at", "job", "channel", "target", "state", "attempts", "digest_size", "sent_at"]
     list_filter = ["state", "channel"]

@@ -10,7 +10,7 @@ from django.conf import settings
 from notifications import outbound
 from notifications.models import MOMENTS, Subscription, TeamWebhook
 
-FLAGS = [flag for flag, _ in MOMENTS.values()]
+FLAGS = [moment.flag for moment in MOMENTS.values()]
 
 
 def scope_key(team) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -9,13 +11,22 @@ from django.db.models import Q
 from jobs.models import Job, JobEvent
 from tenants.models import Team
 
-# The moments a person may ask to be told about: event kind -> (the flag that asks for it,
-# what happened, in words). One registry, read by the receiver, the services and the forms.
+
+class Moment(NamedTuple):
+    """One moment of a job people may ask to hear of."""
+
+    flag: str  # the Moments field that asks for it
+    happened: str  # what happened to a job, in words: "was preempted"
+    happened_to_several: str  # the same of several jobs, for a digest's headline: "were preempted"
+
+
+# The moments a person may ask to be told about, by event kind. One registry, read by the receiver,
+# the services, the messages and the forms.
 MOMENTS = {
-    JobEvent.Kind.RUNNING: ("on_start", "started"),
-    JobEvent.Kind.PREEMPTED: ("on_preempt", "was preempted"),
-    JobEvent.Kind.FAILED: ("on_fail", "failed"),
-    JobEvent.Kind.SUCCEEDED: ("on_success", "succeeded"),
+    JobEvent.Kind.RUNNING: Moment("on_start", "started", "started"),
+    JobEvent.Kind.PREEMPTED: Moment("on_preempt", "was preempted", "were preempted"),
+    JobEvent.Kind.FAILED: Moment("on_fail", "failed", "failed"),
+    JobEvent.Kind.SUCCEEDED: Moment("on_success", "succeeded", "succeeded"),
 }
 
 
@@ -31,8 +42,8 @@ class Moments(models.Model):
         abstract = True
 
     def wants(self, kind: str) -> bool:
-        flag = MOMENTS.get(kind)
-        return bool(flag and getattr(self, flag[0]))
+        moment = MOMENTS.get(kind)
+        return bool(moment and getattr(self, moment.flag))
 
 
 class Subscription(Moments):
@@ -65,7 +76,8 @@ class TeamWebhook(Moments):
 
 
 class Delivery(models.Model):
-    """One message about one job event to one target, and how sending it went (every send is recorded)."""
+    """One job event to tell one target, and how sending it went (every send is recorded). Deliveries to
+    the same target waiting at the same time go out as one message, a digest; each keeps its own record."""
 
     class Channel(models.TextChoices):
         EMAIL = "email", "E-mail"
@@ -95,6 +107,9 @@ class Delivery(models.Model):
                                     help_text="When its retry is due: one long overdue never reached the broker, "
                                               "and is sent again.")  # fmt: skip
     sent_at = models.DateTimeField(null=True, blank=True)
+    digest_size = models.PositiveIntegerField(default=0, db_default=0,
+                                              help_text="How many deliveries the message that last carried it "
+                                                        "carried: 1 alone, more in a digest; 0 before it was tried.")  # fmt: skip
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -103,6 +118,9 @@ class Delivery(models.Model):
             # A retried notify task finds the deliveries it made before instead of sending twice.
             models.UniqueConstraint(fields=["event", "channel", "target"], name="delivery_once_per_target"),
         ]
+        # `notify` asks, for each delivery it makes, whether another to the same receiver came just before
+        # (`services.gathering_wait`): one look in an index, however many deliveries were ever recorded.
+        indexes = [models.Index(fields=["target", "channel", "created_at"], name="delivery_to_receiver")]
 
     def __str__(self) -> str:
         return f"{self.channel} to {self.target}: {self.state}"

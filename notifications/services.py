@@ -11,13 +11,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from jobs.models import JobEvent
-from notifications import outbound
+from notifications import messages, outbound
 from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
 from tenants.permissions import viewers_of
 
@@ -27,6 +28,10 @@ STALE_CLAIM = timedelta(minutes=10)
 # News older than this is not sent again by `resend_lost` (a broker down for days, or rows left from long ago):
 # a job that failed last week is old news, and a burst of it would bury today's.
 STALE_NEWS = timedelta(days=1)
+# Deliveries one message carries at most (a digest lists `messages.DIGEST_LINES` of them and counts the
+# rest): each is claimed and recorded row by row, so one task's writes stay a few hundred; more wait
+# for the next message.
+DIGEST_MOST = 200
 
 
 class SendFailed(Exception):
@@ -55,7 +60,7 @@ def deliveries_for(event: JobEvent) -> list[Delivery]:
     if event.kind not in MOMENTS:
         return []
     job = event.job
-    flag = MOMENTS[event.kind][0]
+    flag = MOMENTS[event.kind].flag
     # Only people who may still see the job: members of its team, and staff.
     may_see = Q(user__in=get_user_model().objects.filter(viewers_of(job.team_id)))
     subscriptions = _asking(job, flag).filter(may_see).select_related("user")
@@ -85,31 +90,18 @@ def _asking(job, flag: str):
     return Subscription.objects.filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id), **{flag: True})
 
 
-def sentence(event: JobEvent) -> str:
-    """ "Job resnet (#12) of team maps failed: Replica worker-0 exited with code 1 (Error): ..." """
-    job = event.job
-    return f"Job {job.name} (#{job.pk}) of team {job.team.slug} {MOMENTS[event.kind][1]}: {event.message}"
-
-
-def job_link(event: JobEvent) -> str:
-    """The job page's address, or "" when PUBLIC_URL is not set."""
-    return f"{settings.PUBLIC_URL}{event.job.get_absolute_url()}" if settings.PUBLIC_URL else ""
-
-
-def send(delivery: Delivery) -> None:
-    """Sends one delivery; raises SendFailed saying whether a retry may help."""
-    event = delivery.event
-    text, link = sentence(event), job_link(event)
-    if delivery.channel == Delivery.Channel.EMAIL:
-        _email(delivery.target, event, text, link)
+def send(deliveries: list[Delivery]) -> None:
+    """Sends deliveries to one receiver (one channel and target, oldest first) as one message: a single
+    delivery as it always read, several as a digest (`messages`); raises SendFailed saying whether a
+    retry may help, or AnswerUnknown."""
+    first, events = deliveries[0], [delivery.event for delivery in deliveries]
+    if first.channel == Delivery.Channel.EMAIL:
+        _email(first.target, *messages.email(events))
     else:
-        _webhook(delivery.target, text, link)
+        _webhook(first.target, messages.webhook_text(events))
 
 
-def _email(address: str, event: JobEvent, text: str, link: str) -> None:
-    job = event.job
-    subject = f"[Gangway] {job.name} (#{job.pk}) {MOMENTS[event.kind][1]}"
-    body = text + (f"\n\n{link}\n" if link else "\n")
+def _email(address: str, subject: str, body: str) -> None:
     try:
         send_mail(subject, body, None, [address])
     except smtplib.SMTPRecipientsRefused as error:
@@ -121,9 +113,9 @@ def _email(address: str, event: JobEvent, text: str, link: str) -> None:
         raise SendFailed(f"Could not send the e-mail: {error}", retry=True) from error
 
 
-def _webhook(url: str, text: str, link: str) -> None:
-    """Posts Slack's incoming-webhook JSON: {"text": ...}, the link in Slack's <url|label> form."""
-    body = {"text": f"{text} <{link}|Open the job>" if link else text, "username": "Gangway"}
+def _webhook(url: str, text: str) -> None:
+    """Posts Slack's incoming-webhook JSON: {"text": ...}."""
+    body = {"text": text, "username": "Gangway"}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "gangway"})  # fmt: skip
     try:
@@ -159,7 +151,7 @@ def why_not_wanted(delivery: Delivery) -> str:
     job's team or unsubscribed, or the team's webhook was changed or removed. A retry comes up to
     a quarter of an hour later; it never tells someone who may no longer see the job."""
     event, job = delivery.event, delivery.event.job
-    flag = MOMENTS[event.kind][0]
+    flag = MOMENTS[event.kind].flag
     if delivery.channel == Delivery.Channel.WEBHOOK:
         if not TeamWebhook.objects.filter(team=job.team_id, url=delivery.target, **{flag: True}).exists():
             return f"Not sent: team {job.team.slug}'s webhook was changed or removed since."
@@ -174,20 +166,88 @@ def why_not_wanted(delivery: Delivery) -> str:
     return ""
 
 
-def claim(delivery_id: int) -> Delivery | None:
+def claim(delivery_id: int, *, tried: int | None = None) -> Delivery | None:
     """The delivery, claimed for sending with a conditional UPDATE, or None when it is not waiting to be sent.
 
     Two workers running the same delivery never both send it: the second update matches no row. A
     claim older than STALE_CLAIM was lost with its worker: the delivery is taken again (`resend_lost`).
-    Each claim counts an attempt, so `attempts - 1` is how many times it was tried before.
+    Each claim counts an attempt, so `attempts - 1` is how many times it was tried before. `tried`,
+    when given, is that count as its task was enqueued: a delivery tried since went out in another
+    task's digest (sent, or retrying with it), so this task is stale and claims nothing.
     """
     now = timezone.now()
-    waiting = Q(state__in=(Delivery.State.PENDING, Delivery.State.RETRYING))
-    claimed = Delivery.objects.filter(waiting | lost_claim(now), pk=delivery_id).update(
-        state=Delivery.State.SENDING, attempts=F("attempts") + 1, claimed_at=now)
-    if claimed != 1:
+    waiting = Q(state__in=(Delivery.State.PENDING, Delivery.State.RETRYING)) | lost_claim(now)
+    if tried is not None:
+        waiting &= Q(attempts=tried)
+    if not _take(delivery_id, waiting, now):
         return None
-    return Delivery.objects.select_related("event__job__team").get(pk=delivery_id)
+    return Delivery.objects.select_related("event__job__team", "user").get(pk=delivery_id)
+
+
+def gather(lead: Delivery) -> list[Delivery]:
+    """The other deliveries to the lead's receiver (same channel and target) that wait to be sent and are
+    due, each claimed as `claim` claims one, oldest first: at most DIGEST_MOST with the lead; [] when none.
+
+    Due: never tried, retrying no later than the lead (a digest that failed retries together: its
+    deliveries share retry_at), or lost with their worker. One being sent by another task, or waiting
+    for a retry later than the lead's, is left to its own task; so is news older than STALE_NEWS.
+    Two tasks gathering at once may list the same deliveries; each conditional UPDATE gives a delivery
+    to one of them only.
+    """
+    now = timezone.now()
+    due = max(now, lead.retry_at) if lead.retry_at else now
+    waiting = (Q(state=Delivery.State.PENDING) | Q(state=Delivery.State.RETRYING, retry_at__lte=due)
+               | lost_claim(now))  # fmt: skip
+    listed = _waiting_for(lead, waiting, now)
+    taken = [delivery_id for delivery_id in listed if _take(delivery_id, waiting, now)]
+    return list(Delivery.objects.filter(pk__in=taken).select_related("event__job__team", "user")
+                .order_by("created_at", "pk"))  # fmt: skip
+
+
+def _waiting_for(lead: Delivery, waiting: Q, now) -> list[int]:
+    """The ids of the deliveries `gather` tries to claim beside the lead, oldest first."""
+    found = Delivery.objects.filter(waiting, channel=lead.channel, target=lead.target, created_at__gte=now - STALE_NEWS)
+    return list(found.exclude(pk=lead.pk).order_by("created_at", "pk").values_list("pk", flat=True)[: DIGEST_MOST - 1])
+
+
+def _take(delivery_id: int, waiting: Q, now) -> bool:
+    """Claims the delivery if it is still `waiting`: one conditional UPDATE, so two workers never both take it."""
+    return Delivery.objects.filter(waiting, pk=delivery_id).update(
+        state=Delivery.State.SENDING, attempts=F("attempts") + 1, claimed_at=now) == 1  # fmt: skip
+
+
+def gathering_wait(delivery: Delivery) -> float:
+    """Seconds the first send of `delivery` waits so that a burst to its receiver goes out as one digest:
+    NOTIFY_BATCH_SECONDS when another delivery to the same receiver was made within that time, else 0
+    (a lone message goes at once, as does everything when the setting is 0)."""
+    window = batch_seconds()
+    if not window:
+        return 0.0
+    near = Delivery.objects.filter(channel=delivery.channel, target=delivery.target,
+                                   created_at__gte=delivery.created_at - timedelta(seconds=window))  # fmt: skip
+    return window if near.exclude(pk=delivery.pk).exists() else 0.0
+
+
+def batch_seconds() -> float:
+    """NOTIFY_BATCH_SECONDS: how long a burst of deliveries to one receiver gathers before its digest goes out."""
+    window = getattr(settings, "NOTIFY_BATCH_SECONDS", 10)
+    if isinstance(window, bool) or not isinstance(window, int | float) or window < 0:
+        raise ImproperlyConfigured(f"NOTIFY_BATCH_SECONDS must be a number of seconds, 0 or more (0: digests "
+                                   f"never wait), not {window!r}.")  # fmt: skip
+    return float(window)
+
+
+def still_wanted(digest: list[Delivery]) -> list[Delivery]:
+    """The deliveries of a claimed digest that may go out: each one tried before (a retry) that is no
+    longer wanted (`why_not_wanted`) is recorded failed, saying why, and left out."""
+    wanted = []
+    for delivery in digest:
+        unwanted = delivery.attempts > 1 and why_not_wanted(delivery)
+        if unwanted:
+            record([delivery], error=SendFailed(unwanted, retry=False), final=True, digest_size=None)
+        else:
+            wanted.append(delivery)
+    return wanted
 
 
 def lost_claim(now) -> Q:
@@ -210,19 +270,24 @@ def lost(now) -> Q:
         | Q(retrying, state=Delivery.State.RETRYING))  # fmt: skip
 
 
-def record(delivery: Delivery, *, error: Exception | None = None, final: bool = True,
-           retry_in: float | None = None) -> None:
-    """Writes how sending went: sent (with a note when its answer is unknown), retrying (with the
-    error, due `retry_in` seconds from now), or failed."""
-    delivery.retry_at = None
+def record(deliveries: list[Delivery], *, error: Exception | None = None, final: bool = True,
+           retry_in: float | None = None, digest_size: int | None = 1) -> None:
+    """Writes how sending went, the same for each delivery (one message carried them): sent (with a note
+    when its answer is unknown), retrying (with the error, all due `retry_in` seconds from now), or
+    failed. `digest_size` is how many deliveries that message carried; None leaves it as it was (a
+    delivery dropped before any message)."""
+    now = timezone.now()
     if error is None or isinstance(error, AnswerUnknown):
-        delivery.state, delivery.error, delivery.sent_at = Delivery.State.SENT, str(error or ""), timezone.now()
+        outcome = {"state": Delivery.State.SENT, "error": str(error or ""), "sent_at": now, "retry_at": None}
     else:
-        delivery.state = Delivery.State.FAILED if final else Delivery.State.RETRYING
-        delivery.error = str(error)[:2000]
-        if not final:
-            delivery.retry_at = timezone.now() + timedelta(seconds=retry_in or 0)
-    delivery.save(update_fields=["state", "error", "sent_at", "retry_at"])
+        outcome = {"state": Delivery.State.FAILED if final else Delivery.State.RETRYING, "error": str(error)[:2000],
+                   "retry_at": None if final else now + timedelta(seconds=retry_in or 0)}  # fmt: skip
+    if digest_size is not None:
+        outcome["digest_size"] = digest_size
+    Delivery.objects.filter(pk__in=[delivery.pk for delivery in deliveries]).update(**outcome)
+    for delivery in deliveries:
+        for field, value in outcome.items():
+            setattr(delivery, field, value)
 
 
 def subscriptions_set(*, user, choices: dict) -> None:

@@ -21,52 +21,63 @@ def notify(event_id: int) -> int:
     """Makes the event's deliveries and enqueues each one still to send; returns how many were enqueued.
 
     Returns 0 when the event is gone. A second run finds the same deliveries and enqueues
-    only those still waiting, so nobody is told twice.
+    only those still waiting, so nobody is told twice. A delivery with others to its receiver
+    close by waits NOTIFY_BATCH_SECONDS, so that a burst goes out as one digest (`deliver`).
     """
     event = JobEvent.objects.select_related("job__team").filter(pk=event_id).first()
     if event is None:
         return 0
     waiting = [d for d in services.deliveries_for(event) if d.state == Delivery.State.PENDING]
     for delivery in waiting:
-        deliver.delay(delivery.pk)
+        deliver.apply_async((delivery.pk, 0), countdown=services.gathering_wait(delivery))
     PendingEvent.objects.filter(event_id=event_id).delete()  # worked out: resend_lost leaves it be
     return len(waiting)
 
 
-@shared_task(bind=True, name="notifications.deliver", ignore_result=True, max_retries=MAX_RETRIES)
-def deliver(self, delivery_id: int) -> str:
-    """Sends one delivery, retried with backoff (30 s, 1, 2, 4, 8 min, a fifth more or less so that a
-    burst's retries spread out, and never before a 429's Retry-After) while the failure may pass.
+# max_retries=None: the task is retried for a whole digest, whose deliveries each count their own
+# tries (`attempts`), and it stops once every one of them is sent or has had MAX_RETRIES retries.
+@shared_task(bind=True, name="notifications.deliver", ignore_result=True, max_retries=None)
+def deliver(self, delivery_id: int, tried: int | None = None) -> str:
+    """Sends one delivery, and with it, as one message (a digest), the others to the same receiver that
+    wait and are due (`services.gather`); retried with backoff (30 s, 1, 2, 4, 8 min, a fifth more or
+    less so that a burst's retries spread out, and never before a 429's Retry-After) while the failure
+    may pass.
 
-    Returns its state; nothing happens to a delivery already sent, failed or being sent. A retry first
-    checks the message is still wanted (`services.why_not_wanted`); an error nobody foresaw is
-    recorded and retried like any other, so a delivery never stays "sending". Tries are counted by
-    the delivery's claims, not the task's retries: a delivery `resend_lost` enqueues anew is a retry too.
+    Returns the state the delivery's message reached; "skipped" when it was not waiting (sent, failed,
+    being sent, or `tried` shows it went out since in another task's digest). Every delivery of the
+    digest is recorded as a single one would be: a retry first drops each no longer wanted
+    (`services.why_not_wanted`), and a failure retries together those with tries left (the same
+    retry_at) and fails the rest; an error nobody foresaw is recorded and retried like any other, so
+    a delivery never stays "sending". Tries are counted by each delivery's claims, not the task's
+    retries: a delivery `resend_lost` enqueues anew is a retry too.
     """
-    delivery = services.claim(delivery_id)
-    if delivery is None:
+    lead = services.claim(delivery_id, tried=tried)
+    if lead is None:
         return "skipped"
-    tried = delivery.attempts - 1  # before this claim
-    if tried and (unwanted := services.why_not_wanted(delivery)):
-        services.record(delivery, error=services.SendFailed(unwanted, retry=False), final=True)
+    digest = services.still_wanted([lead, *services.gather(lead)])
+    if not digest:
         return Delivery.State.FAILED
+    digest.sort(key=lambda delivery: (delivery.created_at, delivery.pk))
     try:
-        services.send(delivery)
+        services.send(digest)
     except services.AnswerUnknown as unknown:
-        services.record(delivery, error=unknown)
+        services.record(digest, error=unknown, digest_size=len(digest))
         return Delivery.State.SENT
     except Exception as error:  # noqa: BLE001 - recorded and retried: never left "sending"
         if not isinstance(error, services.SendFailed):
             error = services.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
-        final = not error.retry or tried >= MAX_RETRIES
-        wait = max(30 * 2**tried * random.uniform(0.8, 1.2), error.after or 0)
-        services.record(delivery, error=error, final=final, retry_in=wait)
-        log.warning("notification %s to %s: %s", delivery.pk, delivery.channel, error)
-        if final:
+        most_tried = max(delivery.attempts for delivery in digest) - 1  # the backoff follows the most tried
+        wait = max(30 * 2**most_tried * random.uniform(0.8, 1.2), error.after or 0)
+        again = [d for d in digest if error.retry and d.attempts - 1 < MAX_RETRIES]
+        done = [d for d in digest if d not in again]
+        services.record(done, error=error, final=True, digest_size=len(digest))
+        services.record(again, error=error, final=False, retry_in=wait, digest_size=len(digest))
+        log.warning("notification %s to %s (%d in its message): %s", lead.pk, lead.channel, len(digest), error)
+        if not again:
             return Delivery.State.FAILED
         # Should the broker refuse the retry, Celery drops the task; `resend_lost` sends it once overdue.
-        raise self.retry(countdown=wait) from None
-    services.record(delivery)
+        raise self.retry(args=(again[0].pk, again[0].attempts), countdown=wait) from None
+    services.record(digest, digest_size=len(digest))
     return Delivery.State.SENT
 
 
@@ -78,9 +89,9 @@ def resend_lost() -> int:
     task, or its worker died); returns how many tasks were enqueued. Nothing made more than STALE_NEWS
     ago is sent. Beat runs it every few minutes."""
     now = timezone.now()
-    lost = list(Delivery.objects.filter(services.lost(now)).values_list("pk", flat=True))
-    for delivery_id in lost:
-        deliver.delay(delivery_id)
+    lost = list(Delivery.objects.filter(services.lost(now)).values_list("pk", "attempts"))
+    for delivery_id, tried in lost:
+        deliver.delay(delivery_id, tried)
     pending = PendingEvent.objects.filter(created_at__lt=now - services.STALE_CLAIM)
     if old := pending.filter(created_at__lt=now - services.STALE_NEWS).delete()[0]:
         log.warning("dropped the notifications of %d events older than %s: old news", old, services.STALE_NEWS)

@@ -140,6 +140,8 @@ EMAIL_USE_TLS = env.flag("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env.text("DEFAULT_FROM_EMAIL", "gangway@localhost")
 PUBLIC_URL = env.text("PUBLIC_URL", "").rstrip("/")
+# A delivery made this soon after another to the same receiver waits this long, so a burst goes out as one digest.
+NOTIFY_BATCH_SECONDS = env.integer("NOTIFY_BATCH_SECONDS", 10, minimum=0)
 JOB_TOKEN_MAX_AGE = env.integer("JOB_TOKEN_MAX_AGE", 2592000, minimum=60)  # 30 days
 # Webhooks go to https URLs only, unless this is on (the demo, and tests with a local receiver).
 WEBHOOK_ALLOW_HTTP = env.flag("WEBHOOK_ALLOW_HTTP", DEBUG)

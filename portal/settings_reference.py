@@ -134,6 +134,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEFAULT_FROM_EMAIL", "gangway@localhost", "Sender of notification e-mails."),
     Setting("PUBLIC_URL", "", "The portal's address (`https://gangway.example.com`), for links in notifications.",
             shown="none (no links)"),
+    Setting("NOTIFY_BATCH_SECONDS", 10, "A delivery made this soon after another to the same receiver (a person's "
+            "e-mail, a team's webhook) waits this long, so that a burst (a sweep starting, a reclaim) goes out as one "
+            "digest; a lone one goes at once. 0: nothing waits.", unit="s"),
     Setting("JOB_TOKEN_MAX_AGE", 2592000, "How long the token a job's pods get (GANGWAY_JOB_TOKEN, to report "
             "checkpoints) stays valid; pods get GANGWAY_URL and the token only when PUBLIC_URL is set.", unit="s"),
     Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),

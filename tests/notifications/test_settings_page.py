@@ -114,3 +114,16 @@ def test_a_webhook_host_that_does_not_resolve_is_refused(client, login, lead, se
     response = client.post("/notifications/webhooks/maps/", webhook_post("https://hooks.nowhere.invalid/x"))
     assert response.status_code == 422
     assert "Could not find the host hooks.nowhere.invalid; check the URL." in response.content.decode()
+
+
+def test_each_delivery_of_a_digest_is_listed_saying_it_went_out_in_one(login, owner, submit):
+    jobs = [submit(name=f"trial-{i}") for i in range(3)]
+    for job in jobs:
+        Delivery.objects.create(event=job.events.get(), job=job, channel="email", target="owner@example.com",
+                                user=owner, state="sent", attempts=1, digest_size=3)  # fmt: skip
+    alone = submit(name="alone")
+    Delivery.objects.create(event=alone.events.get(), job=alone, channel="email", target="owner@example.com",
+                            user=owner, state="sent", attempts=1, digest_size=1)  # fmt: skip
+    body = login(owner).get(URL).content.decode()
+    assert all(f"trial-{i} #{job.pk}" in body for i, job in enumerate(jobs))
+    assert body.count("in a digest of 3") == 3 and "in a digest of 1" not in body
