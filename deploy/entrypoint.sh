@@ -6,12 +6,19 @@
 #   beat       the Celery scheduler; run exactly one
 #   migrate    apply database migrations, then exit (an init container or a one-off Job)
 #   manage ... any manage.py command (doctor, sync_tenants, seed_demo, createsuperuser)
+# Worker, notifier and beat first wait (SCHEMA_WAIT seconds at most, 600 by default) until the
+# database has every migration they need: during an upgrade the migrate Job runs beside them. The
+# web instead starts at once and answers /readyz 503 until then.
 # Anything else is executed as given (e.g. a shell for debugging).
 set -eu
 cd "$(dirname "$0")/.."
 
 command="${1:-web}"
 [ "$#" -gt 0 ] && shift
+case "$command" in
+  worker|notifier|beat)
+    python manage.py wait_for_schema --timeout "${SCHEMA_WAIT:-600}" ;;
+esac
 case "$command" in
   web)
     exec gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application "$@" ;;

@@ -2,8 +2,10 @@
 
 `/healthz` (portal.views) only says the process answers; an orchestrator
 restarts a process that does not. `/readyz` says whether it can serve: the
-database, the broker, the admission loop (neither failing cycle after cycle nor
-stopped) and, with the Kubernetes backend, the API server. It
+database, its schema (every migration this code needs applied: during an
+upgrade a new process stays out of the Service until the migrate Job is done,
+`portal.upgrades`), the broker, the admission loop (neither failing cycle after
+cycle nor stopped) and, with the Kubernetes backend, the API server. It
 answers 200 when every check passes and 503 naming the failing ones, e.g.
 `{"status": "not ready", "checks": {"broker": {"status": "failing", "error": "..."}}}`.
 
@@ -25,6 +27,7 @@ from kombu import Connection
 from kombu.exceptions import OperationalError
 
 from core.durations import duration
+from portal.upgrades import missing_migrations
 from scheduling.cluster.base import ClusterError, ClusterUnavailable
 from scheduling.records import loop_trouble
 
@@ -41,7 +44,7 @@ def readyz(request):
             continue
         try:
             results[name] = {"status": "ok", **check()}
-        except (DatabaseError, OperationalError, ClusterUnavailable, ClusterError, CyclesFailing) as error:
+        except (DatabaseError, OperationalError, ClusterUnavailable, ClusterError, CyclesFailing, SchemaBehind) as error:
             results[name] = {"status": "failing", "error": str(error)}
     failing = sorted(name for name, result in results.items() if result["status"] == "failing")
     body = {"status": "not ready" if failing else "ready", "checks": results}
@@ -54,8 +57,12 @@ class CyclesFailing(Exception):
     """The latest admission cycles all failed."""
 
 
+class SchemaBehind(Exception):
+    """The database lacks migrations this code needs."""
+
+
 def _checks() -> dict[str, Callable[[], dict]]:
-    checks = {"database": _database, "broker": _broker, "cycles": _cycles}
+    checks = {"database": _database, "schema": _schema, "broker": _broker, "cycles": _cycles}
     if settings.CLUSTER_BACKEND == "kubernetes":
         checks["cluster"] = _cluster
     return checks
@@ -66,6 +73,15 @@ def _database() -> dict:
         cursor.execute("SELECT 1")
         cursor.fetchone()
     return {"vendor": connection.vendor}
+
+
+def _schema() -> dict:
+    """Fails while the database lacks migrations this code needs (`portal.upgrades`)."""
+    missing = missing_migrations()
+    if missing:
+        raise SchemaBehind(f"The database lacks {len(missing)} migration(s) this code needs (the first: {missing[0]}); "
+                           "the migrate Job applies them.")  # fmt: skip
+    return {}
 
 
 def _cycles() -> dict:

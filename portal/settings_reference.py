@@ -160,6 +160,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PORT", "8000", "Port gunicorn listens on in the image.", shown="8000", read_by=IMAGE),
     Setting("WEB_CONCURRENCY", "2", "gunicorn worker processes per web container.", shown="2", read_by=IMAGE),
     Setting("WORKER_CONCURRENCY", "2", "Celery worker processes per worker or notifier container.", shown="2", read_by=IMAGE),
+    Setting("SCHEMA_WAIT", "600", "How long a worker, notifier or beat container waits at start for the database to "
+            "have every migration it needs (an upgrade's migrate Job) before it gives up and restarts.", shown="600 s",
+            read_by=IMAGE),
 )
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -74,16 +74,20 @@ def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_pat
     assert result.stdout.split() == ["200", "200"], result.stderr
 
 
+# Worker, notifier and beat wait for the schema first (the migrate Job runs beside them in an upgrade).
+WAIT = "python manage.py wait_for_schema --timeout 600"
+
+
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
         ([], "gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application"),
         (["web"], "gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application"),
-        (["worker"], "celery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle --without-gossip"
-                     " --queues=celery"),
-        (["notifier"], "celery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle --without-gossip"
-                       " --queues=notifications"),
-        (["beat"], "celery -A portal beat --loglevel=INFO"),
+        (["worker"], f"{WAIT}\ncelery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle"
+                     " --without-gossip --queues=celery"),
+        (["notifier"], f"{WAIT}\ncelery -A portal worker --loglevel=INFO --concurrency=2 --without-mingle"
+                       " --without-gossip --queues=notifications"),
+        (["beat"], f"{WAIT}\ncelery -A portal beat --loglevel=INFO"),
         (["migrate"], "python manage.py migrate --noinput"),
         (["manage", "doctor"], "python manage.py doctor"),
     ],
@@ -114,6 +118,6 @@ def test_what_the_entrypoint_runs_exists_in_the_project():
     from portal.celery import app
 
     assert app.main == "gangway"
-    for command in ("migrate", "doctor", "sync_tenants", "seed_demo"):
+    for command in ("migrate", "wait_for_schema", "doctor", "sync_tenants", "seed_demo"):
         assert subprocess.run([sys.executable, "manage.py", "help", command], cwd=ROOT, env=env,
                               capture_output=True).returncode == 0, command  # fmt: skip

@@ -54,7 +54,7 @@ def consumed(tmp_path_factory):
     def _consumed(command: str) -> set[str]:
         result = subprocess.run(["sh", str(ENTRYPOINT), command], env={"PATH": f"{fake_bin}:/usr/bin:/bin"},
                                 capture_output=True, text=True, check=True)  # fmt: skip
-        return worker_queues(result.stdout)
+        return worker_queues(result.stdout.strip().splitlines()[-1])  # what it runs last (a wait comes first)
 
     return _consumed
 
