@@ -136,3 +136,19 @@ def replicas_text(groups: tuple[tuple[int, int, int, int], ...]) -> str:
         noun = "replica" if count == 1 else "replicas"
         parts.append(f"{count} {noun} of {amounts((gpu, cpu, memory))}")
     return " and ".join(parts) if parts else "no replicas"
+
+
+def per_type(said: Sequence[tuple[Code, str | None, str]]) -> tuple[Code, str]:
+    """Returns the code and sentence of a job's reasons on each of its GPU types, given as (code, type
+    name or None, sentence) in the job's order of types: each distinct sentence once, led by the names
+    of the types it is about ("l4, a100: A replica asks for 6 GPUs; ..."), so a limit that is the same
+    on every type is not read twice. The code is the first type's."""
+    if len(said) == 1:
+        _, name, sentence = said[0]
+        return said[0][0], sentence if name is None else f"{name}: {sentence}"
+    names: dict[str, list[str]] = {}
+    for _, name, sentence in said:
+        names.setdefault(sentence.rstrip("."), []).append(name or "")
+    parts = [f"{', '.join(n for n in named if n)}: {sentence}" if any(named) else sentence
+             for sentence, named in names.items()]
+    return said[0][0], "; ".join(parts) + "."

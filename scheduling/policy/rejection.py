@@ -12,7 +12,7 @@ from .demand import Demand
 from .model import RESOURCES, PendingJob, Team, Tier
 from .placement import place
 from .quota import Quota
-from .reasons import Code, amount, amounts, replicas_text
+from .reasons import Code, amount, amounts, per_type, replicas_text
 from .room import Room
 
 
@@ -97,7 +97,7 @@ def reject_typed(job: PendingJob, kinds: tuple[int | None, ...], team: Team, tie
     for k, kind in enumerate(kinds):
         if kind == -1:  # only a job's own list names types the cluster lacks
             name = job.gpu_type[k]
-            said.append((Code.UNKNOWN_GPU_TYPE, Code.UNKNOWN_GPU_TYPE.say(gpu_type=name)))
+            said.append((Code.UNKNOWN_GPU_TYPE, None, Code.UNKNOWN_GPU_TYPE.say(gpu_type=name)))
             continue
         quota = state.quotas[0 if kind is None else kind]
         # Each type's empty room gets its own cache: the same shape fits one and not another.
@@ -106,10 +106,8 @@ def reject_typed(job: PendingJob, kinds: tuple[int | None, ...], team: Team, tie
         if verdict is None:
             return None
         code, reason = verdict
-        said.append((code, reason if kind is None else f"{state.types.names[kind]}: {reason}"))
-    if len(said) == 1:
-        return said[0]
-    return said[0][0], "; ".join(reason.rstrip(".") for _, reason in said) + "."
+        said.append((code, None if kind is None else state.types.names[kind], reason))
+    return per_type(said)
 
 
 

@@ -12,7 +12,7 @@ from .demand import Demand
 from .model import PendingJob
 from .placement import place, usage_on_nodes
 from .quota import Refusal
-from .reasons import Code, amount, amounts, replicas_text
+from .reasons import Code, amount, amounts, per_type, replicas_text
 from .reservation import Hold, Holds
 from .state import State
 
@@ -45,7 +45,7 @@ def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
     answers = iter(refusals)
     for kind in kinds:
         if held and kind in held:
-            said.append((Code.HELD, typed(type_name(state, kind), held[kind])))
+            said.append((Code.HELD, type_name(state, kind), held[kind]))
             continue
         state.select(kind)
         refusal = next(answers)
@@ -54,10 +54,8 @@ def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
                                 ahead.before(job.team, kind, refusal) if ahead else "")
         if ahead is not None:
             ahead.count(job.team, kind, refusal)
-        said.append((code, typed(type_name(state, kind), reason)))
-    if len(said) == 1:
-        return said[0]
-    return said[0][0], "; ".join(reason.rstrip(".") for _, reason in said) + "."
+        said.append((code, type_name(state, kind), reason))
+    return per_type(said)
 
 
 def reserving(hold: Hold, demand: Demand, state: State) -> str:
