@@ -19,6 +19,7 @@ from jobs.codes import Because
 from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
+from scheduling.cluster.base import ClusterError
 from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
 from scheduling.reconcile import reconcile
 from scheduling.snapshot import to_cluster_job
@@ -213,3 +214,21 @@ def test_an_adopted_preemptor_whose_admission_the_cluster_would_refuse_preempts_
     assert explore.state == Job.State.ADMITTED and not _suspended(fake, "maps")
     assert adopted.state == Job.State.QUEUED and adopted.reason_code == Because.CLUSTER_REFUSED
     assert fake.get("TFJob", "bert-kubectl", "maps")["spec"]["runPolicy"]["suspend"] is True
+
+
+def test_the_dry_run_of_a_suspended_jobs_readmission_tries_its_resume_and_changes_nothing(fake, cluster, reclaim):
+    """A job preempted before keeps its suspended object: admitting it again resumes that object, so the dry
+    run tries the resume (the create answers 409, it exists) and a webhook refusing it is heard."""
+    alpha, _ = reclaim
+    cluster.suspend_job(to_cluster_job(alpha))
+    path = f"/apis/kubeflow.org/v1/namespaces/alpha/tfjobs/train-g{alpha.pk}"
+    before = fake.get("TFJob", f"train-g{alpha.pk}", "alpha")
+    fake.dry_runs.clear()
+
+    cluster.check_create(to_cluster_job(alpha))
+
+    assert fake.dry_runs == [("POST", "/apis/kubeflow.org/v1/namespaces/alpha/tfjobs"), ("PATCH", path)]
+    assert fake.get("TFJob", f"train-g{alpha.pk}", "alpha") == before  # still suspended, unchanged
+    fake.fail(403, method="PATCH", path=path, message=DENIED)
+    with pytest.raises(ClusterError, match=r"^try to resume TFJob alpha/train-g\d+: 403 Forbidden: admission webhook"):
+        cluster.check_create(to_cluster_job(alpha))
