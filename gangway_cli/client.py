@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import email.utils
+import http.client
 import json
+import random
+import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 USER_AGENT = "gangway-cli/1"
 RETRY_STATUSES = {429, 502, 503, 504}
+TIMEOUT = 30.0  # seconds to connect, and for each read of the answer
+RETRIES = 4  # after the first attempt: 5 in all
+MAX_WAIT = 60.0  # the longest Retry-After waited for; a server asking for longer is reported, not waited on
+BACKOFF_CAP = 20.0
 
 
 class ApiError(Exception):
-    """The server answered with an error, or could not be reached (status 0)."""
+    """The server answered with an error, or could not be reached (status 0). The message is one line."""
 
     def __init__(self, status: int, body: object, message: str):
         self.status, self.body = status, body
@@ -28,26 +37,64 @@ class Response:
     headers: dict = field(default_factory=dict)
 
 
+def one_line(text: str, limit: int = 1000) -> str:
+    """`text` with its whitespace runs (newlines included) as one space and control characters dropped,
+    so that what a server or proxy sends can neither split an error over lines nor drive the terminal."""
+    text = "".join(char if char.isprintable() or char.isspace() else "" for char in text)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def describe(body: object) -> str:
-    """A DRF error body as lines a person can read: the detail, or one line per field."""
+    """A DRF error body as one line: its detail, or each field's messages ("name: Must be...; replicas: Required.")."""
     if isinstance(body, dict):
         if "detail" in body and len(body) <= 3:
-            return str(body["detail"])
-        lines = []
-        for key, value in body.items():
-            messages = value if isinstance(value, list) else [value]
-            lines.extend(f"{key}: {message}" for message in messages)
-        return "\n".join(lines)
-    return str(body)
+            return one_line(str(body["detail"]))
+        return one_line("; ".join(_field_messages(body)))
+    if isinstance(body, list):  # DRF's shape for a ValidationError raised with a list
+        return one_line("; ".join(_field_messages(body)))
+    return "" if body is None else one_line(str(body))
+
+
+def _field_messages(errors: object, where: str = "") -> list[str]:
+    """Each message of a DRF error body, prefixed by the path of its field ("replicas.0.gpu: ...")."""
+    if isinstance(errors, dict):
+        items = [(str(key), value) for key, value in errors.items()]
+    elif isinstance(errors, list) and any(isinstance(item, (dict, list)) for item in errors):
+        items = [(str(index), item) for index, item in enumerate(errors)]
+    else:
+        prefix = "" if where in ("", "non_field_errors") else f"{where}: "
+        return [f"{prefix}{message}" for message in (errors if isinstance(errors, list) else [errors])]
+    return [line for key, value in items
+            for line in _field_messages(value, f"{where}.{key}" if where and key != "non_field_errors" else where or key)]  # fmt: skip
+
+
+def pause(seconds: float) -> None:
+    """The client's wait between attempts (tests put their own in its place)."""
+    time.sleep(seconds)
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect comes back as an HTTPError: urllib would otherwise send the token on to wherever it
+    points (it keeps Authorization across hosts and from https to http) and turn a POST into a GET."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
 
 
 class Client:
-    def __init__(self, url: str, token: str, *, timeout: float = 30, retries: int = 4, sleep=time.sleep):
+    def __init__(self, url: str, token: str, *, timeout: float | None = None, retries: int | None = None,
+                 max_wait: float | None = None, sleep=None, rng: random.Random | None = None):  # fmt: skip
         self.base = url.rstrip("/") + "/"
         self.token = token
-        self.timeout = timeout
-        self.retries = retries
-        self.sleep = sleep
+        self.timeout = TIMEOUT if timeout is None else timeout
+        self.retries = RETRIES if retries is None else retries
+        self.max_wait = MAX_WAIT if max_wait is None else max_wait
+        self.sleep = sleep or pause
+        # Jitter spreads out the retries of many clients that failed together (a deploy, a proxy
+        # restart on a busy Monday), so they do not come back in step.
+        self.rng = rng or random.Random()
+        self.opener = urllib.request.build_opener(_RefuseRedirects)
 
     def url(self, path: str, query: dict | None = None) -> str:
         url = urllib.parse.urljoin(self.base, path.lstrip("/"))
@@ -55,10 +102,14 @@ class Client:
 
     def request(self, method: str, path: str, *, data: bytes | None = None, content_type: str = "application/json",
                 query: dict | None = None, headers: dict | None = None, retry: bool | None = None) -> Response:  # fmt: skip
-        """The server's answer; raises ApiError for 4xx/5xx and for a server out of reach.
+        """The server's answer; raises ApiError for 3xx/4xx/5xx, for an answer that is not JSON, and for a
+        server out of reach.
 
-        GETs, and writes the caller marks safe to repeat (an idempotency key),
-        are retried on connection errors, 429 (after Retry-After) and 502-504.
+        GETs, and writes the caller marks safe to repeat (an idempotency key, or an operation the
+        server treats as done when done twice), are retried on connection errors, answers cut
+        short, timeouts, 429 (after its Retry-After, when that is at most `max_wait`) and 502-504,
+        with jittered exponential backoff, at most `retries` times. Every attempt sends the same
+        headers, so a submission's Idempotency-Key is the same on each.
         """
         retry = method == "GET" if retry is None else retry
         all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", "User-Agent": USER_AGENT}
@@ -66,27 +117,68 @@ class Client:
             all_headers["Content-Type"] = content_type
         all_headers.update(headers or {})
         attempts = self.retries + 1 if retry else 1
-        for attempt in range(attempts):
+        for attempt in range(1, attempts + 1):
             request = urllib.request.Request(self.url(path, query), data=data, method=method, headers=all_headers)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                    return Response(answer.status, _json(answer.read()), dict(answer.headers))
+                with self.opener.open(request, timeout=self.timeout) as answer:
+                    status, raw, answer_headers = answer.status, answer.read(), dict(answer.headers)
             except urllib.error.HTTPError as error:
-                body = _json(error.read())
-                if error.code in RETRY_STATUSES and attempt + 1 < attempts:
-                    self.sleep(_retry_after(error.headers.get("Retry-After"), attempt))
+                body = _json(_read(error))
+                if error.code in RETRY_STATUSES and attempt < attempts:
+                    wait = self._wait(error.headers.get("Retry-After"), attempt)
+                    if wait is not None:
+                        self.sleep(wait)
+                        continue
+                raise ApiError(error.code, body, self._error_text(error, body, attempt)) from None
+            except (OSError, http.client.HTTPException) as error:  # refused, reset, timed out, cut short, TLS
+                if attempt < attempts and not _certificate_problem(error):
+                    self.sleep(self._backoff(attempt))
                     continue
-                raise ApiError(error.code, body, describe(body) or f"HTTP {error.code}") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-                if attempt + 1 < attempts:
-                    self.sleep(_retry_after(None, attempt))
-                    continue
-                reason = getattr(error, "reason", error)
-                raise ApiError(0, None, f"Cannot reach {self.base}: {reason}") from None
+                tries = f" ({attempt} attempts)" if attempt > 1 else ""
+                raise ApiError(0, None, f"Cannot reach {self.base}: {_reason(error)}{tries}.") from None
+            body = _json(raw)
+            if raw and not isinstance(body, (dict, list)):
+                raise ApiError(status, body, f"{self.base} answered HTTP {status} with something other than "
+                               "JSON; is that the portal's address?")  # fmt: skip
+            return Response(status, body, answer_headers)
         raise AssertionError("unreachable")
 
     def get(self, path: str, **query) -> object:
         return self.request("GET", path, query={k: v for k, v in query.items() if v is not None}).body
+
+    def _backoff(self, attempt: int) -> float:
+        """Seconds before attempt `attempt + 1`: about 1, 2, 4, 8 s (up to BACKOFF_CAP), each between half and all of it."""
+        return min(BACKOFF_CAP, 2.0 ** (attempt - 1)) * self.rng.uniform(0.5, 1.0)
+
+    def _wait(self, retry_after: str | None, attempt: int) -> float | None:
+        """Seconds to wait before retrying: the server's Retry-After, else the backoff; None when the
+        server asks for longer than `max_wait` (the caller reports it rather than hang)."""
+        asked = _retry_after(retry_after)
+        if asked is None:
+            return self._backoff(attempt)
+        return asked if asked <= self.max_wait else None
+
+    def _error_text(self, error: urllib.error.HTTPError, body: object, attempt: int) -> str:
+        said = describe(body) if isinstance(body, (dict, list)) else ""  # an HTML page from a proxy says nothing useful
+        status = f"HTTP {error.code} {one_line(str(error.reason or ''), 80)}".rstrip()
+        if 300 <= error.code < 400:
+            where = one_line(error.headers.get("Location") or "elsewhere", 300)
+            return f"{self.base} redirects to {where} ({status}); set GANGWAY_URL to the portal's own address."
+        if error.code in RETRY_STATUSES:
+            asked = _retry_after(error.headers.get("Retry-After"))
+            later = f"; it asks to wait {asked:.0f} s" if asked is not None and asked > self.max_wait else ""
+            tries = f", {attempt} attempts" if attempt > 1 else ""
+            if error.code == 429:  # DRF's sentence names whose budget ran out
+                return f"{said or 'Too many requests.'} ({status}{tries}{later})"
+            return f"The server is unavailable ({status}{tries}){later}: {said or 'try again later.'}"
+        return f"{said} ({status})" if said else status
+
+
+def _read(error: urllib.error.HTTPError) -> bytes:
+    try:
+        return error.read()
+    except (OSError, http.client.HTTPException):
+        return b""
 
 
 def _json(raw: bytes) -> object:
@@ -98,8 +190,31 @@ def _json(raw: bytes) -> object:
         return raw.decode("utf-8", "replace")[:500]
 
 
-def _retry_after(header: str | None, attempt: int) -> float:
+def _reason(error: BaseException) -> str:
+    reason = getattr(error, "reason", None) or error
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(error, http.client.IncompleteRead):
+        return "the answer was cut short"
+    return one_line(str(reason) or type(reason).__name__, 300)
+
+
+def _certificate_problem(error: BaseException) -> bool:
+    """A certificate that does not verify: another attempt would fail the same way."""
+    return isinstance(getattr(error, "reason", error), ssl.SSLCertVerificationError)
+
+
+def _retry_after(header: str | None) -> float | None:
+    """Retry-After in seconds (delta-seconds or an HTTP date), or None when absent or unreadable."""
+    if not header:
+        return None
+    header = header.strip()
+    if header.isdigit():
+        return float(header)
     try:
-        return max(0.0, float(header)) if header else min(30.0, 2.0**attempt)
-    except ValueError:
-        return min(30.0, 2.0**attempt)
+        at = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    return max(0.0, (at - datetime.now(timezone.utc)).total_seconds())

@@ -7,9 +7,9 @@ import time
 from datetime import datetime, timezone
 
 from core.durations import duration
+from gangway_cli import exits
 from gangway_cli.client import ApiError, Client
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 3
 SUCCESS = {"succeeded"}
 FAILURE = {"failed", "cancelled", "rejected"}
 
@@ -42,12 +42,16 @@ def _signature(job: dict) -> tuple:
 
 
 class Follower:
-    """Polls a job every `interval` seconds until it ends or `timeout` (seconds, or None) passes."""
+    """Polls a job every `interval` seconds until it ends or `timeout` (seconds, or None) passes.
 
-    def __init__(self, client: Client, job: dict, *, interval: float, timeout: float | None, out=None,
+    A server out of reach or answering 5xx is waited for (a line says so, and another when it is
+    back); any other error (401, 403, 404...) ends the wait with its exit code. `job` is the job as last read.
+    """
+
+    def __init__(self, client: Client, job: dict, *, interval: float, timeout: float | None, out=None, err=None,
                  clock=time.monotonic, sleep=time.sleep):  # fmt: skip
         self.client, self.job, self.interval, self.timeout = client, job, interval, timeout
-        self.out = out or sys.stdout
+        self.out, self.err = out or sys.stdout, err or sys.stderr
         self.tty = self.out.isatty()
         self.clock, self.sleep = clock, sleep
         self.progress_shown = False
@@ -66,19 +70,20 @@ class Follower:
             if deadline is not None and self.clock() >= deadline:
                 self._line(f"Timed out after {duration(self.timeout)}; job {job['id']} is still {job['state']}. "
                            f"It keeps going: `gangway cancel {job['id']}` stops it.")  # fmt: skip
-                return EXIT_TIMEOUT
+                return exits.TIMEOUT
             self._progress(job, self.clock() - started)
             wait = self.interval if deadline is None else max(0.0, min(self.interval, deadline - self.clock()))
             self.sleep(wait)
             try:
-                job = self.client.get(f"api/v1/jobs/{job['id']}/")
+                job = self.job = self.client.get(f"api/v1/jobs/{job['id']}/")
                 if unreachable:
                     self._line("Reached the server again.")
                 unreachable = False
             except ApiError as error:
-                if error.status in (401, 403, 404):
-                    self._line(f"Cannot follow job {job['id']} any more: {error}")
-                    return EXIT_FAILED
+                if exits.for_status(error.status) != exits.UNAVAILABLE:
+                    self._clear_progress()
+                    print(f"gangway: cannot follow job {job['id']} any more: {error}", file=self.err, flush=True)
+                    return exits.for_status(error.status)
                 if not unreachable:
                     self._line(f"Server unavailable, still trying: {error}")
                 unreachable = True
@@ -86,17 +91,20 @@ class Follower:
     def _end(self, job: dict, elapsed: float) -> int:
         if job["state"] in SUCCESS:
             self._line(f"Job {job['name']} (#{job['id']}) succeeded; followed for {duration(elapsed)}.")
-            return EXIT_OK
+            return exits.OK
         self._line(f"Job {job['name']} (#{job['id']}) {job['state']}.")
-        return EXIT_FAILED
+        return exits.JOB_FAILED
 
     def _line(self, text: str) -> None:
-        if self.progress_shown:
-            self.out.write("\r\033[K")
-            self.progress_shown = False
+        self._clear_progress()
         stamp = datetime.now().strftime("%H:%M:%S")
         self.out.write(f"{stamp} {text}\n")
         self.out.flush()
+
+    def _clear_progress(self) -> None:
+        if self.progress_shown:
+            self.out.write("\r\033[K")
+            self.progress_shown = False
 
     def _progress(self, job: dict, elapsed: float) -> None:
         """On a terminal only: one line rewritten in place, so CI logs stay free of it."""

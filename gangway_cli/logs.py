@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 import time
 
-from gangway_cli.client import Client
-from gangway_cli.follow import EXIT_FAILED, EXIT_OK, FAILURE, SUCCESS
+from gangway_cli import exits
+from gangway_cli.client import ApiError, Client
+from gangway_cli.follow import FAILURE, SUCCESS
 
 
 def new_lines(seen: list[str], current: list[str]) -> list[str]:
@@ -58,16 +59,39 @@ class LogPrinter:
         """Prints the logs once (or until the job ends, with `follow`); returns the exit code.
 
         0, except when following a job that ends failed, cancelled or rejected (1). A job
-        that failed gets a last line on standard error naming its failing replica.
+        that failed gets a last line on standard error naming its failing replica. Once, an
+        error raises ApiError; following, a server out of reach or answering 5xx (the cluster
+        unreadable) is waited for, with a line on standard error when it goes and comes back,
+        and only other errors (401, 403, 404...) raise.
         """
-        answer = self.read()
+        answer = self.follow_read(interval) if follow else self.read()
         self.show(answer)
         while follow and answer["state"] not in SUCCESS | FAILURE:
             self.sleep(interval)
-            answer = self.read()
+            answer = self.follow_read(interval)
             self.show(answer)
         if not answer["replicas"]:
             print(f"Job {self.job_id} has no logs yet ({answer['state']}).", file=self.err)
         if answer.get("failure"):
             print(f"gangway: {failure_line(answer['failure'])}", file=self.err)
-        return EXIT_FAILED if follow and answer["state"] in FAILURE else EXIT_OK
+        return exits.JOB_FAILED if follow and answer["state"] in FAILURE else exits.OK
+
+    def follow_read(self, interval: float) -> dict:
+        """The next read, however long the server takes to come back (the client has already retried
+        each read a few times); raises ApiError for an error other than the server being unavailable."""
+        gone = False
+        while True:
+            try:
+                answer = self.read()
+            except ApiError as error:
+                if exits.for_status(error.status) != exits.UNAVAILABLE:
+                    raise
+                if not gone:
+                    print(f"gangway: server unavailable, still following job {self.job_id}: {error}", file=self.err,
+                          flush=True)  # fmt: skip
+                gone = True
+                self.sleep(interval)
+                continue
+            if gone:
+                print(f"gangway: reached the server again; following job {self.job_id}.", file=self.err, flush=True)
+            return answer

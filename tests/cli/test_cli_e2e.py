@@ -48,11 +48,12 @@ def test_submit_wait_exits_3_on_timeout(gangway, tmp_path, transactional_db):
     assert "Timed out after 2 s" in result.stdout and "gangway cancel" in result.stdout
 
 
-def test_an_invalid_job_exits_2_with_the_field_errors(gangway, tmp_path, transactional_db):
+def test_an_invalid_job_exits_6_with_the_field_errors_on_one_line(gangway, tmp_path, transactional_db):
     path = tmp_path / "bad.yaml"
     path.write_text("team: maps\nname: Bad_Name\nimage: x\nreplicas: []\n")
     result = gangway("submit", str(path))
-    assert result.returncode == 2
+    assert result.returncode == 6
+    assert len(result.stderr.splitlines()) == 1
     assert "name: Must be at most 50 lowercase letters" in result.stderr and "replicas: Required" in result.stderr
 
 
@@ -85,21 +86,25 @@ def test_status_cancel_and_queue(gangway, tmp_path, transactional_db):
     assert status.returncode == 0 and "queued" in status.stdout
     cancel = gangway("cancel", str(job.pk))
     assert cancel.returncode == 0 and "cancelled" in cancel.stdout
-    assert gangway("status", "999999").returncode == 1
+    assert gangway("status", "999999").returncode == 5
 
 
 @pytest.mark.parametrize(
-    "args, env_token, message",
+    "args, message",
     [
-        (("queue",), "gw_wrong", "Unknown token"),
-        (("submit", "/nonexistent.yaml"), None, "Cannot read /nonexistent.yaml"),
-        (("submit", "job.yaml", "--timeout", "soon"), None, "not a duration"),
+        (("submit", "/nonexistent.yaml"), "Cannot read /nonexistent.yaml"),
+        (("submit", "job.yaml", "--timeout", "soon"), "not a duration"),
     ],
-    ids=["a wrong token", "a missing file", "a bad timeout"],
+    ids=["a missing file", "a bad timeout"],
 )
-def test_usage_errors_exit_2(gangway, transactional_db, args, env_token, message):
-    result = gangway(*args, token=env_token)
+def test_usage_errors_exit_2(gangway, transactional_db, args, message):
+    result = gangway(*args)
     assert result.returncode == 2 and message in result.stderr
+
+
+def test_a_wrong_token_exits_4(gangway, transactional_db):
+    result = gangway("queue", token="gw_wrong")
+    assert result.returncode == 4 and "Unknown token" in result.stderr and "gw_wrong" not in result.stderr
 
 
 def test_checkpoint_from_inside_a_job_reports_with_the_pods_token(gangway, submit, transactional_db):
@@ -112,5 +117,5 @@ def test_checkpoint_from_inside_a_job_reports_with_the_pods_token(gangway, submi
     assert done.returncode == 0, done.stderr
     assert "recorded" in done.stdout
     assert Job.objects.get(pk=job.pk).checkpointed_at is not None
-    refused = gangway("checkpoint", "--job", str(job.pk), "--job-token", job_tokens.issue(job.pk + 1))
-    assert refused.returncode == 1 and "not for reporting" in refused.stderr  # refused by the portal
+    refused = gangway("checkpoint", "--job", str(job.pk), "--job-token", job_tokens.issue(job.pk + 1), "--strict")
+    assert refused.returncode == 4 and "not for reporting" in refused.stderr  # refused by the portal

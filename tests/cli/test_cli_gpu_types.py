@@ -59,9 +59,9 @@ def test_the_files_own_gpu_type_goes_through_the_spec(gangway, typed, tmp_path):
     assert Job.objects.get(name="in-file").gpu_type == ["l4", "a100"]
 
 
-def test_an_unknown_type_exits_2_naming_the_clusters_types(gangway, typed, tmp_path):
+def test_an_unknown_type_exits_6_naming_the_clusters_types(gangway, typed, tmp_path):
     result = gangway("submit", write_job(tmp_path, "unknown"), "--gpu-type", "h100")
-    assert result.returncode == 2
+    assert result.returncode == 6
     assert "No GPU type h100 on this cluster; its types are l4, a100." in result.stderr
     assert not Job.objects.exists()
 

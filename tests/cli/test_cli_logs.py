@@ -4,6 +4,7 @@ import pytest
 
 from gangway_cli.logs import failure_line, new_lines
 from jobs.models import Job
+from tests.cli.fake_portal import DROP, Answer
 from tests.cli.test_cli_e2e import write_job
 
 
@@ -57,4 +58,28 @@ def test_logs_of_another_teams_job_is_not_found(gangway, loop, tmp_path, vision)
     submitted = gangway("submit", write_job(tmp_path, "mine"))
     job_id = submitted.stdout.strip().rstrip("/").rsplit("/", 1)[-1]
     result = gangway("logs", job_id, token=token_create(name="other", team=vision)[1])
-    assert result.returncode == 1 and f"No job {job_id} among the jobs you can see" in result.stderr
+    assert result.returncode == 5 and f"No job {job_id} among the jobs you can see" in result.stderr
+
+
+def logs(state: str, *lines: str) -> Answer:
+    return Answer(200, {"job": 7, "state": state, "failure": None,
+                        "replicas": [{"replica": "worker-0", "lines": list(lines)}]})  # fmt: skip
+
+
+def test_logs_follow_goes_on_through_an_outage_until_the_job_ends(cli, fake_portal):
+    outage = [Answer(503, {"detail": "The cluster could not be read."})] * 5  # more than one read's retries
+    fake_portal.on("GET", "/api/v1/jobs/7/logs/", logs("running", "a", "b"), *outage, DROP,
+                   logs("running", "a", "b", "c"), logs("succeeded", "b", "c", "d"))  # fmt: skip
+    result = cli("logs", "7", "-f", "--interval", "1")
+    assert result.code == 0, result.err
+    assert result.out == "a\nb\nc\nd\n"
+    assert "server unavailable, still following job 7: The server is unavailable (HTTP 503" in result.err
+    assert "reached the server again" in result.err
+
+
+def test_logs_follow_stops_with_5_when_the_job_is_out_of_sight(cli, fake_portal):
+    fake_portal.on("GET", "/api/v1/jobs/7/logs/", logs("running", "a"),
+                   Answer(404, {"detail": "No job 7 among the jobs you can see."}))  # fmt: skip
+    result = cli("logs", "7", "-f", "--interval", "1")
+    assert result.code == 5 and result.out == "a\n"
+    assert result.err == "gangway: No job 7 among the jobs you can see. (HTTP 404 Not Found)\n"

@@ -1,0 +1,124 @@
+"""The `gangway` command line: its commands, their options, help texts and exit codes (from `exits`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import textwrap
+
+from gangway_cli import checkpoint, exits
+from gangway_cli.connection import allow_http_from_env
+
+ABOUT = ("Submit training jobs to a Gangway portal and wait for them, show their status and logs, cancel them, "
+         "show the queue; inside a job, report a checkpoint.")
+CONFIGURATION = """\
+Configuration: --url or GANGWAY_URL (https://; plain http only to this machine unless --allow-http or
+GANGWAY_ALLOW_HTTP=1); the token from GANGWAY_TOKEN, or the file --token-file or GANGWAY_TOKEN_FILE
+names (--token works too, but shows in the process list). Errors are one line on standard error;
+--json prints what the API returns, one JSON document on standard output. `gangway COMMAND --help`
+says more about each command.
+"""
+UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+JSON_HELP = "Print the job as the API returns it (GET /api/v1/jobs/{id}/), as one JSON document."
+
+
+def parse_duration(text: str) -> float:
+    """'2h', '90m', '1h30m', '45s' or plain seconds, in seconds; ArgumentTypeError otherwise."""
+    parts = re.findall(r"(\d+)([smhd]?)", text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip() or not sum(int(n) for n, _ in parts):
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 2h, 90m, 1h30m, 3600)")
+    return float(sum(int(number) * UNITS[unit] for number, unit in parts))
+
+
+def parse_gpu_types(text: str) -> list[str]:
+    """'a100' or 'h100,a100' as a list of names; ArgumentTypeError for an empty name. Which names the
+    cluster has is the server's check."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"not a list of GPU type names: {text!r} (e.g. h100,a100)")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--url", default=os.environ.get("GANGWAY_URL"), help="Portal URL (default: $GANGWAY_URL).")
+    where.add_argument("--allow-http", action="store_true", default=allow_http_from_env(),
+                       help="Send the token over plain http to a host other than this machine "
+                       "(default: off, or $GANGWAY_ALLOW_HTTP=1).")  # fmt: skip
+    auth = argparse.ArgumentParser(add_help=False, parents=[where])
+    auth.add_argument("--token-file", metavar="PATH",
+                      help="Read the API token from this file (default: $GANGWAY_TOKEN, else the file "
+                      "$GANGWAY_TOKEN_FILE names).")  # fmt: skip
+    auth.add_argument("--token", help="The API token itself; prefer $GANGWAY_TOKEN or --token-file, since a flag "
+                      "shows in the process list.")  # fmt: skip
+    parser = argparse.ArgumentParser(prog="gangway", description=textwrap.fill(ABOUT, 100),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=CONFIGURATION + "\n" + exits.epilog(*exits.MEANINGS))  # fmt: skip
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, summary: str, description: str, codes: tuple[int, ...], parents=(auth,)):
+        return commands.add_parser(name, parents=list(parents), help=summary,
+                                   description=textwrap.fill(f"{summary} {description}", 100),
+                                   epilog=exits.epilog(*codes), formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+
+    E = exits
+    submit = command(
+        "submit", "Submit a job from a YAML (or JSON) file.",
+        "The file holds Gangway's job spec or a job manifest (TFJob, PyTorchJob...). Prints the job's page "
+        "URL. Each submission carries an idempotency key (generated unless given) that its own retries reuse, "
+        "so a timeout or a 502/503 never makes two jobs; give --idempotency-key to make re-running the whole "
+        "command safe too.",
+        (E.OK, E.JOB_FAILED, E.USAGE, E.TIMEOUT, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE, E.INTERRUPTED),
+    )  # fmt: skip
+    submit.add_argument("file", help="Gangway job spec or a job manifest (TFJob, PyTorchJob...); - for standard input.")
+    submit.add_argument("--team", help="Team slug (else the spec's team, or the team token's).")
+    submit.add_argument("--wait", action="store_true", help="Follow the job until it ends; exit 0 only on success.")
+    submit.add_argument("--timeout", type=parse_duration, help="With --wait: give up after this long (exit 3), e.g. 2h.")
+    submit.add_argument("--interval", type=parse_duration, default=5.0, help="With --wait: seconds between polls.")
+    submit.add_argument("--idempotency-key", help="Resubmitting with the same key returns the same job (e.g. the CI run id).")
+    submit.add_argument("--gpu-type", action="append", type=parse_gpu_types, metavar="TYPE[,TYPE...]",
+                        help="GPU types the job accepts, in order of preference: repeat it or separate with commas "
+                        "(--gpu-type h100 --gpu-type a100). Else the file's gpu_type, or the team's types.")  # fmt: skip
+    submit.add_argument("--json", action="store_true", help="Print the job as the API returns it, as one JSON "
+                        "document (with --wait: as it ended; the progress lines go to standard error).")  # fmt: skip
+
+    status = command("status", "Show a job.", "Its team, tier and GPUs, its state, its place in the queue and why "
+                     "it waits, and its page.", (E.OK, E.USAGE, E.AUTH, E.NOT_FOUND, E.UNAVAILABLE))  # fmt: skip
+    status.add_argument("id", type=int, help="The job's id.")
+    status.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    logs = command("logs", "Print a job's replica logs (the last lines of each).",
+                   "With --follow, keeps printing new lines, through server outages, until the job ends.",
+                   (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.UNAVAILABLE, E.INTERRUPTED))  # fmt: skip
+    logs.add_argument("id", type=int, help="The job's id.")
+    logs.add_argument("-f", "--follow", action="store_true",
+                      help="Keep printing new lines until the job ends; exit 1 if it fails.")  # fmt: skip
+    logs.add_argument("--replica", help="Only this replica, e.g. worker-0.")
+    logs.add_argument("--tail", type=int, default=100, help="Lines of each replica to start from (default 100).")
+    logs.add_argument("--interval", type=parse_duration, default=3.0, help="With --follow: seconds between reads.")
+
+    cancel = command("cancel", "Cancel a job.", "A queued job is cancelled at once, an admitted or running one "
+                     "stops at the next reconcile; cancelling it again changes nothing. A job that already ended "
+                     "is refused (exit 6).", (E.OK, E.USAGE, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
+    cancel.add_argument("id", type=int, help="The job's id.")
+    cancel.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    queue = command("queue", "Show the waiting jobs you can see, in order.",
+                    "The first 200, or with --team or --json every one.",
+                    (E.OK, E.USAGE, E.AUTH, E.UNAVAILABLE))  # fmt: skip
+    queue.add_argument("--team", help="Only this team's jobs.")
+    queue.add_argument("--json", action="store_true", help="Print the waiting jobs, in order, as one JSON array of "
+                       "jobs as the API returns them.")  # fmt: skip
+
+    report = command(
+        "checkpoint", "From inside a job: report that it just saved a checkpoint.", checkpoint.DESCRIPTION,
+        (E.OK, E.USAGE, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE), parents=(where,),
+    )  # fmt: skip
+    checkpoint.add_arguments(report, _env_int)
+    return parser
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
