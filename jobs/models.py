@@ -234,6 +234,14 @@ class JobEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
+        indexes = [
+            # /metrics counts the decisions (admissions, preemptions, evictions, rejections) per team and
+            # reason at every scrape (portal.metrics._decisions): read from this index alone, never by
+            # scanning every event ever written. The kinds are those counters' kinds (a counter of another
+            # kind would scan the events again: tests/deploy/test_metrics_plans.py fails on it).
+            models.Index(fields=["kind", "job", "code"], name="jobevent_decisions",
+                         condition=Q(kind__in=["admitted", "preempted", "evicted", "rejected"])),
+        ]
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.kind}: {self.message}"

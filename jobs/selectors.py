@@ -91,11 +91,13 @@ def open_jobs_by_tier(team) -> list[dict]:
     """The team's jobs that have not ended, counted per tier, highest tier first: for each, `tier_name`,
     `tier_value`, `running` and `running_gpus` (admitted, running or stopping), `waiting` and `waiting_gpus` (queued).
 
-    What an outsider reads on the team's page: how much it runs and queues, never which jobs.
+    What an outsider reads on the team's page: how much it runs and queues, never which jobs. The open
+    states are named, not the ended ones excluded, so the read comes from the (team, state) index and
+    costs the team's open jobs, not every job it ever ran.
     """
     queued = Q(state=Job.State.QUEUED)
     return list(
-        Job.objects.filter(team=team).exclude(state__in=Job.TERMINAL_STATES)
+        Job.objects.filter(team=team, state__in=Job.OPEN_STATES)
         .values(tier_name=F("tier__name"), tier_value=F("tier__value"))
         .annotate(running=Count("id", filter=~queued), running_gpus=Coalesce(Sum("gpu_total", filter=~queued), 0),
                   waiting=Count("id", filter=queued), waiting_gpus=Coalesce(Sum("gpu_total", filter=queued), 0))

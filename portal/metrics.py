@@ -65,7 +65,7 @@ class GangwayCollector:
 
 def _queue():
     jobs = GaugeMetricFamily("gangway_jobs", "Jobs by state.", labels=["state"])
-    counts = dict(Job.objects.values_list("state").annotate(Count("id")))
+    counts = dict(Job.objects.values_list("state").annotate(count=Count("*")))  # from the state index alone
     for state in Job.State.values:
         jobs.add_metric([state], counts.get(state, 0))
     yield jobs
@@ -90,7 +90,11 @@ def _queue():
 
 
 def _decisions():
-    """Counters derived from the events the loop records; a deleted job's events leave them (a counter reset)."""
+    """Counters derived from the events the loop records; a deleted job's events leave them (a counter reset).
+
+    Each is read from the index of decision events (`jobevent_decisions`) alone, counting rows with
+    `*`: a scrape never reads the events' rows, which grow with every job ever run.
+    """
     Kind = JobEvent.Kind
     counters = (
         ("gangway_admissions", "Jobs admitted, per team.", (Kind.ADMITTED,), False),
@@ -103,7 +107,7 @@ def _decisions():
         rows = (
             JobEvent.objects.filter(kind__in=kinds)
             .values_list("job__team__slug", "code")
-            .annotate(count=Count("id"))
+            .annotate(count=Count("*"))
             .order_by("job__team__slug", "code")
         )
         totals: dict[tuple[str, ...], int] = {}

@@ -193,6 +193,10 @@ MAX_RESERVATIONS = env.integer("MAX_RESERVATIONS", 1)
 RESERVATION_SLACK = env.integer("RESERVATION_SLACK", 600)
 MIN_RUNTIME_BEFORE_PREEMPTION = env.integer("MIN_RUNTIME_BEFORE_PREEMPTION", 600)
 DEFAULT_RUNTIME = env.integer("DEFAULT_RUNTIME", 86400, minimum=1)
+# How long the cluster keeps the object of a job Gangway created once it ended (with its pods, whose
+# logs the job page shows) before reconcile deletes it; 0: kept until someone deletes it. Every cycle
+# and every reconcile lists every object the cluster keeps (scheduling.reconcile._delete_expired).
+ENDED_JOB_RETENTION = env.integer("ENDED_JOB_RETENTION", 604800, minimum=0)  # 7 days
 # Queued jobs a team may have before a submission is refused (jobs.services.job_submit); 0: no cap.
 # Every queued job is planned in every admission cycle, so one team's backlog slows every team's.
 MAX_QUEUED_PER_TEAM = env.integer("MAX_QUEUED_PER_TEAM", 1000)

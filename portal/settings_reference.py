@@ -94,6 +94,9 @@ SETTINGS: tuple[Setting, ...] = (
             "(the API answers 409) until some start or are cancelled. Jobs adopted from the cluster are "
             "not refused. 0: no cap."),
     Setting("DEFAULT_RUNTIME", 86400, "Runtime assumed for estimates when a job sets no `max_runtime`.", unit="s"),
+    Setting("ENDED_JOB_RETENTION", 604800, "How long the cluster keeps a job's object and pods (its logs) once the "
+            "job ended; then reconcile deletes them, its record and events staying in Gangway. Objects of jobs "
+            "adopted from elsewhere are their owners'. 0: kept until deleted by hand.", unit="s"),
     # -- Simulated cluster and demo ------------------------------------------------
     Setting("SIM_DEFAULT_DURATION", 180, "How long a simulated job runs unless it says otherwise.", unit="s"),
     Setting("SIM_FAILURE_RATE", "0", "Share of simulated jobs that fail, 0 to 1.", shown="0"),

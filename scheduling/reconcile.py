@@ -39,6 +39,9 @@ log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
 STOPPING = (Job.State.PREEMPTING, Job.State.CANCELLING)
 RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)  # phases in which a cluster job holds or may take room
+# Objects of long-ended jobs deleted in one pass, at most: a backlog (the first pass after an upgrade to
+# retention, or after ENDED_JOB_RETENTION is lowered) drains over passes instead of holding one for minutes.
+EXPIRED_PER_PASS = 100
 
 
 @dataclass
@@ -73,7 +76,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
     2. For each job the database follows, jobs being stopped first, apply the
        one correction its pair of states calls for (see `_correct`).
     3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted,
-       and stop those of jobs that ended here but still run there (`_stop_leftovers`).
+       and stop those of jobs that ended here but still run there (`_stop_leftovers`); then delete
+       the objects of jobs that ended more than ENDED_JOB_RETENTION ago (`_delete_expired`).
     Each correction commits on its own under a lease (one reconcile at a time, `locks.lease`), so
     a cancel never waits behind a slow cluster call and a late error undoes nothing done before.
     """
@@ -108,6 +112,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 _refused(job, error, now)
         if not result.error:
             _stop_leftovers(statuses, known, others, cluster, result)
+        if not result.error:
+            _delete_expired(statuses, others, cluster, now, result)
         if result.changed:
             # A job ended, was requeued or stopped: room may have opened, so plan again soon.
             triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
@@ -139,6 +145,38 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
             return
         except ClusterError as error:
             log.warning("the cluster refused to stop %s/%s (job %s): %s", status.namespace, status.name, job_id, error)
+
+
+def _delete_expired(statuses: dict[int, JobStatus], others: dict[int, Job], cluster: Cluster, now: datetime,
+                    result: ReconcileResult) -> None:
+    """Delete the objects of jobs Gangway created that ended more than ENDED_JOB_RETENTION ago, and
+    so their pods, at most EXPIRED_PER_PASS a pass, the longest ended first.
+
+    Without it the cluster keeps every job ever run (their pods too), and every cycle and every
+    reconcile lists them all: a pass that costs more each day. The job's record and events stay;
+    its page says its pods, and so their logs, are gone. An adopted object is its owner's, never
+    deleted; one still running is `_stop_leftovers`' to stop. A refusal is logged and tried again next pass.
+    """
+    keep = settings.ENDED_JOB_RETENTION
+    if not keep:
+        return
+    expired = sorted(
+        (job.finished_at, job_id) for job_id, job in others.items()
+        if job.is_terminal and job.finished_at is not None and (now - job.finished_at).total_seconds() > keep
+        and job_id in statuses and not statuses[job_id].adopted and statuses[job_id].phase not in RUNS
+    )  # fmt: skip
+    for _, job_id in expired[:EXPIRED_PER_PASS]:
+        status = statuses[job_id]
+        try:
+            cluster.delete_job(status.namespace, status.name, status.kind)
+        except ClusterUnavailable as error:
+            result.error = str(error)
+            return
+        except ClusterError as error:
+            log.warning("the cluster refused to delete %s/%s (job %s, ended): %s", status.namespace, status.name,
+                        job_id, error)  # fmt: skip
+            continue
+        result.deleted += 1
 
 
 def _ours_to_stop(job: Job, status: JobStatus) -> bool:

@@ -101,7 +101,8 @@ def training_job(job: ClusterJob) -> dict:
     labels = job_labels(job)
     run_policy: dict = {
         # Running pods of a finished job (a TFJob's parameter servers never
-        # exit) are removed so they stop holding GPUs; finished pods stay for logs.
+        # exit) are removed so they stop holding GPUs; finished pods stay for logs
+        # until reconcile deletes the job, ENDED_JOB_RETENTION after it ended.
         "cleanPodPolicy": "Running",
         "suspend": False,
         "schedulingPolicy": {

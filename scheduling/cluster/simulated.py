@@ -65,7 +65,10 @@ class SimulatedCluster:
         frees its nodes at once), so there are never strays."""
         self.advance()
         adopted = simulated_outside.adopted_ids()
-        return JobStatuses(_status(job, adopted=job.job_id in adopted) for job in SimJob.objects.all())
+        # An ended job has no pods, so its manifest is never read: the cluster keeps many of them.
+        ended = SimJob.objects.filter(finished_at__isnull=False).defer("manifest", "hint")
+        jobs = sorted([*SimJob.objects.filter(finished_at__isnull=True), *ended], key=lambda job: job.job_id)
+        return JobStatuses(_status(job, adopted=job.job_id in adopted) for job in jobs)
 
     def outside_jobs(self) -> OutsideJobs:
         self.advance()

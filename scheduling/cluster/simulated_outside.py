@@ -59,17 +59,24 @@ def _kind(row: SimOutsideJob) -> outside.OutsideKind:
 
 def outside_jobs() -> OutsideJobs:
     """Every labelled outside job, as the Kubernetes adapter reads them; every kind is listed."""
-    finished = {(job.namespace, job.name): job for job in SimJob.objects.filter(finished_at__isnull=False)}
+    finished = _ended()
     result = []
     for row in SimOutsideJob.objects.all():
         manifest = row.manifest
-        ended = finished.get((row.namespace, row.name))
-        if ended is not None:
-            kind = "Succeeded" if ended.succeeded else "Failed"
+        succeeded = finished.get((row.namespace, row.name))
+        if succeeded is not None:
+            kind = "Succeeded" if succeeded else "Failed"
             manifest = merge(manifest, {"status": {"conditions": [{"type": kind, "status": "True"}]}})
         if outside.QUEUE_LABEL in (manifest["metadata"].get("labels") or {}):
             result.append(outside.read_outside(manifest, _kind(row)))
     return OutsideJobs(jobs=tuple(result), kinds=frozenset(kind.kind for kind in outside.outside_kinds()))
+
+
+def _ended() -> dict[tuple[str, str], bool]:
+    """Whether each ended simulated job succeeded, by (namespace, name): their outcomes alone, not their
+    manifests, as the cluster keeps every ended job until reconcile deletes it (ENDED_JOB_RETENTION)."""
+    ended = SimJob.objects.filter(finished_at__isnull=False).values_list("namespace", "name", "succeeded")
+    return {(namespace, name): bool(succeeded) for namespace, name, succeeded in ended}
 
 
 def patch(namespace: str, name: str, body: dict) -> None:
@@ -114,7 +121,7 @@ def adopted_ids() -> set[int]:
 
 def trials(seed: int) -> list[TrialResult]:
     """Every simulated Katib trial; one whose job succeeded reports an accuracy drawn from the seed."""
-    done = {(job.namespace, job.name): job.succeeded for job in SimJob.objects.filter(finished_at__isnull=False)}
+    done = _ended()
     result = []
     for row in SimOutsideJob.objects.all():
         labels = row.manifest["metadata"].get("labels") or {}

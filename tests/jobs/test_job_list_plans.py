@@ -116,3 +116,20 @@ def test_a_job_list_reads_its_page_from_its_index_without_sorting(history, throt
     assert f"Index Scan using {index} on jobs_job" in shown, shown
     assert not any(re.match(r"\s*(->\s+)?(Incremental )?Sort\b", line) for line in plan), shown
     assert "Seq Scan on jobs_job" not in shown
+
+
+def test_an_outsiders_count_of_a_teams_open_jobs_reads_only_its_open_jobs(history, throttle_cache):
+    """An outsider's polled list of a team is its open jobs counted per tier: read from an index by
+    the open states (the team's, or the queue's across teams: open jobs either way), never by reading
+    every job the team ever ran and dropping the ended ones (14,000 here, for the 1,400 that are open)."""
+    client = APIClient()
+    client.force_login(history["quiet"])
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get("/teams/maps/", **HX)
+    assert response.status_code == 200, response.content[:300]
+    counts = [query["sql"] for query in queries if '"waiting_gpus"' in query["sql"]]
+    assert len(counts) == 1, [query["sql"][:200] for query in queries]
+    shown = "\n".join(plan_of(counts[0]))
+    open_states = r"\(state\)::text = ANY \('\{queued,admitted,running,preempting,cancelling\}'"
+    assert re.search(r"Index Cond: .*" + open_states, shown), shown
+    assert "<> ALL" not in shown and "Seq Scan on jobs_job" not in shown, shown
