@@ -1,6 +1,7 @@
 // The few behaviours htmx does not cover: adding and removing replica-group rows
 // of the submit form (a Django formset), keeping its indices and TOTAL_FORMS right;
-// copying a new API token (shown once) to the clipboard.
+// copying a new API token (shown once) to the clipboard; keeping the keyboard's place
+// in a pager whose list is swapped.
 (function () {
   "use strict";
 
@@ -49,7 +50,13 @@
     if (!field) return;
     field.focus();
     field.select();
-    var done = function () { button.textContent = "Copied"; };
+    // The focus is on the field by then, so the button's new word would go unheard: the page's
+    // polite live region (#announcer, in base.html) says it too.
+    var done = function () {
+      button.textContent = "Copied";
+      var region = document.getElementById("announcer");
+      if (region) region.textContent = "Copied the token to the clipboard.";
+    };
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(field.value).then(done, function () { document.execCommand("copy") && done(); });
     } else if (document.execCommand("copy")) {
@@ -58,6 +65,31 @@
   });
   document.addEventListener("focusin", function (event) {
     if (event.target.matches("[data-select-on-focus]")) event.target.select();
+  });
+
+  // Paging a list swaps the list with its pager, and the link that had the focus goes with it: the
+  // focus would fall back to the top of the page. It goes to the same link of the new pager ("Older →"
+  // again), or, on the last page, to the page count, which says where the reader now is.
+  var paged = null; // the pager link that had the focus when it asked for its page, and its words
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var link = event.detail.elt;
+    if (link && link.closest && link.closest(".pager") && link === document.activeElement) {
+      paged = { link: link, text: link.textContent.trim() };
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var config = event.detail.requestConfig;
+    if (!paged || !config || config.elt !== paged.link) return; // another part (a poll) settled meanwhile
+    var text = paged.text;
+    paged = null;
+    if (document.activeElement && document.activeElement !== document.body) return;
+    var pager = document.querySelector(".pager");
+    if (!pager) return;
+    var same = Array.prototype.filter.call(pager.querySelectorAll("a"), function (a) { return a.textContent.trim() === text; })[0];
+    var target = same || pager.querySelector("[data-page-count]");
+    if (!target) return;
+    if (!same) target.setAttribute("tabindex", "-1");
+    target.focus();
   });
 
   function ready(root) {

@@ -48,8 +48,11 @@
   function setOffline(what) {
     var banner = document.getElementById("offline-banner");
     if (!banner) return;
+    // The banner is an alert: any change inside it is read out again. Each failed poll (every part,
+    // every few seconds) calls this, so it writes only what is new.
     if (!offline) banner.querySelector("[data-offline-since]").textContent = clock(lastHeard);
-    banner.querySelector("[data-offline-what]").textContent = what;
+    var said = banner.querySelector("[data-offline-what]");
+    if (said.textContent !== what) said.textContent = what;
     banner.hidden = false;
     offline = true;
     tick();

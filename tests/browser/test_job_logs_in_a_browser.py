@@ -44,7 +44,7 @@ def test_the_failure_page_shows_the_failing_replica_its_lines_and_a_download(log
     expect(page.locator(".facts")).to_contain_text("claim datasets at /data, read-only")
     shot(page, "job-failed-logs")
     with page.expect_download() as download:
-        failing.locator("a[download]").click()
+        page.locator(".replica-log-item").filter(has=failing).locator("a[download]").click()  # beside its summary, not in it
     assert download.value.suggested_filename.startswith(f"probe-{failed_job.pk}-worker-")
 
 
