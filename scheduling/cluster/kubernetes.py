@@ -412,21 +412,24 @@ def job_phase(kind: kinds.JobKind, obj: dict, *, running_pods: int = 0) -> tuple
 
 
 def _owning_job(pod: dict) -> str:
-    """The uid of the job object that controls the pod (its ownerReference of a job kind); "" when
-    none does (a TrainJob's pods belong to its JobSet's Jobs): such a pod goes by its label alone.
+    """The uid of the job object that controls the pod; "" when none does (a TrainJob's pods belong to
+    its JobSet's Jobs): such a pod goes by its label alone.
 
     The uid, not the name: a job deleted and created again under its deterministic name is another
     object, and the pods of the deleted one, still terminating, are not the new one's."""
-    job_kinds = kinds.names()
-    return next((ref.get("uid", "") for ref in pod["metadata"].get("ownerReferences") or ()
-                 if ref.get("controller") and ref.get("kind") in job_kinds), "")  # fmt: skip
+    return _controller(pod).get("uid", "")
 
 
 def _controller_name(pod: dict) -> str:
-    """The name of the job object that controls the pod (its ownerReference of a job kind); "" when none does."""
+    """The name of the job object that controls the pod; "" when none does."""
+    return _controller(pod).get("name", "")
+
+
+def _controller(pod: dict) -> dict:
+    """The pod's ownerReference to the job object that controls it (one of a job kind); {} when none does."""
     job_kinds = kinds.names()
-    return next((ref.get("name", "") for ref in pod["metadata"].get("ownerReferences") or ()
-                 if ref.get("controller") and ref.get("kind") in job_kinds), "")  # fmt: skip
+    return next((ref for ref in pod["metadata"].get("ownerReferences") or ()
+                 if ref.get("controller") and ref.get("kind") in job_kinds), {})  # fmt: skip
 
 
 def _keys_of_job(key: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
