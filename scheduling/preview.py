@@ -29,6 +29,7 @@ from scheduling.snapshot import (
 )
 from tenants.models import PriorityTier, Team
 
+# Not of digits alone, so R3 puts it after the jobs queued in the same second (`id_order`): it is the newest.
 PREVIEW_ID = "preview"
 
 

@@ -14,20 +14,20 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from .model import PendingJob, Tier
+from .model import PendingJob, Tier, id_order
 from .quota import Quota
 
 
-def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> tuple[int, int, str]:
+def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> tuple[int, int, tuple[bool, int, str]]:
     """Returns the R3 sort key of a pending job."""
-    return (-tiers[job.tier].value, job.queued, job.id)
+    return (-tiers[job.tier].value, job.queued, id_order(job.id))
 
 
 def r3_sorted(jobs: list[PendingJob], tiers: dict[str, Tier]) -> list[PendingJob]:
     """Returns `jobs` in R3 order (the keys of `r3_key`, built inline: the
     cycle sorts its whole queue)."""
     value = {name: -tier.value for name, tier in tiers.items()}
-    keyed = [(value[job.tier], job.queued, job.id, job) for job in jobs]
+    keyed = [(value[job.tier], job.queued, id_order(job.id), job) for job in jobs]
     keyed.sort()  # ids are unique: the job itself is never compared
     return [k[3] for k in keyed]
 

@@ -143,7 +143,7 @@ class _Search:
         self.guard_since = now - settings.min_runtime_before_preemption
         self._own: Held | list[Holder] | None = None  # see own
         self.own_at = 0
-        self.heap: list[tuple[tuple[int, int, str], str, int]] | None = None
+        self.heap: list[tuple[tuple[int, int, tuple[bool, int, str]], str, int]] | None = None
         self.reclaims = True  # see upper_bound
         self.capacity: Capacity | None = None  # see count_room
         # The candidates counted as gone, which the state still holds:

@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from .demand import Demand, Vector, add_to, per_node_usage
-from .model import RunningJob, Snapshot, Tier
+from .model import RunningJob, Snapshot, Tier, id_order
 from .placement import Placement, usage_on_nodes
 from .quota import Quota
 from .room import Room
@@ -41,7 +41,7 @@ class Holder:
     on_nodes: dict[int, Vector]
     # The R8 order within a group: lower tier, least unsaved work (the most
     # recent checkpoint, else start), id.
-    key: tuple[int, int, str]
+    key: tuple[int, int, tuple[bool, int, str]]
     fresh: bool = False
     taken: bool = False
     end: int | None = None
@@ -54,7 +54,7 @@ class Holder:
            saved: int | None = None, kind: int | None = None) -> Holder:
         """Returns a holder with its victim order key; `saved` is its last
         reported checkpoint, if any."""
-        key = (tier.value if tier else 0, -(started if saved is None else saved), id)
+        key = (tier.value if tier else 0, -(started if saved is None else saved), id_order(id))
         return cls(id, team, tier, started, usage, on_nodes, key, fresh, False, end, kind)
 
     @property
@@ -265,7 +265,7 @@ class State:
             tier = tiers.get(job.tier) if job.tier else None
             saved = job.checkpointed
             keyed.append(((tier.value if tier else 0, -(job.started if saved is None else saved),
-                           job.id), job))
+                           id_order(job.id)), job))
         keyed.sort(key=itemgetter(0))  # ids are unique: jobs are never compared
         return Held(self._holder, [job for _, job in keyed])
 
