@@ -90,6 +90,7 @@ class SimulatedCluster:
                 return  # deleted by its owner: reconcile cancels it in Gangway
             simulated_outside.admitted(job)
         with transaction.atomic():
+            _lock_unfinished()
             # get_or_create: a reconcile and a cycle in two workers may create the same job at once; the
             # second finds the first's row (a 409 from the real API server), never a duplicate-key error.
             existing, created = SimJob.objects.select_for_update().get_or_create(job_id=job.job_id, defaults=dict(
@@ -111,6 +112,7 @@ class SimulatedCluster:
         if job.adopted:
             simulated_outside.suspended(job)
         with transaction.atomic():
+            _lock_unfinished()
             sim = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
             if sim is None or sim.suspended or sim.finished_at:
                 return
@@ -122,7 +124,9 @@ class SimulatedCluster:
 
     def delete_job(self, namespace: str, name: str, kind: str) -> None:
         """Delete the job of that kind and name; one of another kind is left alone, a missing one is success."""
-        SimJob.objects.filter(namespace=namespace, name=name, kind=kind).delete()
+        with transaction.atomic():
+            _lock_unfinished()
+            SimJob.objects.filter(namespace=namespace, name=name, kind=kind).delete()
         self.advance()
 
     def claims(self, namespace: str) -> list[ClaimInfo]:
@@ -162,7 +166,7 @@ class SimulatedCluster:
         """End the jobs whose time is up, then start, in creation order, the jobs that now fit."""
         now = self.clock()
         with transaction.atomic():
-            jobs = list(SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id"))
+            jobs = _lock_unfinished()
             for job in jobs:
                 if job.started_at and job.progress + (now - job.started_at).total_seconds() >= job.duration:
                     done = job.started_at + timedelta(seconds=job.duration - job.progress)
@@ -196,6 +200,16 @@ class SimulatedCluster:
         if job.sim_fail:
             return True
         return random.Random(self.seed * 7_919 + job.job_id).random() < self.failure_rate
+
+
+def _lock_unfinished() -> list[SimJob]:
+    """Locks every unfinished simulated job, in one order, and returns them in creation order.
+
+    Every write takes these locks first, and holds them to the end of the caller's transaction: a
+    write that locked its own job first and the others later, as `advance` does, could deadlock
+    with another transaction doing the same the other way round.
+    """
+    return list(SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id"))
 
 
 def _replicas(job: SimJob) -> list[tuple[int, int, int]]:

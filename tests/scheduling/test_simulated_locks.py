@@ -1,0 +1,54 @@
+"""Two transactions writing to the simulated cluster at once wait for each other, never deadlock (real PostgreSQL).
+
+The simulated cluster's writes run in the caller's transaction, so their row locks last until it commits: a
+cycle preempting one job while a reconcile suspends another both hold their job's row, then `advance` locks
+every unfinished job. Each write takes those locks first, in one order, so the second waits for the first.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections, transaction
+
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.models import SimJob
+from tests.scheduling.test_simulated_cluster import a_job
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_transactions_suspending_two_jobs_at_once_both_go_through(nodes, clock, monkeypatch):
+    cluster = SimulatedCluster(clock=clock, seed=1, failure_rate=0)
+    cluster.create_job(a_job(1, workers=1, duration=3600))
+    cluster.create_job(a_job(2, workers=1, duration=3600))
+    # Each suspend has taken what it locks before `advance`; both then advance together, as far as they can.
+    both_locked = threading.Barrier(2, timeout=3)
+    real_advance = SimulatedCluster.advance
+
+    def advance_together(self):
+        try:
+            both_locked.wait()
+        except threading.BrokenBarrierError:
+            pass  # the other waits for this transaction's locks: go on alone
+        real_advance(self)
+
+    monkeypatch.setattr(SimulatedCluster, "advance", advance_together)
+    errors: list[BaseException] = []
+
+    def suspend(job_id: int) -> None:
+        try:
+            with transaction.atomic():
+                cluster.suspend_job(a_job(job_id, workers=1, duration=3600))
+        except BaseException as error:  # noqa: BLE001 - the test reports it
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=suspend, args=(job_id,)) for job_id in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert sorted(SimJob.objects.filter(suspended=True).values_list("job_id", flat=True)) == [1, 2]
