@@ -40,6 +40,15 @@ def parse_gpu_types(text: str) -> list[str]:
     return names
 
 
+def parse_idempotency_key(text: str) -> str:
+    """`text` when an HTTP header can carry it as it is (printable ASCII, not only spaces); ArgumentTypeError
+    otherwise, rather than a key the server would read as none (blank) or that cannot be sent at all."""
+    if not text.strip() or not text.isascii() or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"not an idempotency key: {text[:200]!r}; use printable ASCII, "
+                                         "e.g. the CI run's id: pipeline-4711-train.")  # fmt: skip
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--url", default=os.environ.get("GANGWAY_URL"), help="Portal URL (default: $GANGWAY_URL).")
@@ -76,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--wait", action="store_true", help="Follow the job until it ends; exit 0 only on success.")
     submit.add_argument("--timeout", type=parse_duration, help="With --wait: give up after this long (exit 3), e.g. 2h.")
     submit.add_argument("--interval", type=parse_duration, default=5.0, help="With --wait: seconds between polls.")
-    submit.add_argument("--idempotency-key", help="Resubmitting with the same key returns the same job (e.g. the CI run id).")
+    submit.add_argument("--idempotency-key", type=parse_idempotency_key,
+                        help="Resubmitting with the same key returns the same job (printable ASCII, e.g. the CI "
+                        "run id).")  # fmt: skip
     submit.add_argument("--gpu-type", action="append", type=parse_gpu_types, metavar="TYPE[,TYPE...]",
                         help="GPU types the job accepts, in order of preference: repeat it or separate with commas "
                         "(--gpu-type h100 --gpu-type a100). Else the file's gpu_type, or the team's types.")  # fmt: skip

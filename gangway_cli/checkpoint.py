@@ -4,8 +4,9 @@ stop the training because the portal could not be told.
 A training script runs it with `set -e` or `check=True` as often as without, so by default every
 way of not recording the checkpoint (the portal down or slow, the token refused or expired, a pod
 started without GANGWAY_URL because the portal has no PUBLIC_URL) is a warning on standard error
-and exit 0. `--strict` gives the usual exit codes instead. The whole command takes at most about
-12 seconds: one retry, 5 seconds a request.
+and exit 0; so is the command being stopped (Ctrl-C, or the SIGTERM a pod gets when it is stopped,
+which a script that saves on SIGTERM may pass on). `--strict` gives the usual exit codes instead.
+The whole command takes at most about 12 seconds: one retry, 5 seconds a request.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from gangway_cli import exits
 from gangway_cli.client import ApiError, Client
 from gangway_cli.connection import Problem, checked_url, token_from
+from gangway_cli.signals import STOPS, code_for, word_for
 
 TIMEOUT = 5.0
 RETRIES = 1
@@ -39,6 +41,13 @@ def add_arguments(parser, env_int) -> None:
 
 def run(args) -> int:
     """Exit 0 when recorded, or (without --strict) when not, with a warning; the code of the problem with --strict."""
+    try:
+        return _report(args)
+    except STOPS as stop:
+        return _not_recorded(f"{word_for(stop)} while reporting.", code_for(stop), strict=args.strict)
+
+
+def _report(args) -> int:
     try:
         url = checked_url(args.url, allow_http=args.allow_http)
         token = token_from(args.job_token, None, env="GANGWAY_JOB_TOKEN", env_file="GANGWAY_JOB_TOKEN_FILE")

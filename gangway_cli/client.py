@@ -101,7 +101,8 @@ class Client:
         return f"{url}?{urllib.parse.urlencode(query)}" if query else url
 
     def request(self, method: str, path: str, *, data: bytes | None = None, content_type: str = "application/json",
-                query: dict | None = None, headers: dict | None = None, retry: bool | None = None) -> Response:  # fmt: skip
+                query: dict | None = None, headers: dict | None = None, retry: bool | None = None,
+                deadline: float | None = None) -> Response:  # fmt: skip
         """The server's answer; raises ApiError for 3xx/4xx/5xx, for an answer that is not JSON, and for a
         server out of reach.
 
@@ -110,6 +111,10 @@ class Client:
         short, timeouts, 429 (after its Retry-After, when that is at most `max_wait`) and 502-504,
         with jittered exponential backoff, at most `retries` times. Every attempt sends the same
         headers, so a submission's Idempotency-Key is the same on each.
+
+        With a `deadline` (a time.monotonic() value), no wait between attempts reaches past it (the
+        last error is raised instead) and each attempt's socket timeout is at most the time left
+        (a tenth of a second at the least), so the whole request ends by about then.
         """
         retry = method == "GET" if retry is None else retry
         all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", "User-Agent": USER_AGENT}
@@ -119,20 +124,22 @@ class Client:
         attempts = self.retries + 1 if retry else 1
         for attempt in range(1, attempts + 1):
             request = urllib.request.Request(self.url(path, query), data=data, method=method, headers=all_headers)
+            timeout = self.timeout if deadline is None else max(0.1, min(self.timeout, deadline - time.monotonic()))
             try:
-                with self.opener.open(request, timeout=self.timeout) as answer:
+                with self.opener.open(request, timeout=timeout) as answer:
                     status, raw, answer_headers = answer.status, answer.read(), dict(answer.headers)
             except urllib.error.HTTPError as error:
                 body = _json(_read(error))
                 if error.code in RETRY_STATUSES and attempt < attempts:
                     wait = self._wait(error.headers.get("Retry-After"), attempt)
-                    if wait is not None:
+                    if wait is not None and _in_time(wait, deadline):
                         self.sleep(wait)
                         continue
                 raise ApiError(error.code, body, self._error_text(error, body, attempt)) from None
             except (OSError, http.client.HTTPException) as error:  # refused, reset, timed out, cut short, TLS
-                if attempt < attempts and not _certificate_problem(error):
-                    self.sleep(self._backoff(attempt))
+                wait = self._backoff(attempt)
+                if attempt < attempts and not _certificate_problem(error) and _in_time(wait, deadline):
+                    self.sleep(wait)
                     continue
                 tries = f" ({attempt} attempts)" if attempt > 1 else ""
                 raise ApiError(0, None, f"Cannot reach {self.base}: {_reason(error)}{tries}.") from None
@@ -143,8 +150,9 @@ class Client:
             return Response(status, body, answer_headers)
         raise AssertionError("unreachable")
 
-    def get(self, path: str, **query) -> object:
-        return self.request("GET", path, query={k: v for k, v in query.items() if v is not None}).body
+    def get(self, path: str, *, deadline: float | None = None, **query) -> object:
+        query = {name: value for name, value in query.items() if value is not None}
+        return self.request("GET", path, query=query, deadline=deadline).body
 
     def _backoff(self, attempt: int) -> float:
         """Seconds before attempt `attempt + 1`: about 1, 2, 4, 8 s (up to BACKOFF_CAP), each between half and all of it."""
@@ -172,6 +180,11 @@ class Client:
                 return f"{said or 'Too many requests.'} ({status}{tries}{later})"
             return f"The server is unavailable ({status}{tries}){later}: {said or 'try again later.'}"
         return f"{said} ({status})" if said else status
+
+
+def _in_time(wait: float, deadline: float | None) -> bool:
+    """Whether another attempt after `wait` seconds would still start before `deadline` (None: no deadline)."""
+    return deadline is None or time.monotonic() + wait < deadline
 
 
 def _read(error: urllib.error.HTTPError) -> bytes:

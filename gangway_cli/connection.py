@@ -22,23 +22,43 @@ def allow_http_from_env() -> bool:
 
 
 def checked_url(url: str | None, *, allow_http: bool) -> str:
-    """`url` when the token may be sent there; raises Problem otherwise.
+    """`url` (stripped) when the token may be sent there; raises Problem otherwise.
 
     Plain http goes only to this machine (localhost, 127.0.0.0/8, ::1) unless `allow_http`: anywhere
     else the token would cross the network readable by anyone on the way.
     """
     if not url:
         raise Problem("no portal URL: pass --url or set GANGWAY_URL.")
-    parts = urllib.parse.urlsplit(url.strip())
-    if parts.username is not None or parts.password is not None:
+    url = url.strip()
+    parts = _split(url)
+    if parts is not None and (parts.username is not None or parts.password is not None):
         raise Problem("the portal URL holds a user name or password; give the token with GANGWAY_TOKEN or "
                       "GANGWAY_TOKEN_FILE instead.")  # fmt: skip
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Problem(f"not a portal URL: {url.strip()[:200]!r}; it starts with https:// (https://gangway.example.com).")
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Problem(f"not a portal URL: {url[:200]!r}; one reads like https://gangway.example.com or "
+                      "https://gangway.example.com:8443.")  # fmt: skip
     if parts.scheme == "http" and not allow_http and not _this_machine(parts.hostname):
         raise Problem(f"refusing to send the token over plain http to {parts.hostname}: use https://, or pass "
                       "--allow-http (GANGWAY_ALLOW_HTTP=1) on a network you trust.")  # fmt: skip
-    return url.strip()
+    return url
+
+
+def _split(url: str) -> urllib.parse.SplitResult | None:
+    """The parts of `url`, or None when no request can be sent to it: an unclosed [, a port that is not
+    a number from 1 to 65535, spaces or control characters, characters other than ASCII outside the host
+    name (which goes in its IDNA form). A mistake in the configuration, not a server to retry."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    printable = all(char.isprintable() and not char.isspace() for char in url)
+    return parts if port != 0 and printable and url.replace(parts.netloc, "", 1).isascii() else None
+
+
+def _sendable(text: str) -> bool:
+    """Whether `text` may go into a request line or header as it is: ASCII, no spaces or control characters."""
+    return text.isascii() and all(char.isprintable() and not char.isspace() for char in text)
 
 
 def _this_machine(host: str) -> bool:
@@ -67,8 +87,9 @@ def token_from(flag: str | None, flag_file: str | None, *, env: str, env_file: s
         if value is None or not value.strip():
             continue
         token = value.strip()
-        if not all(char.isprintable() and not char.isspace() for char in token):
-            raise Problem(f"the token from {where} has spaces or control characters inside it; check the secret.")
+        if not _sendable(token):
+            raise Problem(f"the token from {where} has spaces or control characters inside it, or characters "
+                          "other than ASCII; check the secret.")  # fmt: skip
         return token
     return None
 

@@ -15,7 +15,8 @@ AUTH = 4
 NOT_FOUND = 5
 REFUSED = 6
 UNAVAILABLE = 7
-INTERRUPTED = 130
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
+TERMINATED = 143  # 128 + SIGTERM: what CI expects of a step it cancelled
 
 MEANINGS = {
     OK: "success",
@@ -29,6 +30,7 @@ MEANINGS = {
     "a full queue (another 4xx)",
     UNAVAILABLE: "the server could not be reached, or still answered 5xx or 429 after retries: try again later",
     INTERRUPTED: "interrupted (Ctrl-C)",
+    TERMINATED: "terminated (SIGTERM, as when CI cancels the step)",
 }
 
 

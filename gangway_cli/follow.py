@@ -44,16 +44,18 @@ def _signature(job: dict) -> tuple:
 class Follower:
     """Polls a job every `interval` seconds until it ends or `timeout` (seconds, or None) passes.
 
-    A server out of reach or answering 5xx is waited for (a line says so, and another when it is
-    back); any other error (401, 403, 404...) ends the wait with its exit code. `job` is the job as last read.
+    The timeout bounds the whole wait: no sleep and no poll, with its retries, goes past it. A server
+    out of reach or answering 5xx is waited for (a line says so, and another when it is back); any
+    other error (401, 403, 404...) ends the wait with its exit code. `job` is the job as last read.
     """
 
     def __init__(self, client: Client, job: dict, *, interval: float, timeout: float | None, out=None, err=None,
-                 clock=time.monotonic, sleep=time.sleep):  # fmt: skip
+                 sleep=time.sleep):  # fmt: skip
         self.client, self.job, self.interval, self.timeout = client, job, interval, timeout
         self.out, self.err = out or sys.stdout, err or sys.stderr
         self.tty = self.out.isatty()
-        self.clock, self.sleep = clock, sleep
+        # The client's clock too: the deadline is handed to each poll.
+        self.clock, self.sleep = time.monotonic, sleep
         self.progress_shown = False
 
     def run(self) -> int:
@@ -74,8 +76,10 @@ class Follower:
             self._progress(job, self.clock() - started)
             wait = self.interval if deadline is None else max(0.0, min(self.interval, deadline - self.clock()))
             self.sleep(wait)
+            if deadline is not None and self.clock() >= deadline:
+                continue  # no time left for a poll: the top of the loop says so
             try:
-                job = self.job = self.client.get(f"api/v1/jobs/{job['id']}/")
+                job = self.job = self.client.get(f"api/v1/jobs/{job['id']}/", deadline=deadline)
                 if unreachable:
                     self._line("Reached the server again.")
                 unreachable = False

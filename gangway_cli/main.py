@@ -16,6 +16,7 @@ from gangway_cli.client import ApiError, Client
 from gangway_cli.connection import Problem, checked_url, token_from
 from gangway_cli.follow import Follower, describe
 from gangway_cli.logs import LogPrinter
+from gangway_cli.signals import STOPS, code_for, sigterm_raises, word_for
 
 QUEUE_PAGE = 500  # the API's largest page
 
@@ -54,8 +55,8 @@ def cmd_submit(client: Client, args) -> int:
         answer = client.request("POST", "api/v1/jobs/", data=text.encode(), content_type="application/yaml",
                                 query=query or None,
                                 headers={"Idempotency-Key": key}, retry=True)  # fmt: skip
-    except KeyboardInterrupt:
-        return fail(f"interrupted before the server answered; {again}", exits.INTERRUPTED)
+    except STOPS as stop:
+        return fail(f"{word_for(stop)} before the server answered; {again}", code_for(stop))
     except ApiError as error:
         if error.status == 400 and isinstance(error.body, dict) and "code" in error.body:
             return fail(f"Rejected: {error}", exits.JOB_FAILED)  # can never fit (R10)
@@ -76,9 +77,9 @@ def cmd_submit(client: Client, args) -> int:
                         out=sys.stderr if args.json else sys.stdout)  # fmt: skip
     try:
         code = follower.run()
-    except KeyboardInterrupt:
-        return fail(f"interrupted; job {job['id']} keeps going on the server: `gangway cancel {job['id']}` stops it.",
-                    exits.INTERRUPTED)  # fmt: skip
+    except STOPS as stop:
+        return fail(f"{word_for(stop)}; job {job['id']} keeps going on the server: `gangway cancel {job['id']}` "
+                    "stops it.", code_for(stop))  # fmt: skip
     if args.json:
         _print_json(follower.job)
     return code
@@ -115,15 +116,20 @@ def cmd_cancel(client: Client, args) -> int:
 
 
 def queued_jobs(client: Client, *, every: bool) -> tuple[list[dict], int]:
-    """The waiting jobs in queue order (the first page, or with `every` all of them) and how many wait in all."""
-    jobs: list[dict] = []
+    """The waiting jobs in queue order (the first page, or with `every` all of them) and how many wait in all.
+
+    Each job comes once: one queued ahead while the pages are read pushes the last of a page onto the
+    next, where it would come again.
+    """
+    jobs: dict[int, dict] = {}
     page_number = 1
     while True:
         page = client.get("api/v1/queue/", page_size=QUEUE_PAGE if every else 200, page=page_number)
-        jobs.extend(page["results"])
+        for waiting in page["results"]:
+            jobs.setdefault(waiting["id"], waiting)
         # Bounded by the count the first page gave, should pages keep saying there is a next one.
         if not every or not page.get("next") or not page["results"] or len(jobs) >= page["count"]:
-            return jobs, page["count"]
+            return list(jobs.values()), page["count"]
         page_number += 1
 
 
@@ -154,7 +160,7 @@ def fail(message: str, code: int) -> int:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """The exit code of one command line; ApiError and KeyboardInterrupt may escape."""
+    """The exit code of one command line; ApiError, KeyboardInterrupt and Terminated may escape."""
     args = build_parser().parse_args(argv)
     if args.command == "checkpoint":
         return checkpoint.run(args)
@@ -174,9 +180,10 @@ def run(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return run(argv)
-    except KeyboardInterrupt:
-        return fail("interrupted.", exits.INTERRUPTED)
+        with sigterm_raises():
+            return run(argv)
+    except STOPS as stop:
+        return fail(f"{word_for(stop)}.", code_for(stop))
     except BrokenPipeError:
         # Whoever read standard output stopped (`gangway logs 42 | head`): nothing to report. Standard
         # output goes to /dev/null so that Python's last flush at exit does not fail again.

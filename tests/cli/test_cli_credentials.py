@@ -32,6 +32,12 @@ def test_a_token_with_a_line_break_inside_is_refused_without_showing_it(cli, por
     assert "S3cret" not in result.out + result.err and not portal.requests
 
 
+def test_a_token_with_a_character_no_header_carries_is_refused_without_showing_it(cli, portal):
+    result = cli("status", "7", env={"GANGWAY_TOKEN": "gw_S3cret\u201cTokenValue\u201d"})  # curly quotes pasted in
+    assert result.code == 2 and "characters other than ASCII; check the secret" in result.err
+    assert "S3cret" not in result.out + result.err and not portal.requests
+
+
 @pytest.mark.parametrize("where", ["GANGWAY_TOKEN_FILE", "--token-file"])
 def test_the_token_can_come_from_a_file(cli, portal, tmp_path, where):
     path = tmp_path / "token"
@@ -72,11 +78,18 @@ def test_plain_http_to_another_host_goes_when_asked(cli):
     ("gangway.example.com", "not a portal URL: 'gangway.example.com'"),
     ("file:///etc/passwd", "not a portal URL"),
     ("https://ci:hunter2@gangway.example.com", "holds a user name or password"),
-], ids=["no scheme", "a file", "a password in it"])  # fmt: skip
-def test_a_url_that_is_not_a_portals_is_a_usage_error(cli, url, said):
+    ("http://127.0.0.1:80a", "not a portal URL: 'http://127.0.0.1:80a'"),
+    ("http://127.0.0.1:70000", "not a portal URL"),
+    ("http://[::1:8000", "not a portal URL"),
+    ("http://127.0.0.1:8000/gang way", "not a portal URL"),
+    ("http://127.0.0.1:8000/gangw\u00e4y", "not a portal URL"),
+], ids=["no scheme", "a file", "a password in it", "a port with a letter", "a port past 65535", "an unclosed [",
+        "a space", "a path other than ASCII"])  # fmt: skip
+def test_a_url_that_is_not_a_portals_is_a_usage_error(cli, fake_portal, url, said):
+    # A mistake in the configuration: said at once, not retried for seconds and reported as a server down.
     result = cli("queue", env={"GANGWAY_URL": url})
     assert result.code == 2 and said in result.err and "hunter2" not in result.err
-    assert "Traceback" not in result.err
+    assert "Traceback" not in result.err and result.waits == [] and not fake_portal.requests
 
 
 def test_a_redirect_is_not_followed(cli, fake_portal, tmp_path):

@@ -84,6 +84,17 @@ def test_a_file_that_is_not_utf8_is_a_usage_error(cli, fake_portal, tmp_path):
     assert not fake_portal.requests
 
 
+@pytest.mark.parametrize("key", ["pipeline-41\ntrain", "pipeline-41-\u00e9t\u00e9", "pipeline-41-\u20ac", "  "],
+                         ids=["a line break", "accents", "a euro sign", "only spaces"])  # fmt: skip
+def test_an_idempotency_key_no_header_carries_is_a_usage_error(cli, fake_portal, tmp_path, capsys, key):
+    # A blank key would be read by the server as none at all: retries could then make two jobs.
+    (tmp_path / "job.yaml").write_text("name: x\n")
+    with pytest.raises(SystemExit) as exit_:
+        cli("submit", str(tmp_path / "job.yaml"), "--idempotency-key", key)
+    assert exit_.value.code == 2 and not fake_portal.requests
+    assert "not an idempotency key" in capsys.readouterr().err
+
+
 def test_an_answer_that_is_not_json_names_the_url(cli, fake_portal):
     fake_portal.on("GET", "/api/v1/jobs/7/", Answer(200, b"<html>Sign in</html>", HTML))
     result = cli("status", "7")

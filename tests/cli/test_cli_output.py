@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gangway_cli import exits
 from gangway_cli.main import COMMANDS, build_parser
 from tests.cli.fake_portal import Answer, job
 
@@ -34,8 +35,13 @@ def test_the_top_level_help_lists_every_exit_code(capsys):
         build_parser().parse_args(["--help"])
     shown = capsys.readouterr().out
     for code in ("0  success", "2  a usage error", "4  the server refused the token", "5  no such job", "6  the server refused",
-                 "7  the server could not be reached", "130  interrupted"):  # fmt: skip
+                 "7  the server could not be reached", "130  interrupted", "143  terminated"):  # fmt: skip
         assert code in shown
+
+
+def test_the_readme_lists_every_exit_code():
+    readme = (CLI.parent / "README.md").read_text()
+    assert [code for code in exits.MEANINGS if f"\n| {code} | " not in readme] == []
 
 
 def test_status_submit_cancel_print_the_apis_job_with_json(cli, fake_portal, tmp_path):
@@ -81,6 +87,17 @@ def test_queue_json_is_every_waiting_job_in_order(cli, fake_portal):
     fake_portal.on("GET", "/api/v1/queue/", queue_pages)
     result = cli("queue", "--json")
     assert [waiting["id"] for waiting in json.loads(result.out)] == list(range(1, 902))
+
+
+def test_queue_json_lists_a_job_once_when_one_queued_ahead_pushes_it_onto_the_next_page(cli, fake_portal):
+    first = [job(n, position=n) for n in range(1, 501)]
+    # Read after job 1000 was queued at the head: job 500, last of the first page, now opens the second.
+    second = [job(n, position=n + 1) for n in range(500, 601)]
+    fake_portal.on("GET", "/api/v1/queue/",
+                   Answer(200, {"count": 600, "next": "http://127.0.0.1/api/v1/queue/?page=2", "results": first}),
+                   Answer(200, {"count": 601, "next": None, "results": second}))  # fmt: skip
+    result = cli("queue", "--json")
+    assert [waiting["id"] for waiting in json.loads(result.out)] == list(range(1, 601))
 
 
 def test_queue_without_a_team_shows_the_first_page_and_how_many_more(cli, fake_portal):
