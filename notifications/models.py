@@ -118,9 +118,15 @@ class Delivery(models.Model):
             # A retried notify task finds the deliveries it made before instead of sending twice.
             models.UniqueConstraint(fields=["event", "channel", "target"], name="delivery_once_per_target"),
         ]
-        # `notify` asks, for each delivery it makes, whether another to the same receiver came just before
-        # (`services.gathering_wait`): one look in an index, however many deliveries were ever recorded.
-        indexes = [models.Index(fields=["target", "channel", "created_at"], name="delivery_to_receiver")]
+        indexes = [
+            # `notify` asks, for each delivery it makes, whether another to the same receiver came just before
+            # (`services.gathering_wait`): one look in an index, however many deliveries were ever recorded.
+            models.Index(fields=["target", "channel", "created_at"], name="delivery_to_receiver"),
+            # The settings page's latest deliveries (`selectors.recent_deliveries`): a person's, newest first,
+            # and the webhooks', newest first; beat's pruning reads the second from the oldest end.
+            models.Index(fields=["user", "-created_at", "-id"], name="delivery_to_person"),
+            models.Index(fields=["channel", "-created_at", "-id"], name="delivery_by_channel"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.channel} to {self.target}: {self.state}"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from notifications.models import Delivery, Subscription
 from tenants import permissions
 from tenants.models import Team
+
+NEWEST = ("-created_at", "-id")
 
 
 def subscriptions_of(user) -> QuerySet[Subscription]:
@@ -19,9 +21,20 @@ def led_teams(user) -> QuerySet[Team]:
 
 
 def recent_deliveries(user, limit: int = 20) -> QuerySet[Delivery]:
-    """The latest messages sent to the user, or to the webhooks of teams they lead."""
-    return (
-        Delivery.objects.filter(Q(user=user) | Q(channel=Delivery.Channel.WEBHOOK, job__team__in=led_teams(user)))
-        .select_related("job", "event")
-        .order_by("-created_at", "-id")[:limit]
-    )
+    """Returns the latest `limit` messages sent to the user, or to the webhooks of teams they lead, newest
+    first, with their jobs and events; empty when none was sent.
+
+    Read as the newest `limit` of each kind from its index, joined in one UNION: the person's
+    (`delivery_to_person`), and the webhooks' (`delivery_by_channel`, each one's job read by its key for
+    its team). Asked as one filter (the person's OR a led team's webhook), PostgreSQL could use neither
+    index: it read every delivery and every job and sorted them, 60-130 ms at 205,000 jobs. The led
+    teams are read first, as ids, so that the plan knows how many jobs they hold; a person who leads
+    none reads their own only.
+    """
+    kinds = [Delivery.objects.filter(user=user)]
+    led = list(permissions.led_teams(user).values_list("pk", flat=True))
+    if led:
+        kinds.append(Delivery.objects.filter(channel=Delivery.Channel.WEBHOOK, job__team__in=led))
+    first, *others = [kind.order_by(*NEWEST).values("pk")[:limit] for kind in kinds]
+    latest = first.union(*others) if others else first
+    return Delivery.objects.filter(pk__in=latest).select_related("job", "event").order_by(*NEWEST)[:limit]

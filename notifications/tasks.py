@@ -9,7 +9,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from jobs.models import JobEvent
-from notifications import services
+from notifications import retention, services
 from notifications.models import Delivery, PendingEvent
 
 log = logging.getLogger("gangway.notifications")
@@ -99,3 +99,13 @@ def resend_lost() -> int:
     for event_id in events:
         notify.delay(event_id)
     return len(lost) + len(events)
+
+
+@shared_task(name="notifications.prune_deliveries", ignore_result=True)
+def prune_deliveries() -> int:
+    """Deletes the records of deliveries sent or failed longer than DELIVERY_RETENTION ago
+    (`retention.deliveries_prune`); returns how many went. Beat runs it every hour."""
+    deleted = retention.deliveries_prune(now=timezone.now())
+    if deleted:
+        log.info("deleted %d deliveries sent or failed longer than DELIVERY_RETENTION ago", deleted)
+    return deleted

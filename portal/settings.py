@@ -143,6 +143,13 @@ PUBLIC_URL = env.text("PUBLIC_URL", "").rstrip("/")
 # A delivery made this soon after another to the same receiver waits this long, so a burst goes out as one digest.
 NOTIFY_BATCH_SECONDS = env.integer("NOTIFY_BATCH_SECONDS", 10, minimum=0)
 JOB_TOKEN_MAX_AGE = env.integer("JOB_TOKEN_MAX_AGE", 2592000, minimum=60)  # 30 days
+# How long the record of a notification sent or failed (Delivery) is kept; then beat's prune_deliveries deletes
+# it, the job's events staying. 0: kept for good. Not under a day: a notify run again within a day (resend_lost)
+# finds by its record that a message went out, and tells nobody twice.
+DELIVERY_RETENTION = env.integer("DELIVERY_RETENTION", 2592000, minimum=0)  # 30 days
+if 0 < DELIVERY_RETENTION < 86400:
+    raise ImproperlyConfigured(f"DELIVERY_RETENTION must be 0 (keep every delivery) or at least 86400 (a day), "
+                               f"got {DELIVERY_RETENTION}.")  # fmt: skip
 # Webhooks go to https URLs only, unless this is on (the demo, and tests with a local receiver).
 WEBHOOK_ALLOW_HTTP = env.flag("WEBHOOK_ALLOW_HTTP", DEBUG)
 WEBHOOK_ALLOW_PRIVATE = env.flag("WEBHOOK_ALLOW_PRIVATE", DEBUG)  # notifications/outbound.py
@@ -197,6 +204,9 @@ DEFAULT_RUNTIME = env.integer("DEFAULT_RUNTIME", 86400, minimum=1)
 # logs the job page shows) before reconcile deletes it; 0: kept until someone deletes it. Every cycle
 # and every reconcile lists every object the cluster keeps (scheduling.reconcile._delete_expired).
 ENDED_JOB_RETENTION = env.integer("ENDED_JOB_RETENTION", 604800, minimum=0)  # 7 days
+# How long the admission cycles' rows and the teams' GPU usage samples are kept; each cycle deletes older ones
+# (scheduling.records). At least a day: the team page's chart shows the last 24 h of samples.
+CYCLE_RETENTION = env.integer("CYCLE_RETENTION", 604800, minimum=86400)  # 7 days
 # Queued jobs a team may have before a submission is refused (jobs.services.job_submit); 0: no cap.
 # Every queued job is planned in every admission cycle, so one team's backlog slows every team's.
 MAX_QUEUED_PER_TEAM = env.integer("MAX_QUEUED_PER_TEAM", 1000)
@@ -217,6 +227,8 @@ CELERY_BEAT_SCHEDULE = {
     "sync-tenants": {"task": "gangway.sync_tenants", "schedule": 300.0},
     # Notifications no task will run: a worker died, or the broker refused the task (notifications.tasks.resend_lost).
     "resend-lost-notifications": {"task": "notifications.resend_lost", "schedule": 300.0},
+    # Deliveries sent or failed longer than DELIVERY_RETENTION ago (notifications.tasks.prune_deliveries).
+    "prune-deliveries": {"task": "notifications.prune_deliveries", "schedule": 3600.0},
 }
 if DEMO_TRAFFIC:
     CELERY_BEAT_SCHEDULE["demo-traffic"] = {"task": "gangway.demo_traffic", "schedule": float(DEMO_TRAFFIC)}

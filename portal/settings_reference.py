@@ -97,6 +97,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ENDED_JOB_RETENTION", 604800, "How long the cluster keeps a job's object and pods (its logs) once the "
             "job ended; then reconcile deletes them, its record and events staying in Gangway. Objects of jobs "
             "adopted from elsewhere are their owners'. 0: kept until deleted by hand.", unit="s"),
+    Setting("CYCLE_RETENTION", 604800, "How long the admission cycles' rows and the teams' GPU usage samples are "
+            "kept; each cycle deletes older ones (`/metrics` goes on counting the cycles deleted). At least 86400: "
+            "the team page's chart shows the last 24 h.", unit="s"),
     # -- Simulated cluster and demo ------------------------------------------------
     Setting("SIM_DEFAULT_DURATION", 180, "How long a simulated job runs unless it says otherwise.", unit="s"),
     Setting("SIM_FAILURE_RATE", "0", "Share of simulated jobs that fail, 0 to 1.", shown="0"),
@@ -142,6 +145,10 @@ SETTINGS: tuple[Setting, ...] = (
             "digest; a lone one goes at once. 0: nothing waits.", unit="s"),
     Setting("JOB_TOKEN_MAX_AGE", 2592000, "How long the token a job's pods get (GANGWAY_JOB_TOKEN, to report "
             "checkpoints) stays valid; pods get GANGWAY_URL and the token only when PUBLIC_URL is set.", unit="s"),
+    Setting("DELIVERY_RETENTION", 2592000, "How long the record of a notification sent or failed is kept (the "
+            "notifications page lists the latest); then beat deletes it, the job's events staying. One pending or "
+            "waiting for a retry is kept. 0: kept for good; else at least 86400, so that a notification worked out "
+            "again within a day finds it went out and tells nobody twice.", unit="s"),
     Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),
     Setting("WEBHOOK_ALLOW_PRIVATE", COMPUTED, "Let team webhooks post to loopback, private and link-local "
             "addresses (off: refused when saved and when sent, and posts go straight to the receiver, never "

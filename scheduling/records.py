@@ -25,7 +25,6 @@ from tenants.models import Team
 
 log = logging.getLogger("gangway.admission")
 SAMPLE_EVERY = timedelta(seconds=60)
-CYCLE_RETENTION = timedelta(days=7)
 # Upper bounds (seconds) of the cycle duration histogram's buckets.
 CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -61,10 +60,15 @@ def _counts(cycles: QuerySet[Cycle]) -> tuple[int, float, list[int]]:
     return rows["total"], rows["seconds"] or 0.0, [rows[f"le_{i}"] for i in range(len(CYCLE_BUCKETS))]
 
 
+def cycle_retention() -> timedelta:
+    """Returns how long cycle rows and usage samples are kept: the CYCLE_RETENTION setting."""
+    return timedelta(seconds=settings.CYCLE_RETENTION)
+
+
 def prune_cycles(now: datetime) -> int:
     """Deletes the Cycle rows older than CYCLE_RETENTION, adding them to the
     totals first (one transaction); returns how many went."""
-    old = Cycle.objects.filter(started_at__lt=now - CYCLE_RETENTION)
+    old = Cycle.objects.filter(started_at__lt=now - cycle_retention())
     if not old.exists():
         return 0
     with transaction.atomic():
@@ -206,7 +210,8 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
 def usage_sample(now: datetime) -> None:
     """A GPU usage sample per team, at most one a minute, for the team page's chart: the
     figures the latest plan gave (`latest_gpu_usage`), so the chart agrees with every other page.
-    On a cluster with GPU types, one more sample per team and type (`gpu_type`) beside the total."""
+    On a cluster with GPU types, one more sample per team and type (`gpu_type`) beside the total.
+    Samples older than CYCLE_RETENTION are deleted."""
     latest = UsageSample.objects.order_by("-at").values_list("at", flat=True).first()
     if latest and now - latest < SAMPLE_EVERY:
         return
@@ -218,7 +223,7 @@ def usage_sample(now: datetime) -> None:
         for slug, team in figures.items() if slug in teams
         for of in (team, *team.get("by_type", ()))
     )  # fmt: skip
-    UsageSample.objects.filter(at__lt=now - timedelta(days=7)).delete()
+    UsageSample.objects.filter(at__lt=now - cycle_retention()).delete()
 
 
 _MOMENT = re.compile(r"\bt=(\d+)")

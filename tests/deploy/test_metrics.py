@@ -78,10 +78,10 @@ def test_pruning_old_cycles_keeps_the_histogram_cumulative(client):
     from django.utils import timezone
 
     from scheduling.models import Cycle
-    from scheduling.records import CYCLE_RETENTION, prune_cycles
+    from scheduling.records import cycle_retention, prune_cycles
 
     now = timezone.now()
-    old = now - CYCLE_RETENTION - timedelta(hours=1)
+    old = now - cycle_retention() - timedelta(hours=1)
     for k, duration in enumerate((0.02, 0.3, 4.0)):
         Cycle.objects.create(started_at=old + timedelta(seconds=k), duration=duration)
     Cycle.objects.create(started_at=now, duration=0.07)
@@ -148,10 +148,10 @@ def test_it_counts_failed_cycles_pruned_ones_included(client):
     from django.utils import timezone
 
     from scheduling.models import Cycle
-    from scheduling.records import CYCLE_RETENTION, prune_cycles
+    from scheduling.records import cycle_retention, prune_cycles
 
     now = timezone.now()
-    Cycle.objects.create(started_at=now - CYCLE_RETENTION - timedelta(hours=1), duration=0.1, failed=True, error="x")
+    Cycle.objects.create(started_at=now - cycle_retention() - timedelta(hours=1), duration=0.1, failed=True, error="x")
     Cycle.objects.create(started_at=now, duration=0.1, failed=True, error="y")
     Cycle.objects.create(started_at=now, duration=0.1)
     assert scrape(client)[("gangway_cycle_failures_total", ())] == 2

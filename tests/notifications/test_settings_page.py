@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from jobs.models import JobEvent
 from notifications import outbound
 from notifications.models import Delivery, Subscription, TeamWebhook
 
@@ -127,3 +130,33 @@ def test_each_delivery_of_a_digest_is_listed_saying_it_went_out_in_one(login, ow
     body = login(owner).get(URL).content.decode()
     assert all(f"trial-{i} #{job.pk}" in body for i, job in enumerate(jobs))
     assert body.count("in a digest of 3") == 3 and "in a digest of 1" not in body
+
+
+def test_the_page_lists_the_newest_20_of_the_persons_messages_and_of_the_webhooks_of_the_teams_they_lead(
+        login, lead, owner, outsider, staff, submit, vision):
+    job, other = submit(), submit(team=vision, user=outsider)
+    now = timezone.now()
+
+    def sent(job, channel, target, user, minutes_ago) -> int:
+        event = JobEvent.objects.create(job=job, kind=JobEvent.Kind.FAILED, message="Failed: boom")
+        delivery = Delivery.objects.create(event=event, job=job, channel=channel, target=target, user=user,
+                                           state="sent")  # fmt: skip
+        Delivery.objects.filter(pk=delivery.pk).update(created_at=now - timedelta(minutes=minutes_ago))
+        return delivery.pk
+
+    to_lead = [sent(job, "email", "lead@example.com", lead, m) for m in range(0, 30, 2)]
+    maps_hook = [sent(job, "webhook", "https://hooks.example.com/maps", None, m) for m in range(1, 30, 2)]
+    vision_hook = [sent(other, "webhook", "https://hooks.example.com/vision", None, m) for m in range(10)]
+    to_owner = [sent(job, "email", "owner@example.com", owner, m) for m in range(3)]
+
+    def listed(user) -> list[int]:
+        return [delivery.pk for delivery in login(user).get(URL).context["deliveries"]]
+
+    def newest(*pks) -> list[int]:
+        latest = Delivery.objects.filter(pk__in=pks).order_by("-created_at", "-id")
+        return list(latest.values_list("pk", flat=True)[:20])
+
+    assert listed(lead) == newest(*to_lead, *maps_hook)
+    assert listed(staff) == newest(*maps_hook, *vision_hook)  # staff lead every team
+    assert listed(owner) == to_owner  # a member who leads no team: their own only
+    assert listed(outsider) == []

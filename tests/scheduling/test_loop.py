@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
 from scheduling.cluster.base import ClusterUnavailable
-from scheduling.models import ClusterNode, Cycle, CycleTotals, SimJob
+from scheduling.models import ClusterNode, Cycle, CycleTotals, SimJob, UsageSample
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 
@@ -219,12 +219,24 @@ def test_the_cycle_mirrors_nodes_and_records_itself(submit, cycle):
 
 
 def test_the_cycle_prunes_cycle_rows_past_the_retention(cycle, clock):
-    from scheduling.records import CYCLE_RETENTION
-
     cycle()
-    clock.tick(int(CYCLE_RETENTION.total_seconds()) + 60)
+    clock.tick(604800 + 60)  # CYCLE_RETENTION's default, 7 days
     cycle()
     assert Cycle.objects.count() == 1
+    assert CycleTotals.objects.get().cycles == 1
+
+
+@override_settings(CYCLE_RETENTION=2 * 86400)
+def test_cycle_rows_and_usage_samples_are_kept_as_long_as_cycle_retention_says(submit, cycle, clock):
+    submit()
+    started = []
+    for _ in range(3):
+        started.append(clock())
+        cycle()
+        clock.tick(86400 + 60)
+    # The third cycle ran 2 days and 2 min after the first, and 1 day and 1 min after the second.
+    assert list(Cycle.objects.order_by("started_at").values_list("started_at", flat=True)) == started[1:]
+    assert sorted(set(UsageSample.objects.values_list("at", flat=True))) == started[1:]
     assert CycleTotals.objects.get().cycles == 1
 
 
