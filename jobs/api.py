@@ -36,7 +36,7 @@ from jobs.serializers import (
     SubmittedJobSerializer,
 )
 from jobs.services import (
-    IdempotencyConflict, NeverFits, NotRunning, QueueFull, job_cancel, job_checkpoint, job_submit,
+    IdempotencyConflict, KatibTrial, NeverFits, NotRunning, QueueFull, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
 from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, recent_logs
@@ -255,7 +255,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
     @extend_schema(
         summary="Cancel a job", request=None, tags=["jobs"],
         description="A queued job is cancelled at once; an admitted or running one stops at the next reconcile "
-        "(state `cancelling`). Cancelling a cancelled job changes nothing; a finished one answers 409.",
+        "(state `cancelling`). Cancelling a cancelled job changes nothing; a finished one answers 409, as does "
+        "an open trial of a Katib sweep, which Katib stops (delete its trial there).",
         responses={200: JobSerializer, 403: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR),
                    409: OpenApiResponse(ERROR)},
     )  # fmt: skip
@@ -270,7 +271,10 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         if job.state in (Job.State.SUCCEEDED, Job.State.FAILED, Job.State.REJECTED):
             return Response({"detail": f"Job {job.name} (#{job.pk}) already ended ({job.state}); nothing to cancel."},
                             status.HTTP_409_CONFLICT)  # fmt: skip
-        job = job_cancel(job=job, actor=person, via=caller_name(request))
+        try:
+            job = job_cancel(job=job, actor=person, via=caller_name(request))
+        except KatibTrial as error:
+            return Response({"detail": str(error)}, status.HTTP_409_CONFLICT)
         job = self.get_queryset().get(pk=job.pk)
         return Response(self.get_serializer(job).data)
 

@@ -162,6 +162,12 @@ class Job(models.Model):
         """Created elsewhere and adopted: Gangway suspends and resumes it, never deletes it."""
         return bool(self.cluster_uid)
 
+    @property
+    def is_trial(self) -> bool:
+        """A trial of a Katib sweep: Katib creates and stops it, so Gangway neither cancels nor copies it
+        (`services.KatibTrial`)."""
+        return self.sweep_id is not None
+
     def get_absolute_url(self) -> str:
         from django.urls import reverse
 

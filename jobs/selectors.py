@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce
 from django.http import Http404
@@ -84,6 +86,56 @@ def sweeps_for(user, *, team=None, open_only: bool = False, open_first: bool = F
     if open_first:
         ended = Case(When(Q(running__gt=0) | Q(waiting__gt=0), then=Value(False)), default=Value(True))
         sweeps = sweeps.order_by(ended, "-created_at", "-id")
+    return sweeps
+
+
+def get_sweep_for_user(user, sweep_id: int) -> Sweep:
+    """The sweep with its counts (`sweeps_for`), or Http404 when it does not exist or belongs to a team the
+    user is not in (another team's sweep answers 404, never 403, as its jobs do)."""
+    sweep = sweeps_for(user).filter(pk=sweep_id).first()
+    if sweep is None:
+        raise Http404("No such sweep.")
+    return sweep
+
+
+def trials_of(user, sweep: Sweep) -> QuerySet[Job]:
+    """The trials of `sweep` the user may see: those holding GPUs first, then the waiting ones in queue
+    order, then the ended ones, the latest to end first."""
+    where = Case(When(state__in=SWEEP_HOLDING, then=Value(0)), When(state=Job.State.QUEUED, then=Value(1)),
+                 default=Value(2))  # fmt: skip
+    return jobs_for(user).filter(sweep=sweep).order_by(
+        where, F("position").asc(nulls_last=True), "-tier__value", F("finished_at").desc(nulls_last=True),
+        "queued_at", "id",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SweepWait:
+    """Waiting trials of a sweep that wait for one reason: how many, and the first of them in queue order,
+    with the sentence the last admission cycle gave it (`Job.reason`, its numbers as that trial saw them)."""
+
+    code: str
+    trials: int
+    first: int  # the job id of the first of them in queue order
+    reason: str
+
+
+def with_waits(sweeps: list[Sweep]) -> list[Sweep]:
+    """Returns `sweeps`, each given `waits`: why its waiting trials wait, one SweepWait per reason code, in
+    the queue order of each code's first trial (the first is why its next trial has not started: held by
+    the sweep's cap, or offered and waiting for quota or room); empty for a sweep with none waiting.
+
+    Read from the reasons each cycle stores on its jobs, never worked out again here. One query for all
+    of `sweeps`, over their waiting trials' ids and reasons.
+    """
+    waiting = in_queue_order(Job.objects.filter(sweep__in=[sweep.pk for sweep in sweeps]))
+    groups: dict[int, dict[str, list]] = {sweep.pk: {} for sweep in sweeps}
+    for sweep_id, pk, code, reason in waiting.values_list("sweep_id", "pk", "reason_code", "reason").iterator():
+        group = groups[sweep_id].setdefault(code, [0, pk, reason])
+        group[0] += 1
+    for sweep in sweeps:
+        sweep.waits = [SweepWait(code, trials, first, reason)
+                       for code, (trials, first, reason) in groups[sweep.pk].items()]  # fmt: skip
     return sweeps
 
 

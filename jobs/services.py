@@ -56,6 +56,31 @@ class QueueFull(Exception):
                          "wait for some to start or cancel some.")  # fmt: skip
 
 
+class KatibTrial(Exception):
+    """The job is a trial of a Katib sweep, which Katib creates and stops: a cancel here would leave
+    its Trial waiting on a suspended job for good, and a copy would run outside its experiment."""
+
+    CANCEL, RESUBMIT = "cancel", "resubmit"
+
+    def __init__(self, job: Job, action: str):
+        self.job, self.action = job, action
+        trial = f"{job.name} (#{job.pk}) is trial {job.cluster_name} of Katib experiment {job.sweep.experiment}"
+        if action == self.CANCEL:
+            said = (f"{trial}, and Katib stops its trials: delete the trial in Katib (kubectl delete trial "
+                    f"{job.cluster_name} -n {job.team.slug}) and Gangway ends this job once its trial is gone.")
+        else:
+            said = (f"{trial}, and Katib creates its trials: a copy submitted here would run outside the "
+                    "experiment; to run more trials, raise the experiment's maxTrialCount.")
+        super().__init__(said)
+
+
+def refuse_if_trial(job: Job, action: str) -> None:
+    """Raises KatibTrial when `job` is a trial of a Katib sweep, which Gangway neither cancels nor copies
+    (`action`: KatibTrial.CANCEL or KatibTrial.RESUBMIT); returns nothing for any other job."""
+    if job.is_trial:
+        raise KatibTrial(job, action)
+
+
 def spec_digest(spec: JobSpec) -> str:
     return hashlib.sha256(json.dumps(spec_to_data(spec), sort_keys=True).encode()).hexdigest()
 
@@ -238,13 +263,15 @@ def _same_or_conflict(job: Job, digest: str) -> Job:
 def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
     """Ask for the job to stop. A queued job is cancelled at once; others stop in the next reconcile.
 
-    Returns the job, unchanged when it has already ended or is being cancelled.
+    Returns the job, unchanged when it has already ended or is being cancelled. Raises KatibTrial, and
+    changes nothing, for an open trial of a Katib sweep: Katib stops it (reconcile ends it here then).
     """
     who = actor or via or "an operator"
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
         if not job.cancellable:
             return job
+        refuse_if_trial(job, KatibTrial.CANCEL)
         was_queued = job.state == Job.State.QUEUED
         transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor)
         if was_queued:

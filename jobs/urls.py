@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import views
+from jobs import sweep_views, views
 
 app_name = "jobs"
 urlpatterns = [
@@ -12,4 +12,5 @@ urlpatterns = [
     path("<int:job_id>/cancel/", views.cancel, name="cancel"),
     path("<int:job_id>/logs/", views.logs, name="logs"),
     path("<int:job_id>/logs/<slug:replica>.log", views.log_download, name="log-download"),
+    path("sweeps/<int:sweep_id>/", sweep_views.sweep_detail, name="sweep"),
 ]

@@ -21,8 +21,8 @@ from jobs.forms import JobForm, bind, replica_formset, submission_key
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
-    IdempotencyConflict, NeverFits, QueueFull, counted_spec, gpu_type_problem, job_cancel, job_check, job_submit,
-    spec_digest,
+    IdempotencyConflict, KatibTrial, NeverFits, QueueFull, counted_spec, gpu_type_problem, job_cancel, job_check,
+    job_submit, refuse_if_trial, spec_digest,
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
@@ -116,7 +116,11 @@ def submit(request):
     initial, rows = {"team": request.GET.get("team", ""), "gpu_type": request.GET.getlist("gpu_type")}, None
     if request.GET.get("from", "").isdigit():
         source = _get_job(request, int(request.GET["from"]))
-        initial, rows = initial_from_job(source)
+        try:
+            refuse_if_trial(source, KatibTrial.RESUBMIT)
+            initial, rows = initial_from_job(source)
+        except KatibTrial as error:  # the form opens empty, saying why
+            messages.error(request, str(error))
     form = JobForm(initial=initial, teams=teams, offers=gpu_type_offers)
     formset = replica_formset(initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
     if request.htmx and request.headers.get("HX-Target") == "tier-field":
@@ -221,7 +225,7 @@ def detail(request, job_id: int):
     """The job page; the polled `live` fragment answers 304 while the job and its events are unchanged,
     and 286 once the job has ended, which stops polling."""
     job = _get_job(request, job_id)
-    cancellable = can_cancel_now(request.user, job)
+    cancellable = can_cancel_now(request.user, job) and not job.is_trial  # Katib stops its trials (KatibTrial)
     expected = None if job.is_terminal else expected_runtime_of(job)
     etag = fingerprint(request, "job", job.pk, job.state, job.updated_at, job.position, job.team_position, job.eta,
                        job.reason, job.reservation, job.checkpointed_at, job.preemption_count, job.placement,
@@ -314,7 +318,11 @@ def cancel(request, job_id: int):
     if not can_cancel(request.user, job):
         raise PermissionDenied("Only the job's owner, a lead of its team or an admin may cancel it.")
     was = job.state
-    job = job_cancel(job=job, actor=request.user)
+    try:
+        job = job_cancel(job=job, actor=request.user)
+    except KatibTrial as error:
+        messages.error(request, str(error))
+        return HttpResponseClientRedirect(job.get_absolute_url()) if request.htmx else redirect(job)
     if job.state == Job.State.CANCELLED and was == Job.State.QUEUED:
         messages.info(request, f"Cancelled {job.name} (#{job.pk}) before it was admitted; nothing ran.")
     elif job.state == Job.State.CANCELLED:

@@ -18,7 +18,7 @@ from django.utils.cache import patch_vary_headers
 
 from core.durations import clock_time
 from jobs.models import Job
-from jobs.selectors import queue_for, sweeps_for
+from jobs.selectors import queue_for, sweeps_for, with_waits
 from jobs.templatetags.gangway import palette, plural
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.models import ClusterNode
@@ -119,13 +119,13 @@ def _queue(request):
     # A Katib sweep's trials are one row of their own (`sweeps`), not one row each.
     shown = queue_for(request.user).filter(sweep__isnull=True).only(*QUEUE_COLUMNS)  # not the specs' JSON: a page of it costs more than the rest
     queue = Paginator(shown, QUEUE_PAGE).get_page(request.GET.get("page"))
-    sweeps = list(sweeps_for(request.user, open_only=True))
+    sweeps = with_waits(list(sweeps_for(request.user, open_only=True)))
     trials = sum(sweep.waiting for sweep in sweeps)
     hidden = 0 if is_admin(request.user) else max(0, _waiting(request) - queue.paginator.count - trials)
     rows = [(job.pk, job.name, job.team_id, job.tier_id, job.gpu_total, job.position, job.reason, job.eta,
              job.queued_at, job.preemption_count) for job in queue.object_list]  # fmt: skip
-    sweep_rows = [(sweep.pk, sweep.running, sweep.waiting, sweep.done, sweep.gpus, sweep.gpu_cap, sweep.best_objective)
-                  for sweep in sweeps]  # fmt: skip
+    sweep_rows = [(sweep.pk, sweep.running, sweep.waiting, sweep.done, sweep.gpus, sweep.gpu_cap, sweep.best_objective,
+                   sweep.waits) for sweep in sweeps]  # fmt: skip
     etag = fingerprint(request, "queue", queue.number, queue.paginator.count, hidden, rows, sweep_rows, clock=True)
     return etag, lambda: {"queue": queue, "sweeps": sweeps, "hidden_waiting": hidden}
 

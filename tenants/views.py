@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseStopPolling
 
-from jobs.selectors import jobs_of_team, open_jobs_by_tier, sweeps_for
+from jobs.selectors import jobs_of_team, open_jobs_by_tier, sweeps_for, with_waits
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.policy.types import typed_key
 from scheduling.preview import quota_what_if
@@ -117,7 +117,7 @@ def team_detail(request, slug: str):
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
         "can_manage_tokens": can_manage_tokens(request.user, team),
         "can_edit_quota": can_edit_quota(request.user),
-        "sweeps": list(sweeps_for(request.user, team=team, open_first=True)[:SWEEPS_SHOWN]),
+        "sweeps": with_waits(list(sweeps_for(request.user, team=team, open_first=True)[:SWEEPS_SHOWN])),
     }
     return render(request, "tenants/detail.html", context)
 

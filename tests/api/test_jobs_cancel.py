@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobs.models import Job
+from jobs.models import Job, Sweep
 from jobs.transitions import transition
 from tests.api.conftest import PERSONAS
 
@@ -49,3 +49,23 @@ def test_a_finished_job_cannot_be_cancelled(as_persona, submit):
     transition(job, Job.State.SUCCEEDED, message="test")
     response = as_persona("owner").post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 409 and "already ended (succeeded)" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("persona", ["lead", "staff", "maps_token"])
+def test_a_trial_of_a_katib_sweep_is_not_cancelled_and_the_answer_says_how_to_stop_it(as_persona, persona, submit,
+                                                                                      maps):
+    job = submit(name="tune-lr-t000")
+    sweep = Sweep.objects.create(team=maps, experiment="tune-lr")
+    Job.objects.filter(pk=job.pk).update(sweep=sweep, cluster_name="tune-lr-t000", cluster_uid="5d1e-trial")
+
+    response = as_persona(persona).post(f"/api/v1/jobs/{job.pk}/cancel/")
+
+    assert response.status_code == 409
+    assert response.json()["detail"] == (
+        f"tune-lr-t000 (#{job.pk}) is trial tune-lr-t000 of Katib experiment tune-lr, and Katib stops its trials: "
+        "delete the trial in Katib (kubectl delete trial tune-lr-t000 -n maps) and Gangway ends this job once its "
+        "trial is gone."
+    )
+    job.refresh_from_db()
+    assert job.state == Job.State.QUEUED and not job.events.filter(kind="cancel_requested").exists()
+    assert as_persona("outsider").post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 404

@@ -15,7 +15,7 @@ import pytest
 from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
-from jobs.models import Job
+from jobs.models import Job, Sweep
 from notifications.models import TeamWebhook
 from notifications.services import webhook_set
 from tenants.forms import field_name
@@ -29,8 +29,9 @@ pytestmark = pytest.mark.django_db
 LOGIN = 302  # a page sends nobody to the sign-in page
 NOBODY = 401  # the API asks for credentials
 
-# route name -> [(method, path, body, anonymous gets, outsider gets)]; `{job}`, `{token}` (maps' team
-# token) and `{mine}` (owner's own token) are filled in from the world below.
+# route name -> [(method, path, body, anonymous gets, outsider gets)]; `{job}`, `{sweep}` (maps' Katib
+# sweep, the job its trial), `{token}` (maps' team token) and `{mine}` (owner's own token) are filled in
+# from the world below.
 ROUTES: dict[str, list[tuple[str, str, dict | None, int, int]]] = {
     "scheduling:dashboard": [("get", "/", None, LOGIN, 200)],
     "jobs:list": [("get", "/jobs/", None, LOGIN, 200)],
@@ -41,6 +42,7 @@ ROUTES: dict[str, list[tuple[str, str, dict | None, int, int]]] = {
     "jobs:cancel": [("post", "/jobs/{job}/cancel/", {}, LOGIN, 404)],
     "jobs:logs": [("get", "/jobs/{job}/logs/", None, LOGIN, 404)],
     "jobs:log-download": [("get", "/jobs/{job}/logs/worker-0.log", None, LOGIN, 404)],
+    "jobs:sweep": [("get", "/jobs/sweeps/{sweep}/", None, LOGIN, 404)],
     "tenants:list": [("get", "/teams/", None, LOGIN, 200)],
     "tenants:detail": [("get", "/teams/maps/", None, LOGIN, 200)],
     "tenants:quota": [
@@ -111,13 +113,16 @@ def test_every_route_is_in_the_table():
 
 @pytest.fixture
 def world(submit, cycle, maps, owner):
-    """maps runs one job of owner's, has a team token, a webhook, and owner has a token of their own."""
+    """maps runs one job of owner's, a trial of its sweep, has a team token, a webhook, and owner has a
+    token of their own."""
     job = submit(name="maps-private-run")
     cycle()
+    sweep = Sweep.objects.create(team=maps, experiment="maps-private-run")
+    Job.objects.filter(pk=job.pk).update(sweep=sweep)
     token, _ = token_create(name="ci-maps", team=maps)
     mine, _ = token_create(name="laptop", user=owner)
     webhook_set(team=maps, url="https://hooks.example.com/maps", flags={}, actor=owner)
-    return {"job": job.pk, "token": token.pk, "mine": mine.pk}
+    return {"job": job.pk, "sweep": sweep.pk, "token": token.pk, "mine": mine.pk}
 
 
 def maps_as_it_stands(maps) -> tuple:

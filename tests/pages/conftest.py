@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils import timezone
+
+from jobs.models import Sweep
+from scheduling.cluster import outside_examples, simulated_outside
+from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
 
 
 @pytest.fixture
@@ -32,3 +39,20 @@ def fill_and_wait(submit, cycle):
         return jobs
 
     return _fill
+
+
+def katib_sweep(experiment: str, *, trials: int, gpu: int) -> Sweep:
+    """Katib starts `trials` trials of `gpu` GPUs each for `experiment` in team maps; one reconcile adopts
+    them and one admission cycle admits what the sweep's cap and the cluster allow. Returns the sweep."""
+    for manifest in outside_examples.katib_trials(team="maps", experiment=experiment, trials=trials, gpu=gpu):
+        simulated_outside.add(manifest, now=timezone.now())
+    cluster = SimulatedCluster(failure_rate=0)
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    return Sweep.objects.get(experiment=experiment)
+
+
+@pytest.fixture
+def sweep(maps, nodes):
+    """Experiment tune-lr of team maps: 4 trials of 4 GPUs under the team's cap of 8 (two run, two wait)."""
+    return katib_sweep("tune-lr", trials=4, gpu=4)

@@ -5,27 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from django.utils import timezone
 
 from jobs.models import Job, JobEvent, Sweep
-from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.cluster.simulated import SimulatedCluster
-from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from tenants.models import PriorityTier, Team
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def sweep(maps, nodes):
-    """Experiment tune-lr of team maps: 4 trials of 4 GPUs under the team's cap of 8 (two run, two wait)."""
-    for manifest in outside_examples.katib_trials(team="maps", experiment="tune-lr", trials=4, gpu=4):
-        simulated_outside.add(manifest, now=timezone.now())
-    cluster = SimulatedCluster(failure_rate=0)
-    reconcile(cluster=cluster)
-    admission_cycle(cluster=cluster)
-    return Sweep.objects.get()
 
 
 def test_the_dashboard_shows_a_sweep_as_one_row_with_its_trials_and_gpus(login, owner, sweep):
@@ -72,7 +58,8 @@ def test_a_trials_page_says_which_object_it_was_adopted_from(login, owner, sweep
 
     body = login(owner).get(f"/jobs/{trial.pk}/").content.decode()
 
-    assert f"adopted from PyTorchJob maps/{trial.cluster_name}, sweep tune-lr" in body
+    assert (f'adopted from PyTorchJob maps/{trial.cluster_name}, sweep <a href="/jobs/sweeps/{sweep.pk}/">tune-lr</a>'
+            in body)
     assert f"by katib experiment tune-lr, trial {trial.cluster_name}" in body
 
 
