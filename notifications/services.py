@@ -262,12 +262,23 @@ def lost(now) -> Q:
     those whose retry is long overdue (the broker refused it, and Celery then drops the task, or Redis
     lost its queue). Each was due STALE_CLAIM ago or more, so a message merely late in a busy queue is
     rarely doubled, and a doubled one is claimed once (`claim`); none was made more than STALE_NEWS ago."""
+    return Q(created_at__gte=now - STALE_NEWS) & _stranded(now)
+
+
+def too_old(now) -> Q:
+    """Deliveries `lost` would send again but that were made more than STALE_NEWS ago: old news, never
+    sent; `resend_lost` records them as failed, so that none stays pending for good."""
+    return Q(created_at__lt=now - STALE_NEWS) & _stranded(now)
+
+
+def _stranded(now) -> Q:
+    """Deliveries no task will run again: their worker died sending them, they were made but never
+    enqueued, or their retry is long overdue; each was due STALE_CLAIM ago or more."""
     overdue = now - STALE_CLAIM
     # A retry without retry_at was scheduled before retry_at was kept: judged by when it was made.
     retrying = Q(retry_at__lt=overdue) | Q(retry_at__isnull=True, created_at__lt=overdue)
-    return Q(created_at__gte=now - STALE_NEWS) & (
-        lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
-        | Q(retrying, state=Delivery.State.RETRYING))  # fmt: skip
+    return (lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
+            | Q(retrying, state=Delivery.State.RETRYING))  # fmt: skip
 
 
 def record(deliveries: list[Delivery], *, error: Exception | None = None, final: bool = True,

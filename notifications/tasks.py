@@ -13,6 +13,7 @@ from notifications import retention, services
 from notifications.models import Delivery, PendingEvent
 
 log = logging.getLogger("gangway.notifications")
+NOT_SENT_OLD_NEWS = "Not sent: no worker sent it within a day of the event, and old news is not sent."
 MAX_RETRIES = 5
 
 
@@ -87,8 +88,12 @@ def resend_lost() -> int:
     sending them, or their first send or retry never reached the broker) and the events whose
     `notify` never ran to its end (`PendingEvent`s older than STALE_CLAIM: the broker refused the
     task, or its worker died); returns how many tasks were enqueued. Nothing made more than STALE_NEWS
-    ago is sent. Beat runs it every few minutes."""
+    ago is sent: such a delivery is recorded as failed, saying so (`services.too_old`). Beat runs it
+    every few minutes."""
     now = timezone.now()
+    if old := Delivery.objects.filter(services.too_old(now)).update(
+            state=Delivery.State.FAILED, retry_at=None, error=NOT_SENT_OLD_NEWS):  # fmt: skip
+        log.warning("recorded %d deliveries as failed, never sent within %s: old news", old, services.STALE_NEWS)
     lost = list(Delivery.objects.filter(services.lost(now)).values_list("pk", "attempts"))
     for delivery_id, tried in lost:
         deliver.delay(delivery_id, tried)

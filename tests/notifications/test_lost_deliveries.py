@@ -129,7 +129,7 @@ def test_old_news_is_not_sent_again(submit, receiver, later, caplog):
 
     assert later(60 * 25) == 0
 
-    assert receiver.posts == [] and Delivery.objects.get().state == "pending"
+    assert receiver.posts == [] and Delivery.objects.get().state == "failed"
     assert not PendingEvent.objects.exists() and "dropped the notifications of 1 events older than" in caplog.text
 
 
@@ -144,3 +144,21 @@ def test_a_retry_from_before_retries_were_timed_is_sent_again(submit, receiver, 
     assert later(60) == 1
     delivery.refresh_from_db()
     assert (delivery.state, len(receiver.posts)) == ("sent", 1)
+
+
+def test_a_delivery_lost_longer_than_a_day_is_recorded_as_failed_not_sent(submit, receiver, later):
+    """Old news is never sent; before, such a delivery stayed "pending" on the notifications page for good
+    (and, not ended, was never pruned)."""
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
+    (stranded,) = services.deliveries_for(failed_event(job))
+    (waiting,) = services.deliveries_for(failed_event(job))
+    Delivery.objects.filter(pk=waiting.pk).update(state=Delivery.State.RETRYING,
+                                                  retry_at=timezone.now() + timedelta(days=3))  # fmt: skip
+
+    assert later(60 * 25) == 0
+    stranded.refresh_from_db()
+    waiting.refresh_from_db()
+    assert (stranded.state, stranded.error) == ("failed", tasks.NOT_SENT_OLD_NEWS)
+    assert waiting.state == "retrying"  # its retry is still to come: left to its task
+    assert receiver.posts == []
