@@ -59,6 +59,9 @@ BLOCKING_TAINTS = {"NoSchedule", "NoExecute"}
 # log gets a short read timeout, and the whole job's read a deadline, past which it is unavailable.
 LOG_READ_TIMEOUT = (5.0, 10.0)
 LOGS_DEADLINE = 20.0
+# The pods that hold room on a node, as a field selector (the server filters on these fields for pods):
+# bound to one and not ended.
+HOLDING_ROOM = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
 
 
@@ -92,7 +95,7 @@ class KubernetesCluster:
 
     def _nodes(self) -> list[dict]:
         """Returns every Node object as the API server sends it."""
-        return self.api.call("list", "Node", "*", self.api.core.list_node)["items"]
+        return self.api.list_all("Node", "*", self.api.core.list_node)
 
     def nodes(self) -> list[NodeInfo]:
         """Returns schedulable nodes by name, with allocatable GPUs, cpu millicores and memory bytes.
@@ -119,11 +122,16 @@ class KubernetesCluster:
         return sorted(result, key=lambda node: node.name)
 
     def outside_usage(self) -> list[OutsidePod]:
-        """Returns pods Gangway did not create that hold room on a node (running, or pending but bound)."""
-        pods = self.api.call(
-            "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces,
-            label_selector=f"!{JOB_ID_LABEL}",
-        )["items"]
+        """Returns pods Gangway did not create that hold room on a node (running, or pending but bound).
+
+        The server sends only those (`HOLDING_ROOM`): on a large cluster most pods without Gangway's
+        label are the completed pods of CronJobs and batch work, which hold nothing. They are checked
+        here again all the same, as the scheduler counts them.
+        """
+        pods = self.api.list_all(
+            "Pod", "*", self.api.core.list_pod_for_all_namespaces,
+            label_selector=f"!{JOB_ID_LABEL}", field_selector=HOLDING_ROOM,
+        )
         result = []
         for pod in pods:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -220,9 +228,11 @@ class KubernetesCluster:
         The pods are listed before the jobs, so none is missed: a job created
         in between has no pods yet, and the pods of one deleted in between are strays.
         """
-        pods = self.api.call(
-            "list", "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
-        )["items"]
+        # Every labelled pod, ended and unbound ones too: a failed job's message is read from its pods'
+        # states, and a pod that succeeded may still say a container was OOMKilled.
+        pods = self.api.list_all(
+            "Pod", "*", self.api.core.list_pod_for_all_namespaces, label_selector=JOB_ID_LABEL,
+        )
         running: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         bound: dict[tuple[str, str, str], list[OutsidePod]] = defaultdict(list)
         owned: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
@@ -240,17 +250,16 @@ class KubernetesCluster:
         for kind in kinds.all_kinds():
             # A kind whose CRD the cluster lacks (the Training Operator without Kubeflow Trainer) answers
             # 404: none of its jobs can exist there, and the other kinds are still read.
-            answer = self.api.call(
-                "list", kind.name, "*", self.api.custom.list_cluster_custom_object,
+            jobs = self.api.list_all(
+                kind.name, "*", self.api.custom.list_cluster_custom_object,
                 kind.group, kind.version, kind.plural, label_selector=JOB_ID_LABEL, tolerate=(NOT_FOUND,),
             )  # fmt: skip
-            if answer is None and self._installed(kind):
+            if jobs is None and self._installed(kind):
                 # API servers now and then answer 404 for a custom resource that exists: read as "none",
                 # every running job of the kind would look gone (created again, or a victim requeued early).
                 raise ClusterUnavailable(f"list {kind.name} *: 404 Not Found, though its CustomResourceDefinition "
                                          "is installed; read again at the next pass")  # fmt: skip
-            jobs = (answer or {}).get("items", ())
-            for obj in jobs:
+            for obj in jobs or ():
                 meta = obj["metadata"]
                 label = meta["labels"][JOB_ID_LABEL]
                 if not label.isdigit():

@@ -8,7 +8,8 @@ serving the kind for a moment, never that object gone, and is retried;
 backoff (honouring Retry-After) within a few seconds, then become
 `ClusterUnavailable`, as does a read timeout at once; any other refusal
 becomes a `ClusterError` naming the object's kind and name. The transport
-itself never retries (`client_for`).
+itself never retries (`client_for`). A list of the whole cluster is read through
+`list_all`, in pages that all come from one snapshot.
 """
 
 from __future__ import annotations
@@ -34,6 +35,19 @@ from scheduling.cluster.base import ClusterError, ClusterUnavailable
 BAD_REQUEST = 400
 CONFLICT = 409
 NOT_FOUND = 404
+GONE = 410
+
+# Items per page of a list: what kubectl (--chunk-size) and client-go's pager ask for. It bounds what
+# the API server holds in memory and serializes for one answer (a few MB of pods), while a list of
+# 30,000 pods still takes 60 requests, not thousands.
+PAGE_SIZE = 500
+# How many times a list is read from its first page when its continue token expires under it.
+LIST_ATTEMPTS = 3
+
+
+class ListExpired(ClusterError):
+    """The server no longer has the snapshot a list's continue token names (410 Gone, reason Expired):
+    etcd compacted its history past it while the list was being read."""
 
 
 def client_for(configuration: Configuration) -> ApiClient:
@@ -57,6 +71,7 @@ class Api:
         *,
         retry_budget: float = 3.0,
         timeout: tuple[float, float] = (5.0, 30.0),
+        page_size: int = PAGE_SIZE,
     ):
         self.core = CoreV1Api(api_client)
         self.custom = CustomObjectsApi(api_client)
@@ -64,6 +79,7 @@ class Api:
         self.extensions = ApiextensionsV1Api(api_client)
         self.retry_budget = retry_budget
         self.timeout = timeout
+        self.page_size = page_size
 
     def call(
         self,
@@ -104,7 +120,8 @@ class Api:
                 if error.status in tolerate and not not_served:
                     return None
                 if not (not_served or _retryable(error.status)):
-                    raise ClusterError(f"{what}: {_describe(error)}") from error
+                    refused = ListExpired if _expired(error) else ClusterError
+                    raise refused(f"{what}: {_describe(error)}") from error
                 wait = _retry_after(error) or backoff
                 if time.monotonic() + wait > deadline:
                     raise ClusterUnavailable(f"{what}: {_describe(error)}", error.status) from error
@@ -120,6 +137,42 @@ class Api:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
 
+    def list_all(
+        self, kind: str, name: str, method: Callable, *args, tolerate: tuple[int, ...] = (), **kwargs,
+    ) -> list[dict] | None:
+        """Returns every item of a list (`name` "*" for the whole cluster), read in pages of `page_size`
+        from one snapshot; None when a page's status is in `tolerate`.
+
+        Each page after the first is asked by the continue token of the one before, so the server reads
+        it from the snapshot of the first page. When the server has forgotten that snapshot (410 Gone,
+        on a busy cluster whose history etcd compacts), the list is read again from its first page, as
+        pages of two snapshots could count a pod twice or miss a job; LIST_ATTEMPTS times, then
+        ClusterUnavailable. Raises what `call` raises for each page.
+        """
+        for _ in range(LIST_ATTEMPTS):
+            try:
+                return self._pages(kind, name, method, *args, tolerate=tolerate, **kwargs)
+            except ListExpired as error:
+                expired = error
+        raise ClusterUnavailable(
+            f"list {kind} {name}: the cluster changed faster than its {self.page_size}-item pages could be read "
+            f"({LIST_ATTEMPTS} times the server forgot the list's snapshot: 410 Gone); read again at the next pass",
+            GONE,
+        ) from expired
+
+    def _pages(self, kind: str, name: str, method: Callable, *args, tolerate: tuple[int, ...], **kwargs):
+        """One reading of `list_all` from the first page to the last; None when a page's status is tolerated."""
+        items, token = [], None
+        while True:
+            page = self.call("list", kind, name, method, *args, tolerate=tolerate, limit=self.page_size,
+                             **({"_continue": token} if token else {}), **kwargs)  # fmt: skip
+            if page is None:
+                return None
+            items.extend(page.get("items") or ())  # a page may be empty and still not the last
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
 
 def definition_installed(api: Api, name: str) -> bool:
     """Whether the cluster has the CustomResourceDefinition `name` ("tfjobs.kubeflow.org"): one small list by name.
@@ -133,6 +186,17 @@ def definition_installed(api: Api, name: str) -> bool:
 
 def _retryable(status: int | None) -> bool:
     return status == 429 or (status or 0) >= 500
+
+
+def _expired(error: ApiException) -> bool:
+    """Whether the server refused a continue token it no longer has the snapshot of (410, reason Expired)."""
+    if error.status != GONE:
+        return False
+    try:
+        body = json.loads(error.body or b"{}")
+    except (ValueError, TypeError):
+        return False
+    return isinstance(body, dict) and body.get("reason") == "Expired"
 
 
 def _not_served(error: ApiException) -> bool:

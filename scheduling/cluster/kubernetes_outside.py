@@ -1,7 +1,8 @@
 """The Kubernetes adapter's calls for jobs from elsewhere: list, label, admit, refuse; Katib's trials; doctor.
 
-Every call goes through `kubernetes_api.Api.call`. Nothing here deletes: an outside job
-is only ever patched (labels, the scheduling fields Gangway owns, `suspend`) or annotated.
+Every call goes through `kubernetes_api.Api.call`, each list of the whole cluster through `Api.list_all`,
+which reads it in pages. Nothing here deletes: an outside job is only ever patched (labels, the scheduling
+fields Gangway owns, `suspend`) or annotated.
 """
 
 from __future__ import annotations
@@ -34,15 +35,14 @@ def outside_jobs(api: Api) -> OutsideJobs:
     for kind in outside.outside_kinds():
         # 404: the kind's operator is not installed (a cluster without Kubeflow Trainer v2 has no TrainJobs),
         # or the API server answered a custom resource's list with a spurious 404: either way its jobs are unknown.
-        answer = api.call(
-            "list", kind.kind, "*", api.custom.list_cluster_custom_object,
+        items = api.list_all(
+            kind.kind, "*", api.custom.list_cluster_custom_object,
             kind.group, kind.version, kind.plural, label_selector=outside.QUEUE_LABEL, tolerate=(NOT_FOUND,),
         )  # fmt: skip
-        if answer is None:
+        if items is None:
             continue
         listed.add(kind.kind)
-        result.extend(outside.read_outside(obj, kind) for obj in answer.get("items", ())
-                      if not outside.created_by_gangway(obj))  # fmt: skip
+        result.extend(outside.read_outside(obj, kind) for obj in items if not outside.created_by_gangway(obj))
     return OutsideJobs(jobs=tuple(sorted(result, key=lambda job: (job.namespace, job.name))), kinds=frozenset(listed))
 
 
@@ -106,8 +106,8 @@ def trials(api: Api) -> list[TrialResult]:
     """Returns every Katib trial with its objective's latest value; empty when Katib is not installed.
 
     Raises ClusterUnavailable when the list answers 404 though Trials are installed."""
-    answer = api.call(
-        "list", "Trial", "*", api.custom.list_cluster_custom_object,
+    answer = api.list_all(
+        "Trial", "*", api.custom.list_cluster_custom_object,
         outside.KATIB_GROUP, outside.KATIB_VERSION, outside.KATIB_TRIALS,
         label_selector=outside.KATIB_EXPERIMENT_LABEL, tolerate=(NOT_FOUND,),
     )  # fmt: skip
@@ -117,7 +117,7 @@ def trials(api: Api) -> list[TrialResult]:
         raise ClusterUnavailable(f"list Trial *: 404 Not Found, though its CustomResourceDefinition {crd} is "
                                  "installed; read again at the next pass")  # fmt: skip
     result = []
-    for trial in (answer or {}).get("items", ()):
+    for trial in answer or ():
         meta = trial["metadata"]
         name, maximize, value = outside.objective_of(trial)
         result.append(TrialResult(
@@ -143,11 +143,11 @@ def doctor(api: Api, tenants: Tenants) -> list[Finding]:
         ))  # fmt: skip
     teams = {team.slug for team in tenants.teams}
     for kind in outside.outside_kinds():
-        items = (api.call(
-            "list", kind.kind, "*", api.custom.list_cluster_custom_object,
+        items = api.list_all(
+            kind.kind, "*", api.custom.list_cluster_custom_object,
             kind.group, kind.version, kind.plural, label_selector=f"!{JOB_ID_LABEL}", tolerate=(NOT_FOUND,),
-        ) or {}).get("items", ())  # fmt: skip
-        for obj in items:
+        )  # fmt: skip
+        for obj in items or ():
             meta = obj["metadata"]
             job = outside.read_outside(obj, kind)
             if meta.get("namespace") not in teams or job.suspended or job.finished:

@@ -203,16 +203,15 @@ VOLCANO_SCHEDULER_SELECTOR = "app=volcano-scheduler"
 def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeInfo]) -> list[Finding]:
     """Returns the problems found, each with its fix; empty when Gangway can work on this cluster."""
     findings = []
-    crds = api.call(
-        "list", "CustomResourceDefinition", "*", api.extensions.list_custom_resource_definition,
-        tolerate=(NOT_FOUND,),
+    crds = api.list_all(
+        "CustomResourceDefinition", "*", api.extensions.list_custom_resource_definition, tolerate=(NOT_FOUND,),
     )
-    present = {crd["metadata"]["name"] for crd in (crds or {}).get("items", ())}
+    present = {crd["metadata"]["name"] for crd in crds or ()}
     findings += _crd_findings(present)
     findings += _runtime_findings(api, present)
-    schedulers = api.call(
-        "list", "Pod", "*", api.core.list_pod_for_all_namespaces, label_selector=VOLCANO_SCHEDULER_SELECTOR,
-    )["items"]
+    schedulers = api.list_all(
+        "Pod", "*", api.core.list_pod_for_all_namespaces, label_selector=VOLCANO_SCHEDULER_SELECTOR,
+    )
     if not any((pod.get("status") or {}).get("phase") == "Running" for pod in schedulers):
         findings.append(Finding(
             f"No running Volcano scheduler pod ({VOLCANO_SCHEDULER_SELECTOR}) was found in any namespace, "
@@ -266,10 +265,10 @@ def _runtime_findings(api: Api, present: set[str]) -> list[Finding]:
     for kind in kinds.all_kinds():
         if not kind.runtime_plural or not set(kind.crds) <= present:
             continue
-        runtimes = api.call(
-            "list", kind.runtime_kind, "*", api.custom.list_cluster_custom_object,
+        runtimes = api.list_all(
+            kind.runtime_kind, "*", api.custom.list_cluster_custom_object,
             kind.group, kind.version, kind.runtime_plural,
-        )["items"]
+        )
         for runtime in runtimes:
             value: object = runtime
             for key in kind.runtime_gang:

@@ -2,7 +2,10 @@
 
 It stores objects by group/version/namespace/plural/name and answers as the
 real server does: resourceVersion, uid and creationTimestamp assigned on
-write; LIST with labelSelector; POST answering 409 AlreadyExists; PUT
+write; LIST with labelSelector, fieldSelector (the fields the real server
+selects on for each resource, 400 for others) and pages (`limit` and
+`continue`, every page from the snapshot of the first; 410 Gone once etcd
+would have compacted past it); POST answering 409 AlreadyExists; PUT
 answering 409 Conflict on a stale resourceVersion; merge, strategic-merge
 (treated as a merge: enough for the maps Gangway patches) and JSON patches;
 DELETE answering 404 NotFound; watches that end at once and answer 410 Gone
@@ -14,6 +17,7 @@ matching a method and a path.
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 import json
@@ -22,6 +26,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from http import HTTPStatus
@@ -57,6 +62,27 @@ KINDS = {
 
 
 
+# The fields a list can select on besides metadata.name and metadata.namespace, which every resource
+# takes (the API server's field label conversions); a custom resource takes only those two.
+SELECTABLE_FIELDS = {
+    ("api/v1", "pods"): {
+        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+        "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+    },
+    ("api/v1", "nodes"): {"spec.unschedulable"},
+}
+BOOLEAN_FIELDS = {"spec.hostNetwork", "spec.unschedulable"}  # a missing one reads "false", as Go's zero value
+
+# What the server says of a continue token older than etcd's history (k8s.io/apiserver's storage errors).
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new "
+    "list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
+    "that were created, modified, or deleted between the time the first chunk was returned and now may "
+    "show up in the list."
+)
+
+
 def kind_path(kind: str) -> tuple[str, str]:
     """Returns (group/version path prefix, plural) of a kind: a built-in one, or a job kind of the registry."""
     if kind in KINDS:
@@ -78,11 +104,13 @@ _PATH = re.compile(
 
 
 class ApiError(Exception):
-    def __init__(self, code: int, message: str, reason: str | None = None, details: dict | None = None):
+    def __init__(self, code: int, message: str, reason: str | None = None, details: dict | None = None,
+                 body: dict | None = None):  # fmt: skip
         super().__init__(message)
         self.code, self.message = code, message
         self.reason = reason or REASONS.get(code, HTTPStatus(code).phrase.replace(" ", ""))
         self.details = details or {}
+        self.body = body  # the whole Status, when it is not the usual one
 
 
 def status(code: int, message: str, reason: str | None = None, details: dict | None = None) -> dict:
@@ -164,15 +192,69 @@ def _matches(labels: dict, selector: str) -> bool:
     return True
 
 
-def _field_selector(text: str) -> dict[str, str]:
-    """`metadata.name=x,metadata.namespace=y` (the field selectors every resource supports) -> {"name": "x", ...}."""
-    fields = {}
-    for term in filter(None, (t.strip() for t in text.split(","))):
-        field, _, value = term.partition("=")
-        if field not in ("metadata.name", "metadata.namespace"):
-            raise ApiError(400, f'field label not supported: {field}')
-        fields[field.removeprefix("metadata.")] = value.lstrip("=")
-    return fields
+def _field_selector(resource: tuple[str, str], text: str) -> list[tuple[str, str, str]]:
+    """Returns the (field, operator, value) terms of a field selector ("spec.nodeName!=,status.phase=Running":
+    `=`, `==` or `!=`, terms ANDed, `\\`-escaped commas and equals signs in values), as the real server parses
+    it; 400 for a term it cannot read or a field the resource cannot be selected on."""
+    terms = []
+    for term in _split_unescaped(text, ","):
+        if not term:
+            continue
+        at = next(((i, op) for i in range(len(term)) for op in ("!=", "==", "=") if term.startswith(op, i)), None)
+        if at is None:
+            raise ApiError(400, f"invalid selector: '{text}'; can't understand '{term}'")
+        index, operator = at
+        field, value = term[:index].strip(), term[index + len(operator):]
+        if field not in {"metadata.name", "metadata.namespace"} | SELECTABLE_FIELDS.get(resource, set()):
+            raise ApiError(400, f"field label not supported: {field}")
+        terms.append((field, "!=" if operator == "!=" else "=", re.sub(r"\\(.)", r"\1", value)))
+    return terms
+
+
+def _split_unescaped(text: str, separator: str) -> list[str]:
+    parts, current, escaped = [], "", False
+    for char in text:
+        if char == separator and not escaped:
+            parts.append(current)
+            current = ""
+            continue
+        current += char
+        escaped = char == "\\" and not escaped
+    return [*parts, current]
+
+
+def _field_value(obj: dict, field: str) -> str:
+    """Returns an object's field as a field selector compares it: text, "" when it is missing."""
+    value = obj
+    for part in field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if field in BOOLEAN_FIELDS:
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def _fields_match(obj: dict, terms: list[tuple[str, str, str]]) -> bool:
+    return all((_field_value(obj, field) == value) == (operator == "=") for field, operator, value in terms)
+
+
+def _key(namespace: str | None, name: str) -> str:
+    """An object's place in a list: its etcd key below the resource's prefix, whose byte order lists follow."""
+    return f"{namespace}/{name}" if namespace is not None else name
+
+
+def _continue_token(revision: int, after: str) -> str:
+    """A continue token as the real server encodes it: the list's revision and the key to start from."""
+    token = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": after + "\x00"})
+    return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+
+
+def _read_continue(token: str) -> tuple[int, str]:
+    """Returns (revision, start key) of a continue token; 400 for one the server did not make."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, TypeError, KeyError) as error:
+        raise ApiError(400, f"continue key is not valid: {error}") from error
 
 
 class FakeApiServer:
@@ -183,12 +265,17 @@ class FakeApiServer:
         self._versions = itertools.count(1)
         self.objects: dict[tuple, dict] = {}  # (prefix, plural, namespace, name) -> object
         self.log: list[tuple[str, str]] = []  # (method, path) of every request
+        self.requests: list[tuple[str, str, dict[str, str]]] = []  # (method, path, query) of every request
+        self.listed: list[tuple[str, tuple[str, ...]]] = []  # (path, "namespace/name" of each item) of each page
         self.patches: list[tuple[str, dict]] = []  # (path, body) of every PATCH, as sent
         self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> what its container wrote
         self.dry_runs: list[tuple[str, str]] = []  # (method, path) of every write asked as a dry run
         self._faults: list[Fault] = []
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
         self._compacted = 0
+        self._revision = 0  # etcd's: the last write's, deletes included
+        self._snapshots: dict[int, dict[tuple, dict]] = {}  # revision -> objects, for the pages of lists under way
+        self._between_pages: list[tuple[re.Pattern, Callable[[], None], list[int]]] = []
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
@@ -210,11 +297,15 @@ class FakeApiServer:
         with self._lock:
             self.objects.clear()
             self.log.clear()
+            self.requests.clear()
+            self.listed.clear()
             self.patches.clear()
             self.pod_logs.clear()
             self.dry_runs.clear()
             self._faults.clear()
             self._events.clear()
+            self._snapshots.clear()
+            self._between_pages.clear()
 
     # -- seeding and reading, for tests --------------------------------------
 
@@ -240,6 +331,13 @@ class FakeApiServer:
         with self._lock:
             return [copy.deepcopy(o) for k, o in self.objects.items() if k[:2] == (prefix, plural)]
 
+    def lists(self) -> list[tuple[str, dict[str, str]]]:
+        """Returns (path, query) of every list requested so far (a watch is not one), in order."""
+        with self._lock:
+            requests = list(self.requests)
+        return [(path, query) for method, path, query in requests if method == "GET" and "watch" not in query
+                and (match := _PATH.match(path)) and match.group("name") is None]  # fmt: skip
+
     def fail(self, code: int, *, path: str = ".*", method: str | None = None, times: int = 1,
              retry_after: int | None = None, message: str = "") -> None:
         """Makes the next `times` requests matching `method` and the `path` regex answer `code`."""
@@ -264,20 +362,33 @@ class FakeApiServer:
             self._faults.clear()
 
     def compact(self) -> None:
-        """Forgets history: watches from any earlier resourceVersion answer 410 Gone."""
+        """Forgets history: watches from any earlier resourceVersion, and lists continued from an
+        earlier revision, answer 410 Gone."""
         with self._lock:
-            self._compacted = self._last_version()
+            self._compacted = self._revision
             self._events.clear()
+            self._snapshots = {rv: objects for rv, objects in self._snapshots.items() if rv >= self._compacted}
+
+    def expire_continue_tokens(self) -> None:
+        """As on a busy cluster: writes elsewhere (leases, events) move etcd's revision on, then etcd
+        compacts its history; every list under way answers its next page 410 Gone, reason Expired."""
+        with self._lock:
+            self._revision = next(self._versions)
+            self.compact()
+
+    def between_pages(self, action: Callable[[], None], *, path: str = ".*", times: int = 1) -> None:
+        """Runs `action` after each of the next `times` pages of a list on `path` (a regex) that is not its
+        last page, before the client asks for the next: what the cluster does while a long list is read."""
+        with self._lock:
+            self._between_pages.append((re.compile(path), action, [times]))
 
     # -- the API -------------------------------------------------------------
-
-    def _last_version(self) -> int:
-        return max((int(o["metadata"]["resourceVersion"]) for o in self.objects.values()), default=0)
 
     def _write(self, key: tuple, obj: dict, event: str) -> dict:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        meta["resourceVersion"] = str(next(self._versions))
+        self._revision = next(self._versions)
+        meta["resourceVersion"] = str(self._revision)
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         if key[2] is not None:
@@ -307,9 +418,10 @@ class FakeApiServer:
     def answer(self, method: str, raw_path: str, headers, body: bytes) -> tuple[int, dict, dict]:
         """Returns (status code, body, extra headers) for one request."""
         url = urlsplit(raw_path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         with self._lock:
             self.log.append((method, url.path))
+            self.requests.append((method, url.path, query))
             if "dryRun" in query:
                 self.dry_runs.append((method, url.path))
             fault = self._fault(method, url.path)
@@ -323,7 +435,7 @@ class FakeApiServer:
             try:
                 return self._serve(method, url.path, query, headers, body)
             except ApiError as error:
-                return error.code, status(error.code, error.message, error.reason, error.details), {}
+                return error.code, error.body or status(error.code, error.message, error.reason, error.details), {}
 
     def _serve(self, method, path, query, headers, body):
         match = _PATH.match(path)
@@ -338,7 +450,7 @@ class FakeApiServer:
         details = {"name": name, "group": group, "kind": plural}
 
         if method == "GET" and name is None:
-            return self._list(prefix, plural, namespace, query)
+            return self._list(path, prefix, plural, namespace, query)
         dry_run = method in ("POST", "PUT", "PATCH", "DELETE") and "dryRun" in query
         if dry_run and query["dryRun"] != "All":
             raise ApiError(400, f'invalid dry run option: {query["dryRun"]}')
@@ -372,7 +484,8 @@ class FakeApiServer:
             if dry_run:
                 return 200, copy.deepcopy(current), {}
             del self.objects[key]
-            self._events.append((next(self._versions), "DELETED", key, current))
+            self._revision = next(self._versions)
+            self._events.append((self._revision, "DELETED", key, current))
             return 200, copy.deepcopy(current), {}
         if method == "PUT":
             obj = json.loads(body)
@@ -431,23 +544,67 @@ class FakeApiServer:
             text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
         return 200, text, {}
 
-    def _list(self, prefix, plural, namespace, query):
+    def _list(self, path, prefix, plural, namespace, query):
+        """A list, whole or one page of it. Like etcd, a page reads keys in order after the token's start key
+        until `limit` items matched; it has a continue token when keys are left (the last page may then be
+        empty), and every page reads the snapshot of the revision of the first."""
         selector = query.get("labelSelector", "")
         if query.get("watch", "").lower() in ("1", "true"):
             return self._watch(prefix, plural, namespace, query, selector)
-        fields = _field_selector(query.get("fieldSelector", ""))
-        items = [
-            copy.deepcopy(obj) for (p, pl, ns, _), obj in sorted(self.objects.items(), key=lambda kv: (kv[0][2] or "", kv[0][3]))
-            if (p, pl) == (prefix, plural) and namespace in (None, ns)
-            and _matches(obj["metadata"].get("labels") or {}, selector)
-            and all(obj["metadata"].get(field) == value for field, value in fields.items())
-        ]
+        fields = _field_selector((prefix, plural), query.get("fieldSelector", ""))
+        limit = int(query.get("limit") or 0)
+        if query.get("continue"):
+            if query.get("resourceVersion"):
+                raise ApiError(400, "specifying resource version is not allowed when using continue")
+            revision, start = _read_continue(query["continue"])
+            if revision == -1:  # the token of a 410: the rest of the list as it is now
+                revision, objects = self._revision, self.objects
+            elif revision < self._compacted or revision not in self._snapshots:
+                token = _continue_token(-1, start.removesuffix("\x00"))
+                raise ApiError(410, CONTINUE_EXPIRED, "Expired", body={
+                    "kind": "Status", "apiVersion": "v1", "metadata": {"continue": token}, "status": "Failure",
+                    "message": CONTINUE_EXPIRED, "reason": "Expired", "code": 410,
+                })  # fmt: skip
+            else:
+                objects = self._snapshots[revision]
+        else:
+            revision, objects, start = self._revision, self.objects, ""
+        keys = sorted(
+            (_key(ns, name), (p, pl, ns, name)) for (p, pl, ns, name) in objects
+            if (p, pl) == (prefix, plural) and namespace in (None, ns) and _key(ns, name) >= start
+        )
+        items, last, more = [], "", False
+        for key, stored in keys:
+            if limit and len(items) >= limit:
+                more = True
+                break
+            obj, last = objects[stored], key
+            if _matches(obj["metadata"].get("labels") or {}, selector) and _fields_match(obj, fields):
+                items.append(copy.deepcopy(obj))
+        self.listed.append((path, tuple(_key(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in items)))
         paths = {**KINDS, **{k.name: (f"apis/{k.api_version}", k.plural) for k in kinds.all_kinds()}}
         kind = next((k for k, v in paths.items() if v == (prefix, plural)), plural.title())
+        metadata = {"resourceVersion": str(revision)}
+        if more:
+            if objects is self.objects:
+                self._snapshots[revision] = dict(self.objects)  # a write replaces an object, never changes it
+            metadata["continue"] = _continue_token(revision, last)
+            if not selector and not fields:  # as the real server, which counts keys, not matches
+                metadata["remainingItemCount"] = len(keys) - len(items)
+            self._after_page(path)
         return 200, {
             "kind": f"{kind}List", "apiVersion": prefix.removeprefix("api/").removeprefix("apis/"),
-            "metadata": {"resourceVersion": str(self._last_version())}, "items": items,
+            "metadata": metadata, "items": items,
         }, {}
+
+    def _after_page(self, path: str) -> None:
+        for pattern, action, left in list(self._between_pages):
+            if pattern.search(path):
+                left[0] -= 1
+                if left[0] <= 0:
+                    self._between_pages.remove((pattern, action, left))
+                action()
+                return
 
     def _watch(self, prefix, plural, namespace, query, selector):
         since = int(query.get("resourceVersion") or 0)

@@ -129,3 +129,85 @@ def test_a_log_of_a_waiting_container_is_a_bad_request_and_of_a_missing_pod_not_
     with pytest.raises(ApiException) as missing:
         core.read_namespaced_pod_log("gone", "maps")
     assert missing.value.status == 404
+
+
+def _pods(fake, *pods: tuple[str, str | None, str]) -> None:
+    """Adds a pod of namespace maps per (name, node, phase)."""
+    fake.add({"kind": "Namespace", "metadata": {"name": "maps"}})
+    for name, node, phase in pods:
+        fake.add({"kind": "Pod", "metadata": {"name": name, "namespace": "maps"},
+                  "spec": {"nodeName": node, "containers": [{"name": "main"}]},
+                  "status": {"phase": phase}})  # fmt: skip
+
+
+def test_it_selects_pods_by_their_fields_with_each_operator(fake, core):
+    _pods(fake, ("running", "n1", "Running"), ("bound", "n1", "Pending"), ("unbound", None, "Pending"),
+          ("done", "n2", "Succeeded"), ("failed", "n2", "Failed"))  # fmt: skip
+
+    def names(selector):
+        return [p.metadata.name for p in core.list_pod_for_all_namespaces(field_selector=selector).items]
+
+    assert names("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed") == ["bound", "running"]
+    assert names("status.phase=Pending") == names("status.phase==Pending") == ["bound", "unbound"]
+    assert names("spec.nodeName=n2,metadata.name!=done") == ["failed"]
+    assert names("spec.hostNetwork=false") == ["bound", "done", "failed", "running", "unbound"]
+
+
+@pytest.mark.parametrize("list_it, field", [
+    (lambda core, custom: core.list_pod_for_all_namespaces(field_selector="spec.containers=main"), "spec.containers"),
+    (lambda core, custom: core.list_node(field_selector="status.phase=Ready"), "status.phase"),
+    (lambda core, custom: custom.list_cluster_custom_object("kubeflow.org", "v1", "tfjobs",
+                                                            field_selector="status.phase=Running"), "status.phase"),
+], ids=["a pod field it does not index", "a pod field on nodes",
+        "any field but name and namespace on a custom resource"])
+def test_it_refuses_a_field_the_resource_cannot_be_selected_on(core, custom, list_it, field):
+    with pytest.raises(ApiException) as error:
+        list_it(core, custom)
+
+    assert (error.value.status, _status(error.value)["reason"]) == (400, "BadRequest")
+    assert _status(error.value)["message"] == f"field label not supported: {field}"
+
+
+def test_it_serves_a_list_in_pages_all_from_the_snapshot_of_the_first(fake, core):
+    _pods(fake, *((f"p{n}", "n1", "Running") for n in range(1, 6)))
+    first = core.list_pod_for_all_namespaces(limit=2)
+    _pods(fake, ("p0", "n1", "Running"))  # writes between pages
+    del fake.objects[("api/v1", "pods", "maps", "p5")]
+    second = core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+    last = core.list_pod_for_all_namespaces(limit=2, _continue=second.metadata._continue)
+
+    pages = [[p.metadata.name for p in page.items] for page in (first, second, last)]
+    assert pages == [["p1", "p2"], ["p3", "p4"], ["p5"]]
+    assert (first.metadata.remaining_item_count, second.metadata.remaining_item_count) == (3, 1)
+    assert first.metadata.resource_version == second.metadata.resource_version == last.metadata.resource_version
+    assert last.metadata._continue is None
+    assert [p.metadata.name for p in core.list_pod_for_all_namespaces().items] == ["p0", "p1", "p2", "p3", "p4"]
+
+
+def test_a_page_that_fills_its_limit_leaves_a_token_even_when_no_more_items_match(fake, core):
+    _pods(fake, ("a", "n1", "Running"), ("b", "n1", "Running"), ("c", "n1", "Succeeded"))
+
+    first = core.list_pod_for_all_namespaces(limit=2, field_selector="status.phase=Running")
+    last = core.list_pod_for_all_namespaces(limit=2, field_selector="status.phase=Running",
+                                            _continue=first.metadata._continue)
+
+    assert [p.metadata.name for p in first.items] == ["a", "b"] and first.metadata._continue
+    assert first.metadata.remaining_item_count is None  # the real server counts only lists without selectors
+    assert (last.items, last.metadata._continue) == ([], None)
+
+
+def test_a_continue_token_older_than_etcds_history_is_gone_as_the_real_server_says(fake, core):
+    _pods(fake, *((f"p{n}", "n1", "Running") for n in range(1, 4)))
+    first = core.list_pod_for_all_namespaces(limit=2)
+    fake.expire_continue_tokens()
+
+    with pytest.raises(ApiException) as error:
+        core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+
+    body = _status(error.value)
+    assert error.value.status == 410
+    assert {key: body[key] for key in ("kind", "apiVersion", "status", "reason", "code")} == {
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired", "code": 410}
+    assert body["message"].startswith("The provided continue parameter is too old to display a consistent list result.")
+    rest = core.list_pod_for_all_namespaces(limit=2, _continue=body["metadata"]["continue"])
+    assert [p.metadata.name for p in rest.items] == ["p3"]  # the token it answers goes on in the list of now
