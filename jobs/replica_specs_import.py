@@ -2,7 +2,8 @@
 
 Each replica type becomes a replica group; the first container of its pod template gives
 the image, command, args, literal env, resources and mounts (read in `pod_template.py`);
-everything else is listed back as unsupported.
+everything else is listed back as unsupported, and so is a later replica type's image, command,
+args or env value that differs from the one taken (the job has one of each).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         data["max_runtime"] = run_policy["activeDeadlineSeconds"]
     tier = as_mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")
     replica_specs = as_mapping(spec.get(replica_key), f"spec.{replica_key}")
+    given_by: dict[str, str] = {}  # the replica type each image, command, args and env value was taken from
     if not replica_specs:
         raise SpecError({f"spec.{replica_key}": [f"Required: at least one replica type, e.g. {kind.default_role}."]})
     for role, replica in replica_specs.items():
@@ -50,13 +52,23 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         container = as_mapping(containers[0], f"{path}.template.spec.containers[0]")
         list_unsupported(unsupported, f"{path}.template.spec.containers[0]", container,
                          {"name", "image", "command", "args", "env", "resources", "volumeMounts"})  # fmt: skip
+        # One image, command, args and env serve every replica group: the first replica type that sets one
+        # gives it, and a later type's other value is listed back (a PS's CPU image must not hide a Worker's).
         for key in ("image", "command", "args"):
             if key in container and key not in data:
-                data[key] = container[key]
+                data[key], given_by[key] = container[key], role
+            elif key in container and container[key] != data[key]:
+                unsupported.append(f"{path}.template.spec.containers[0].{key} (differs from {given_by[key]}'s; "
+                                   f"one {key} serves every replica)")  # fmt: skip
         # `or []`: an empty env of any type ("", {}) reads as none here, as it always has
         env = literal_env(container.get("env") or [], f"{path}.template.spec.containers[0].env", unsupported)
-        if env:
-            data.setdefault("env", {}).update(env)
+        for name, value in env.items():
+            job_env = data.setdefault("env", {})
+            if name not in job_env:
+                job_env[name], given_by[f"env.{name}"] = value, role
+            elif job_env[name] != value:
+                unsupported.append(f"{path}.template.spec.containers[0].env.{name} (differs from "
+                                   f"{given_by[f'env.{name}']}'s; one value serves every replica)")  # fmt: skip
         volumes, shm = volumes_of(pod, container, path, unsupported)
         for volume in volumes:
             if volume not in data.setdefault("volumes", []):

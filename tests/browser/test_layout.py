@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from scheduling.models import UsageSample
 from tests.browser.conftest import DESKTOP, PHONE, sign_in
@@ -74,3 +76,22 @@ def test_the_team_chart_s_axis_figures_read_on_a_phone(page_at, staff, world):
     assert chart.count() == 1  # one chart of the team's GPUs shows, not the wide and the narrow both
     heights = chart.locator("text.axis").evaluate_all("(texts) => texts.map((t) => t.getBoundingClientRect().height)")
     assert heights and min(heights) >= 8, f"axis figures {min(heights):.1f}px high"
+
+
+def test_the_flash_after_a_submit_sits_beside_the_updated_stamp_never_under_it(log_in, owner, cycle, shot):
+    """The stamp floats right; the flash's green box ran on under it, the stamp printed inside the box."""
+    cycle()
+    page = log_in(owner, "/jobs/new/")
+    page.fill("#id_name", "flash-beside-stamp")
+    page.fill("#id_image", "busybox:1.36")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/jobs/\d+/$"))
+    flash, stamp = page.locator(".flash"), page.locator("#live-status")
+    expect(flash).to_contain_text("Submitted flash-beside-stamp")
+    expect(stamp).to_be_visible()
+    expect(page.locator("#offline-banner")).to_be_hidden()  # a banner's own box keeps its `hidden`
+    shot(page, "flash-beside-stamp")
+    box, other = flash.bounding_box(), stamp.bounding_box()
+    apart = (box["x"] + box["width"] <= other["x"] or other["x"] + other["width"] <= box["x"]
+             or box["y"] + box["height"] <= other["y"] or other["y"] + other["height"] <= box["y"])  # fmt: skip
+    assert apart, f"the flash {box} runs under the stamp {other}"

@@ -145,3 +145,43 @@ def test_a_disk_backed_empty_dir_and_an_unmounted_volume_are_listed():
     assert "shm" not in data
     assert any("memory-backed emptyDir" in item for item in unsupported)
     assert "spec.pytorchReplicaSpecs.Worker.template.spec.volumes[0] (not mounted)" in unsupported
+
+
+TFJOB_WITH_A_PS = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: mnist-dist}
+spec:
+  tfReplicaSpecs:
+    PS:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0
+              env: [{name: ROLE_THREADS, value: "2"}]
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0-gpu
+              command: [python, /app/mnist.py]
+              env: [{name: ROLE_THREADS, value: "8"}]
+              resources: {limits: {nvidia.com/gpu: 2}}
+"""
+
+
+def test_a_replica_types_own_image_or_env_value_is_listed_back_never_dropped_silently():
+    data, unsupported = spec_from_yaml(TFJOB_WITH_A_PS)
+    worker = "spec.tfReplicaSpecs.Worker.template.spec.containers[0]"
+    # One image and one env serve every replica group: the first replica type's are kept ...
+    assert (data["image"], data["env"]) == ("tensorflow/tensorflow:2.12.0", {"ROLE_THREADS": "2"})
+    # ... and the Worker's own are named in the list of what was not carried over.
+    assert f"{worker}.image (differs from PS's; one image serves every replica)" in unsupported, unsupported
+    assert f"{worker}.env.ROLE_THREADS (differs from PS's; one value serves every replica)" in unsupported
+    # A value only one replica type sets is carried over as before.
+    assert data["command"] == ["python", "/app/mnist.py"]
+    assert not any(".command" in item for item in unsupported), unsupported
