@@ -42,16 +42,17 @@ def _signature(job: dict) -> tuple:
 
 
 class Follower:
-    """Polls a job every `interval` seconds until it ends or `timeout` (seconds, or None) passes.
+    """Polls a job every `interval` seconds until it ends or `timeout` (seconds, or None) passes, counted
+    from `since` (a time.monotonic() value: when the command began) or else from when `run` starts.
 
     The timeout bounds the whole wait: no sleep and no poll, with its retries, goes past it. A server
     out of reach or answering 5xx is waited for (a line says so, and another when it is back); any
     other error (401, 403, 404...) ends the wait with its exit code. `job` is the job as last read.
     """
 
-    def __init__(self, client: Client, job: dict, *, interval: float, timeout: float | None, out=None, err=None,
-                 sleep=time.sleep):  # fmt: skip
-        self.client, self.job, self.interval, self.timeout = client, job, interval, timeout
+    def __init__(self, client: Client, job: dict, *, interval: float, timeout: float | None,
+                 since: float | None = None, out=None, err=None, sleep=time.sleep):  # fmt: skip
+        self.client, self.job, self.interval, self.timeout, self.since = client, job, interval, timeout, since
         self.out, self.err = out or sys.stdout, err or sys.stderr
         self.tty = self.out.isatty()
         # The client's clock too: the deadline is handed to each poll.
@@ -60,7 +61,7 @@ class Follower:
 
     def run(self) -> int:
         started = self.clock()
-        deadline = started + self.timeout if self.timeout else None
+        deadline = (started if self.since is None else self.since) + self.timeout if self.timeout else None
         last, unreachable = None, False
         job = self.job
         while True:

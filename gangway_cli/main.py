@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import uuid
 
 from gangway_cli import checkpoint, exits
@@ -51,10 +52,13 @@ def cmd_submit(client: Client, args) -> int:
     query = {"team": args.team} if args.team else {}
     if args.gpu_type:  # the server puts them in the spec (a manifest has no field for them) and checks them
         query["gpu_type"] = ",".join(name for names in args.gpu_type for name in names)
+    # --wait --timeout bounds the whole command: the submission's retries as well as the wait that follows.
+    started = time.monotonic()
+    deadline = started + args.timeout if args.wait and args.timeout else None
     try:
         answer = client.request("POST", "api/v1/jobs/", data=text.encode(), content_type="application/yaml",
-                                query=query or None,
-                                headers={"Idempotency-Key": key}, retry=True)  # fmt: skip
+                                query=query or None, headers={"Idempotency-Key": key}, retry=True,
+                                deadline=deadline)  # fmt: skip
     except STOPS as stop:
         return fail(f"{word_for(stop)} before the server answered; {again}", code_for(stop))
     except ApiError as error:
@@ -73,7 +77,7 @@ def cmd_submit(client: Client, args) -> int:
     print(job.get("web_url") or job["url"], file=sys.stderr if args.json else sys.stdout, flush=True)
     if not args.wait:
         return exits.OK
-    follower = Follower(client, job, interval=args.interval, timeout=args.timeout,
+    follower = Follower(client, job, interval=args.interval, timeout=args.timeout, since=started,
                         out=sys.stderr if args.json else sys.stdout)  # fmt: skip
     try:
         code = follower.run()
