@@ -3,8 +3,11 @@
 from django.conf import settings
 from django.db import migrations, models
 
+from portal.migration_ops import AddIndexWithoutLocking
+
 
 class Migration(migrations.Migration):
+    atomic = False  # CREATE INDEX CONCURRENTLY runs outside a transaction
 
     dependencies = [
         ('jobs', '0013_metrics_indexes'),
@@ -13,11 +16,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexWithoutLocking(
             model_name='delivery',
             index=models.Index(fields=['user', '-created_at', '-id'], name='delivery_to_person'),
         ),
-        migrations.AddIndex(
+        AddIndexWithoutLocking(
             model_name='delivery',
             index=models.Index(fields=['channel', '-created_at', '-id'], name='delivery_by_channel'),
         ),

@@ -17,6 +17,7 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
 from portal import upgrades
+from portal.migration_ops import AddIndexWithoutLocking
 
 pytestmark = pytest.mark.django_db
 APPS = ("tenants", "jobs", "scheduling", "notifications")
@@ -27,6 +28,10 @@ BEFORE_THE_RULE = {
     ("jobs", "0008_gpu_types"), ("jobs", "0009_sweep_reads_its_team"), ("jobs", "0012_sweep_updated_at"),
     ("scheduling", "0003_cycle_failures"), ("scheduling", "0007_gpu_types"), ("scheduling", "0008_usage_per_gpu_type"),
     ("scheduling", "0010_cycle_changed"), ("tenants", "0001_initial"), ("tenants", "0004_sweep_settings"),
+    # and before its part on indexes
+    ("jobs", "0001_initial"), ("jobs", "0002_queue_order_index"), ("jobs", "0010_latest_successes_index"),
+    ("jobs", "0011_job_list_indexes"), ("jobs", "0013_metrics_indexes"), ("notifications", "0005_delivery_digest"),
+    ("scheduling", "0011_metrics_indexes"),
 }
 
 
@@ -36,6 +41,9 @@ def _breaking(operation) -> str:
         field = operation.field
         if not (field.many_to_many or field.null or field.db_default is not models.NOT_PROVIDED):
             return f"adds {operation.model_name}.{operation.name} NOT NULL without a db_default"
+    if type(operation) is migrations.AddIndex:
+        return (f"adds index {operation.index.name} with a plain CREATE INDEX, which blocks writes to its table "
+                "until built: use portal.migration_ops.AddIndexWithoutLocking")  # fmt: skip
     if isinstance(operation, (migrations.RemoveField, migrations.RenameField, migrations.DeleteModel,
                               migrations.RenameModel)):  # fmt: skip
         return f"{type(operation).__name__} {getattr(operation, 'name', '')}: remove only once no release reads it"
@@ -56,6 +64,12 @@ def test_the_rule_catches_a_column_added_not_null_without_a_database_default():
     assert _breaking(migrations.AddField("job", "colour", models.CharField(max_length=10, db_default="blue"))) == ""
     assert _breaking(migrations.AddField("job", "colour", models.CharField(max_length=10, null=True))) == ""
     assert _breaking(migrations.RemoveField("job", "colour")).startswith("RemoveField colour")
+
+
+def test_the_rule_catches_an_index_that_blocks_writes_while_it_builds():
+    index = models.Index(fields=["state"], name="job_state")
+    assert _breaking(migrations.AddIndex("job", index)).startswith("adds index job_state with a plain CREATE INDEX")
+    assert _breaking(AddIndexWithoutLocking("job", index)) == ""
 
 
 def test_readyz_keeps_a_process_out_of_the_service_until_its_migrations_are_applied(client, monkeypatch):
