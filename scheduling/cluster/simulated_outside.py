@@ -45,7 +45,9 @@ def add(manifest: dict, *, now: datetime) -> SimOutsideJob:
 def remove(namespace: str, name: str) -> bool:
     """Deletes an outside job as `kubectl delete` would, its pods with it; returns whether it existed."""
     with transaction.atomic():
-        row = SimOutsideJob.objects.filter(namespace=namespace, name=name).first()
+        # Its row first, then its job's: the order of an admission's or a suspend's patch (`patch`, then the
+        # simulated cluster's jobs), so that a delete beside one of them waits rather than deadlocks.
+        row = SimOutsideJob.objects.select_for_update().filter(namespace=namespace, name=name).first()
         if row is None:
             return False
         SimJob.objects.filter(namespace=namespace, name=name).delete()

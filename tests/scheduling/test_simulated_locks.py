@@ -52,3 +52,59 @@ def test_two_transactions_suspending_two_jobs_at_once_both_go_through(nodes, clo
         thread.join(timeout=60)
     assert errors == []
     assert sorted(SimJob.objects.filter(suspended=True).values_list("job_id", flat=True)) == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_an_adopted_job_while_a_suspend_patches_it_waits_never_deadlocks(maps, nodes, clock, cycle,
+                                                                                 monkeypatch):
+    """`kubectl delete` of an adopted job while a preemption suspends it: the suspend holds the outside
+    object's row, then locks the simulated cluster's jobs; the delete takes them in the same order."""
+    from jobs.models import Job
+    from scheduling.cluster import simulated, simulated_outside
+    from scheduling.snapshot import to_cluster_job
+    from tests.cluster.test_outside_jobs import outside_job
+
+    simulated_outside.add(outside_job(gpu=2), now=clock())
+    cycle()
+    job = Job.objects.get()
+    assert job.state == Job.State.ADMITTED and SimJob.objects.filter(name="bert-kubectl").exists()
+    cluster = SimulatedCluster(clock=clock, seed=1, failure_rate=0)
+    patched, deleted = threading.Event(), threading.Event()
+    real_lock = simulated._lock_unfinished
+
+    def lock_after_the_delete_tried():
+        if threading.current_thread().name == "suspend":
+            patched.set()  # it holds the outside object's row
+            deleted.wait(timeout=3)  # the delete waits for this transaction: go on alone
+        return real_lock()
+
+    monkeypatch.setattr(simulated, "_lock_unfinished", lock_after_the_delete_tried)
+    errors: list[BaseException] = []
+
+    def suspend() -> None:
+        try:
+            with transaction.atomic():
+                cluster.suspend_job(to_cluster_job(job))
+        except BaseException as error:  # noqa: BLE001 - the test reports it
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    def delete() -> None:
+        patched.wait(timeout=10)
+        try:
+            with transaction.atomic():
+                simulated_outside.remove("maps", "bert-kubectl")
+            deleted.set()
+        except BaseException as error:  # noqa: BLE001 - the test reports it
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=suspend, name="suspend"), threading.Thread(target=delete, name="delete")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert not SimJob.objects.filter(name="bert-kubectl").exists()
