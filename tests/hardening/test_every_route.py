@@ -113,12 +113,14 @@ def test_every_route_is_in_the_table():
 
 @pytest.fixture
 def world(submit, cycle, maps, owner):
-    """maps runs one job of owner's, a trial of its sweep, has a team token, a webhook, and owner has a
-    token of their own."""
+    """maps runs one job of owner's and a trial of a sweep, has a team token, a webhook, and owner has a
+    token of their own. The job routes ask for the plain job: a trial refuses a cancel of its own, which
+    would hide whether an outsider's cancel reached it."""
     job = submit(name="maps-private-run")
+    trial = submit(name="maps-private-trial")
     cycle()
-    sweep = Sweep.objects.create(team=maps, experiment="maps-private-run")
-    Job.objects.filter(pk=job.pk).update(sweep=sweep)
+    sweep = Sweep.objects.create(team=maps, experiment="maps-private-sweep")
+    Job.objects.filter(pk=trial.pk).update(sweep=sweep)
     token, _ = token_create(name="ci-maps", team=maps)
     mine, _ = token_create(name="laptop", user=owner)
     webhook_set(team=maps, url="https://hooks.example.com/maps", flags={}, actor=owner)

@@ -97,7 +97,7 @@ def test_it_deletes_in_bounded_batches_oldest_first_and_a_backlog_drains_over_ru
     assert tasks.prune_deliveries() == 0
 
 
-def test_beat_runs_the_pruning_on_the_notifications_queue():
+def test_beat_runs_the_pruning_at_least_daily():  # its queue: tests/deploy/test_queues.py, for every task
     schedule = settings.CELERY_BEAT_SCHEDULE.values()
     [entry] = [entry for entry in schedule if entry["task"] == tasks.prune_deliveries.name]
     assert entry["schedule"] <= 24 * 3600

@@ -41,6 +41,16 @@ def test_an_ended_trials_page_explains_only_the_missing_resubmit(login, lead, sw
     assert "offers no resubmit: a copy would run outside the experiment." in body and "delete trial" not in body
 
 
+def test_a_trial_already_stopping_is_not_said_to_need_a_delete_in_katib(login, lead, sweep):
+    trial = first_trial(sweep)
+    Job.objects.filter(pk=trial.pk).update(state=Job.State.CANCELLING)  # its trial was deleted in Katib
+
+    body = login(lead).get(f"/jobs/{trial.pk}/").content.decode()
+
+    assert CANCEL_BUTTON not in body and RESUBMIT not in body
+    assert "this one is stopping." in body and "delete trial" not in body
+
+
 def test_a_job_adopted_from_kubectl_keeps_cancel_and_resubmit(login, lead, submit):
     job = submit(name="from-kubectl")
     Job.objects.filter(pk=job.pk).update(cluster_name="from-kubectl", cluster_uid="0b7c2f6e-kubectl",

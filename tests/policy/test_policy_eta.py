@@ -26,6 +26,7 @@ from scheduling.policy.cycle import decide
 from scheduling.policy.demand import demand_of
 from scheduling.policy.eta import HORIZON
 from scheduling.policy.lines import Lines
+from scheduling.policy.order import r3_key
 from scheduling.policy.placement import place, usage_on_nodes
 from scheduling.policy.reservation import Hold, Holds, earliest_hold, heap_in_order
 from scheduling.policy.runtime import expected_runtime
@@ -123,7 +124,7 @@ def reference_starts(snapshot: Snapshot) -> dict[str, int | None]:
     pending.update((j.id, j) for j in requeued)
     reserving = {h.id for h in made.holds}
     left = [j for j in waiting + requeued if j.id not in reserving]
-    left.sort(key=lambda j: (-tiers[j.tier].value, j.queued, j.id))
+    left.sort(key=lambda j: r3_key(j, tiers))
     estimates = {j.id: None for j in waiting}
     for h in made.holds:
         estimates[h.id] = h.start
