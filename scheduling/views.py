@@ -111,14 +111,14 @@ def _nodes(request):
     reserved = _reserved(request)
     kinds = _kinds(request)
     etag = fingerprint(request, "nodes", state, kinds, sorted(reserved.items()), sorted(mine), palette(request))
-    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved, kinds), "map_teams": _map_teams(request, rows)}
+    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved, kinds),
+                          "map_teams": _map_teams(rows)}
 
 
-def _map_teams(request, rows) -> list[tuple[str, str]]:
-    """(slug, colour class) of each team holding GPUs on the map, in slug order: the map's legend, whose
-    swatches carry each team's colour and mark as its cells do."""
-    colours = palette(request)
-    return [(slug, f"t{colours.get(slug, 0)}") for slug in sorted({run[0] for node in rows for run in node.runs})]
+def _map_teams(rows) -> list[str]:
+    """The slug of each team holding GPUs on the map, in slug order: the map's legend, whose swatches
+    carry each team's colour and mark as its cells do."""
+    return sorted({run[0] for node in rows for run in node.runs})
 
 
 def _queue(request):
