@@ -22,7 +22,7 @@ def id_order(id: str) -> tuple[bool, int, str]:
     """Returns the sort key of a job id where a rule orders by id (R3, R8):
     ids of digits alone (the loop's) go by their number, "99" before "100";
     other ids go after those, as text."""
-    return (False, len(id), id) if id.isdigit() else (True, 0, id)
+    return (False, len(id), id) if id.isascii() and id.isdigit() else (True, 0, id)
 
 
 @dataclass(frozen=True, slots=True)
