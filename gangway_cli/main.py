@@ -119,8 +119,10 @@ def cmd_cancel(client: Client, args) -> int:
     return exits.OK
 
 
-def queued_jobs(client: Client, *, every: bool) -> tuple[list[dict], int]:
-    """The waiting jobs in queue order (the first page, or with `every` all of them) and how many wait in all.
+def queued_jobs(client: Client, *, every: bool, team: str | None = None) -> tuple[list[dict], int]:
+    """The waiting jobs in queue order (the first page, or with `every` all of them) and how many wait in all;
+    with `team`, the server sends that team's only (a portal older than `?team=` sends all: the caller
+    keeps the team's).
 
     Each job comes once: one queued ahead while the pages are read pushes the last of a page onto the
     next, where it would come again.
@@ -128,7 +130,7 @@ def queued_jobs(client: Client, *, every: bool) -> tuple[list[dict], int]:
     jobs: dict[int, dict] = {}
     page_number = 1
     while True:
-        page = client.get("api/v1/queue/", page_size=QUEUE_PAGE if every else 200, page=page_number)
+        page = client.get("api/v1/queue/", page_size=QUEUE_PAGE if every else 200, page=page_number, team=team)
         for waiting in page["results"]:
             jobs.setdefault(waiting["id"], waiting)
         # Bounded by the count the first page gave, should pages keep saying there is a next one.
@@ -138,7 +140,7 @@ def queued_jobs(client: Client, *, every: bool) -> tuple[list[dict], int]:
 
 
 def cmd_queue(client: Client, args) -> int:
-    jobs, count = queued_jobs(client, every=bool(args.team or args.json))
+    jobs, count = queued_jobs(client, every=bool(args.team or args.json), team=args.team)
     jobs = [job for job in jobs if not args.team or job["team"] == args.team]
     if args.json:
         _print_json(jobs)

@@ -33,6 +33,7 @@ from jobs.serializers import (
     JobLogsSerializer,
     JobSerializer,
     JobSpecSerializer,
+    QueueFilterSerializer,
     SubmittedJobSerializer,
 )
 from jobs.services import (
@@ -320,13 +321,19 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         return Response(JobLogsSerializer(body).data)
 
 
-@extend_schema(summary="The queue: waiting jobs you can see, in order", tags=["jobs"])
+@extend_schema(summary="The queue: waiting jobs you can see, in order", parameters=[QueueFilterSerializer],
+               tags=["jobs"])  # fmt: skip
 class QueueView(ApiDefaults, generics.ListAPIView):
     serializer_class = JobSerializer
     pagination_class = JobPagination
 
     def get_queryset(self):
-        return in_queue_order(visible_jobs(self.request))
+        filters = QueueFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        jobs = visible_jobs(self.request)
+        if team := filters.validated_data.get("team"):
+            jobs = jobs.filter(team__slug=team)
+        return in_queue_order(jobs)
 
 
 class JobTokenAuthentication(BaseAuthentication):

@@ -275,6 +275,13 @@ class JobFilterSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class QueueFilterSerializer(serializers.Serializer):
+    """Query parameters of the queue."""
+
+    team = serializers.CharField(required=False, help_text="Team slug: only its waiting jobs, each with its "
+                                                           "place in the whole queue and in its team's.")  # fmt: skip
+
+
 class ReplicaLogSerializer(serializers.Serializer):
     """One replica's recent log lines and how it stopped (`scheduling.cluster.base.ReplicaLog`)."""
 

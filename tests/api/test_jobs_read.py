@@ -90,6 +90,17 @@ def test_the_queue_is_in_order_and_scoped(as_persona, mixed_jobs):
     assert as_persona("anonymous").get("/api/v1/queue/").status_code == 401
 
 
+def test_the_queue_of_one_team_keeps_each_jobs_place_in_the_whole_queue(as_persona, mixed_jobs):
+    staff = as_persona("staff")
+    whole = {job["name"]: job["position"] for job in staff.get("/api/v1/queue/").json()["results"]}
+    maps = staff.get("/api/v1/queue/?team=maps").json()
+    assert [job["name"] for job in maps["results"]] == ["maps-a", "maps-b"] and maps["count"] == 2
+    assert [job["position"] for job in maps["results"]] == [whole["maps-a"], whole["maps-b"]]
+    # A team's token, and a person outside the team, see none of another team's jobs by asking for it.
+    assert as_persona("maps_token").get("/api/v1/queue/?team=vision").json()["results"] == []
+    assert names(as_persona("maps_token").get("/api/v1/queue/?team=maps")) == ["maps-a", "maps-b"]
+
+
 def test_every_time_in_a_job_is_written_in_drfs_one_format(as_persona, job):
     """A reservation's start is kept as text in a JSON column (as the admission loop writes it); it is
     written as the job's other times are, `...Z`, never `+00:00`."""

@@ -77,10 +77,22 @@ def queue_pages(request):
 
 
 def test_queue_team_reads_past_the_first_page(cli, fake_portal):
+    """A portal older than the queue's `?team=` sends every team's jobs: the CLI keeps the team's."""
     fake_portal.on("GET", "/api/v1/queue/", queue_pages)
     result = cli("queue", "--team", "maps")
     assert result.code == 0
     assert "job-901" in result.out and "No waiting jobs" not in result.out
+
+
+def test_queue_team_asks_the_portal_for_that_teams_jobs_alone(cli, fake_portal):
+    def by_team(request):  # the 901 jobs of `queue_pages`, of the team asked for: one page
+        results = [job(901, team="maps", position=901)] if request.query.get("team") == "maps" else []
+        return Answer(200, {"count": len(results), "next": None, "previous": None, "results": results})
+
+    fake_portal.on("GET", "/api/v1/queue/", by_team)
+    result = cli("queue", "--team", "maps")
+    assert result.code == 0 and "job-901" in result.out
+    assert [request.query.get("team") for request in fake_portal.requests] == ["maps"]  # one page, not 900 jobs
 
 
 def test_queue_json_is_every_waiting_job_in_order(cli, fake_portal):
