@@ -294,14 +294,17 @@ class NotRunning(Exception):
 
 
 def job_checkpoint(*, job_id: int, at) -> Job:
-    """Record that the job's training just saved a checkpoint (R8: least unsaved work is preempted first).
+    """Record that the job's training saved a checkpoint `at` (R8: least unsaved work is preempted first).
 
     Returns the job. Raises Job.DoesNotExist for no such job and NotRunning when it is not in
-    CHECKPOINT_STATES. A conditional UPDATE, so a job that ended or was requeued meanwhile is left as it is.
+    CHECKPOINT_STATES. A conditional UPDATE, so a job that ended or was requeued meanwhile is left as it is,
+    and so is one that already holds a checkpoint as late: a report never moves it back. The endpoint
+    reports its own moment; reconcile, the moment a cluster says the job's pods saved (`JobStatus`).
     """
-    moved = Job.objects.filter(pk=job_id, state__in=CHECKPOINT_STATES).update(checkpointed_at=at)
+    moved = (Job.objects.filter(pk=job_id, state__in=CHECKPOINT_STATES).exclude(checkpointed_at__gte=at)
+             .update(checkpointed_at=at))  # fmt: skip
     job = Job.objects.get(pk=job_id)
-    if not moved:
+    if not moved and job.state not in CHECKPOINT_STATES:
         raise NotRunning(f"Job {job.name} (#{job.pk}) is {job.state}; only an admitted, running or preempting "
                          "job reports checkpoints.")  # fmt: skip
     return job

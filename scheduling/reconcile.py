@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
+from jobs.services import CHECKPOINT_STATES, NotRunning, job_checkpoint
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs
@@ -72,7 +73,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
     """Bring job states in line with the cluster; returns what it corrected.
 
     1. Adopt the jobs created elsewhere that ask for a team's queue, and cancel the adopted
-       ones deleted in the cluster (`adoption.adopt_outside_jobs`); read every Gangway job the cluster has.
+       ones deleted in the cluster (`adoption.adopt_outside_jobs`); read every Gangway job the cluster has,
+       and record the checkpoints it reports their pods saved (`_record_checkpoints`).
     2. For each job the database follows, jobs being stopped first, apply the
        one correction its pair of states calls for (see `_correct`).
     3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted,
@@ -97,6 +99,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         others = {job.pk: job for job in Job.objects.filter(pk__in={status.job_id for status in listed} - known)
                   .select_related("team")}  # fmt: skip
         statuses = own_statuses(listed, {job.pk: job for job in jobs} | others)
+        _record_checkpoints(jobs, statuses)
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             try:
@@ -118,6 +121,26 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             # A job ended, was requeued or stopped: room may have opened, so plan again soon.
             triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     return result
+
+
+def _record_checkpoints(jobs: list[Job], statuses: dict[int, JobStatus]) -> None:
+    """Records each checkpoint a job's own object reports (`JobStatus.checkpointed_at`: the simulated
+    cluster's training, at the moment its log gives) later than the one stored, through the service the
+    checkpoint endpoint uses, so R8 and the job page read it as a report from the job's pods.
+
+    A pass writes only new checkpoints. Each is one conditional UPDATE of its own, in no transaction,
+    after the cluster's read has committed: no simulated row is ever locked while a job row is. A job
+    that left CHECKPOINT_STATES since this pass read it is left as it is.
+    """
+    for job in jobs:
+        status = statuses.get(job.pk)
+        at = status.checkpointed_at if status else None
+        if at is None or job.state not in CHECKPOINT_STATES or (job.checkpointed_at and job.checkpointed_at >= at):
+            continue
+        try:
+            job_checkpoint(job_id=job.pk, at=at)
+        except (NotRunning, Job.DoesNotExist):
+            continue  # ended, requeued or deleted meanwhile: nothing of it runs to have saved
 
 
 def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dict[int, Job], cluster: Cluster,

@@ -188,6 +188,10 @@ class JobStatus:
     # the loop counts these as outside usage (R12) whenever it does not count the job itself.
     pods: tuple[OutsidePod, ...] = ()
     adopted: bool = False  # created elsewhere and adopted (see OutsideJob): never deleted by Gangway
+    # When the job's running pods last saved a checkpoint in this run, when the cluster itself knows it: the
+    # simulated cluster's training, as its log says. None otherwise; the Kubernetes adapter always says None,
+    # since real pods report through the checkpoint endpoint. Reconcile records it as that endpoint would (R8).
+    checkpointed_at: datetime | None = None
 
 
 class JobStatuses(list[JobStatus]):

@@ -61,14 +61,16 @@ class SimulatedCluster:
         return []
 
     def job_statuses(self) -> JobStatuses:
-        """Every simulated job with its phase. No pod outlives its job here (a deleted or suspended job
-        frees its nodes at once), so there are never strays."""
+        """Every simulated job with its phase, and a running one with its last checkpoint of this run, as its
+        log says (the report a real job's training makes with `gangway checkpoint`). No pod outlives its
+        job here (a deleted or suspended job frees its nodes at once), so there are never strays."""
         self.advance()
+        now = self.clock()
         adopted = simulated_outside.adopted_ids()
         # An ended job has no pods, so its manifest is never read: the cluster keeps many of them.
         ended = SimJob.objects.filter(finished_at__isnull=False).defer("manifest", "hint")
         jobs = sorted([*SimJob.objects.filter(finished_at__isnull=True), *ended], key=lambda job: job.job_id)
-        return JobStatuses(_status(job, adopted=job.job_id in adopted) for job in jobs)
+        return JobStatuses(_status(job, now, adopted=job.job_id in adopted) for job in jobs)
 
     def outside_jobs(self) -> OutsideJobs:
         self.advance()
@@ -279,7 +281,7 @@ def _place(job: SimJob, free: dict[str, list[int]], labels: dict[str, dict[str, 
     return chosen
 
 
-def _status(job: SimJob, *, adopted: bool = False) -> JobStatus:
+def _status(job: SimJob, now: datetime, *, adopted: bool = False) -> JobStatus:
     if job.finished_at:
         phase = Phase.SUCCEEDED if job.succeeded else Phase.FAILED
     elif job.suspended:
@@ -298,5 +300,5 @@ def _status(job: SimJob, *, adopted: bool = False) -> JobStatus:
     return JobStatus(
         job_id=job.job_id, name=job.name, namespace=job.namespace, kind=job.kind, phase=phase, message=message,
         running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes), pods=pods,
-        adopted=adopted,
+        adopted=adopted, checkpointed_at=simulated_logs.last_checkpoint(job, now),
     )  # fmt: skip

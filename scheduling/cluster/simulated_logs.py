@@ -66,21 +66,45 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
     """
     if job.finished_at is None and (job.suspended or job.started_at is None):
         return []
-    end = job.finished_at or now
-    ran = job.progress + max(0.0, (end - job.started_at).total_seconds()) if job.started_at else job.progress
-    base = (job.started_at or end) - timedelta(seconds=job.progress)
+    base, steps = _timeline(job, now)
     culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
     pods = {name: f"{job.name}-{name}" for name in replica_names(job)}
     result = []
     for index, name in enumerate(pods):
         if replica and name != replica:
             continue
-        lines = _Log(job, name, index, len(pods), base, int(ran // STEP), seed, culprit, exception)
+        lines = _Log(job, name, index, len(pods), base, steps, seed, culprit, exception)
         result.append(ReplicaLog(
             replica=name, pod=pods[name], phase=_phase(job), lines=lines.tail(tail),
             **_ending(job, name, culprit, exception),
         ))  # fmt: skip
     return result
+
+
+def last_checkpoint(job: SimJob, now: datetime) -> datetime | None:
+    """Returns when the job's replicas last wrote "checkpoint: saved step N" in their current run, at the
+    moment the log gives: when its training reports with `gangway checkpoint`, right after saving.
+
+    None while no pod of it runs (not started, suspended, ended: nothing left to report), and before its
+    first checkpoint of this run. A resumed job's log starts over from its first step, shifted by the time
+    it was suspended; the steps up to its progress were saved in an earlier run and reported then.
+    """
+    if job.finished_at is not None or job.suspended or job.started_at is None:
+        return None
+    base, steps = _timeline(job, now)
+    step = steps // CHECKPOINT_EVERY * CHECKPOINT_EVERY
+    if step == 0 or step * STEP <= job.progress:
+        return None
+    return base + timedelta(seconds=step * STEP)
+
+
+def _timeline(job: SimJob, now: datetime) -> tuple[datetime, int]:
+    """Returns (when the log's step 0 is, the steps it has written by `now` or its end): a resumed job's
+    log counts its progress as if it had run without a break, up to its current start."""
+    end = job.finished_at or now
+    ran = job.progress + max(0.0, (end - job.started_at).total_seconds()) if job.started_at else job.progress
+    base = (job.started_at or end) - timedelta(seconds=job.progress)
+    return base, int(ran // STEP)
 
 
 def _phase(job: SimJob) -> str:

@@ -91,6 +91,16 @@ def test_a_job_whose_pods_do_not_run_answers_409_naming_the_states_that_report(c
     assert Job.objects.get(pk=job.pk).checkpointed_at is None
 
 
+def test_a_report_older_than_the_stored_checkpoint_leaves_it(running):
+    """Reconcile records the moment a cluster says the pods saved, which may be older than a report made since."""
+    from jobs.services import job_checkpoint
+
+    later = timezone.now()
+    job_checkpoint(job_id=running.pk, at=later)
+    assert job_checkpoint(job_id=running.pk, at=later - timedelta(minutes=5)).checkpointed_at == later
+    assert Job.objects.get(pk=running.pk).checkpointed_at == later
+
+
 def test_a_checkpoint_saved_while_preempting_is_kept_but_the_next_run_counts_its_unsaved_work_from_its_start(
         client, submit, nodes):
     from scheduling.cluster.simulated import SimulatedCluster

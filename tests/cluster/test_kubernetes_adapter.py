@@ -184,6 +184,19 @@ def test_statuses_count_running_pods_of_each_job_and_ignore_other_objects(fake, 
     assert [(s.job_id, s.running_pods, s.nodes) for s in statuses] == [(12, 2, ("n1", "n2")), (13, 0, ())]
 
 
+def test_statuses_carry_no_checkpoint_since_pods_report_theirs_through_the_endpoint(fake, cluster):
+    fake.add(_namespace("maps"))
+    cluster.create_job(JOB)
+    job = _tfjob(fake)
+    job["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
+    fake.add(job)
+    fake.add(_pod("resnet-g12-worker-0", "maps", node="n1", labels={"gangway.io/job-id": "12"}))
+
+    [status] = cluster.job_statuses()
+
+    assert (status.phase, status.running_pods, status.checkpointed_at) == (Phase.RUNNING, 1, None)
+
+
 def test_a_cluster_without_kubeflow_trainer_still_reports_its_tfjobs(fake, cluster):
     """No TrainJob CRD (its list answers 404): reconcile still reads every other kind's jobs."""
     fake.add(_namespace("maps"))
