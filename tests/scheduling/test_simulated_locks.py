@@ -10,11 +10,12 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connections, transaction
+from django.db import transaction
 
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.models import SimJob
 from tests.scheduling.test_simulated_cluster import a_job
+from tests.together import run_together
 
 
 @pytest.mark.django_db(transaction=True)
@@ -34,23 +35,14 @@ def test_two_transactions_suspending_two_jobs_at_once_both_go_through(nodes, clo
         real_advance(self)
 
     monkeypatch.setattr(SimulatedCluster, "advance", advance_together)
-    errors: list[BaseException] = []
 
-    def suspend(job_id: int) -> None:
-        try:
+    def suspend(job_id: int):
+        def suspend_it() -> None:
             with transaction.atomic():
                 cluster.suspend_job(a_job(job_id, workers=1, duration=3600))
-        except BaseException as error:  # noqa: BLE001 - the test reports it
-            errors.append(error)
-        finally:
-            connections.close_all()
+        return suspend_it
 
-    threads = [threading.Thread(target=suspend, args=(job_id,)) for job_id in (1, 2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
+    assert run_together(suspend(1), suspend(2)) == []
     assert sorted(SimJob.objects.filter(suspended=True).values_list("job_id", flat=True)) == [1, 2]
 
 
@@ -79,32 +71,16 @@ def test_deleting_an_adopted_job_while_a_suspend_patches_it_waits_never_deadlock
         return real_lock()
 
     monkeypatch.setattr(simulated, "_lock_unfinished", lock_after_the_delete_tried)
-    errors: list[BaseException] = []
 
     def suspend() -> None:
-        try:
-            with transaction.atomic():
-                cluster.suspend_job(to_cluster_job(job))
-        except BaseException as error:  # noqa: BLE001 - the test reports it
-            errors.append(error)
-        finally:
-            connections.close_all()
+        with transaction.atomic():
+            cluster.suspend_job(to_cluster_job(job))
 
     def delete() -> None:
         patched.wait(timeout=10)
-        try:
-            with transaction.atomic():
-                simulated_outside.remove("maps", "bert-kubectl")
-            deleted.set()
-        except BaseException as error:  # noqa: BLE001 - the test reports it
-            errors.append(error)
-        finally:
-            connections.close_all()
+        with transaction.atomic():
+            simulated_outside.remove("maps", "bert-kubectl")
+        deleted.set()
 
-    threads = [threading.Thread(target=suspend, name="suspend"), threading.Thread(target=delete, name="delete")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
+    assert run_together(suspend, delete) == []
     assert not SimJob.objects.filter(name="bert-kubectl").exists()

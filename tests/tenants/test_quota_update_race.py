@@ -3,16 +3,15 @@ orders them, so the second compares against the first one's figures and is refus
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from django.db import connections
 
 from tenants import services
 from tenants.models import AuditEntry, Quota
 from tenants.quota_conflicts import QuotaAsRead, QuotaChanged
 from tenants.services import quota_update, quota_values
+from tests.together import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,20 +29,16 @@ def test_two_saves_from_the_same_page_at_once_save_one_and_refuse_the_other(maps
     monkeypatch.setattr(services, "admission_inputs_changed", lambda: None)
     outcomes: dict[int, str] = {}
 
-    def save(nominal: int) -> None:
-        try:
-            quota_update(team=maps, quotas={"gpu": {"nominal": nominal, "borrowing_limit": 8}}, based_on=read)
-            outcomes[nominal] = "saved"
-        except QuotaChanged:
-            outcomes[nominal] = "refused"
-        finally:
-            connections.close_all()
+    def save(nominal: int):
+        def save_it() -> None:
+            try:
+                quota_update(team=maps, quotas={"gpu": {"nominal": nominal, "borrowing_limit": 8}}, based_on=read)
+                outcomes[nominal] = "saved"
+            except QuotaChanged:
+                outcomes[nominal] = "refused"
+        return save_it
 
-    threads = [threading.Thread(target=save, args=(nominal,)) for nominal in (4, 6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    assert run_together(save(4), save(6), timeout=30) == []
     assert sorted(outcomes.values()) == ["refused", "saved"]
     saved = next(nominal for nominal, outcome in outcomes.items() if outcome == "saved")
     assert Quota.objects.get(team=maps, resource="gpu").nominal == saved
