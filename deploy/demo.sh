@@ -21,7 +21,9 @@ $PY manage.py migrate --noinput -v 0
 $PY manage.py seed_demo
 
 pids=()
+stopping=
 stop() {
+  stopping=1
   trap - INT TERM EXIT
   echo; echo "Stopping the demo..."
   kill "${pids[@]}" 2>/dev/null || true
@@ -38,11 +40,18 @@ $PY manage.py runserver --noreload "127.0.0.1:${PORT}" >"$LOGS/web.log" 2>&1 & p
 cat <<MSG
 
   Gangway is running at http://127.0.0.1:${PORT}/
-  Log in as admin (staff), lead (lead of perception) or engineer (maps, research);
+  Log in as admin (staff; finance), lead (lead of perception) or engineer (maps, research);
   the password is '${DEMO_PASSWORD}'.
   The simulated cluster has two GPU types: 4 nodes of 8 l4 GPUs and 2 nodes of 8 a100 GPUs.
   Logs: $LOGS/web.log, worker.log, beat.log. Press Ctrl-C to stop.
 
 MSG
-wait -n "${pids[@]}"
-echo "A demo process stopped; see the logs in $LOGS." >&2
+status=0
+wait -n "${pids[@]}" || status=$?
+# Only a failure is news. Ctrl-C reaches Celery's worker and beat as well, and they exit with
+# status 0; one can do so before this script hears it, or this script never hears it (a shell
+# started in the background ignores Ctrl-C). A process that stops by itself exits non-zero.
+if [[ -z $stopping && $status -ne 0 ]]; then
+  echo "A demo process stopped by itself (exit status $status); see the logs in $LOGS." >&2
+fi
+exit "$status"

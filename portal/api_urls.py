@@ -3,12 +3,13 @@
 from django.urls import Resolver404, include, path, re_path, resolve
 from drf_spectacular.utils import extend_schema
 from csp.decorators import csp_update
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.decorators import api_view, authentication_classes, permission_classes, throttle_classes
 from rest_framework.exceptions import NotFound
 from rest_framework.routers import SimpleRouter
 
 from jobs.api import JobCheckpointView, JobViewSet, QueueView
+from portal.api_docs import RedocView, redoc_bundle
 from scheduling.api import ClusterView
 from tenants.api import TeamViewSet, UserTokenViewSet
 
@@ -49,6 +50,7 @@ urlpatterns = [
     # The documentation UIs style themselves with style elements; only their pages allow inline styles.
     # The Swagger UI's start-up script is served as a file (the split view), so no page needs an inline script.
     path("schema/swagger/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="swagger"),
-    path("schema/redoc/", _docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
+    path("schema/redoc/", _docs_csp(RedocView.as_view(url_name="api:schema")), name="redoc"),
+    path("schema/redoc/redoc.standalone.js", redoc_bundle, name="redoc-bundle"),
     re_path(r"^(?P<rest>[\s\S]*)$", no_such_endpoint),  # any path, a newline in it too
 ]

@@ -292,7 +292,7 @@ SPECTACULAR_SETTINGS = {
         "Submit training jobs to a shared GPU cluster, follow them, cancel them; read teams, quotas, "
         "the queue and the cluster. Authenticate with `Authorization: Bearer gw_...` (a team or user token)."
     ),
-    "VERSION": "1",
+    "VERSION": "v1",  # as in /api/v1/; Redoc writes it after the title in brackets, where a bare "(1)" reads as a count
     "OAS_VERSION": "3.1.0",  # JSON Schema in full: propertyNames states the env names the spec accepts
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],

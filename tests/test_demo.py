@@ -68,3 +68,60 @@ def test_the_demo_serves_a_login_page_and_its_worker_answers(tmp_path):
     finally:
         os.killpg(demo.pid, signal.SIGTERM)
         demo.wait(timeout=30)
+
+
+def start_demo(env: dict, *, ignoring_ctrl_c: bool = False) -> subprocess.Popen:
+    """The demo in its own process group, as a terminal runs it; `ignoring_ctrl_c` starts it the
+    way a shell starts a command in the background, with SIGINT ignored (which the script then
+    cannot trap)."""
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignoring_ctrl_c else None
+    return subprocess.Popen(["bash", "deploy/demo.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=ignore)  # fmt: skip
+
+
+def wait_for_login_page(demo: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and demo.poll() is None:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5).read()
+            return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"the demo did not come up; it said: {demo.stdout.read() if demo.poll() is not None else ''}")
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize("ignoring_ctrl_c", [False, True], ids=["from a terminal", "started in the background"])
+def test_ctrl_c_stops_the_demo_without_reporting_a_failure(tmp_path, ignoring_ctrl_c):
+    port = free_port()
+    demo = start_demo(demo_env(tmp_path, port), ignoring_ctrl_c=ignoring_ctrl_c)
+    try:
+        wait_for_login_page(demo, port)
+        time.sleep(5)  # the worker and beat have installed their own Ctrl-C handlers
+        os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
+        output, _ = demo.communicate(timeout=60)
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGTERM)
+            demo.wait(timeout=30)
+    assert "Stopping the demo..." in output
+    assert "stopped by itself" not in output and "A demo process stopped" not in output, output
+
+
+@pytest.mark.worker
+def test_a_process_that_fails_stops_the_demo_and_says_where_to_look(tmp_path):
+    port = free_port()
+    with socket.socket() as taken:  # the web server cannot listen, so it exits with status 1
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        demo = start_demo(demo_env(tmp_path, port))
+        try:
+            output, _ = demo.communicate(timeout=120)
+        finally:
+            if demo.poll() is None:
+                os.killpg(demo.pid, signal.SIGTERM)
+                demo.wait(timeout=30)
+    assert f"A demo process stopped by itself (exit status 1); see the logs in {tmp_path}." in output, output
+    assert output.index("stopped by itself") < output.index("Stopping the demo...")
+    assert demo.returncode == 1

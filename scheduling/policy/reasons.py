@@ -51,7 +51,7 @@ TEMPLATES: dict[Code, str] = {
     ),
     Code.NOTHING_TO_BORROW: (
         "Waiting for quota: needs {need}; team {team} uses {used} of its {nominal} nominal "
-        "and only {available} more is free in its nominal or idle in other teams; it starts "
+        "and {free} in its nominal or idle in other teams; it starts "
         "once that grows by {short}.{ahead}"
     ),
     Code.NOMINAL_ONLY: (
@@ -117,6 +117,20 @@ def amount(r: int, value: int) -> str:
         cores = _number(value / 1000)
         return f"{cores} core" if cores == "1" else f"{cores} cores"
     return f"{_number(value / GIB)} GiB"
+
+
+def more_free(r: int, value: int) -> str:
+    """Returns how much more of resource `r` is free, verb agreeing: "none is free",
+    "only 1 more is free", "only 7 more are free" (GPUs, counted bare as the
+    sentence's nominal is), "only 2 more cores are free", "only 4 GiB more is free"."""
+    if value <= 0:
+        return "none is free"
+    if r == GPU:
+        return f"only {value} more {'is' if value == 1 else 'are'} free"
+    if r == CPU:
+        cores = _number(value / 1000)
+        return f"only {cores} more core is free" if cores == "1" else f"only {cores} more cores are free"
+    return f"only {amount(r, value)} more is free"
 
 
 def amounts(v: Sequence[int]) -> str:

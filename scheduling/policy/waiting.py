@@ -12,7 +12,7 @@ from .demand import Demand
 from .model import PendingJob
 from .placement import place, usage_on_nodes
 from .quota import Refusal
-from .reasons import Code, amount, amounts, per_type, replicas_text
+from .reasons import Code, amount, amounts, more_free, per_type, replicas_text
 from .reservation import Hold, Holds
 from .state import State
 
@@ -135,7 +135,7 @@ def _why_one(job: PendingJob, demand: Demand, refusal: Refusal | None,
         if refusal.code is Code.NOMINAL_ONLY:
             return refusal.code, refusal.code.say(tier=job.tier, **numbers)
         return refusal.code, refusal.code.say(
-            available=_bare(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)),
+            free=more_free(r, refusal.limit), short=amount(r, max(0, refusal.need - refusal.limit)),
             ahead=ahead, **numbers)
     total = state.room.total
     free = tuple(max(0, x) for x in total)

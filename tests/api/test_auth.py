@@ -63,9 +63,20 @@ def test_the_schema_and_its_pages_are_served_offline(db):
     paths = schema.json()["paths"]
     assert {"/api/v1/jobs/", "/api/v1/jobs/{id}/cancel/", "/api/v1/teams/{slug}/quota/", "/api/v1/queue/",
             "/api/v1/cluster/"} <= set(paths)  # fmt: skip
-    for page in ("/api/schema/swagger/", "/api/schema/redoc/"):
+    for page, script in [("/api/schema/swagger/", "/static/drf_spectacular_sidecar/"),
+                         ("/api/schema/redoc/", "/api/schema/redoc/redoc.standalone.js")]:
         html = client.get(page).content.decode()
-        assert "cdn.jsdelivr.net" not in html and "/static/drf_spectacular_sidecar/" in html
+        assert "cdn.jsdelivr.net" not in html and script in html
+
+
+def test_the_redoc_bundle_fetches_nothing_from_elsewhere(db):
+    """Redoc names Redocly's logo on their CDN; the bundle served here does not (portal/api_docs.py)."""
+    response = APIClient().get("/api/schema/redoc/redoc.standalone.js")
+    bundle = response.content.decode()
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/javascript")
+    assert "cdn.redoc.ly" not in bundle and "API docs by Redocly" in bundle
+    source_map = "/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js.map"
+    assert bundle.rstrip().endswith(f"sourceMappingURL={source_map}")  # where the static files serve it
 
 
 def test_every_operation_has_a_summary_and_examples_where_it_returns_a_body(db):

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tenants.models import AuditEntry, Quota
+from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -155,3 +156,17 @@ def test_an_outsider_cannot_open_another_teams_job(log_in, outsider, submit, sho
     expect(page.locator("h1")).to_have_text("Nothing here")
     expect(page.locator("body")).not_to_contain_text("private")
     shot(page, "not-found")
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_an_adopted_job_s_owner_shows_in_full_on_the_team_page(page_at, owner, submit, width, shot):
+    """An adopted job's owner says where it came from; cut short ("kubectl-create (eng…") the part
+    that tells would be hidden from everyone, and a tooltip reaches neither a keyboard nor a touch."""
+    job = submit(name="adopted")
+    Job.objects.filter(pk=job.pk).update(owner=None, submitted_via="kubectl-create (engineer)")
+    page = sign_in(page_at(DESKTOP if width == "desktop" else PHONE), owner, "/teams/maps/")
+    cell = page.locator("td.owner", has_text="kubectl-create")
+    expect(cell).to_have_text("kubectl-create (engineer)")
+    # Nothing of it clipped: the cell is as wide as its text, which wraps rather than overflows.
+    assert cell.evaluate("td => td.scrollWidth <= td.clientWidth")
+    shot(page, f"team-adopted-owner-{width}")

@@ -89,6 +89,7 @@ ROUTES: dict[str, list[tuple[str, str, dict | None, int, int]]] = {
     "api:schema": [("get", "/api/schema/", None, 200, 200)],
     "api:swagger": [("get", "/api/schema/swagger/", None, 200, 200)],
     "api:redoc": [("get", "/api/schema/redoc/", None, 200, 200)],
+    "api:redoc-bundle": [("get", "/api/schema/redoc/redoc.standalone.js", None, 200, 200)],
     "api:None": [("get", "/api/v1/nope", None, 404, 404)],  # the API's JSON 404 for any other path
 }
 # Served by libraries behind their own access rules: Django's admin (staff only; one request below

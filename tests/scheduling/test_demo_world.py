@@ -17,7 +17,7 @@ from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
 from scheduling.models import SimNode
 from scheduling.reconcile import reconcile
-from tenants.models import GPU_TYPE_LABEL, GpuType, Quota
+from tenants.models import GPU_TYPE_LABEL, GpuType, Membership, Quota, Team
 from tenants.selectors import gpu_types
 
 DEMO_SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "demo.sh"
@@ -110,3 +110,13 @@ def test_it_upgrades_a_demo_seeded_before_gpu_types(db):
     assert Quota.objects.get(team__slug="maps", resource="gpu:a100").nominal == 8
     assert SimNode.objects.get(name="node-01").labels == {GPU_TYPE_LABEL: "NVIDIA-L4"}
     assert Job.objects.count() == before + 2
+
+
+def test_every_demo_team_has_members_and_its_seeded_jobs_are_theirs(db):
+    """A team page that lists no members beside jobs owned by someone reads as a contradiction."""
+    call_command("seed_demo", stdout=StringIO())
+    for team in Team.objects.all():
+        members = set(Membership.objects.filter(team=team).values_list("user__username", flat=True))
+        owners = set(Job.objects.filter(team=team, owner__isnull=False).values_list("owner__username", flat=True))
+        assert members, f"team {team.slug} has no members"
+        assert owners <= members, f"team {team.slug}'s jobs are owned by {sorted(owners - members)}, not members"
