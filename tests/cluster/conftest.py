@@ -3,9 +3,9 @@
 import pytest
 from kubernetes.client import Configuration
 
-from fake_apiserver import FakeApiServer
 from scheduling.cluster.kubernetes import KubernetesCluster
 from scheduling.cluster.kubernetes_api import client_for
+from tests.cluster.fake_apiserver import FakeApiServer
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import pytest
 from django.utils import timezone
 from django.db import DatabaseError
 
-from fake_apiserver import kind_path
 from jobs.codes import Because
 from jobs.models import Job
 from jobs.services import job_cancel, job_submit
@@ -25,6 +24,7 @@ from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY
 from scheduling.invariants import broken_promises, check
 from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
 from scheduling.reconcile import reconcile
+from tests.cluster.fake_apiserver import kind_path
 from tests.conftest import make_team, spec_data
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
