@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str, description: str, codes: tuple[int, ...], parents=(auth,)):
+        # Any command can be stopped: Ctrl-C and SIGTERM end each with its code (`main`).
+        codes = (*codes, exits.INTERRUPTED, exits.TERMINATED)
         return commands.add_parser(name, parents=list(parents), help=summary,
                                    description=textwrap.fill(f"{summary} {description}", 100),
                                    epilog=exits.epilog(*codes), formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -78,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "URL. Each submission carries an idempotency key (generated unless given) that its own retries reuse, "
         "so a timeout or a 502/503 never makes two jobs; give --idempotency-key to make re-running the whole "
         "command safe too.",
-        (E.OK, E.JOB_FAILED, E.USAGE, E.TIMEOUT, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE, E.INTERRUPTED),
+        (E.OK, E.JOB_FAILED, E.USAGE, E.TIMEOUT, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE),
     )  # fmt: skip
     submit.add_argument("file", help="Gangway job spec or a job manifest (TFJob, PyTorchJob...); - for standard input.")
     submit.add_argument("--team", help="Team slug (else the spec's team, or the team token's).")
@@ -101,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     logs = command("logs", "Print a job's replica logs (the last lines of each).",
                    "With --follow, keeps printing new lines, through server outages, until the job ends.",
-                   (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.UNAVAILABLE, E.INTERRUPTED))  # fmt: skip
+                   (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.UNAVAILABLE))  # fmt: skip
     logs.add_argument("id", type=int, help="The job's id.")
     logs.add_argument("-f", "--follow", action="store_true",
                       help="Keep printing new lines until the job ends; exit 1 if it fails.")  # fmt: skip

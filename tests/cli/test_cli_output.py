@@ -28,6 +28,7 @@ def test_each_commands_help_says_what_it_does_and_its_exit_codes(command, capsys
     description = shown.split("\n\n")[1]  # after the usage
     assert not description.startswith(("options:", "positional")) and description.rstrip().endswith(".")
     assert re.search(r"\nExit codes:\n +0  success\n", shown)
+    assert "130  interrupted" in shown and "143  terminated" in shown  # any command can be stopped
 
 
 def test_the_top_level_help_lists_every_exit_code(capsys):
