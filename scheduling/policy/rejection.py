@@ -95,8 +95,9 @@ def reject_typed(job: PendingJob, kinds: tuple[int | None, ...], team: Team, tie
     None. The code is its first type's."""
     said = []
     for k, kind in enumerate(kinds):
-        if kind == -1:  # only a job's own list names types the cluster lacks
-            name = job.gpu_type[k]
+        # A type only a job's own list names, or one a quota names before any node is labelled with it.
+        if kind == -1 or (kind is not None and not empty.part(kind).total[0]):
+            name = job.gpu_type[k] if kind == -1 else state.types.names[kind]
             said.append((Code.UNKNOWN_GPU_TYPE, None, Code.UNKNOWN_GPU_TYPE.say(gpu_type=name)))
             continue
         quota = state.quotas[0 if kind is None else kind]

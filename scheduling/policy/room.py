@@ -25,9 +25,12 @@ class Room:
     __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "sorted", "total",
                  "indices", "parts", "part_of", "master", "kind")
 
-    def __init__(self, nodes: tuple[Node, ...], kinds: tuple[int, ...] | None = None) -> None:
+    def __init__(self, nodes: tuple[Node, ...], kinds: tuple[int, ...] | None = None,
+                 types: int = 0) -> None:
         """`kinds`, on a cluster with GPU types, gives each node's type index
-        (-1: none): `part(k)` is then the room of the nodes of type k."""
+        (-1: none), and `types` how many types there are: `part(k)` is then
+        the room of the nodes of type k, empty for a type no node has yet
+        (a quota may name a type before any node is labelled with it)."""
         self.names = [n.name for n in nodes]
         self.index = {n.name: i for i, n in enumerate(nodes)}
         self.gpu = [n.gpu for n in nodes]
@@ -45,7 +48,7 @@ class Room:
         self.part_of = kinds
         self.parts: list[Room] = []
         if kinds is not None:
-            for k in range(max(kinds, default=-1) + 1):
+            for k in range(max(types, max(kinds, default=-1) + 1)):
                 self.parts.append(self._part(k, [i for i in self.indices if kinds[i] == k]))
 
     def _part(self, kind: int, indices: list[int]) -> Room:

@@ -121,7 +121,8 @@ class State:
         self.settings = snapshot.settings
         self.types = Types.of(snapshot)
         types = self.types
-        self.whole = Room(snapshot.nodes, None if types is None else types.node_kinds)
+        self.whole = (Room(snapshot.nodes) if types is None
+                      else Room(snapshot.nodes, types.node_kinds, len(types.names)))
         self.room = self.whole
         # The room of the empty cluster, for R10: a copy before any job is
         # charged, cheaper than indexing the nodes again.
