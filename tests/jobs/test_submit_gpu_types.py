@@ -9,6 +9,7 @@ from jobs.models import Job
 from jobs.services import IdempotencyConflict, NeverFits, job_submit
 from jobs.spec import SpecError, parse_spec
 from scheduling.preview import fit_preview
+from tenants.models import GpuType, Quota
 from tests.conftest import spec_data
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +61,17 @@ def test_a_job_too_large_for_every_type_it_accepts_is_rejected_naming_each_types
     reason = error.value.reason
     # The same limit on both types: said once, naming both in the job's order.
     assert reason == "a100, l4: Requested 16 GPUs; team maps may use at most 8 (4 nominal + 4 borrowable)."
+    assert not Job.objects.exists()
+
+
+def test_a_job_of_a_type_no_node_carries_yet_is_refused_saying_so(gpu_types, maps, owner, cycle):
+    # An admin defines the type and gives quota before any node is labelled with it.
+    h100 = GpuType.objects.create(name="h100", value="NVIDIA-H100-80GB-HBM3", order=3)
+    Quota.objects.create(team=maps, resource=h100.resource, nominal=8, max_per_replica=8)
+    cycle()
+    with pytest.raises(NeverFits) as error:
+        job_submit(team=maps, spec=spec(gpu_type="h100"), owner=owner)
+    assert error.value.reason == "h100: the cluster has no GPUs of this type."
     assert not Job.objects.exists()
 
 
