@@ -22,7 +22,7 @@ from scheduling.cluster.base import (
 from scheduling.cluster.kubernetes_api import NOT_FOUND, Api, definition_installed
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
-# The ValidatingAdmissionPolicy deploy/kubernetes ships (admission-policy.yaml).
+# The ValidatingAdmissionPolicy and its binding deploy/kubernetes ships (admission-policy.yaml), of one name.
 POLICY_NAME = "gangway-queue-required"
 ADMISSION_GROUP, ADMISSION_VERSION = "admissionregistration.k8s.io", "v1"
 EVENT_REASON = "GangwayRejected"
@@ -128,19 +128,10 @@ def trials(api: Api) -> list[TrialResult]:
 
 
 def doctor(api: Api, tenants: Tenants) -> list[Finding]:
-    """Returns what lets jobs skip the queue: no admission policy, and jobs running in team namespaces
-    that Gangway does not know (created without the label, or not suspended)."""
-    findings = []
-    policy = api.call(
-        "read", "ValidatingAdmissionPolicy", POLICY_NAME, api.custom.get_cluster_custom_object,
-        ADMISSION_GROUP, ADMISSION_VERSION, "validatingadmissionpolicies", POLICY_NAME, tolerate=(NOT_FOUND,),
-    )  # fmt: skip
-    if policy is None:
-        findings.append(Finding(
-            f"The ValidatingAdmissionPolicy {POLICY_NAME} is not installed: TFJobs, PyTorchJobs and TrainJobs "
-            "created in team namespaces with kubectl, Katib or Pipelines can start without waiting in Gangway's queue.",
-            "Apply deploy/kubernetes (kubectl apply -k deploy/kubernetes); it ships the policy and its binding.",
-        ))  # fmt: skip
+    """Returns what lets jobs skip the queue: no admission policy enforced, and jobs running in team
+    namespaces that Gangway does not know (created without the label, or not suspended)."""
+    findings = _policy_findings(api)
+    enforced = not findings
     teams = {team.slug for team in tenants.teams}
     for kind in outside.outside_kinds():
         items = api.list_all(
@@ -154,11 +145,41 @@ def doctor(api: Api, tenants: Tenants) -> list[Finding]:
                 continue
             why = ("it carries no gangway.io/queue label" if not job.queue
                    else "it was created running instead of suspended")  # fmt: skip
+            # With the policy enforced, such a job predates it (or its namespace's gangway.io/team label).
+            policy = "" if enforced else ", and install the admission policy so no job skips the queue"
             findings.append(Finding(
                 f"{kind.kind} {meta['namespace']}/{meta['name']} runs in team namespace {meta['namespace']} "
                 f"outside Gangway's queue ({why}); its GPUs count as outside usage.",
                 f"Recreate it with the label gangway.io/queue: {meta['namespace']} and "
-                f"{'.'.join(kind.suspend_path)}: true, and install the admission policy so no job skips the queue.",
+                f"{'.'.join(kind.suspend_path)}: true{policy}.",
             ))  # fmt: skip
     return findings
+
+
+def _policy_findings(api: Api) -> list[Finding]:
+    """Returns what keeps the admission policy from denying: the policy missing, or its binding (without
+    which the API server never evaluates it) missing or not denying; empty when it is enforced."""
+    what = ("TFJobs, PyTorchJobs and TrainJobs created in team namespaces with kubectl, Katib or Pipelines can "
+            "start without waiting in Gangway's queue")  # fmt: skip
+    fix = "Apply deploy/kubernetes (kubectl apply -k deploy/kubernetes); it ships the policy and its binding."
+    found = {
+        kind: api.call(
+            "read", kind, POLICY_NAME, api.custom.get_cluster_custom_object,
+            ADMISSION_GROUP, ADMISSION_VERSION, plural, POLICY_NAME, tolerate=(NOT_FOUND,),
+        )  # fmt: skip
+        for kind, plural in (("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
+                             ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"))
+    }  # fmt: skip
+    missing = [kind for kind, obj in found.items() if obj is None]
+    if missing:
+        return [Finding(f"The {kind} {POLICY_NAME} is not installed: {what}.", fix) for kind in missing]
+    spec = found["ValidatingAdmissionPolicyBinding"].get("spec") or {}
+    actions = spec.get("validationActions") or []
+    if spec.get("policyName") != POLICY_NAME or "Deny" not in actions:
+        return [Finding(
+            f"The ValidatingAdmissionPolicyBinding {POLICY_NAME} does not deny (policyName "
+            f"{spec.get('policyName') or 'unset'}, validationActions {', '.join(actions) or 'none'}): {what}.",
+            f"Set its policyName to {POLICY_NAME} and its validationActions to [Deny], as deploy/kubernetes does.",
+        )]  # fmt: skip
+    return []
 

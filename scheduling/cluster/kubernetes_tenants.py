@@ -299,9 +299,12 @@ def _gpu_findings(raw_nodes: list[dict], nodes: list[NodeInfo]) -> list[Finding]
             "Install the NVIDIA device plugin (or the GPU Operator) on the GPU nodes.",
         )]
     if without:
+        # A note: most clusters have CPU-only nodes (Volcano, Gangway and the rest of the platform run
+        # there), and GPU jobs start on the others. Only the admin knows whether these have GPUs.
         return [Finding(
             f"{len(without)} of {len(nodes)} schedulable nodes report no nvidia.com/gpu: {', '.join(without)}.",
             "If they have GPUs, install the NVIDIA device plugin there; CPU-only nodes can stay as they are.",
+            blocking=False,
         )]
     return []
 

@@ -469,6 +469,9 @@ def _healthy(fake):
     fake.add(_node("n2", gpu="8"))
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
               "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
+    fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+              "metadata": {"name": "gangway-queue-required"},
+              "spec": {"policyName": "gangway-queue-required", "validationActions": ["Deny"]}})  # fmt: skip
 
 
 def test_doctor_finds_nothing_on_a_healthy_cluster(fake, cluster):

@@ -37,6 +37,9 @@ def _healthy_but_nodes(fake):
     fake.add(_pod("volcano-scheduler-7d9f", "volcano-system", labels={"app": "volcano-scheduler"}))
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
               "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
+    fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+              "metadata": {"name": "gangway-queue-required"},
+              "spec": {"policyName": "gangway-queue-required", "validationActions": ["Deny"]}})  # fmt: skip
 
 
 def test_nodes_come_back_with_their_labels_sorted_by_key(fake, cluster):

@@ -163,7 +163,7 @@ TENANTS = Tenants(teams=(TenantTeam(slug="maps", nominal={"gpu": 8}, borrowing_l
 
 
 def _cluster_with(fake, crds) -> None:
-    """A cluster with a GPU node, a running Volcano scheduler, the queue admission policy and these CRDs."""
+    """A cluster with a GPU node, a running Volcano scheduler, the queue admission policy (bound) and these CRDs."""
     for name in crds:
         fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}})
     fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
@@ -173,6 +173,9 @@ def _cluster_with(fake, crds) -> None:
               "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "256Gi"}}})  # fmt: skip
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
               "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
+    fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+              "metadata": {"name": "gangway-queue-required"},
+              "spec": {"policyName": "gangway-queue-required", "validationActions": ["Deny"]}})  # fmt: skip
 
 
 def test_doctor_reports_the_trainers_missing_crds(fake, cluster):

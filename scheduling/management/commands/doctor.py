@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 from core.quantities import memory_text
 from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import ClaimInfo, ClusterError
+from scheduling.management.cluster_words import refused, unreachable
 from scheduling.tenants import tenants_from_database
 
 
@@ -16,12 +17,10 @@ class Command(BaseCommand):
             findings = cluster.doctor(tenants)
             claims = {team.slug: cluster.claims(team.slug) for team in tenants.teams}
         except ClusterUnavailable as error:
-            self.stdout.write(f"The cluster could not be reached: {error}. Check KUBECONFIG or the in-cluster "
-                              "service account.")  # fmt: skip
+            self.stdout.write(unreachable(error))
             raise SystemExit(1)
         except ClusterError as error:  # e.g. 403: Gangway's account may not read what doctor checks
-            self.stdout.write(f"The cluster refused a check: {error}. Check the RBAC rules of Gangway's service "
-                              "account (deploy/ has them).")  # fmt: skip
+            self.stdout.write(refused("a check", error))
             raise SystemExit(1)
         for slug, found in claims.items():
             if found:

@@ -96,6 +96,11 @@ class Command(BaseCommand):
         parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8).")
 
     def handle(self, *args, nodes: int, a100_nodes: int, gpus_per_node: int, **options):
+        if settings.CLUSTER_BACKEND != "simulated":
+            # Its users (a staff admin among them) share one known password: never on a real install.
+            raise CommandError(f"seed_demo builds the demo on the simulated cluster only; CLUSTER_BACKEND is "
+                               f"{settings.CLUSTER_BACKEND}. Run it with CLUSTER_BACKEND=simulated and a database "
+                               "of its own.")  # fmt: skip
         if not 1 <= nodes <= 1000 or not 1 <= a100_nodes <= 1000 or not 1 <= gpus_per_node <= 64:
             raise CommandError("--nodes and --a100-nodes must be 1..1000 and --gpus-per-node 1..64.")
         password = os.environ.get("DEMO_PASSWORD", "demo")

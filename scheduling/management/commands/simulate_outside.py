@@ -6,6 +6,7 @@ a team namespace; the next reconcile adopts them, and the Katib trials form one 
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
@@ -31,6 +32,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, team: str, experiment: str, trials: int, trial_gpus: int, kubectl: str, user: str,
                delete: str | None, **options):  # fmt: skip
+        if settings.CLUSTER_BACKEND != "simulated":
+            raise CommandError(f"simulate_outside acts on the simulated cluster only; CLUSTER_BACKEND is "
+                               f"{settings.CLUSTER_BACKEND}. On a real cluster, create the job with kubectl, "
+                               "suspended and labelled gangway.io/queue: <team>.")  # fmt: skip
         if not Team.objects.filter(slug=team).exists():
             teams = ", ".join(Team.objects.values_list("slug", flat=True)) or "none (run seed_demo)"
             raise CommandError(f"No team {team!r}; the teams are {teams}.")

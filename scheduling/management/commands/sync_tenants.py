@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from scheduling.cluster import get_cluster
+from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import SyncIncomplete
+from scheduling.management.cluster_words import unreachable
 from scheduling.tenants import tenants_from_database
 
 
@@ -11,6 +12,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             changes = get_cluster().sync_tenants(tenants_from_database())
+        except ClusterUnavailable as error:  # no configuration, or a server that does not answer: nothing was changed
+            raise CommandError(unreachable(error)) from None
         except SyncIncomplete as error:
             self._changed(error.changes)
             refused = "\n".join(f"- {failure}" for failure in error.failures)

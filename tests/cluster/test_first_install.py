@@ -1,0 +1,173 @@
+"""An admin's first install against a cluster, command by command, as the README tells it.
+
+The commands run with CLUSTER_BACKEND=kubernetes and a KUBECONFIG naming the fake API server:
+doctor on a cluster with a CPU-only node and an admission policy with or without its binding,
+sync_tenants and cycle when the configuration is missing, the server is down or a read is refused,
+and the demo's commands, which belong to the simulated cluster only.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from scheduling.cluster.base import TenantTeam, Tenants
+from tests.cluster.test_kubernetes_adapter import TENANTS, _healthy, _node
+
+FORBIDDEN = 'pods is forbidden: User "system:serviceaccount:gangway:gangway-scheduler" cannot list resource "pods"'
+
+
+def _kubeconfig(path, server: str) -> str:
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+        f"clusters:\n- name: fake\n  cluster:\n    server: {server}\n"
+        "users:\n- name: me\n  user:\n    token: not-a-secret\n"
+        "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: me\n"
+    )
+    return str(path)
+
+
+@pytest.fixture
+def on_kubernetes(settings, monkeypatch, tmp_path):
+    """The Kubernetes backend outside a cluster: KUBECONFIG (set by each test) and no ~/.kube/config."""
+    settings.CLUSTER_BACKEND = "kubernetes"
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    return monkeypatch
+
+
+@pytest.fixture
+def pointed_at(on_kubernetes, fake, tmp_path):
+    """KUBECONFIG names the fake API server."""
+    on_kubernetes.setenv("KUBECONFIG", _kubeconfig(tmp_path / "config", fake.url))
+    return fake
+
+
+@pytest.fixture
+def unreachable(on_kubernetes, tmp_path):
+    """KUBECONFIG names a port nothing listens on."""
+    on_kubernetes.setenv("KUBECONFIG", _kubeconfig(tmp_path / "config", "http://127.0.0.1:1"))
+
+
+def _run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+# -- doctor ------------------------------------------------------------------------------------
+
+def test_a_cpu_only_node_beside_the_gpu_nodes_is_a_note_not_a_problem(fake, cluster):
+    _healthy(fake)
+    fake.add(_node("system-1", gpu=None))  # where Volcano, Gangway and the rest of the platform run
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert finding.problem == "1 of 3 schedulable nodes report no nvidia.com/gpu: system-1."
+    assert not finding.blocking
+
+
+def test_doctor_passes_on_a_cluster_with_a_cpu_only_node(db, pointed_at):
+    _healthy(pointed_at)
+    pointed_at.add(_node("system-1", gpu=None))
+
+    out = _run("doctor")
+
+    assert "- Note: 1 of 3 schedulable nodes report no nvidia.com/gpu: system-1." in out
+    assert out.rstrip().endswith("All checks passed, with 1 note(s).")
+
+
+def test_a_cluster_without_any_gpu_still_fails_doctor(fake, cluster):
+    _healthy(fake)
+    for name in ("n1", "n2"):
+        fake.add(_node(name, gpu=None))
+
+    findings = cluster.doctor(TENANTS)
+
+    assert [f.blocking for f in findings if "nvidia.com/gpu" in f.problem] == [True]
+    assert "No schedulable node reports nvidia.com/gpu, so no GPU job can ever start." in [f.problem for f in findings]
+
+
+def test_an_admission_policy_without_its_binding_is_a_problem(fake, cluster):
+    _healthy(fake)
+    fake.objects = {key: obj for key, obj in fake.objects.items() if obj["kind"] != "ValidatingAdmissionPolicyBinding"}
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert finding.problem.startswith("The ValidatingAdmissionPolicyBinding gangway-queue-required is not installed")
+    assert finding.blocking and "kubectl apply -k deploy/kubernetes" in finding.fix
+
+
+def test_a_binding_that_only_warns_is_a_problem(fake, cluster):
+    _healthy(fake)
+    binding = fake.get("ValidatingAdmissionPolicyBinding", "gangway-queue-required")
+    binding["spec"]["validationActions"] = ["Warn", "Audit"]
+    fake.add(binding)
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert "does not deny" in finding.problem and "validationActions" in finding.problem
+
+
+def test_a_job_that_skipped_the_queue_is_not_told_to_install_a_policy_that_is_installed(fake, cluster):
+    _healthy(fake)
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "maps"}})
+    fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+              "metadata": {"name": "early", "namespace": "maps", "labels": {"gangway.io/queue": "maps"}},
+              "spec": {"runPolicy": {"suspend": False}, "tfReplicaSpecs": {}}})  # fmt: skip
+    tenants = Tenants(teams=(*TENANTS.teams, TenantTeam(slug="maps", nominal={}, borrowing_limit={})), tiers=())
+
+    [finding] = cluster.doctor(tenants)
+
+    assert "TFJob maps/early runs in team namespace maps outside Gangway's queue" in finding.problem
+    assert "install the admission policy" not in finding.fix
+
+
+# -- sync_tenants and cycle when the cluster cannot be used -------------------------------------
+
+def test_sync_tenants_without_a_cluster_configuration_says_so_instead_of_a_traceback(maps, on_kubernetes):
+    with pytest.raises(CommandError, match="^The cluster could not be reached: No Kubernetes configuration.*KUBECONFIG"):
+        _run("sync_tenants")
+
+
+def test_sync_tenants_against_a_server_that_is_down_says_so_instead_of_a_traceback(maps, unreachable, settings):
+    with pytest.raises(CommandError, match="^The cluster could not be reached: .*cannot reach the API server"):
+        _run("sync_tenants")
+
+
+def test_cycle_without_a_cluster_configuration_says_so_instead_of_a_traceback(maps, on_kubernetes):
+    with pytest.raises(CommandError, match="^The cluster could not be reached: No Kubernetes configuration"):
+        _run("cycle")
+
+
+def test_cycle_whose_reconcile_read_is_refused_names_the_refusal_and_still_runs_the_admission_cycle(maps, pointed_at):
+    pointed_at.add(_node("n1"))
+    pointed_at.fail(403, path="/pods$", times=10, message=FORBIDDEN)
+    out = io.StringIO()
+
+    with pytest.raises(SystemExit) as stopped:
+        call_command("cycle", stdout=out, stderr=io.StringIO())
+
+    assert stopped.value.code == 1
+    first, *rest = out.getvalue().splitlines()
+    assert first == (f"The cluster refused the reconcile: list Pod *: 403 Forbidden: {FORBIDDEN}. "
+                     "Check the RBAC rules of Gangway's service account (deploy/kubernetes/rbac.yaml).")  # fmt: skip
+    assert rest[-1].startswith("Cluster unreachable (The cluster refused the cycle's read")
+
+
+# -- the demo's commands --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["seed_demo"], ["simulate_outside", "--team", "maps"]])
+def test_the_demos_commands_refuse_to_run_on_the_kubernetes_backend(maps, on_kubernetes, command):
+    from django.contrib.auth import get_user_model
+
+    from scheduling.models import SimNode, SimOutsideJob
+
+    with pytest.raises(CommandError, match="simulated cluster only.*CLUSTER_BACKEND is kubernetes"):
+        _run(*command)
+
+    assert not get_user_model().objects.exists() and not SimNode.objects.exists()
+    assert not SimOutsideJob.objects.exists()
