@@ -269,13 +269,15 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             raise exceptions.PermissionDenied(
                 f"Only the job's owner, a lead of team {job.team.slug} or an admin can cancel job {job.pk}."
             )
-        if job.state in (Job.State.SUCCEEDED, Job.State.FAILED, Job.State.REJECTED):
-            return Response({"detail": f"Job {job.name} (#{job.pk}) already ended ({job.state}); nothing to cancel."},
-                            status.HTTP_409_CONFLICT)  # fmt: skip
         try:
             job = job_cancel(job=job, actor=person, via=caller_name(request))
         except KatibTrial as error:
             return Response({"detail": str(error)}, status.HTTP_409_CONFLICT)
+        # Judged on the job as job_cancel found it under its row lock: one that ended since this request read
+        # it (reconcile saw it succeed) is still a 409, never a 200 that reads as if the cancel took.
+        if job.state in (Job.State.SUCCEEDED, Job.State.FAILED, Job.State.REJECTED):
+            return Response({"detail": f"Job {job.name} (#{job.pk}) already ended ({job.state}); nothing to cancel."},
+                            status.HTTP_409_CONFLICT)  # fmt: skip
         job = self.get_queryset().get(pk=job.pk)
         return Response(self.get_serializer(job).data)
 

@@ -219,6 +219,7 @@ def job_submit(
                 message=f"Submitted by {owner or via}: {_count(spec.gpu_total, 'GPU')} over "
                 f"{_count(sum(g.count for g in spec.replicas), 'replica')}, tier {tier.name}.",
             )  # fmt: skip
+            _refuse_if_types_changed(spec)
             triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     except IntegrityError:
         # A concurrent submission with the same key won the insert.
@@ -248,6 +249,19 @@ def _refuse_if_queue_full(team: Team, idempotency_key: str) -> Job | None:
     if queued >= cap:
         raise QueueFull(team, queued, cap)
     return None
+
+
+def _refuse_if_types_changed(spec: JobSpec) -> None:
+    """Raises SpecError, in the submission's transaction after its job is written, when a GPU type the spec
+    names was renamed or deleted since `check_spec_for_team` read the types; returns nothing otherwise.
+
+    A type change refuses while open jobs name the type, counting them under every team's row lock
+    (`tenants.services`), and the job's insert waits for that lock (it references its team). Read again
+    now, the types settle it: either the change committed first and is seen here, or it waits for this
+    job and counts it.
+    """
+    if spec.gpu_type and (problem := gpu_type_problem(spec)):
+        raise SpecError({"gpu_type": [problem]})
 
 
 def _count(number: int, word: str) -> str:

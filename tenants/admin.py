@@ -5,6 +5,7 @@ from django.db import transaction
 
 from scheduling.selectors import gpu_type_capacity
 from tenants.admin_display import quantity_text
+from tenants.admin_rows import LoadedField, LoadedRowForm
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier, Quota, Team
 from tenants.quota_conflicts import FIELDS, QuotaAsRead, QuotaChanged, changes_since
@@ -67,25 +68,12 @@ class AuditedAdmin(admin.ModelAdmin):
         formset.save_m2m()
 
 
-class LoadedField(forms.CharField):
-    """Hidden: the quota figures a form was loaded with (`QuotaAsRead.token`), so a save from a page
-    opened before another admin's change is refused instead of undoing it. It is never an edit."""
-
-    widget = forms.HiddenInput
-
-    def __init__(self, **kwargs):
-        super().__init__(required=False, **kwargs)
-
-    def has_changed(self, initial, data) -> bool:
-        return False
-
-
 class LoadedFiguresForm(forms.ModelForm):
     """An admin form over a row holding quota figures (a quota, a team's weight) that carries the figures
     it was loaded with and, on save, compares them with the stored ones under the team's row lock (the
     lock every quota write takes; the admin saves in the same transaction), refusing when they differ."""
 
-    loaded = LoadedField()
+    loaded = LoadedField()  # the quota figures as loaded (`QuotaAsRead.token`)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -134,8 +122,11 @@ class QuotaForm(LoadedFiguresForm):
         return self.instance.team
 
 
-class TeamForm(LoadedFiguresForm):
-    """A team, whose weight is one of its quota figures (the quota page edits it too)."""
+class TeamForm(LoadedFiguresForm, LoadedRowForm):
+    """A team, whose weight is one of its quota figures (the quota page edits it too); its other fields
+    (its tiers among them) are compared as any row's are (`LoadedRowForm`)."""
+
+    checked_elsewhere = ("weight",)  # the figures' check names its change and who made it
 
     def figures(self, row: Team) -> dict:
         return {"weight": row.weight}
@@ -154,6 +145,7 @@ class QuotaInline(admin.TabularInline):
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    form = LoadedRowForm
     extra = 0
     autocomplete_fields = ("user",)
 
@@ -175,6 +167,7 @@ class TeamAdmin(AuditedAdmin):
 @admin.register(PriorityTier)
 class PriorityTierAdmin(AuditedAdmin):
     admission_input = True
+    form = LoadedRowForm
     list_display = ("name", "value", "preemptible", "grace_period", "description")
     list_filter = ("preemptible",)
     search_fields = ("name",)
@@ -183,6 +176,7 @@ class PriorityTierAdmin(AuditedAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(AuditedAdmin):
+    form = LoadedRowForm
     list_display = ("user", "team", "role")
     list_filter = ("role", "team")
     search_fields = ("user__username", "team__slug")
@@ -278,6 +272,8 @@ class GpuTypeAdmin(admin.ModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(AuditedAdmin):
     """Tokens are created by leads (page, API) or `create_token`; here staff can see and revoke them."""
+
+    form = LoadedRowForm  # a page opened before a lead revoked the token never makes it work again
 
     list_display = ("name", "prefix", "team", "user", "max_tier", "created_at", "last_used_at", "revoked_at")
     list_filter = ("team",)

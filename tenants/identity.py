@@ -12,7 +12,8 @@ from __future__ import annotations
 from functools import wraps
 
 from django.conf import settings
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
 from django.http import Http404
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
@@ -22,7 +23,10 @@ from tenants.models import AuditEntry, Membership, Team
 def apply_groups(user, groups: list[str], grants: dict[str, Grant]) -> list[str]:
     """Make the user's memberships and staff flag match their groups; returns what changed.
 
-    Only teams some grant names are managed; a lead grant beats a member grant.
+    Only teams some grant names are managed; a lead grant beats a member grant. The user's row is
+    locked first and everything read after it, so two logins of one person at once (two tabs whose
+    session ran out) are applied one after the other: the second finds the first's memberships and
+    changes nothing, where both would have created them and one failed.
     """
     wanted: dict[str, str] = {}
     for group in groups:
@@ -32,6 +36,9 @@ def apply_groups(user, groups: list[str], grants: dict[str, Grant]) -> list[str]
     managed = {grant.team for grant in grants.values() if grant.role != STAFF}
     changes = []
     with transaction.atomic():
+        # FOR NO KEY UPDATE: rows that merely reference the person (their jobs, events) are not held up.
+        users = get_user_model().objects.select_for_update(no_key=True)
+        user.is_staff = users.values_list("is_staff", flat=True).get(pk=user.pk)
         teams = {team.slug: team for team in Team.objects.filter(slug__in=managed)}
         current = {m.team.slug: m for m in Membership.objects.filter(user=user, team__slug__in=managed).select_related("team")}
         for slug, membership in current.items():
@@ -74,7 +81,15 @@ class GangwayOIDCBackend(OIDCAuthenticationBackend):
         return name[:150]
 
     def create_user(self, claims):
-        user = super().create_user(claims)
+        """The new account, made for the claims; the account the same person's other login (another tab)
+        made a moment before, when that one won the insert. A username held by someone else still fails."""
+        try:
+            with transaction.atomic():
+                user = super().create_user(claims)
+        except IntegrityError:
+            user = self.filter_users_by_claims(claims).filter(username=self.get_username(claims)).first()
+            if user is None:
+                raise
         return self.update_user(user, claims)
 
     def update_user(self, user, claims):

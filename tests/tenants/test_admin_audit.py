@@ -35,8 +35,10 @@ def test_it_records_a_quota_edit_with_before_and_after(admin_client, maps):
 
 def test_it_records_a_tier_edit(admin_client, tiers):
     tier = tiers["experiment"]
-    admin_client.post(f"/admin/tenants/prioritytier/{tier.pk}/change/", {
+    url = f"/admin/tenants/prioritytier/{tier.pk}/change/"
+    admin_client.post(url, {
         "name": "experiment", "value": 20, "preemptible": "on", "grace_period": 10, "description": "",
+        "row_loaded": opened(admin_client, url)["row_loaded"],
     })  # fmt: skip
     entry = AuditEntry.objects.get(subject="prioritytier")
     assert (entry.before["value"], entry.after["value"]) == (10, 20)
@@ -54,8 +56,10 @@ def test_it_records_a_membership_added_and_deleted(admin_client, maps, outsider)
 
 def test_it_records_a_token_revocation_without_its_digest(admin_client, maps):
     token = ApiToken.objects.create(name="ci", team=maps, digest="d" * 64, prefix="gw_abcdefg")
-    admin_client.post(f"/admin/tenants/apitoken/{token.pk}/change/", {
+    url = f"/admin/tenants/apitoken/{token.pk}/change/"
+    admin_client.post(url, {
         "name": "ci", "team": maps.pk, "user": "", "max_tier": "", "revoked_at_0": "2026-01-01", "revoked_at_1": "00:00:00",
+        "row_loaded": opened(admin_client, url)["row_loaded"],
     })  # fmt: skip
     entry = AuditEntry.objects.get(subject="apitoken")
     assert entry.before["revoked_at"] is None and entry.after["revoked_at"]
