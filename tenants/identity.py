@@ -12,7 +12,9 @@ from __future__ import annotations
 from functools import wraps
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.core.exceptions import SuspiciousOperation
 from django.db import IntegrityError, transaction
 from django.http import Http404
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -82,14 +84,23 @@ class GangwayOIDCBackend(OIDCAuthenticationBackend):
 
     def create_user(self, claims):
         """The new account, made for the claims; the account the same person's other login (another tab)
-        made a moment before, when that one won the insert. A username held by someone else still fails."""
+        made a moment before, when that one won the insert. A username another account holds (a local
+        account with another e-mail address) refuses the login, saying so on the login page: accounts are
+        never joined by name alone, which would hand that account to whoever the provider calls so."""
+        username = self.get_username(claims)
         try:
             with transaction.atomic():
                 user = super().create_user(claims)
         except IntegrityError:
-            user = self.filter_users_by_claims(claims).filter(username=self.get_username(claims)).first()
+            user = self.filter_users_by_claims(claims).filter(username=username).first()
             if user is None:
-                raise
+                messages.error(self.request, (
+                    f"Single sign-on could not log you in: the username {username} belongs to another account "
+                    f"(another e-mail address). An admin can set that account's e-mail address to "
+                    f"{claims['email']} if it is yours."
+                ))  # fmt: skip
+                # mozilla-django-oidc takes this as a failed login and sends the person to the login page.
+                raise SuspiciousOperation(f"username {username} is held by an account of another e-mail address")
         return self.update_user(user, claims)
 
     def update_user(self, user, claims):

@@ -103,3 +103,15 @@ def test_the_group_map_parses_and_names_a_bad_entry():
     assert parse_group_map("a=maps:lead, b=staff") == {"a": Grant("maps", "lead"), "b": Grant("", "staff")}
     with pytest.raises(ImproperlyConfigured, match="'a=maps:owner'"):
         parse_group_map("a=maps:owner")
+
+
+def test_a_login_whose_username_another_account_holds_is_refused_saying_so(client, sso, maps):
+    # A local account made before single sign-on, with another e-mail address, holds the name.
+    get_user_model().objects.create_user("ada", email="ada@old.example.com", password="pw")
+    response = log_in(client, sso, groups=["ml-maps"])
+    assert response.status_code == 302  # back to the login page, never a 500
+    page = client.get(response["Location"], follow=True)
+    assert ("Single sign-on could not log you in: the username ada belongs to another account "
+            "(another e-mail address)") in page.content.decode()
+    assert not Membership.objects.filter(user__username="ada").exists()  # nothing joined to the other account
+    assert get_user_model().objects.filter(username="ada").count() == 1
