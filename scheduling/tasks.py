@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 
 from portal.triggers import ADMISSION_CYCLE, RECONCILE, SYNC_TENANTS
-from scheduling.cluster import get_cluster
+from scheduling.cluster import cluster_or_unbuilt, get_cluster
 from scheduling.cluster.base import SyncIncomplete
 from scheduling.demo_traffic import look as run_demo_traffic
 from scheduling.loop import admission_cycle as run_cycle
@@ -20,13 +20,13 @@ log = logging.getLogger("gangway.tenants")
 @shared_task(name=ADMISSION_CYCLE, ignore_result=True)
 def admission_cycle() -> str:
     """One admission cycle; single-flight, so a cycle triggered while one runs is skipped."""
-    return run_cycle(cluster=get_cluster()).summary
+    return run_cycle(cluster=cluster_or_unbuilt()).summary
 
 
 @shared_task(name=RECONCILE, ignore_result=True)
 def reconcile() -> str:
     """Correct job states from the cluster (level-triggered)."""
-    return run_reconcile(cluster=get_cluster()).summary
+    return run_reconcile(cluster=cluster_or_unbuilt()).summary
 
 
 @shared_task(name=SYNC_TENANTS, ignore_result=True)

@@ -30,7 +30,33 @@ ADAPTERS: dict[str, Callable[[], Cluster]] = {"simulated": _simulated, "kubernet
 
 
 def get_cluster() -> Cluster:
-    """The adapter CLUSTER_BACKEND names, built fresh (adapters hold no state between calls)."""
+    """The adapter CLUSTER_BACKEND names, built fresh (adapters hold no state between calls).
+
+    Raises ClusterUnavailable when it cannot be built (no Kubernetes configuration found): commands
+    say so and stop; the loop's tasks take `cluster_or_unbuilt` instead."""
     from django.conf import settings
 
     return ADAPTERS[settings.CLUSTER_BACKEND]()
+
+
+class Unbuilt:
+    """Stands in for an adapter that could not be built: every call raises why, as an unreachable
+    cluster's calls do. The loop and reconcile then record an unreachable cluster (the cycle's row,
+    /readyz, each queued job's reason) where their task would fail before either ran."""
+
+    def __init__(self, error: ClusterUnavailable) -> None:
+        self.error = error
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        def unreachable(*args: object, **kwargs: object) -> object:
+            raise ClusterUnavailable(str(self.error))
+
+        return unreachable
+
+
+def cluster_or_unbuilt() -> Cluster:
+    """The adapter CLUSTER_BACKEND names or, when it cannot be built, a stand-in that is unreachable."""
+    try:
+        return get_cluster()
+    except ClusterUnavailable as error:
+        return Unbuilt(error)  # type: ignore[return-value]  # answers every call of the port, by raising
