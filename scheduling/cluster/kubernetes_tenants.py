@@ -221,7 +221,20 @@ def doctor(api: Api, tenants: Tenants, raw_nodes: list[dict], nodes: list[NodeIn
     findings += _gpu_findings(raw_nodes, nodes)
     findings += node_types.type_findings(nodes, tenants)
     findings += _quota_findings(tenants, nodes)
+    findings += _namespace_findings(api, tenants)
     return findings
+
+
+def _namespace_findings(api: Api, tenants: Tenants) -> list[Finding]:
+    """Returns a note per team whose namespace does not exist yet: the tenant sync makes it (a first
+    install runs doctor before sync_tenants, and beat syncs a new team within minutes), so a note."""
+    return [Finding(
+        f"Team {team.slug} has no namespace {team.slug} yet, so its jobs cannot be created until the tenant "
+        "sync makes it.",
+        "Run manage.py sync_tenants (beat runs it every 5 minutes); it makes each team's namespace, quota, "
+        "limit range and Volcano queue.", blocking=False,
+    ) for team in tenants.teams
+        if api.call("read", "Namespace", team.slug, api.core.read_namespace, team.slug, tolerate=(NOT_FOUND,)) is None]
 
 
 def _crd_findings(present: set[str]) -> list[Finding]:

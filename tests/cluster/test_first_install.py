@@ -70,6 +70,18 @@ def test_a_cpu_only_node_beside_the_gpu_nodes_is_a_note_not_a_problem(fake, clus
     assert not finding.blocking
 
 
+def test_doctor_before_the_tenant_sync_says_which_teams_have_no_namespace_yet(fake, cluster):
+    _healthy(fake)  # maps and vision are synced; speech was added since
+    tenants = Tenants(teams=(*TENANTS.teams, TenantTeam(slug="speech", nominal={"gpu": 0}, borrowing_limit={})), tiers=TENANTS.tiers)
+
+    [finding] = cluster.doctor(tenants)
+
+    assert finding.problem == ("Team speech has no namespace speech yet, so its jobs cannot be created "
+                               "until the tenant sync makes it.")
+    assert finding.fix.startswith("Run manage.py sync_tenants")
+    assert not finding.blocking  # the README's order: doctor first, then sync_tenants
+
+
 def test_doctor_passes_on_a_cluster_with_a_cpu_only_node(db, pointed_at):
     _healthy(pointed_at)
     pointed_at.add(_node("system-1", gpu=None))

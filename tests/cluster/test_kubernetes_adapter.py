@@ -464,6 +464,8 @@ def _healthy(fake):
         fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                   "metadata": {"name": name}})
     fake.add(_namespace("volcano-system"))
+    for team in TENANTS.teams:  # the tenant sync has run
+        fake.add(_namespace(team.slug))
     fake.add(_pod("volcano-scheduler-7d9f", "volcano-system", labels={"app": "volcano-scheduler"}))
     fake.add(_node("n1", gpu="8"))
     fake.add(_node("n2", gpu="8"))
@@ -503,6 +505,7 @@ def test_doctor_names_nodes_without_gpus(fake, cluster):
 
 def test_doctor_reports_defaults_no_quota_admits_and_nominals_above_capacity(fake, cluster):
     _healthy(fake)
+    fake.add(_namespace("tiny"))
     team = TenantTeam(slug="tiny", nominal={"gpu": 8, "cpu": 1000}, borrowing_limit={"cpu": 0},
                       default_request={"cpu": 2000})
     tenants = dataclasses.replace(TENANTS, teams=(*TENANTS.teams, team))

@@ -34,6 +34,8 @@ def _healthy_but_nodes(fake):
         fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                   "metadata": {"name": name}})  # fmt: skip
     fake.add(_namespace("volcano-system"))
+    for team in TENANTS.teams:  # the tenant sync has run
+        fake.add(_namespace(team.slug))
     fake.add(_pod("volcano-scheduler-7d9f", "volcano-system", labels={"app": "volcano-scheduler"}))
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
               "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip

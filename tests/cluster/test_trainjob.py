@@ -167,6 +167,7 @@ def _cluster_with(fake, crds) -> None:
     for name in crds:
         fake.add({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}})
     fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "maps"}})  # the tenant sync has run
     fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "volcano-scheduler", "namespace": "volcano-system",
               "labels": {"app": "volcano-scheduler"}}, "spec": {}, "status": {"phase": "Running"}})  # fmt: skip
     fake.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {},
