@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -27,7 +29,7 @@ from jobs.services import (
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
-from scheduling.logs import PAGE_TAIL, has_run, job_logs, recent_logs
+from scheduling.logs import PAGE_TAIL, PICK, has_run, job_logs, recent_logs
 from scheduling.preview import Preview, fit_preview
 from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
 from tenants.auth import rate_limited
@@ -36,6 +38,7 @@ from tenants.permissions import can_cancel, can_cancel_now
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
+REPLICA_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a replica, named as its pod may be
 STATE_FILTERS = {
     "waiting": (Job.State.QUEUED,),
     "active": (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING),
@@ -268,9 +271,17 @@ def logs(request, job_id: int):
     """The job page's `logs` fragment: each replica's recent lines and the failing replica; 286 once the job has
     ended. Opened as a page (the job page's link without JavaScript), the same inside the portal's layout.
 
-    The read is shared with the job's other viewers for a few seconds (recent_logs), after the access check."""
+    The lines of one replica are read and shown, `?replica=` (worker-5) or else the failing one, else the first;
+    the others are listed, each a link to its own. A 64-replica job's poll is one pod list and one log read,
+    not 65 requests to the API server. The read is shared with the job's other viewers for a few seconds
+    (recent_logs), after the access check."""
     job = _get_job(request, job_id)
-    context = {"job": job, "logs": recent_logs(job, tail=PAGE_TAIL), "tail": PAGE_TAIL, "has_run": True}
+    chosen = request.GET.get("replica", "")
+    if not REPLICA_NAME.fullmatch(chosen):
+        chosen = ""  # not a replica's name (a pod's name, a DNS subdomain): the page picks one
+    found = recent_logs(job, tail=PAGE_TAIL, lines_of=chosen or PICK)
+    context = {"job": job, "logs": found, "tail": PAGE_TAIL, "has_run": True, "chosen": chosen,
+               "missing": chosen if chosen and found.replicas and found.shown is None else ""}  # fmt: skip
     if not request.htmx:
         return render(request, "jobs/logs_page.html", context)
     response = render(request, "jobs/detail.html#logs", context)

@@ -15,6 +15,7 @@ from scheduling.cluster import get_cluster
 from scheduling.cluster.base import (
     LOG_TAIL,
     LOG_TAIL_MAX,
+    PICK,
     Cluster,
     ClusterError,
     ClusterUnavailable,
@@ -23,13 +24,14 @@ from scheduling.cluster.base import (
     failing_replica,
 )
 
-# LOG_TAIL and LOG_TAIL_MAX are the adapters' limits on a log read; the API reads them from here,
-# the module it reads logs through.
+# LOG_TAIL, LOG_TAIL_MAX and PICK are the port's words for a log read; the API and the page read them from
+# here, the module they read logs through.
 
 PAGE_TAIL = 30  # lines of each replica on the job page
 
 # Every viewer of a job's logs polls them (the job page every 10 s), and each read lists the job's pods and
-# reads every replica's log from the API server, holding a web worker up to LOGS_DEADLINE. One read serves
+# reads a replica's log (the page: the one it shows; the API: each one asked for) from the API server,
+# holding a web worker up to LOGS_DEADLINE. One read serves
 # every viewer of the same job, replica and tail for FRESH_SECONDS (below the page's poll), failed reads too.
 LOGS_CACHE = "logs"  # in Redis when REDIS_URL is set, so every web worker shares a read
 FRESH_SECONDS = 5
@@ -49,14 +51,21 @@ class JobLogs:
     def replica(self, name: str) -> ReplicaLog | None:
         return next((replica for replica in self.replicas if replica.replica == name), None)
 
+    @property
+    def shown(self) -> ReplicaLog | None:
+        """The replica whose lines were read (a read for one replica's lines), or None."""
+        return next((replica for replica in self.replicas if replica.read), None)
+
 
 def has_run(job: Job) -> bool:
     """Whether the job ever got pods, so there may be logs to read."""
     return job.admitted_at is not None or job.started_at is not None
 
 
-def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, cluster: Cluster | None = None) -> JobLogs:
-    """Each replica's last `tail` lines (all of them, bounded, with None), and the failing replica.
+def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, lines_of: str | None = None,
+             cluster: Cluster | None = None) -> JobLogs:
+    """Each replica's last `tail` lines (all of them, bounded, with None), and the failing replica; with
+    `lines_of`, every replica's state but only that one's lines (PICK: the failing one's, else the first's).
 
     Returns an empty JobLogs for a job that never ran, without asking the cluster; one whose
     `unavailable` says why when the cluster cannot be read.
@@ -65,14 +74,17 @@ def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, cluste
         return JobLogs()
     try:
         own = job.cluster_name or cluster_name(job.pk, job.name)
-        replicas = (cluster or get_cluster()).logs(job.team.slug, job.pk, name=own, replica=replica, tail=tail)
+        replicas = (cluster or get_cluster()).logs(job.team.slug, job.pk, name=own, replica=replica, tail=tail,
+                                                   lines_of=lines_of)  # fmt: skip
     except (ClusterUnavailable, ClusterError) as error:
         return JobLogs(unavailable=f"The logs could not be read from the cluster: {error}")
     return JobLogs(replicas=tuple(replicas), failure=failing_replica(replicas))
 
 
-def recent_logs(job: Job, *, replica: str = "", tail: int, cluster: Cluster | None = None) -> JobLogs:
-    """job_logs shared between viewers, with `read_at` set: the same job (in the same state), replica and tail.
+def recent_logs(job: Job, *, replica: str = "", tail: int, lines_of: str | None = None,
+                cluster: Cluster | None = None) -> JobLogs:
+    """job_logs shared between viewers, with `read_at` set: the same job (in the same state), replica, tail and
+    replica whose lines are read.
 
     Returns the kept read while it is under FRESH_SECONDS old. Otherwise one viewer reads the cluster
     (claimed with cache.add) while the others get the kept read, up to KEEP_SECONDS old, or, with none
@@ -82,7 +94,7 @@ def recent_logs(job: Job, *, replica: str = "", tail: int, cluster: Cluster | No
     if not has_run(job):
         return JobLogs()
     cache = caches[LOGS_CACHE]
-    key = logs_key(job, replica=replica, tail=tail)
+    key = logs_key(job, replica=replica, tail=tail, lines_of=lines_of)
     lock = key + ":reading"
     kept = cache.get(key)
     if kept is not None and (timezone.now() - kept.read_at).total_seconds() < FRESH_SECONDS:
@@ -95,21 +107,25 @@ def recent_logs(job: Job, *, replica: str = "", tail: int, cluster: Cluster | No
             time.sleep(WAIT_STEP)
             if (kept := cache.get(key)) is not None:
                 return kept
-        return _read_and_keep(cache, key, job, replica=replica, tail=tail, cluster=cluster)
+        return _read_and_keep(cache, key, job, replica=replica, tail=tail, lines_of=lines_of, cluster=cluster)
     try:
-        return _read_and_keep(cache, key, job, replica=replica, tail=tail, cluster=cluster)
+        return _read_and_keep(cache, key, job, replica=replica, tail=tail, lines_of=lines_of, cluster=cluster)
     finally:
         cache.delete(lock)
 
 
-def logs_key(job: Job, *, replica: str, tail: int) -> str:
+def logs_key(job: Job, *, replica: str, tail: int, lines_of: str | None = None) -> str:
     """The cache key of a job's kept read; its claim to read is this key + ":reading"."""
     # The state is in the key so the read after a job ends is a fresh one: that answer is the last the page polls.
-    digest = hashlib.blake2b(repr((job.state, replica, tail)).encode(), digest_size=12).hexdigest()
-    return f"logs:{job.pk}:{digest}"
+    # The key's version changes with the shape of what is kept (ReplicaLog's fields), so that no worker unpickles
+    # a read kept by an older release.
+    digest = hashlib.blake2b(repr((job.state, replica, tail, lines_of)).encode(), digest_size=12).hexdigest()
+    return f"logs2:{job.pk}:{digest}"
 
 
-def _read_and_keep(cache, key: str, job: Job, *, replica: str, tail: int, cluster: Cluster | None) -> JobLogs:
-    found = replace(job_logs(job, replica=replica, tail=tail, cluster=cluster), read_at=timezone.now())
+def _read_and_keep(cache, key: str, job: Job, *, replica: str, tail: int, lines_of: str | None,
+                   cluster: Cluster | None) -> JobLogs:
+    found = replace(job_logs(job, replica=replica, tail=tail, lines_of=lines_of, cluster=cluster),
+                    read_at=timezone.now())
     cache.set(key, found, KEEP_SECONDS)
     return found

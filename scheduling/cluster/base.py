@@ -18,6 +18,11 @@ from typing import Protocol
 LOG_TAIL = 100  # lines of each replica's log a page or the API shows unless asked for more
 LOG_TAIL_MAX = 5000
 LOG_LIMIT_BYTES = 8 * 1024**2  # the most of one replica's log ever read in one call (a download)
+# A tail's read asks for at most LOG_LINE_BYTES per line, and a job's read for at most LOG_READ_BYTES over all
+# its replicas (64 replicas of a tail of 5000 lines would otherwise be 64 x 8 MB in one web worker's answer).
+LOG_LINE_BYTES = 2 * 1024
+LOG_READ_BYTES = 32 * 1024**2
+PICK = "*"  # `lines_of`: the failing replica's lines, else the first replica's
 
 # Why a replica's container stopped or cannot start, as Kubernetes names it, with what it means for a person.
 FAILURE_REASONS = {
@@ -272,6 +277,9 @@ class ReplicaLog:
     reason: str = ""  # a FAILURE_REASONS key, "Completed", or "" while it runs
     message: str = ""
     finished_at: datetime | None = None
+    previous: bool = False  # the lines are its previous container's: it waits to be started again after it stopped
+    cut: bool = False  # the read stopped at its byte limit: the last line may be cut and later ones missing
+    read: bool = True  # False: only its state was read, not its lines (`lines_of` named another replica)
 
     @property
     def failed(self) -> bool:
@@ -401,11 +409,14 @@ class Cluster(Protocol):
         """The PersistentVolumeClaims of a namespace, by name; empty when it has none or does not exist."""
 
     def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
-             tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+             tail: int | None = LOG_TAIL, lines_of: str | None = None) -> list[ReplicaLog]:
         """Each replica of the job (only `replica` when named), in replica order, with its last `tail` log lines.
 
-        `tail=None` reads the whole log, up to LOG_LIMIT_BYTES. Empty when the job has no pods
-        (not created yet, or gone); a replica whose container has not started has no lines. With
+        `tail=None` reads the whole log, up to LOG_LIMIT_BYTES. With `lines_of`, only that replica's
+        lines are read (PICK: the failing replica's, else the first's), the others' states alone
+        (`read` False), so a page of a 64-replica job costs one log read, not 64. Empty when the job
+        has no pods (not created yet, or gone); a replica whose container has not started has no
+        lines; one waiting to restart after it stopped has its previous container's (`previous`). With
         `name` (the job's own object), pods another job object controls are left out: a copy of the
         object renamed in the same namespace keeps the job's id label, and its pods are not the job's.
         """

@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 
 from kubernetes import config
@@ -23,7 +24,10 @@ from jobs import kinds
 from scheduling.cluster import job_manifests, kubernetes_outside, kubernetes_tenants, manifests, outside
 from scheduling.cluster.base import (
     LOG_LIMIT_BYTES,
+    LOG_LINE_BYTES,
+    LOG_READ_BYTES,
     LOG_TAIL,
+    PICK,
     ClaimInfo,
     ClusterError,
     ClusterJob,
@@ -51,6 +55,7 @@ from scheduling.cluster.kubernetes_api import (
     client_for,
     definition_installed,
 )
+from scheduling.cluster.log_text import log_lines
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # Taints that keep pods off a node, unless the pod tolerates them.
@@ -285,13 +290,16 @@ class KubernetesCluster:
         return definition_installed(self.api, f"{kind.plural}.{kind.group}")
 
     def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
-             tail: int | None = LOG_TAIL) -> list[ReplicaLog]:
+             tail: int | None = LOG_TAIL, lines_of: str | None = None) -> list[ReplicaLog]:
         """Returns each replica pod of the job with its last `tail` log lines and how it stopped.
 
         Pods are found by the `gangway.io/job-id` label, less those a job object other than `name`
-        controls (a renamed copy's); each log is read with a bounded tail
-        and at most LOG_LIMIT_BYTES. A container that has not started yet (the server answers
-        400) or a pod deleted meanwhile (404) has no lines.
+        controls (a renamed copy's). A log is read only for a container that has run (one not yet
+        started has no lines and costs no request), only for the replica `lines_of` names when it
+        names one, with a bounded tail and at most LOG_LIMIT_BYTES (LOG_LINE_BYTES a line of a tail,
+        LOG_READ_BYTES for the whole job). A container waiting to restart gives its previous run's
+        lines, those that say why it stopped. A pod deleted meanwhile (404) or a container the server
+        says has not started (400) has no lines.
         """
         # A person waits on the page (and the web worker's own timeout on it): a slow server gets a
         # bounded time for the whole read, the pod list included, not a read timeout per call.
@@ -301,30 +309,58 @@ class KubernetesCluster:
                 "list", "Pod", namespace, self.api.core.list_namespaced_pod, namespace,
                 label_selector=f"{JOB_ID_LABEL}={job_id}", timeout=_time_left(deadline),
             )["items"]
+        pods = [pod for pod in sorted(pods, key=replica_order)
+                if (not name or _controller_name(pod) in ("", name)) and (not replica or replica_name(pod) == replica)]
+        states = [replica_log(pod, ()) for pod in pods]
+        wanted = _lines_of(states, lines_of)
+        budget = LOG_READ_BYTES // max(1, sum(1 for state in states if state.replica in wanted))
+        limit = min(LOG_LIMIT_BYTES, budget, tail * LOG_LINE_BYTES if tail is not None else LOG_LIMIT_BYTES)
         result = []
-        for pod in sorted(pods, key=replica_order):
-            if name and _controller_name(pod) not in ("", name):
+        for pod, state in zip(pods, states):
+            if state.replica not in wanted:
+                result.append(replace(state, read=False))
                 continue
-            if replica and replica_name(pod) != replica:
+            ran = _has_run(pod)
+            if ran is None:
+                result.append(state)
                 continue
             what = f"read the logs of {namespace}/{pod['metadata']['name']} and the rest"
             if time.monotonic() > deadline:
                 raise ClusterUnavailable(f"{what}: the cluster took more than {self.logs_deadline:g} s for this "
                                          "job's logs")  # fmt: skip
-            options = {"limit_bytes": LOG_LIMIT_BYTES}
-            if tail is not None:
-                options["tail_lines"] = tail
-            container = main_container(pod)
-            if container:  # a pod of several containers (Katib's metrics collector beside it) needs the name
-                options["container"] = container
+            lines, cut = self._log(pod, namespace, tail, limit, previous=ran == "previous", deadline=deadline,
+                                   what=what)  # fmt: skip
+            result.append(replace(state, lines=lines, cut=cut, previous=ran == "previous"))
+        return result
+
+    def _log(self, pod: dict, namespace: str, tail: int | None, limit: int, *, previous: bool, deadline: float,
+             what: str) -> tuple[tuple[str, ...], bool]:
+        """One container's log: (its lines, whether the read stopped at `limit`).
+
+        The kubelet applies `limitBytes` to the start of a tail: a tail of long lines cut by it would
+        miss the newest. Then the tail is read once more, of as many lines as came whole (at least
+        one), so that the lines shown are the last ones."""
+        options = {"limit_bytes": limit}
+        container = main_container(pod)
+        if container:  # a pod of several containers (Katib's metrics collector beside it) needs the name
+            options["container"] = container
+        if previous:
+            options["previous"] = True
+
+        def read(lines: int | None) -> bytes:
             with self._within(deadline, what):
-                text = self.api.call(
+                return self.api.call(
                     "read log of", "Pod", f"{namespace}/{pod['metadata']['name']}",
                     self.api.core.read_namespaced_pod_log, pod["metadata"]["name"], namespace,
-                    tolerate=(BAD_REQUEST, NOT_FOUND), text=True, timeout=_time_left(deadline), **options,
-                )
-            result.append(replica_log(pod, tuple((text or "").splitlines())))
-        return result
+                    tolerate=(BAD_REQUEST, NOT_FOUND), raw=True, timeout=_time_left(deadline),
+                    **options, **({"tail_lines": lines} if lines is not None else {}),
+                ) or b""  # fmt: skip
+
+        data = read(tail)
+        if tail is not None and len(data) >= limit and data.count(b"\n") < tail:
+            data = read(max(1, data.count(b"\n")))
+        cut = len(data) >= limit
+        return log_lines(data, cut=cut), cut
 
     @contextmanager
     def _within(self, deadline: float, what: str) -> Iterator[None]:
@@ -385,6 +421,33 @@ def _time_left(deadline: float) -> tuple[float, float]:
     left = max(deadline - time.monotonic(), 0.05)
     connect, read = LOG_READ_TIMEOUT
     return min(connect, left), min(read, left)
+
+
+def _lines_of(states: list[ReplicaLog], lines_of: str | None) -> set[str]:
+    """The replicas whose lines a read asks for: all, the one named, or (PICK) the failing one, else the first."""
+    if lines_of is None:
+        return {state.replica for state in states}
+    if lines_of == PICK:
+        chosen = failing_replica(states) or (states[0] if states else None)
+        return {chosen.replica} if chosen else set()
+    return {lines_of}
+
+
+def _has_run(pod: dict) -> str | None:
+    """Whether a replica's training container has a log: "current" once it started, "previous" while it
+    waits to start again after it stopped (CrashLoopBackOff: the log of its last run says why), None
+    before it ever started (unscheduled, pulling its image), when a read would only be refused."""
+    container = main_container(pod)
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    main = next((s for s in statuses if s.get("name") == container), statuses[0] if statuses else {})
+    state = main.get("state") or {}
+    if "running" in state or "terminated" in state:
+        return "current"
+    if (main.get("lastState") or {}).get("terminated"):
+        return "previous"
+    if not main and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Running"):
+        return "current"  # a pod whose statuses are gone (evicted): the server says whether it kept a log
+    return None
 
 
 def tolerated(taint: dict) -> bool:

@@ -90,11 +90,13 @@ class Api:
         *args,
         tolerate: tuple[int, ...] = (),
         text: bool = False,
+        raw: bool = False,
         timeout: tuple[float, float] | None = None,
         one_object: bool = False,
         **kwargs,
-    ) -> dict | str | None:
-        """Returns the server's answer as a dict (as text with `text`, e.g. a pod's log), or None when its status is in `tolerate`.
+    ) -> dict | str | bytes | None:
+        """Returns the server's answer as a dict (as text with `text`, as bytes with `raw`: a pod's log), or None when
+        its status is in `tolerate`.
 
         `verb kind name` ("create TFJob maps/resnet-g12") starts every error
         message. Raises ClusterError for a refusal and ClusterUnavailable when
@@ -112,6 +114,8 @@ class Api:
         while True:
             try:
                 response = method(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
+                if raw:  # the bytes as sent (a pod's log, which its reader decodes)
+                    return response.data or b""
                 if text:
                     return (response.data or b"").decode(errors="replace")
                 return json.loads(response.data or b"null")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from scheduling.cluster import job_manifests
-from scheduling.cluster.base import LOG_LIMIT_BYTES, ReplicaLog
+from scheduling.cluster.base import LOG_LIMIT_BYTES, PICK, ReplicaLog, failing_replica
 from scheduling.models import SimJob
 
 STEP = 10  # seconds of training between two lines
@@ -59,8 +60,10 @@ def failure_summary(job: SimJob, seed: int) -> str:
     return f"Replica {replica} exited with code {FAILED_EXIT_CODE} (Error): {exception}"
 
 
-def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", tail: int | None) -> list[ReplicaLog]:
-    """Returns each replica's last `tail` lines (all, up to LOG_LIMIT_BYTES, when None) and how it ended.
+def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", tail: int | None,
+                 lines_of: str | None = None) -> list[ReplicaLog]:
+    """Returns each replica's last `tail` lines (all, up to LOG_LIMIT_BYTES, when None) and how it ended;
+    with `lines_of`, only that replica's lines (PICK: the failing one's, else the first's), as the port says.
 
     A job that has not started, or is suspended, has no pods and so no replicas.
     """
@@ -70,15 +73,21 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
     culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
     pods = {name: f"{job.name}-{name}" for name in replica_names(job)}
     result = []
-    for index, name in enumerate(pods):
+    for name in pods:
         if replica and name != replica:
             continue
-        lines = _Log(job, name, index, len(pods), base, steps, seed, culprit, exception)
-        result.append(ReplicaLog(
-            replica=name, pod=pods[name], phase=_phase(job), lines=lines.tail(tail),
-            **_ending(job, name, culprit, exception),
-        ))  # fmt: skip
-    return result
+        result.append(ReplicaLog(replica=name, pod=pods[name], phase=_phase(job),
+                                 **_ending(job, name, culprit, exception)))  # fmt: skip
+    if lines_of == PICK:
+        chosen = failing_replica(result) or (result[0] if result else None)
+        lines_of = chosen.replica if chosen else ""
+    names = list(pods)
+    return [
+        replace(state, lines=_Log(job, state.replica, names.index(state.replica), len(names), base, steps, seed,
+                                  culprit, exception).tail(tail))
+        if lines_of is None or state.replica == lines_of else replace(state, read=False)
+        for state in result
+    ]  # fmt: skip
 
 
 def last_checkpoint(job: SimJob, now: datetime) -> datetime | None:

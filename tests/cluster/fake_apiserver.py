@@ -9,8 +9,10 @@ would have compacted past it); POST answering 409 AlreadyExists; PUT
 answering 409 Conflict on a stale resourceVersion; merge, strategic-merge
 (treated as a merge: enough for the maps Gangway patches) and JSON patches;
 DELETE answering 404 NotFound; watches that end at once and answer 410 Gone
-for a compacted resourceVersion; a pod's log as plain text (`pods/{name}/log`
-with tailLines and limitBytes, 400 while its container waits to start).
+for a compacted resourceVersion; a pod's log as the kubelet serves it (`pods/{name}/log`: bytes, lines
+counted by "\n" alone, with tailLines, limitBytes cutting the bytes wherever it falls, sinceSeconds and
+sinceTime, timestamps, previous; 400 while its container waits to start, or for a previous container
+it never had).
 Errors are v1 Status objects. Faults can be injected for the next N requests
 matching a method and a path.
 """
@@ -28,7 +30,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -257,6 +259,17 @@ def _read_continue(token: str) -> tuple[int, str]:
         raise ApiError(400, f"continue key is not valid: {error}") from error
 
 
+def _lines(data: bytes) -> list[bytes]:
+    """A log's lines as the kubelet counts them: ended by "\\n" alone, each keeping it."""
+    parts = data.split(b"\n")
+    return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _stamp(when: datetime) -> bytes:
+    """The kubelet's timestamp of a line (RFC 3339 with nanoseconds, UTC)."""
+    return (when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z").encode()
+
+
 class FakeApiServer:
     """The store and the HTTP server; `url` is what a kubernetes Configuration's host takes."""
 
@@ -268,7 +281,8 @@ class FakeApiServer:
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (method, path, query) of every request
         self.listed: list[tuple[str, tuple[str, ...]]] = []  # (path, "namespace/name" of each item) of each page
         self.patches: list[tuple[str, dict]] = []  # (path, body) of every PATCH, as sent
-        self.pod_logs: dict[tuple[str, str], str] = {}  # (namespace, pod) -> what its container wrote
+        # (namespace, pod, previous) -> what its container (its previous one) wrote: (when, line with its "\n")
+        self.pod_logs: dict[tuple[str, str, bool], list[tuple[datetime, bytes]]] = {}
         self.dry_runs: list[tuple[str, str]] = []  # (method, path) of every write asked as a dry run
         self._faults: list[Fault] = []
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
@@ -316,10 +330,22 @@ class FakeApiServer:
         with self._lock:
             return self._write((prefix, plural, meta.get("namespace"), meta["name"]), obj, "ADDED")
 
-    def write_log(self, namespace: str, pod: str, text: str) -> None:
-        """Sets what the pod's container has written so far."""
+    def write_log(self, namespace: str, pod: str, text: str | bytes, *, previous: bool = False,
+                  at: datetime | None = None, step: timedelta = timedelta(milliseconds=1)) -> None:
+        """Sets what the pod's container (its previous one, with `previous`) has written so far: each line
+        written at `at` (now by default) plus `step` for each line before it."""
+        data = text.encode() if isinstance(text, str) else text
+        start = at or datetime.now(timezone.utc)
+        lines = _lines(data)
         with self._lock:
-            self.pod_logs[(namespace, pod)] = text
+            self.pod_logs[(namespace, pod, previous)] = [(start + step * n, line) for n, line in enumerate(lines)]
+
+    def append_log(self, namespace: str, pod: str, text: str | bytes, *, at: datetime | None = None) -> None:
+        """Adds lines to what the pod's container has written, each written at `at` (now by default)."""
+        data = text.encode() if isinstance(text, str) else text
+        when = at or datetime.now(timezone.utc)
+        with self._lock:
+            self.pod_logs.setdefault((namespace, pod, False), []).extend((when, line) for line in _lines(data))
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         prefix, plural = kind_path(kind)
@@ -532,17 +558,30 @@ class FakeApiServer:
         if container not in names:
             raise ApiError(400, f"container {container} is not valid for pod {meta['name']}")
         statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
-        state = next((s for s in statuses if s.get("name") == container), statuses[0]).get("state") or {}
-        if "waiting" in state or not state:
+        found = next((s for s in statuses if s.get("name") == container), statuses[0])
+        state = found.get("state") or {}
+        previous = query.get("previous", "").lower() in ("1", "true")
+        if previous and not (found.get("lastState") or {}).get("terminated"):
+            raise ApiError(400, f'previous terminated container "{container}" in pod "{meta["name"]}" not found')
+        if not previous and ("waiting" in state or not state):
             reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
             raise ApiError(400, f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}')
-        text = self.pod_logs.get((meta.get("namespace"), meta["name"]), "")
+        lines = self.pod_logs.get((meta.get("namespace"), meta["name"], previous), [])
+        since = None
+        if "sinceSeconds" in query:
+            since = datetime.now(timezone.utc) - timedelta(seconds=int(query["sinceSeconds"]))
+        elif "sinceTime" in query:
+            since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00"))
+        if since is not None:
+            lines = [(when, line) for when, line in lines if when >= since]
         if "tailLines" in query:
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(query["tailLines"]):]) if int(query["tailLines"]) else ""
+            tail = int(query["tailLines"])
+            lines = lines[-tail:] if tail else []
+        stamped = query.get("timestamps", "").lower() in ("1", "true")
+        data = b"".join((_stamp(when) + b" " if stamped else b"") + line for when, line in lines)
         if "limitBytes" in query:
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return 200, text, {}
+            data = data[: int(query["limitBytes"])]  # bytes, wherever the limit falls: in a character too
+        return 200, data, {}
 
     def _list(self, path, prefix, plural, namespace, query):
         """A list, whole or one page of it. Like etcd, a page reads keys in order after the token's start key
@@ -639,8 +678,8 @@ def _handler(server: FakeApiServer):
             content_type = "application/json"
             if extra.pop("X-Watch", None):  # a watch streams one JSON event per line
                 data = b"".join(json.dumps(event).encode() + b"\n" for event in payload)
-            elif isinstance(payload, str):  # a pod's log
-                data, content_type = payload.encode(), "text/plain"
+            elif isinstance(payload, bytes):  # a pod's log
+                data, content_type = payload, "text/plain"
             else:
                 data = json.dumps(payload).encode()
             self.send_response(code)

@@ -70,12 +70,42 @@ def test_the_logs_opened_as_a_page_have_the_portals_layout(login, owner, failed_
     assert "Replica worker-0 failed</strong>" in body and f'href="/jobs/{failed_job.pk}/"' in body
 
 
-def test_a_running_job_shows_each_replicas_recent_lines(login, owner, running_job, htmx):
+def test_a_running_job_shows_the_first_replicas_lines_and_lists_the_others(login, owner, running_job, htmx):
     response = login(owner).get(f"/jobs/{running_job.pk}/logs/", **htmx)
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.count('class="replica-log"') == 2 and "worker-1" in body and "loss=" in body
+    assert body.count('class="replica-log"') == 1 and "the last 30 lines of worker-0" in body and "loss=" in body
+    assert f'hx-get="/jobs/{running_job.pk}/logs/?replica=worker-1"' in body
     assert "failed" not in body
+
+
+def test_a_reader_chooses_the_replica_shown_and_the_poll_keeps_it(login, owner, running_job, htmx):
+    body = login(owner).get(f"/jobs/{running_job.pk}/logs/?replica=worker-1", **htmx).content.decode()
+    assert "the last 30 lines of worker-1" in body and "<summary><code>worker-1</code>" in body
+    assert "<summary><code>worker-0</code>" not in body
+    assert '<input type="hidden" name="replica" value="worker-1">' in body  # what the next poll sends
+    page = login(owner).get(f"/jobs/{running_job.pk}/").content.decode()
+    assert 'hx-include="find input[name=replica]"' in page
+
+
+def test_a_replica_the_job_lacks_is_said_and_a_name_that_is_no_replica_is_ignored(login, owner, running_job, htmx):
+    body = login(owner).get(f"/jobs/{running_job.pk}/logs/?replica=worker-9", **htmx).content.decode()
+    assert "This job has no replica worker-9" in body
+    odd = login(owner).get(f"/jobs/{running_job.pk}/logs/?replica=%3Cscript%3E", **htmx).content.decode()
+    assert "%3Cscript" not in odd and "the last 30 lines of worker-0" in odd
+
+
+def test_log_text_is_escaped_on_the_page(login, owner, running_job, htmx, monkeypatch):
+    from scheduling.cluster.base import ReplicaLog
+
+    def hostile(self, namespace, job_id, **options):
+        return [ReplicaLog(replica="worker-0", pod="train-worker-0", phase="Running",
+                           lines=('<script>alert("x")</script>', "<img src=x onerror=alert(1)>"))]  # fmt: skip
+
+    monkeypatch.setattr(SimulatedCluster, "logs", hostile)
+    body = login(owner).get(f"/jobs/{running_job.pk}/logs/", **htmx).content.decode()
+    assert "<script>alert" not in body and "<img src=x" not in body
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in body
 
 
 def test_the_download_is_the_replicas_whole_log(login, owner, running_job):

@@ -34,9 +34,9 @@ def reads(monkeypatch):
     caches[LOGS_CACHE].clear()
     calls, read = [], SimulatedCluster.logs
 
-    def counted(self, namespace, job_id, *, name="", replica="", tail=None):
+    def counted(self, namespace, job_id, *, name="", replica="", tail=None, lines_of=None):
         calls.append((job_id, replica, tail))
-        return read(self, namespace, job_id, replica=replica, tail=tail)
+        return read(self, namespace, job_id, replica=replica, tail=tail, lines_of=lines_of)
 
     monkeypatch.setattr(SimulatedCluster, "logs", counted)
     yield calls
@@ -72,7 +72,7 @@ def test_viewers_within_a_few_seconds_share_one_read(request, login, running_job
 
 def test_the_page_says_when_the_shown_logs_were_read(login, owner, running_job, htmx, reads):
     body = login(owner).get(f"/jobs/{running_job.pk}/logs/", **htmx).content.decode()
-    assert "the last 30 lines of each replica, read from the cluster <time datetime=" in body
+    assert "the last 30 lines of worker-0, read from the cluster <time datetime=" in body
 
 
 def test_after_the_window_a_new_read_happens(login, owner, running_job, htmx, reads, later):
@@ -87,7 +87,7 @@ def test_after_the_window_a_new_read_happens(login, owner, running_job, htmx, re
 
 
 def test_a_failed_read_is_shared_too(login, owner, member, running_job, htmx, reads, monkeypatch):
-    def unreachable(self, namespace, job_id, *, name="", replica="", tail=None):
+    def unreachable(self, namespace, job_id, *, name="", replica="", tail=None, lines_of=None):
         reads.append((job_id, replica, tail))
         raise ClusterUnavailable("list Pod maps: cannot reach the API server")
 
