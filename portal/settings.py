@@ -303,7 +303,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"JobKindEnum": "jobs.kinds.choices", "JobEventKindEnum": "jobs.models.JobEvent.Kind"},
     # Every operation documents the 4xx answers all views share (portal/schema.py).
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.schema.document_error_answers"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums", "portal.schema.document_error_answers",
+        "portal.schema.close_job_spec_objects",
+    ],
 }
 
 # --- Running it: logs, metrics, static files (see portal/settings_reference.py) ---

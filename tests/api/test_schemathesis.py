@@ -105,3 +105,12 @@ def test_the_schema_documents_the_error_and_dry_run_answers(client, db):
     submit = paths["/api/v1/jobs/"]["post"]["responses"]
     assert {"200", "201", "400", "401", "403", "409", "429"} <= set(submit)
     assert set(paths["/api/v1/jobs/{id}/cancel/"]["post"]["responses"]) >= {"404", "409"}
+
+
+def test_the_schema_says_the_job_spec_takes_no_unknown_fields(client, db):
+    # The submission refuses an unknown field by name, at the top and in replicas, volumes,
+    # resources_per_node and simulate: a client reading the schema must not take extras for allowed.
+    schemas = client.get("/api/schema/?format=json").json()["components"]["schemas"]
+    for name in ("JobSpecRequest", "ReplicaInputRequest", "VolumeInputRequest", "NodeResourcesRequest",
+                 "SimulateRequest"):
+        assert schemas[name]["additionalProperties"] is False, name
