@@ -43,11 +43,11 @@ def dashboard(request):
     part = request.GET.get("part", "")
     if request.htmx and part in PARTS:
         version = live_version(every_cycle=part in SHOWS_THE_CYCLE)
-        held = held_at(request, _scope(request, part), version)
-        if held is not None:
-            return held
+        recalled = held_at(request, _scope(request, part), version)
+        if recalled.held is not None:
+            return recalled.held
         etag, build = PARTS[part](request)
-        remember(request, _scope(request, part), version, etag)
+        remember(request, recalled, etag)
         held = unchanged(request, etag)
         if held is not None:
             return held

@@ -72,14 +72,14 @@ def team_detail(request, slug: str):
     part = request.GET.get("part")
     if request.htmx and part in ("tiles", "types"):
         scope, version = f"team-{part}:{team.pk}", live_version()
-        held = held_at(request, scope, version)
-        if held is not None:
-            return held
+        recalled = held_at(request, scope, version)
+        if recalled.held is not None:
+            return recalled.held
         tiles = _tiles(team)
         if part == "types" and not tiles["by_type"]:  # the cluster has no types (any more): the part goes
             return HttpResponseStopPolling("")
         etag = fingerprint(request, f"team-{part}", team.pk, _figures(tiles))
-        remember(request, scope, version, etag)
+        remember(request, recalled, etag)
         return unchanged(request, etag) or live(render(request, f"tenants/detail.html#{part}", {
             "team": team, f"etag_{part}": etag, **tiles}), etag)  # fmt: skip
     if insider:
