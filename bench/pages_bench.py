@@ -43,7 +43,7 @@ def main() -> None:
     from django.db import connection
 
     settings.ALLOWED_HOSTS = ["testserver"]
-    _create_database()
+    create_database(DB)
     try:
         from django.core.management import call_command
 
@@ -55,7 +55,7 @@ def main() -> None:
         measure(ids, runs)
     finally:
         connection.close()
-        _drop_database()
+        drop_database(DB)
 
 
 def _admin_connection():
@@ -64,15 +64,17 @@ def _admin_connection():
     return psycopg.connect(f"{PG}/postgres", autocommit=True)
 
 
-def _create_database() -> None:
+def create_database(name: str) -> None:
+    """A new empty scratch database `name` (one left by a run that was killed is dropped first)."""
     with _admin_connection() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}"')
-        conn.execute(f'CREATE DATABASE "{DB}"')
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def _drop_database() -> None:
+def drop_database(name: str) -> None:
+    """Drops scratch database `name`, connections and all."""
     with _admin_connection() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def seed() -> dict:

@@ -115,6 +115,12 @@ def transition(
 
 def note(job: Job, kind: str, message: str, *, code: str = "", actor=None) -> JobEvent:
     """Record a decision that does not change the state (e.g. a new wait reason)."""
-    return JobEvent.objects.create(
-        job=job, kind=kind, from_state=job.state, to_state=job.state, message=message, code=code, actor=actor
-    )
+    event = noted(job, kind, message, code=code, actor=actor)
+    event.save()
+    return event
+
+
+def noted(job: Job, kind: str, message: str, *, code: str = "", actor=None) -> JobEvent:
+    """The event `note` records, unsaved: for a caller recording many at once (`bulk_create`)."""
+    return JobEvent(job=job, kind=kind, from_state=job.state, to_state=job.state, message=message, code=code,
+                    actor=actor)

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
-from jobs.transitions import StaleJob, note, transition
+from jobs.transitions import StaleJob, note, noted, transition
 from scheduling import records
 from scheduling.cluster.base import (
     Cluster,
@@ -421,6 +421,7 @@ def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
 
 ETA_DRIFT = timedelta(seconds=60)  # what an estimated start may move before it is written again
 WAIT_FIELDS = ["reason", "reason_code", "position", "team_position", "eta", "reservation"]
+PLACE_FIELDS = ("position", "team_position")  # written with every waiting row written: what moves most
 
 
 def _record_waits(world: World, plan: Plan, now: datetime) -> tuple[int, int]:
@@ -458,17 +459,24 @@ def _record_waits(world: World, plan: Plan, now: datetime) -> tuple[int, int]:
     # locked to the commit; one a cancel holds is left to the next cycle.
     queued = set(Job.objects.select_for_update(skip_locked=True).filter(
         pk__in=[job.pk for job, *_ in waits], state=Job.State.QUEUED).order_by("pk").values_list("pk", flat=True))
-    changed = []
+    events, by_fields = [], {}
     for job, says, code, figures in waits:
         if job.pk not in queued:
             continue
         if says:
-            note(job, JobEvent.Kind.WAITING, says, code=code)
+            events.append(noted(job, JobEvent.Kind.WAITING, says, code=code))
+        moved = PLACE_FIELDS + tuple(name for name in WAIT_FIELDS
+                                     if name not in PLACE_FIELDS and getattr(job, name) != figures[name])  # fmt: skip
         for name, value in figures.items():
             setattr(job, name, value)
-        changed.append(job)
-    Job.objects.bulk_update(changed, WAIT_FIELDS, batch_size=500)
-    return len(plan.wait) + len(world.held), len(changed)
+        by_fields.setdefault(moved, []).append(job)
+    # One insert for every event, and each row written with its places and the figures that moved:
+    # after a submission thousands of rows move one place, and writing all six figures of each, the
+    # reason and reservation among them, cost the cycle seconds of building SQL.
+    JobEvent.objects.bulk_create(events, batch_size=1000)
+    for fields, jobs in by_fields.items():
+        Job.objects.bulk_update(jobs, list(fields), batch_size=500)
+    return len(plan.wait) + len(world.held), sum(len(jobs) for jobs in by_fields.values())
 
 
 def _changed(job: Job, figures: dict) -> bool:

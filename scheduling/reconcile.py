@@ -43,6 +43,9 @@ RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)  # phases in which a clu
 # Objects of long-ended jobs deleted in one pass, at most: a backlog (the first pass after an upgrade to
 # retention, or after ENDED_JOB_RETENTION is lowered) drains over passes instead of holding one for minutes.
 EXPIRED_PER_PASS = 100
+# What a pass reads of a job that is no longer open but that the cluster still lists: its object's
+# namespace and name (`own_statuses`), its state and when it ended (`_stop_leftovers`, `_delete_expired`).
+ENDED_FIELDS = ("id", "name", "cluster_name", "state", "finished_at", "team__slug")
 
 
 @dataclass
@@ -96,8 +99,11 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         result.adopted, result.refused, result.changed = outside.adopted, outside.refused, outside.cancelled
         jobs = list(Job.objects.filter(state__in=Job.OPEN_STATES).select_related("team", "tier").order_by("id"))
         known = {job.pk for job in jobs}
+        # The jobs the cluster still lists that are not open: mostly ended ones kept there for
+        # ENDED_JOB_RETENTION, thousands on a busy cluster. Only what names their object and says whether
+        # and when they ended is read (`ENDED_FIELDS`); the one to stop is read whole (`_stop_ended`).
         others = {job.pk: job for job in Job.objects.filter(pk__in={status.job_id for status in listed} - known)
-                  .select_related("team")}  # fmt: skip
+                  .select_related("team").only(*ENDED_FIELDS)}  # fmt: skip
         statuses = own_statuses(listed, {job.pk: job for job in jobs} | others)
         _record_checkpoints(jobs, statuses)
         # Jobs being stopped first: a victim is suspended before the job it made room for is created.
@@ -213,8 +219,8 @@ def _ours_to_stop(job: Job, status: JobStatus) -> bool:
 
 def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: ReconcileResult) -> None:
     """Stop the cluster job of a job that ended here (see `_stop_leftovers`); an event says so."""
-    if status.adopted:
-        cluster.suspend_job(to_cluster_job(job))  # never deleted: it is its owner's object
+    if status.adopted:  # never deleted: it is its owner's object; suspended as the whole job says
+        cluster.suspend_job(to_cluster_job(Job.objects.select_related("team", "tier").get(pk=job.pk)))
         result.suspended += 1
     else:
         cluster.delete_job(status.namespace, status.name, status.kind)

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
@@ -168,7 +169,7 @@ class SimulatedCluster:
         """End the jobs whose time is up, then start, in creation order, the jobs that now fit."""
         now = self.clock()
         with transaction.atomic():
-            jobs = _lock_unfinished()
+            jobs = list(_unfinished())
             for job in jobs:
                 if job.started_at and job.progress + (now - job.started_at).total_seconds() >= job.duration:
                     done = job.started_at + timedelta(seconds=job.duration - job.progress)
@@ -204,14 +205,21 @@ class SimulatedCluster:
         return random.Random(self.seed * 7_919 + job.job_id).random() < self.failure_rate
 
 
-def _lock_unfinished() -> list[SimJob]:
-    """Locks every unfinished simulated job, in one order, and returns them in creation order.
+def _lock_unfinished() -> None:
+    """Locks every unfinished simulated job, in one order (`_unfinished`'s), reading their ids only.
 
     Every write takes these locks first, and holds them to the end of the caller's transaction: a
     write that locked its own job first and the others later, as `advance` does, could deadlock
-    with another transaction doing the same the other way round.
+    with another transaction doing the same the other way round. A write then calls `advance`,
+    which reads the rows themselves: read here too, every create and suspend of a cycle read every
+    running job's manifest twice.
     """
-    return list(SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id"))
+    list(_unfinished().values_list("pk", flat=True))
+
+
+def _unfinished() -> QuerySet[SimJob]:
+    """The unfinished simulated jobs in creation order, each locked as it is read (`_lock_unfinished`)."""
+    return SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id")
 
 
 def _replicas(job: SimJob) -> list[tuple[int, int, int]]:
