@@ -57,6 +57,7 @@ class CycleResult:
     written: int = 0  # waiting jobs whose reason, places, estimated start or reservation were written
     skipped: bool = False
     error: str = ""  # the cluster could not be reached (for operators: it may name the API server)
+    refused: bool = False  # `error` is the cluster refusing the read (a permission), not an outage
     # The plan's GPU figures per team, as the plan JSON gives them; None when nothing was planned.
     gpu_usage: list[dict] | None = None
 
@@ -64,6 +65,8 @@ class CycleResult:
     def summary(self) -> str:
         if self.skipped:
             return "Another admission cycle is running; nothing done."
+        if self.refused:
+            return f"{self.error.rstrip('. ')}; jobs stay queued."
         if self.error:
             return f"Cluster unreachable ({self.error}); jobs stay queued."
         return f"Admitted {self.admitted}, preempted {self.preempted}, rejected {self.rejected}, waiting {self.waiting}."
@@ -125,7 +128,7 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
                 result.error = str(error)
                 records.cluster_unreachable()
             except ClusterError as error:  # a read refused (an RBAC change): nothing to plan on, as unreachable
-                result.error = f"The cluster refused the cycle's read: {error}"
+                result.error, result.refused = f"The cluster refused the cycle's read: {error}", True
                 log.error("the cluster refused the admission cycle's read: %s", error)
                 records.cluster_unreachable(records.READ_REFUSED_REASON)
             if reading is not None:

@@ -167,7 +167,9 @@ def test_cycle_whose_reconcile_read_is_refused_names_the_refusal_and_still_runs_
     first, *rest = out.getvalue().splitlines()
     assert first == (f"The cluster refused the reconcile: list Pod *: 403 Forbidden: {FORBIDDEN}. "
                      "Check the RBAC rules of Gangway's service account (deploy/kubernetes/rbac.yaml).")  # fmt: skip
-    assert rest[-1].startswith("Cluster unreachable (The cluster refused the cycle's read")
+    # A refusal, not an outage: the cycle says so in its own words.
+    assert rest[-1].startswith("The cluster refused the cycle's read: list Pod *: 403 Forbidden")
+    assert rest[-1].endswith("; jobs stay queued.") and "unreachable" not in rest[-1]
 
 
 # -- the demo's commands --------------------------------------------------------------------------
