@@ -103,6 +103,7 @@ class Delivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True,
                                       help_text="When a worker last took it to send: a claim older than a "
                                                 "send could take was lost with its worker, and is taken again.")  # fmt: skip
+    # Also set on a pending delivery held for its receiver's retry (`services.held_for_retry`): when it is due.
     retry_at = models.DateTimeField(null=True, blank=True,
                                     help_text="When its retry is due: one long overdue never reached the broker, "
                                               "and is sent again.")  # fmt: skip

@@ -8,6 +8,8 @@ import smtplib
 import urllib.error
 import urllib.request
 from datetime import timedelta
+from datetime import timezone as dt_timezone
+from email.utils import parsedate_to_datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -18,11 +20,15 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from jobs.models import JobEvent
-from notifications import messages, outbound
+from notifications import mail, messages, outbound
 from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
 from tenants.permissions import viewers_of
 
 WEBHOOK_TIMEOUT = 5  # seconds; a slow receiver is retried later, it never holds a worker long
+# The longest a receiver's Retry-After is waited: a receiver asking for a day (or for ever) is tried again
+# after a quarter of an hour, within its retries, as a receiver that gave no time would be. Longer
+# countdowns would also outlive the Redis broker's visibility timeout (an hour), which delivers them again.
+RETRY_AFTER_MOST = 15 * 60
 # A claim older than this was lost with its worker (killed, or past its time limit): taken again.
 STALE_CLAIM = timedelta(minutes=10)
 # News older than this is not sent again by `resend_lost` (a broker down for days, or rows left from long ago):
@@ -46,7 +52,8 @@ class SendFailed(Exception):
 
 class AnswerUnknown(Exception):
     """The message went out, but its receiver did not answer in time: it may well have it, so it is
-    not sent again (a slow Slack channel would get it six times); recorded as sent, saying so."""
+    not sent again (a slow Slack channel or a mail server scanning each message would get it six
+    times); recorded as sent, saying so."""
 
 
 def deliveries_for(event: JobEvent) -> list[Delivery]:
@@ -103,7 +110,12 @@ def send(deliveries: list[Delivery]) -> None:
 
 def _email(address: str, subject: str, body: str) -> None:
     try:
-        send_mail(subject, body, None, [address])
+        send_mail(subject, body, None, [address], connection=mail.connection())
+    except mail.AnswerLost as error:  # the message went out: sent again, it would arrive twice
+        late = (f"took longer than {settings.EMAIL_TIMEOUT} s to confirm the e-mail" if error.timed_out
+                else "closed the connection before confirming the e-mail")  # fmt: skip
+        raise AnswerUnknown(f"The mail server {late}; it may well have received it, "
+                            "so it is not sent again.") from error
     except smtplib.SMTPRecipientsRefused as error:
         raise SendFailed(f"The mail server refused {address}: {error}", retry=False) from error
     except smtplib.SMTPResponseException as error:  # 4xx may pass; 5xx (credentials, sender) will not
@@ -139,11 +151,21 @@ def _webhook(url: str, text: str) -> None:
 
 
 def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header given in seconds; None for a date or nothing."""
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
+    """Seconds a Retry-After header asks to wait, given in seconds or as a date, at most RETRY_AFTER_MOST;
+    None when there is none or it is neither."""
+    if not value:
         return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC, as HTTP dates are
+            when = when.replace(tzinfo=dt_timezone.utc)
+        seconds = (when - timezone.now()).total_seconds()
+    return min(max(0.0, seconds), RETRY_AFTER_MOST)  # NaN and negatives: 0; infinity: the cap
 
 
 def why_not_wanted(delivery: Delivery) -> str:
@@ -216,6 +238,24 @@ def _take(delivery_id: int, waiting: Q, now) -> bool:
         state=Delivery.State.SENDING, attempts=F("attempts") + 1, claimed_at=now) == 1  # fmt: skip
 
 
+def held_for_retry(delivery: Delivery) -> float:
+    """Seconds until its receiver's next retry, when a delivery to it (the same channel and target) is
+    waiting for one; 0 when none is. A receiver that refused (500, a mail server down) or asked to be
+    left alone (429's Retry-After) is not sent news made meanwhile sooner: the new delivery waits, and the
+    retry's message carries it (`gather` takes every pending delivery), so a receiver that fails for good
+    gets one message at each step of one backoff, not six for every event. The wait is written in the
+    delivery's retry_at, so that `resend_lost` takes it as due then, not as lost."""
+    now = timezone.now()
+    retrying = Delivery.objects.filter(channel=delivery.channel, target=delivery.target, state=Delivery.State.RETRYING,
+                                       retry_at__gt=now, created_at__gte=now - STALE_NEWS)  # fmt: skip
+    due = retrying.order_by("retry_at").values_list("retry_at", flat=True).first()
+    if due is None:
+        return 0.0
+    Delivery.objects.filter(pk=delivery.pk, state=Delivery.State.PENDING).update(retry_at=due)
+    delivery.retry_at = due
+    return (due - now).total_seconds()
+
+
 def gathering_wait(delivery: Delivery) -> float:
     """Seconds the first send of `delivery` waits so that a burst to its receiver goes out as one digest:
     NOTIFY_BATCH_SECONDS when another delivery to the same receiver was made within that time, else 0
@@ -275,10 +315,10 @@ def _stranded(now) -> Q:
     """Deliveries no task will run again: their worker died sending them, they were made but never
     enqueued, or their retry is long overdue; each was due STALE_CLAIM ago or more."""
     overdue = now - STALE_CLAIM
-    # A retry without retry_at was scheduled before retry_at was kept: judged by when it was made.
-    retrying = Q(retry_at__lt=overdue) | Q(retry_at__isnull=True, created_at__lt=overdue)
-    return (lost_claim(now) | Q(state=Delivery.State.PENDING, created_at__lt=overdue)
-            | Q(retrying, state=Delivery.State.RETRYING))  # fmt: skip
+    # Due at its retry_at: a retry, or a pending delivery held for its receiver's retry (`held_for_retry`).
+    # One without retry_at (a retry scheduled before retry_at was kept, news sent at once) by when it was made.
+    due = Q(retry_at__lt=overdue) | Q(retry_at__isnull=True, created_at__lt=overdue)
+    return lost_claim(now) | Q(due, state__in=(Delivery.State.PENDING, Delivery.State.RETRYING))
 
 
 def record(deliveries: list[Delivery], *, error: Exception | None = None, final: bool = True,

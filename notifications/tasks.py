@@ -22,15 +22,17 @@ def notify(event_id: int) -> int:
     """Makes the event's deliveries and enqueues each one still to send; returns how many were enqueued.
 
     Returns 0 when the event is gone. A second run finds the same deliveries and enqueues
-    only those still waiting, so nobody is told twice. A delivery with others to its receiver
-    close by waits NOTIFY_BATCH_SECONDS, so that a burst goes out as one digest (`deliver`).
+    only those still waiting, so nobody is told twice. A delivery to a receiver waiting for a retry
+    goes with that retry (`services.held_for_retry`); else one with others to its receiver close by
+    waits NOTIFY_BATCH_SECONDS, so that a burst goes out as one digest (`deliver`).
     """
     event = JobEvent.objects.select_related("job__team").filter(pk=event_id).first()
     if event is None:
         return 0
     waiting = [d for d in services.deliveries_for(event) if d.state == Delivery.State.PENDING]
     for delivery in waiting:
-        deliver.apply_async((delivery.pk, 0), countdown=services.gathering_wait(delivery))
+        wait = services.held_for_retry(delivery) or services.gathering_wait(delivery)
+        deliver.apply_async((delivery.pk, 0), countdown=wait)
     PendingEvent.objects.filter(event_id=event_id).delete()  # worked out: resend_lost leaves it be
     return len(waiting)
 
@@ -41,8 +43,8 @@ def notify(event_id: int) -> int:
 def deliver(self, delivery_id: int, tried: int | None = None) -> str:
     """Sends one delivery, and with it, as one message (a digest), the others to the same receiver that
     wait and are due (`services.gather`); retried with backoff (30 s, 1, 2, 4, 8 min, a fifth more or
-    less so that a burst's retries spread out, and never before a 429's Retry-After) while the failure
-    may pass.
+    less so that a burst's retries spread out, and never before a 429's Retry-After, up to
+    `services.RETRY_AFTER_MOST`) while the failure may pass.
 
     Returns the state the delivery's message reached; "skipped" when it was not waiting (sent, failed,
     being sent, or `tried` shows it went out since in another task's digest). Every delivery of the

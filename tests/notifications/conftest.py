@@ -21,6 +21,7 @@ class SmtpSink:
     def __init__(self):
         self.messages: list[tuple[list[str], str]] = []
         self.sender_answer = "250 OK"  # what MAIL FROM is answered: a 5xx refuses every message
+        self.confirm_after = 0.0  # seconds it takes to confirm a message it has received (scanning it, say)
         sink = self
 
         class Handler(socketserver.StreamRequestHandler):
@@ -46,6 +47,7 @@ class SmtpSink:
                         while (data := self.rfile.readline().decode(errors="replace")) not in (".\r\n", ""):
                             body.append(data)
                         sink.messages.append((recipients, "".join(body)))
+                        time.sleep(sink.confirm_after)
                         self.reply("250 OK")
                     elif verb == "QUIT":
                         self.reply("221 Bye")
