@@ -7,10 +7,12 @@ fields Gangway owns, `suspend`) or annotated.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 
 from scheduling.cluster import outside
 from scheduling.cluster.base import (
+    ClusterError,
     ClusterJob,
     ClusterUnavailable,
     Finding,
@@ -19,13 +21,18 @@ from scheduling.cluster.base import (
     Tenants,
     TrialResult,
 )
-from scheduling.cluster.kubernetes_api import NOT_FOUND, Api, definition_installed
+from scheduling.cluster.kubernetes_api import CONFLICT, NOT_FOUND, Api, definition_installed
 from scheduling.cluster.manifests import JOB_ID_LABEL
+
+log = logging.getLogger("gangway.adoption")
 
 # The ValidatingAdmissionPolicy and its binding deploy/kubernetes ships (admission-policy.yaml), of one name.
 POLICY_NAME = "gangway-queue-required"
 ADMISSION_GROUP, ADMISSION_VERSION = "admissionregistration.k8s.io", "v1"
 EVENT_REASON = "GangwayRejected"
+# How many times a patch answered 409 Conflict (its owner's controller, Katib's or the Training Operator's,
+# wrote the object at the same moment) is sent again, built from the object as it is then.
+CONFLICT_ATTEMPTS = 3
 
 
 def outside_jobs(api: Api) -> OutsideJobs:
@@ -54,22 +61,43 @@ def _read(api: Api, job: ClusterJob) -> dict | None:
     )  # fmt: skip
 
 
-def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict, *, dry_run: bool = False) -> None:
+def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict, *, dry_run: bool = False) -> dict | None:
+    """Sends one merge patch; returns the object as patched, or None when it is gone (404).
+
+    Raises what `Api.call` raises: a 409 Conflict is a ClusterError whose cause has status CONFLICT."""
     kind = outside.outside_kind(job.kind)
-    api.call(
+    return api.call(
         verb, kind.kind, f"{job.namespace}/{job.name}", api.custom.patch_namespaced_custom_object,
         kind.group, kind.version, job.namespace, kind.plural, job.name, body, tolerate=(NOT_FOUND,),
         one_object=True, **({"dry_run": "All"} if dry_run else {}),
     )  # fmt: skip
 
 
+def _conflict(error: ClusterError) -> bool:
+    """Whether the server refused a write because another writer changed the object meanwhile (409 Conflict)."""
+    return getattr(error.__cause__, "status", None) == CONFLICT
+
+
+def _marked(api: Api, job: OutsideJob, verb: str, body: dict) -> bool:
+    """Sends a label or annotation patch, again when it answers 409 Conflict (a merge patch of metadata does
+    not depend on what else the object holds, so the same one is right after any other write), at most
+    CONFLICT_ATTEMPTS times; returns False when the object is gone (404). Raises what `Api.call` raises."""
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            return _patch(api, job, verb, body) is not None
+        except ClusterError as error:
+            if not _conflict(error) or attempt == CONFLICT_ATTEMPTS:
+                raise
+    return False  # not reached: the last attempt returns or raises
+
+
 def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str) -> None:
     """Labels the job with the Gangway job that adopted it, or annotates why it was refused and says so
-    in a Warning event on it (what `kubectl describe` shows). Returns nothing."""
-    if job_id is not None:
-        _patch(api, job, "label", outside.adoption_labels(job_id))
-    if rejected:
-        _patch(api, job, "annotate", outside.rejection_patch(rejected))
+    in a Warning event on it (what `kubectl describe` shows). Returns nothing; a job deleted meanwhile
+    gets neither label nor event (its owner took it away: the next pass cancels what adopted it)."""
+    if job_id is not None and not _marked(api, job, "label", outside.adoption_labels(job_id)):
+        return
+    if rejected and _marked(api, job, "annotate", outside.rejection_patch(rejected)):
         _event(api, job, rejected)
 
 
@@ -94,12 +122,26 @@ def admit(api: Api, job: ClusterJob, *, dry_run: bool = False) -> None:
 
     The patch is built from the job as the cluster has it now (a TrainJob's owner's runtime patches
     are sent back unchanged). A job deleted meanwhile is left deleted: reconcile then cancels it in Gangway.
-    With `dry_run` the API server only tries the patch (`dryRun=All`) and keeps nothing.
+    A 409 Conflict (its owner's controller wrote it at the same moment) is no verdict on the job: the
+    object is read again and the patch built anew, at most CONFLICT_ATTEMPTS times; one still conflicting
+    is left suspended, its admission kept, and reconcile admits it at its next pass (an admitted job whose
+    object is suspended is resumed). With `dry_run` the API server only tries the patch (`dryRun=All`)
+    and keeps nothing.
     """
-    current = _read(api, job)
-    if current is not None:
-        _patch(api, job, "try to admit" if dry_run else "admit", outside.admission_patch(job, current),
-               dry_run=dry_run)
+    verb = "try to admit" if dry_run else "admit"
+    for _ in range(CONFLICT_ATTEMPTS):
+        current = _read(api, job)
+        if current is None:
+            return
+        try:
+            _patch(api, job, verb, outside.admission_patch(job, current), dry_run=dry_run)
+            return
+        except ClusterError as error:
+            if not _conflict(error):
+                raise
+            conflict = error
+    log.warning("%s: still conflicting after %d attempts; its admission stands and reconcile sends it again at "
+                "its next pass", conflict, CONFLICT_ATTEMPTS)  # fmt: skip
 
 
 def trials(api: Api) -> list[TrialResult]:

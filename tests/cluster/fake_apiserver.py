@@ -14,7 +14,8 @@ counted by "\n" alone, with tailLines, limitBytes cutting the bytes wherever it 
 sinceTime, timestamps, previous; 400 while its container waits to start, or for a previous container
 it never had).
 Errors are v1 Status objects. Faults can be injected for the next N requests
-matching a method and a path.
+matching a method and a path, and another writer's change made just before one is
+answered (`before`).
 """
 
 from __future__ import annotations
@@ -290,6 +291,7 @@ class FakeApiServer:
         self._revision = 0  # etcd's: the last write's, deletes included
         self._snapshots: dict[int, dict[tuple, dict]] = {}  # revision -> objects, for the pages of lists under way
         self._between_pages: list[tuple[re.Pattern, Callable[[], None], list[int]]] = []
+        self._before: list[tuple[str | None, re.Pattern, Callable[[], None], list[int]]] = []
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
@@ -320,6 +322,7 @@ class FakeApiServer:
             self._events.clear()
             self._snapshots.clear()
             self._between_pages.clear()
+            self._before.clear()
 
     # -- seeding and reading, for tests --------------------------------------
 
@@ -408,6 +411,23 @@ class FakeApiServer:
         with self._lock:
             self._between_pages.append((re.compile(path), action, [times]))
 
+    def before(self, action: Callable[[], None], *, path: str = ".*", method: str | None = None,
+               times: int = 1) -> None:
+        """Runs `action` just before each of the next `times` requests matching `method` and the `path` regex is
+        answered: what the cluster's other writers do between Gangway's read and its write (an owner deleting
+        the object, a controller updating it)."""
+        with self._lock:
+            self._before.append((method, re.compile(path), action, [times]))
+
+    def _run_before(self, method: str, path: str) -> None:
+        for wanted, pattern, action, left in list(self._before):
+            if wanted in (None, method) and pattern.search(path):
+                left[0] -= 1
+                if left[0] <= 0:
+                    self._before.remove((wanted, pattern, action, left))
+                action()
+                return
+
     # -- the API -------------------------------------------------------------
 
     def _write(self, key: tuple, obj: dict, event: str) -> dict:
@@ -455,6 +475,7 @@ class FakeApiServer:
             time.sleep(fault.seconds)  # outside the lock: other requests go on meanwhile
             fault = None
         with self._lock:
+            self._run_before(method, url.path)
             if fault:
                 extra = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
                 return fault.code, status(fault.code, fault.message), extra
