@@ -102,7 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help=JSON_HELP)
 
     logs = command("logs", "Print a job's replica logs (the last lines of each).",
-                   "With --follow, keeps printing new lines, through server outages, until the job ends.",
+                   "With --follow, keeps printing new lines, through server outages, until the job ends: each line "
+                   "once, however often its text repeats; should the job write more between two reads than one "
+                   "read returns (5000 lines of each replica), a line says how many were skipped and where the "
+                   "full log is. Against a portal too old to read on from a position, new lines are told from "
+                   "those printed by their text, and lines that repeat the ones before them, or more than --tail "
+                   "written between two reads, may be left out without notice (a warning says so).",
                    (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.UNAVAILABLE))  # fmt: skip
     logs.add_argument("id", type=int, help="The job's id.")
     logs.add_argument("-f", "--follow", action="store_true",

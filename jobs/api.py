@@ -40,7 +40,9 @@ from jobs.services import (
     IdempotencyConflict, KatibTrial, NeverFits, NotRunning, QueueFull, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
-from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, recent_logs
+from scheduling.logs import (
+    CURSOR_MAX, CURSOR_PATTERN, LOG_TAIL, LOG_TAIL_MAX, log_cursor, positions_of, read_cursor, recent_logs,
+)
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
 from tenants.permissions import can_cancel, can_submit
@@ -292,7 +294,8 @@ class JobViewSet(ApiDefaults, GenericViewSet):
     @extend_schema(
         summary="A job's logs: each replica's recent lines, and the replica that failed",
         description="Read from the cluster when asked. A job that never ran has no replicas. Another team's job "
-        "answers 404, as it does everywhere.",
+        "answers 404, as it does everywhere. To follow a log, read it once, then again with `?cursor=` set to the "
+        "last answer's `cursor`: each answer then holds only the lines written since.",
         tags=["jobs"],
         parameters=[
             # A replica is named "role-index" (worker-0), or by its pod when its operator labels none: a pod's
@@ -301,7 +304,14 @@ class JobViewSet(ApiDefaults, GenericViewSet):
                              description="Only this replica, e.g. worker-0."),
             OpenApiParameter("tail", {"type": "integer", "minimum": 1, "maximum": LOG_TAIL_MAX},
                              OpenApiParameter.QUERY, required=False,
-                             description=f"Lines of each replica, 1 to {LOG_TAIL_MAX} (default {LOG_TAIL})."),
+                             description=f"Lines of each replica, 1 to {LOG_TAIL_MAX} (default {LOG_TAIL}); with "
+                             "`cursor`, the most of each replica's new lines one answer holds."),
+            OpenApiParameter("cursor", {"type": "string", "pattern": CURSOR_PATTERN, "maxLength": CURSOR_MAX},
+                             OpenApiParameter.QUERY, required=False,
+                             description="The `cursor` of an earlier answer: each replica's lines written after "
+                             "that answer's last line, each once however often its text repeats, the newest "
+                             "`tail` of them; `skipped` counts those left out before them. A replica the cursor "
+                             "does not know reads from the start of its log."),
         ],
         responses={200: JobLogsSerializer, 400: OpenApiResponse(ERROR), 401: OpenApiResponse(ERROR),
                    404: OpenApiResponse(ERROR),
@@ -314,12 +324,22 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         tail = request.query_params.get("tail", str(LOG_TAIL))
         if not (tail.isascii() and tail.isdigit() and 1 <= int(tail) <= LOG_TAIL_MAX):
             raise exceptions.ValidationError({"tail": [f"Lines per replica, a whole number from 1 to {LOG_TAIL_MAX}."]})
-        found = recent_logs(job, replica=replica, tail=int(tail))  # shared with other readers for a few seconds
+        after = None
+        if "cursor" in request.query_params:
+            try:
+                after = read_cursor(request.query_params["cursor"])
+            except ValueError:
+                raise exceptions.ValidationError({"cursor": [
+                    "Not a cursor of this job's logs: pass back the `cursor` of an earlier answer, as it was."
+                ]}) from None  # fmt: skip
+        # Shared with other readers for a few seconds; always timed, so that every answer has a cursor.
+        found = recent_logs(job, replica=replica, tail=int(tail), timed=True, after=after)
         if found.unavailable:
             return Response({"detail": found.unavailable}, status.HTTP_503_SERVICE_UNAVAILABLE)
         if replica and not found.replicas:
             raise exceptions.NotFound(f"Job {job.pk} has no replica {replica[:80]!r} with logs.")
-        body = {"job": job.pk, "state": job.state, "failure": found.failure, "replicas": found.replicas}
+        body = {"job": job.pk, "state": job.state, "failure": found.failure, "replicas": found.replicas,
+                "cursor": log_cursor(positions_of(found, after))}  # fmt: skip
         return Response(JobLogsSerializer(body).data)
 
 

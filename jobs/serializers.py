@@ -294,6 +294,22 @@ class ReplicaLogSerializer(serializers.Serializer):
     message = serializers.CharField()
     finished_at = serializers.DateTimeField(allow_null=True)
     lines = serializers.ListField(child=serializers.CharField(), help_text="The last lines, oldest first.")
+    times = serializers.ListField(
+        child=serializers.CharField(), required=False,
+        help_text="When each line was written, as the cluster stamps it (RFC 3339 in UTC with nine digits of "
+        "fraction), one per line; several lines may share a time.",
+    )  # fmt: skip
+    skipped = serializers.IntegerField(
+        required=False, min_value=0,
+        help_text="Read with `cursor` only: lines written after the cursor's position that this answer leaves out, "
+        "before its first line (more came than `tail` holds); 0 when none.",
+    )  # fmt: skip
+    skipped_exact = serializers.BooleanField(
+        required=False,
+        help_text="False when `skipped` is a lower bound, or lines may be missing although it is 0: the cluster "
+        "no longer has the log the position was in (a container restarted twice, a pod replaced, a log rotated), "
+        "or more was written than one read counts.",
+    )  # fmt: skip
 
 
 class JobLogsSerializer(serializers.Serializer):
@@ -301,3 +317,8 @@ class JobLogsSerializer(serializers.Serializer):
     state = serializers.CharField()
     failure = ReplicaLogSerializer(allow_null=True, help_text="The replica that failed first; null when none failed.")
     replicas = ReplicaLogSerializer(many=True)
+    cursor = serializers.CharField(
+        required=False,
+        help_text="Where this answer ends in each replica's log: pass it back as `?cursor=` for the lines "
+        "written since, each line once. Opaque; absent from portals that cannot read on from a position.",
+    )  # fmt: skip

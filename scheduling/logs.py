@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import json
+import re
 import time
+import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -19,12 +24,13 @@ from scheduling.cluster.base import (
     Cluster,
     ClusterError,
     ClusterUnavailable,
+    LogPosition,
     ReplicaLog,
     cluster_name,
     failing_replica,
 )
 
-# LOG_TAIL, LOG_TAIL_MAX and PICK are the port's words for a log read; the API and the page read them from
+# LOG_TAIL, LOG_TAIL_MAX, PICK and LogPosition are the port's words for a log read; the API and the page read them from
 # here, the module they read logs through.
 
 PAGE_TAIL = 30  # lines of each replica on the job page
@@ -63,9 +69,12 @@ def has_run(job: Job) -> bool:
 
 
 def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, lines_of: str | None = None,
+             timed: bool = False, after: dict[str, LogPosition] | None = None,
              cluster: Cluster | None = None) -> JobLogs:
     """Each replica's last `tail` lines (all of them, bounded, with None), and the failing replica; with
-    `lines_of`, every replica's state but only that one's lines (PICK: the failing one's, else the first's).
+    `lines_of`, every replica's state but only that one's lines (PICK: the failing one's, else the first's);
+    with `timed`, each line's time and the position after the last; with `after`, the lines after each
+    replica's position (the port's `logs`).
 
     Returns an empty JobLogs for a job that never ran, without asking the cluster; one whose
     `unavailable` says why when the cluster cannot be read.
@@ -74,17 +83,19 @@ def job_logs(job: Job, *, replica: str = "", tail: int | None = LOG_TAIL, lines_
         return JobLogs()
     try:
         own = job.cluster_name or cluster_name(job.pk, job.name)
+        options = {"timed": timed, "after": after} if timed or after is not None else {}
         replicas = (cluster or get_cluster()).logs(job.team.slug, job.pk, name=own, replica=replica, tail=tail,
-                                                   lines_of=lines_of)  # fmt: skip
+                                                   lines_of=lines_of, **options)  # fmt: skip
     except (ClusterUnavailable, ClusterError) as error:
         return JobLogs(unavailable=f"The logs could not be read from the cluster: {error}")
     return JobLogs(replicas=tuple(replicas), failure=failing_replica(replicas))
 
 
-def recent_logs(job: Job, *, replica: str = "", tail: int, lines_of: str | None = None,
-                cluster: Cluster | None = None) -> JobLogs:
-    """job_logs shared between viewers, with `read_at` set: the same job (in the same state), replica, tail and
-    replica whose lines are read.
+def recent_logs(job: Job, *, replica: str = "", tail: int, lines_of: str | None = None, timed: bool = False,
+                after: dict[str, LogPosition] | None = None, cluster: Cluster | None = None) -> JobLogs:
+    """job_logs shared between viewers, with `read_at` set: the same job (in the same state), replica, tail,
+    replica whose lines are read, and positions read after. A kept read after a position is still exact: its
+    lines are those after the position when it was read, and the next read goes on from its own positions.
 
     Returns the kept read while it is under FRESH_SECONDS old. Otherwise one viewer reads the cluster
     (claimed with cache.add) while the others get the kept read, up to KEEP_SECONDS old, or, with none
@@ -94,7 +105,7 @@ def recent_logs(job: Job, *, replica: str = "", tail: int, lines_of: str | None 
     if not has_run(job):
         return JobLogs()
     cache = caches[LOGS_CACHE]
-    key = logs_key(job, replica=replica, tail=tail, lines_of=lines_of)
+    key = logs_key(job, replica=replica, tail=tail, lines_of=lines_of, timed=timed, after=after)
     lock = key + ":reading"
     kept = cache.get(key)
     if kept is not None and (timezone.now() - kept.read_at).total_seconds() < FRESH_SECONDS:
@@ -107,25 +118,81 @@ def recent_logs(job: Job, *, replica: str = "", tail: int, lines_of: str | None 
             time.sleep(WAIT_STEP)
             if (kept := cache.get(key)) is not None:
                 return kept
-        return _read_and_keep(cache, key, job, replica=replica, tail=tail, lines_of=lines_of, cluster=cluster)
+        return _read_and_keep(cache, key, job, replica=replica, tail=tail, lines_of=lines_of, timed=timed,
+                              after=after, cluster=cluster)  # fmt: skip
     try:
-        return _read_and_keep(cache, key, job, replica=replica, tail=tail, lines_of=lines_of, cluster=cluster)
+        return _read_and_keep(cache, key, job, replica=replica, tail=tail, lines_of=lines_of, timed=timed,
+                              after=after, cluster=cluster)  # fmt: skip
     finally:
         cache.delete(lock)
 
 
-def logs_key(job: Job, *, replica: str, tail: int, lines_of: str | None = None) -> str:
+def logs_key(job: Job, *, replica: str, tail: int, lines_of: str | None = None, timed: bool = False,
+             after: dict[str, LogPosition] | None = None) -> str:
     """The cache key of a job's kept read; its claim to read is this key + ":reading"."""
     # The state is in the key so the read after a job ends is a fresh one: that answer is the last the page polls.
     # The key's version changes with the shape of what is kept (ReplicaLog's fields), so that no worker unpickles
     # a read kept by an older release.
-    digest = hashlib.blake2b(repr((job.state, replica, tail, lines_of)).encode(), digest_size=12).hexdigest()
-    return f"logs2:{job.pk}:{digest}"
+    positions = None if after is None else sorted(after.items())
+    digest = hashlib.blake2b(repr((job.state, replica, tail, lines_of, timed, positions)).encode(),
+                             digest_size=12).hexdigest()  # fmt: skip
+    return f"logs3:{job.pk}:{digest}"
 
 
-def _read_and_keep(cache, key: str, job: Job, *, replica: str, tail: int, lines_of: str | None,
-                   cluster: Cluster | None) -> JobLogs:
-    found = replace(job_logs(job, replica=replica, tail=tail, lines_of=lines_of, cluster=cluster),
-                    read_at=timezone.now())
+def _read_and_keep(cache, key: str, job: Job, *, replica: str, tail: int, lines_of: str | None, timed: bool,
+                   after: dict[str, LogPosition] | None, cluster: Cluster | None) -> JobLogs:
+    found = replace(job_logs(job, replica=replica, tail=tail, lines_of=lines_of, timed=timed, after=after,
+                             cluster=cluster), read_at=timezone.now())  # fmt: skip
     cache.set(key, found, KEEP_SECONDS)
     return found
+
+
+# A reader following a job's logs reads on from the cursor of its last answer: each replica's position after
+# the last line it was given, as compressed compact JSON in URL-safe base64, opaque to readers so that its shape
+# may change. Compressed, since the replicas' times are alike: a cursor of 64 replicas stays well within the
+# 4 KB request line a proxy or gunicorn takes.
+CURSOR_MAX = 4000  # characters
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
+_CURSOR_JSON_MAX = 1_000_000  # bytes, once inflated
+_CURSOR_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{9}Z")
+_REPLICA = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def log_cursor(positions: dict[str, LogPosition]) -> str:
+    """The cursor that reads on from `positions` (replica name: its position)."""
+    data = {name: [position.time, position.count] for name, position in sorted(positions.items())}
+    packed = zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 9)
+    return base64.urlsafe_b64encode(packed).decode().rstrip("=")
+
+
+def read_cursor(text: str) -> dict[str, LogPosition]:
+    """The positions a cursor of `log_cursor` holds; raises ValueError for anything else."""
+    if len(text) > CURSOR_MAX or not re.fullmatch(CURSOR_PATTERN, text):
+        raise ValueError(text)
+    try:
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), _CURSOR_JSON_MAX)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise ValueError(text)
+        data = json.loads(raw)
+    except (binascii.Error, zlib.error, ValueError) as error:
+        raise ValueError(text) from error
+    if not isinstance(data, dict):
+        raise ValueError(text)
+    positions = {}
+    for name, value in data.items():
+        if not (_REPLICA.fullmatch(name) and isinstance(value, list) and len(value) == 2):
+            raise ValueError(text)
+        at, count = value
+        valid_time = at == "" or (isinstance(at, str) and _CURSOR_TIME.fullmatch(at))
+        if not (valid_time and type(count) is int and 0 <= count <= 2**31 and (count > 0) == bool(at)):
+            raise ValueError(text)
+        positions[name] = LogPosition(at, count)
+    return positions
+
+
+def positions_of(found: JobLogs, before: dict[str, LogPosition] | None = None) -> dict[str, LogPosition]:
+    """Each replica's position after this read (those of `before` for replicas it did not read)."""
+    positions = dict(before or {})
+    positions.update({replica.replica: replica.position for replica in found.replicas if replica.position is not None})
+    return positions

@@ -265,6 +265,20 @@ class TrialResult:
     outcome: str = ""  # once the trial completed, how (`outside.TRIAL_OUTCOMES`), else ""
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class LogPosition:
+    """A place in a replica's log: just after the `count`-th line stamped `time`.
+
+    `time` is the line's time as the kubelet stamps it (`timestamps=true`), in UTC with nine digits of
+    fraction ("2024-05-01T10:00:00.123456789Z"), so that times compare as text. Several lines may share a
+    time (a burst within a nanosecond's clock tick, or the simulated cluster's whole seconds), hence the
+    count. `LogPosition()` is the start of the log.
+    """
+
+    time: str = ""
+    count: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaLog:
     """One replica of a job: its recent log lines and, once it stopped, how (exit code and reason)."""
@@ -280,6 +294,16 @@ class ReplicaLog:
     previous: bool = False  # the lines are its previous container's: it waits to be started again after it stopped
     cut: bool = False  # the read stopped at its byte limit: the last line may be cut and later ones missing
     read: bool = True  # False: only its state was read, not its lines (`lines_of` named another replica)
+    # A timed read (`timed`, or `after`) only: each line's time, and the position after the last line (the one
+    # asked from when no line came after it), to read on from.
+    times: tuple[str, ...] = ()
+    position: LogPosition | None = None
+    # A read `after` a position only: lines written after it that this read left out, before its first line (more
+    # came than `tail`); with `skipped_exact` False, at least that many: the cluster no longer has the log the
+    # position was in (a container restarted twice, a pod replaced, a log rotated), or the job wrote more than
+    # one read counts.
+    skipped: int = 0
+    skipped_exact: bool = True
 
     @property
     def failed(self) -> bool:
@@ -409,8 +433,15 @@ class Cluster(Protocol):
         """The PersistentVolumeClaims of a namespace, by name; empty when it has none or does not exist."""
 
     def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
-             tail: int | None = LOG_TAIL, lines_of: str | None = None) -> list[ReplicaLog]:
+             tail: int | None = LOG_TAIL, lines_of: str | None = None, timed: bool = False,
+             after: dict[str, LogPosition] | None = None) -> list[ReplicaLog]:
         """Each replica of the job (only `replica` when named), in replica order, with its last `tail` log lines.
+
+        `timed` reads each line's time too (`times`, and `position`, after the last line). With `after`
+        (replica name: position; a replica not named reads from its start), a replica's lines are those
+        written after its position, the newest `tail` of them, with how many more were left out before
+        them (`skipped`): a reader that reads on from each answer's positions gets each line once, however
+        often its text repeats, and is told of those it missed. `after` implies `timed`.
 
         `tail=None` reads the whole log, up to LOG_LIMIT_BYTES. With `lines_of`, only that replica's
         lines are read (PICK: the failing replica's, else the first's), the others' states alone

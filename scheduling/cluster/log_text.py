@@ -6,12 +6,20 @@ and a tail count it. A line a progress bar rewrote with "\\r" reads as a termina
 escape sequences (colours, cursor moves, window titles) are removed, and other control characters (binary
 garbage) become U+FFFD, as do bytes that are not UTF-8: no page, JSON answer or terminal that prints a line
 is steered by what a job wrote.
+
+Read with `timestamps=true`, each line comes after its time; `timed_log_lines` parts them, and a position
+(`LogPosition`: a time, and how many lines of that time) says where a reader stopped, so that the next read
+gives the lines after it, each once, however often their text repeats.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from scheduling.cluster.base import LogPosition
 
 # CSI (colours, cursor moves), OSC (titles, hyperlinks: up to BEL or ST) and the two-byte escapes.
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -38,3 +46,73 @@ def readable(line: str) -> str:
     if "\r" in line:
         line = next((part for part in reversed(line.split("\r")) if part), "")
     return CONTROL.sub("\ufffd", ANSI.sub("", line))
+
+
+# The kubelet's stamp before each line with `timestamps=true`: RFC 3339 with up to nine digits of fraction
+# (Go's RFC3339Nano drops trailing zeros), in UTC or the node's offset, then one space.
+STAMP = re.compile(rb"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) ")
+STAMP_BYTES = 36  # the longest stamp with its space ("+hh:mm" and nine digits), which a line's byte budget adds
+
+
+def utc_stamp(when: datetime, nanoseconds: int | None = None) -> str:
+    """`when` as a log position's time: UTC, nine digits of fraction (its microseconds, or `nanoseconds`), "Z"."""
+    fraction = when.microsecond * 1000 if nanoseconds is None else nanoseconds
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{fraction:09d}Z"
+
+
+def timed_log_lines(data: bytes, *, cut: bool = False) -> tuple[tuple[str, str], ...]:
+    """Returns (time, line) for each line of a log read with `timestamps=true`, oldest first: the time as
+    `utc_stamp` writes it, the line as `log_lines` reads it. A line without a stamp (none should come) takes
+    the time of the line before it."""
+    raw = data.split(b"\n")
+    if raw[-1] == b"":
+        raw.pop()
+    result, last = [], ""
+    for index, line in enumerate(raw):
+        found = STAMP.match(line)
+        if found:
+            seconds, fraction, zone = (part.decode() if part else "" for part in found.group(1, 2, 3))
+            last = _utc(seconds, fraction, zone)
+            line = line[found.end():]
+        final = not (cut and index == len(raw) - 1)
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(line, final=final)
+        result.append((last, readable(text)))
+    return tuple(result)
+
+
+def _utc(seconds: str, fraction: str, zone: str) -> str:
+    if zone != "Z":
+        seconds = datetime.fromisoformat(seconds + zone).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{seconds}.{fraction.ljust(9, '0')}Z"
+
+
+def lines_after(timed: Sequence[tuple[str, str]], after: LogPosition) -> tuple[list[tuple[str, str]], bool]:
+    """Returns the lines of `timed` (oldest first) written after `after`, and whether `timed` holds the line at
+    `after` itself: when it does, nothing was lost between the two (always so from the start of the log)."""
+    if not after.time:
+        return list(timed), True
+    result, same = [], 0
+    for when, line in timed:
+        if when < after.time:
+            continue
+        if when == after.time:
+            same += 1
+            if same <= after.count:
+                continue
+        result.append((when, line))
+    return result, same >= after.count
+
+
+def position_after(timed: Sequence[tuple[str, str]], start: LogPosition = LogPosition()) -> LogPosition:
+    """The position after the last of `timed`, lines that follow `start` with none between: `start` when
+    there are none. The lines sharing the last one's time are counted back to `start`; a tail read from
+    the start of the log (`start` empty) whose every line shares one time counts only those it read."""
+    if not timed:
+        return start
+    last = timed[-1][0]
+    count = 0
+    for when, _ in reversed(timed):
+        if when != last:
+            break
+        count += 1
+    return LogPosition(last, count + (start.count if last == start.time else 0))

@@ -29,6 +29,7 @@ from scheduling.cluster.base import (
     Finding,
     JobStatus,
     JobStatuses,
+    LogPosition,
     NodeInfo,
     OutsideJob,
     OutsideJobs,
@@ -140,12 +141,14 @@ class SimulatedCluster:
         ]
 
     def logs(self, namespace: str, job_id: int, *, name: str = "", replica: str = "",
-             tail: int | None = LOG_TAIL, lines_of: str | None = None) -> list[ReplicaLog]:
+             tail: int | None = LOG_TAIL, lines_of: str | None = None, timed: bool = False,
+             after: dict[str, LogPosition] | None = None) -> list[ReplicaLog]:
         self.advance()
         job = SimJob.objects.filter(namespace=namespace, job_id=job_id).first()
         if job is None:
             return []
-        return simulated_logs.replica_logs(job, self.clock(), self.seed, replica=replica, tail=tail, lines_of=lines_of)
+        return simulated_logs.replica_logs(job, self.clock(), self.seed, replica=replica, tail=tail, lines_of=lines_of,
+                                           timed=timed, after=after)  # fmt: skip
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return []  # the simulated cluster has no namespaces, quotas or queues to keep in line

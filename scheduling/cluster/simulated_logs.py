@@ -7,13 +7,15 @@ every read of the same moment gives the same text.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from scheduling.cluster import job_manifests
-from scheduling.cluster.base import LOG_LIMIT_BYTES, PICK, ReplicaLog, failing_replica
+from scheduling.cluster.base import LOG_LIMIT_BYTES, PICK, LogPosition, ReplicaLog, failing_replica
+from scheduling.cluster.log_text import utc_stamp
 from scheduling.models import SimJob
 
 STEP = 10  # seconds of training between two lines
@@ -61,9 +63,11 @@ def failure_summary(job: SimJob, seed: int) -> str:
 
 
 def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", tail: int | None,
-                 lines_of: str | None = None) -> list[ReplicaLog]:
+                 lines_of: str | None = None, timed: bool = False,
+                 after: dict[str, LogPosition] | None = None) -> list[ReplicaLog]:
     """Returns each replica's last `tail` lines (all, up to LOG_LIMIT_BYTES, when None) and how it ended;
-    with `lines_of`, only that replica's lines (PICK: the failing one's, else the first's), as the port says.
+    with `lines_of`, only that replica's lines (PICK: the failing one's, else the first's); with `timed`,
+    each line's time; with `after`, the lines after each replica's position, as the port says.
 
     A job that has not started, or is suspended, has no pods and so no replicas.
     """
@@ -82,12 +86,19 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
         chosen = failing_replica(result) or (result[0] if result else None)
         lines_of = chosen.replica if chosen else ""
     names = list(pods)
-    return [
-        replace(state, lines=_Log(job, state.replica, names.index(state.replica), len(names), base, steps, seed,
-                                  culprit, exception).tail(tail))
-        if lines_of is None or state.replica == lines_of else replace(state, read=False)
-        for state in result
-    ]  # fmt: skip
+    result = [state if lines_of is None or state.replica == lines_of else replace(state, read=False)
+              for state in result]  # fmt: skip
+    for index, state in enumerate(result):
+        if not state.read:
+            continue
+        log = _Log(job, state.replica, names.index(state.replica), len(names), base, steps, seed, culprit, exception)
+        if after is not None:
+            result[index] = replace(state, **log.after(after.get(state.replica, LogPosition()), tail))
+        elif timed:
+            result[index] = replace(state, **log.timed_tail(tail))
+        else:
+            result[index] = replace(state, lines=log.tail(tail))
+    return result
 
 
 def last_checkpoint(job: SimJob, now: datetime) -> datetime | None:
@@ -163,6 +174,42 @@ class _Log:
                 break  # as the API server's limitBytes: the start of the log
             lines.append(line)
         return tuple(lines)
+
+    def timed_tail(self, count: int | None) -> dict:
+        """The ReplicaLog fields of `tail(count)` with each line's time and the position after the last."""
+        lines = self.tail(count)
+        first = 0 if count is None else len(self) - len(lines)  # a whole log cut by its bytes is its start
+        return {"lines": lines, "times": tuple(self.time(number) for number in range(first, first + len(lines))),
+                "position": self._position(first + len(lines) - 1) if lines else LogPosition()}
+
+    def after(self, position: LogPosition, count: int | None) -> dict:
+        """The ReplicaLog fields of the lines after `position`: the last `count` of them (all with None), and
+        how many came before those (`skipped`). Exact: every line of the log is known; a position this log
+        does not hold (the lines of another run) reads on from the first line after its time."""
+        total = len(self)
+        if position.time:
+            start = bisect.bisect_left(range(total), position.time, key=self.time)
+            end = bisect.bisect_right(range(total), position.time, key=self.time)
+            first = min(start + position.count, end)
+        else:
+            start = end = first = 0
+        skipped = 0 if count is None else max(0, total - first - count)
+        numbers = range(first + skipped, total)
+        return {"lines": tuple(self.line(number) for number in numbers),
+                "times": tuple(self.time(number) for number in numbers),
+                "position": self._position(total - 1) if total > first else position, "skipped": skipped,
+                "skipped_exact": start + position.count <= end}
+
+    def time(self, number: int) -> str:
+        """When line `number` was written, as the kubelet stamps it: the header's at step 0, the ending's
+        after the last step, so several lines share a time."""
+        step = 0 if number < HEADER else min(number - HEADER + 1, self.steps + 1)
+        return utc_stamp(self.base + timedelta(seconds=step * STEP))
+
+    def _position(self, number: int) -> LogPosition:
+        """The position just after line `number`."""
+        at = self.time(number)
+        return LogPosition(at, number - bisect.bisect_left(range(len(self)), at, key=self.time) + 1)
 
     def line(self, number: int) -> str:
         if number == 0:

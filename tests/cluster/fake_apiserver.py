@@ -11,8 +11,9 @@ answering 409 Conflict on a stale resourceVersion; merge, strategic-merge
 DELETE answering 404 NotFound; watches that end at once and answer 410 Gone
 for a compacted resourceVersion; a pod's log as the kubelet serves it (`pods/{name}/log`: bytes, lines
 counted by "\n" alone, with tailLines, limitBytes cutting the bytes wherever it falls, sinceSeconds and
-sinceTime, timestamps, previous; 400 while its container waits to start, or for a previous container
-it never had).
+sinceTime (in whole seconds, as the API server passes it on; applied to the tail's lines, as the kubelet
+does), timestamps (Go's RFC3339Nano), previous; 400 while its container waits to start, or for a previous
+container it never had).
 Errors are v1 Status objects. Faults can be injected for the next N requests
 matching a method and a path, and another writer's change made just before one is
 answered (`before`).
@@ -267,8 +268,11 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 def _stamp(when: datetime) -> bytes:
-    """The kubelet's timestamp of a line (RFC 3339 with nanoseconds, UTC)."""
-    return (when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z").encode()
+    """The kubelet's timestamp of a line: Go's RFC3339Nano in UTC, which drops the fraction's trailing zeros
+    (and its dot when nothing is left)."""
+    fraction = f"{when.microsecond * 1000:09d}".rstrip("0")
+    seconds = when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return (seconds + (f".{fraction}" if fraction else "") + "Z").encode()
 
 
 class FakeApiServer:
@@ -588,16 +592,17 @@ class FakeApiServer:
             reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
             raise ApiError(400, f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}')
         lines = self.pod_logs.get((meta.get("namespace"), meta["name"], previous), [])
+        if "tailLines" in query:  # the kubelet finds the tail's start first, then skips lines before `since`
+            tail = int(query["tailLines"])
+            lines = lines[-tail:] if tail else []
         since = None
         if "sinceSeconds" in query:
             since = datetime.now(timezone.utc) - timedelta(seconds=int(query["sinceSeconds"]))
         elif "sinceTime" in query:
-            since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00"))
+            # The API server hands sinceTime on to the kubelet in whole seconds (RFC 3339 without a fraction).
+            since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00")).replace(microsecond=0)
         if since is not None:
             lines = [(when, line) for when, line in lines if when >= since]
-        if "tailLines" in query:
-            tail = int(query["tailLines"])
-            lines = lines[-tail:] if tail else []
         stamped = query.get("timestamps", "").lower() in ("1", "true")
         data = b"".join((_stamp(when) + b" " if stamped else b"") + line for when, line in lines)
         if "limitBytes" in query:

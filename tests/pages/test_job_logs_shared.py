@@ -34,9 +34,9 @@ def reads(monkeypatch):
     caches[LOGS_CACHE].clear()
     calls, read = [], SimulatedCluster.logs
 
-    def counted(self, namespace, job_id, *, name="", replica="", tail=None, lines_of=None):
+    def counted(self, namespace, job_id, *, name="", replica="", tail=None, lines_of=None, **options):
         calls.append((job_id, replica, tail))
-        return read(self, namespace, job_id, replica=replica, tail=tail, lines_of=lines_of)
+        return read(self, namespace, job_id, replica=replica, tail=tail, lines_of=lines_of, **options)
 
     monkeypatch.setattr(SimulatedCluster, "logs", counted)
     yield calls
