@@ -28,8 +28,12 @@ def reject_reason(
     """Returns `(code, sentence)` when the job can never be admitted, else None.
 
     `empty` is the room of the empty cluster; `empty_fit` caches, per shape,
-    whether it can be placed there.
+    whether it can be placed there. A job asking for GPUs where no node has any
+    now (every node of its type drained, or a type a quota names before any node
+    carries it) is judged by its limits alone: nodes may come back, and what
+    could fit later waits.
     """
+    judge_room = bool(empty.total[0]) or not demand.total[0]
     for _, gpu, cpu, memory in demand.groups:
         replica = (gpu, cpu, memory)
         for r, name in enumerate(RESOURCES):
@@ -38,6 +42,8 @@ def reject_reason(
                 return Code.PER_REPLICA_MAX, Code.PER_REPLICA_MAX.say(
                     asked=amount(r, replica[r]), team=team.name, limit=amount(r, limit)
                 )
+        if not judge_room:
+            continue
         holds = empty_fit.get(replica)
         if holds is None:
             holds = empty_fit[replica] = any(
@@ -70,6 +76,8 @@ def reject_reason(
             need=amount(r, need), team=team.name, most=_bare(r, most),
             nominal=_bare(r, nominal), borrowable=_bare(r, borrowable),
         )
+    if not judge_room:
+        return None
     fits = empty_fit.get(demand)
     if fits is None:
         fits = empty_fit[demand] = place(empty, demand) is not None
@@ -95,9 +103,8 @@ def reject_typed(job: PendingJob, kinds: tuple[int | None, ...], team: Team, tie
     None. The code is its first type's."""
     said = []
     for k, kind in enumerate(kinds):
-        # A type only a job's own list names, or one a quota names before any node is labelled with it.
-        if kind == -1 or (kind is not None and not empty.part(kind).total[0]):
-            name = job.gpu_type[k] if kind == -1 else state.types.names[kind]
+        if kind == -1:  # only a job's own list names types the cluster lacks
+            name = job.gpu_type[k]
             said.append((Code.UNKNOWN_GPU_TYPE, None, Code.UNKNOWN_GPU_TYPE.say(gpu_type=name)))
             continue
         quota = state.quotas[0 if kind is None else kind]

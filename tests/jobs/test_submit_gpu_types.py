@@ -64,15 +64,16 @@ def test_a_job_too_large_for_every_type_it_accepts_is_rejected_naming_each_types
     assert not Job.objects.exists()
 
 
-def test_a_job_of_a_type_no_node_carries_yet_is_refused_saying_so(gpu_types, maps, owner, cycle):
-    # An admin defines the type and gives quota before any node is labelled with it.
+def test_a_job_of_a_type_no_node_carries_yet_waits_for_its_nodes(gpu_types, maps, owner, cycle):
+    # An admin defines the type and gives quota before any node is labelled with it (or drains them all).
     h100 = GpuType.objects.create(name="h100", value="NVIDIA-H100-80GB-HBM3", order=3)
     Quota.objects.create(team=maps, resource=h100.resource, nominal=8, max_per_replica=8)
     cycle()
-    with pytest.raises(NeverFits) as error:
-        job_submit(team=maps, spec=spec(gpu_type="h100"), owner=owner)
-    assert error.value.reason == "h100: the cluster has no GPUs of this type."
-    assert not Job.objects.exists()
+    job, created = job_submit(team=maps, spec=spec(gpu_type="h100"), owner=owner)
+    assert created
+    cycle()
+    job = Job.objects.get(pk=job.pk)
+    assert (job.state, job.reason_code) == (Job.State.QUEUED, "no_room")
 
 
 def test_a_job_that_fits_one_of_its_types_is_accepted(gpu_types, maps, owner, cycle):
