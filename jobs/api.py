@@ -41,7 +41,8 @@ from jobs.services import (
 )
 from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
 from scheduling.logs import (
-    CURSOR_MAX, CURSOR_PATTERN, LOG_TAIL, LOG_TAIL_MAX, log_cursor, positions_of, read_cursor, recent_logs,
+    CURSOR_MAX, CURSOR_PATTERN, LOG_TAIL, LOG_TAIL_MAX, REPLICA_NAME, log_cursor, positions_of, read_cursor,
+    recent_logs,
 )
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
@@ -56,7 +57,6 @@ IDEMPOTENCY_KEY_PATTERN = rf"^[\x20-\x7E]{{0,{IDEMPOTENCY_KEY_MAX}}}$"
 # ?gpu_type=: at most MAX_GPU_TYPES names of at most 63 characters, comma-separated (the spec checks the rest).
 _TYPE_NAME = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 GPU_TYPES_PARAMETER = rf"^{_TYPE_NAME}(,{_TYPE_NAME}){{0,{MAX_GPU_TYPES - 1}}}$"
-POD_NAME = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 
 class JobPagination(PageNumberPagination):
@@ -298,9 +298,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         "last answer's `cursor`: each answer then holds only the lines written since.",
         tags=["jobs"],
         parameters=[
-            # A replica is named "role-index" (worker-0), or by its pod when its operator labels none: a pod's
-            # name is a DNS subdomain.
-            OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False, pattern=POD_NAME,
+            OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False, pattern=f"^{REPLICA_NAME}$",
                              description="Only this replica, e.g. worker-0."),
             OpenApiParameter("tail", {"type": "integer", "minimum": 1, "maximum": LOG_TAIL_MAX},
                              OpenApiParameter.QUERY, required=False,

@@ -29,7 +29,7 @@ from jobs.services import (
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
-from scheduling.logs import PAGE_TAIL, PICK, has_run, job_logs, recent_logs
+from scheduling.logs import PAGE_TAIL, PICK, REPLICA_NAME, has_run, job_logs, recent_logs
 from scheduling.preview import Preview, fit_preview
 from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
 from tenants.auth import rate_limited
@@ -38,7 +38,7 @@ from tenants.permissions import can_cancel, can_cancel_now
 from tenants.selectors import teams_for, tier_for
 
 PAGE_SIZE = 50
-REPLICA_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a replica, named as its pod may be
+REPLICA = re.compile(REPLICA_NAME)
 STATE_FILTERS = {
     "waiting": (Job.State.QUEUED,),
     "active": (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING),
@@ -277,7 +277,7 @@ def logs(request, job_id: int):
     (recent_logs), after the access check."""
     job = _get_job(request, job_id)
     chosen = request.GET.get("replica", "")
-    if not REPLICA_NAME.fullmatch(chosen):
+    if not REPLICA.fullmatch(chosen):
         chosen = ""  # not a replica's name (a pod's name, a DNS subdomain): the page picks one
     found = recent_logs(job, tail=PAGE_TAIL, lines_of=chosen or PICK)
     context = {"job": job, "logs": found, "tail": PAGE_TAIL, "has_run": True, "chosen": chosen,

@@ -34,6 +34,9 @@ from scheduling.cluster.base import (
 # here, the module they read logs through.
 
 PAGE_TAIL = 30  # lines of each replica on the job page
+# A replica is named "role-index" (worker-0), or by its pod when its operator labels none: a pod's name is
+# a DNS subdomain. The page and the API check a replica asked for against it.
+REPLICA_NAME = r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?"
 
 # Every viewer of a job's logs polls them (the job page every 10 s), and each read lists the job's pods and
 # reads a replica's log (the page: the one it shows; the API: each one asked for) from the API server,
