@@ -226,9 +226,15 @@ def gather(lead: Delivery) -> list[Delivery]:
                 .order_by("created_at", "pk"))  # fmt: skip
 
 
+def _to_receiver(delivery: Delivery):
+    """The deliveries to the same receiver as `delivery` (its channel and target), itself included: what a
+    digest gathers, what a retry carries, what a burst waits for."""
+    return Delivery.objects.filter(channel=delivery.channel, target=delivery.target)
+
+
 def _waiting_for(lead: Delivery, waiting: Q, now) -> list[int]:
     """The ids of the deliveries `gather` tries to claim beside the lead, oldest first."""
-    found = Delivery.objects.filter(waiting, channel=lead.channel, target=lead.target, created_at__gte=now - STALE_NEWS)
+    found = _to_receiver(lead).filter(waiting, created_at__gte=now - STALE_NEWS)
     return list(found.exclude(pk=lead.pk).order_by("created_at", "pk").values_list("pk", flat=True)[: DIGEST_MOST - 1])
 
 
@@ -246,8 +252,8 @@ def held_for_retry(delivery: Delivery) -> float:
     gets one message at each step of one backoff, not six for every event. The wait is written in the
     delivery's retry_at, so that `resend_lost` takes it as due then, not as lost."""
     now = timezone.now()
-    retrying = Delivery.objects.filter(channel=delivery.channel, target=delivery.target, state=Delivery.State.RETRYING,
-                                       retry_at__gt=now, created_at__gte=now - STALE_NEWS)  # fmt: skip
+    retrying = _to_receiver(delivery).filter(state=Delivery.State.RETRYING, retry_at__gt=now,
+                                            created_at__gte=now - STALE_NEWS)  # fmt: skip
     due = retrying.order_by("retry_at").values_list("retry_at", flat=True).first()
     if due is None:
         return 0.0
@@ -263,8 +269,7 @@ def gathering_wait(delivery: Delivery) -> float:
     window = batch_seconds()
     if not window:
         return 0.0
-    near = Delivery.objects.filter(channel=delivery.channel, target=delivery.target,
-                                   created_at__gte=delivery.created_at - timedelta(seconds=window))  # fmt: skip
+    near = _to_receiver(delivery).filter(created_at__gte=delivery.created_at - timedelta(seconds=window))
     return window if near.exclude(pk=delivery.pk).exists() else 0.0
 
 
