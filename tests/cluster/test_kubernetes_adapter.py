@@ -696,11 +696,11 @@ def test_a_slow_server_gets_a_bounded_time_for_a_jobs_logs(fake, cluster):
 
 
 def test_a_pods_log_that_never_comes_costs_its_short_read_timeout(fake, cluster, monkeypatch):
-    from scheduling.cluster import kubernetes
+    from scheduling.cluster import kubernetes_logs
 
     fake.add(_replica_pod(0, {"running": {}}))
     fake.stall(2.0, path="/log$")
-    monkeypatch.setattr(kubernetes, "LOG_READ_TIMEOUT", (1.0, 0.3))  # the page's, not the client's (5, 30)
+    monkeypatch.setattr(kubernetes_logs, "LOG_READ_TIMEOUT", (1.0, 0.3))  # the page's, not the client's (5, 30)
     with pytest.raises(ClusterUnavailable, match="[Rr]ead timed out"):
         cluster.logs("maps", 12)
 

@@ -132,12 +132,12 @@ def test_a_replaced_pod_says_lines_may_be_missing(fake, cluster):
 
 
 def test_more_than_one_read_counts_is_a_lower_bound(fake, cluster, monkeypatch):
-    from scheduling.cluster import kubernetes
+    from scheduling.cluster import kubernetes_logs
 
     fake.add(_replica_pod(0, {"running": {}}))
     _write(fake, ["start", *(f"step {n:04d}" for n in range(1000))], at=T0)
     position = LogPosition("2024-05-01T10:00:00.250000000Z", 1)  # after "start"
-    monkeypatch.setattr(kubernetes, "LOG_LIMIT_BYTES", 4000)  # a forward read counts about a hundred lines
+    monkeypatch.setattr(kubernetes_logs, "LOG_LIMIT_BYTES", 4000)  # a forward read counts about a hundred lines
 
     (replica,) = cluster.logs("maps", 12, tail=5, after={"worker-0": position})
 

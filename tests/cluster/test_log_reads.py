@@ -115,11 +115,11 @@ def test_a_progress_bar_counts_as_one_line_of_the_tail(fake, cluster):
 
 
 def test_a_character_cut_by_the_byte_limit_is_left_out_not_garbled(fake, cluster, monkeypatch):
-    from scheduling.cluster import kubernetes
+    from scheduling.cluster import kubernetes_logs
 
     _replicas(fake, 1)
     fake.write_log("maps", "resnet-g12-worker-0", "Größe: äöü\n" * 3)
-    monkeypatch.setattr(kubernetes, "LOG_LIMIT_BYTES", 3)  # "Gr" and the first of the two bytes of "ö"
+    monkeypatch.setattr(kubernetes_logs, "LOG_LIMIT_BYTES", 3)  # "Gr" and the first of the two bytes of "ö"
     (replica,) = cluster.logs("maps", 12, tail=None)
     assert replica.lines == ("Gr",) and replica.cut
 

@@ -1,0 +1,113 @@
+"""A job's replica pods as the Kubernetes adapter reads them: which replica a pod is, its training
+container, how it stopped, and the job object that controls it. Read by the adapter's job statuses
+(`kubernetes.py`) and its log reads (`kubernetes_logs.py`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from jobs import kinds
+from scheduling.cluster.base import ReplicaLog, failing_replica
+
+
+def controller_name(pod: dict) -> str:
+    """The name of the job object that controls the pod; "" when none does."""
+    return controller(pod).get("name", "")
+
+
+def controller(pod: dict) -> dict:
+    """The pod's ownerReference to the job object that controls it (one of a job kind); {} when none does."""
+    job_kinds = kinds.names()
+    return next((ref for ref in pod["metadata"].get("ownerReferences") or ()
+                 if ref.get("controller") and ref.get("kind") in job_kinds), {})  # fmt: skip
+
+
+def failure_sentence(pods: list[dict], message: str) -> str:
+    """The failed job's message led by its failing replica, read from its pods' states.
+
+    "Replica worker-1 exited with code 137 (OOMKilled: it used more memory than its limit and
+    was killed). TFJob maps/resnet-g12 has failed..."; the operator's message alone when no
+    replica says why.
+    """
+    failure = failing_replica([replica_log(pod, ()) for pod in pods])
+    if failure is None:
+        return message
+    how = f"exited with code {failure.exit_code}" if failure.exit_code is not None else "failed"
+    why = f"{failure.reason}: {failure.explanation}" if failure.explanation else failure.reason
+    head = f"Replica {failure.replica} {how}" + (f" ({why})" if why else "") + "."
+    return f"{head} {message}".strip()
+
+
+def _replica_labels(pod: dict) -> tuple[str, str]:
+    """Returns (role, index) of a replica pod from the labels its kind's operator puts on it; ("", "") when none."""
+    labels = pod["metadata"].get("labels") or {}
+    for kind in kinds.all_kinds():
+        role, index = labels.get(kind.pod_role_label), labels.get(kind.pod_index_label)
+        if role and index is not None:
+            return role, index
+    return "", ""
+
+
+def replica_name(pod: dict) -> str:
+    """Returns "worker-0" for a replica pod (from its operator's labels), else the pod's name."""
+    role, index = _replica_labels(pod)
+    return f"{role.lower()}-{index}" if role else pod["metadata"]["name"]
+
+
+def replica_order(pod: dict) -> tuple:
+    role, index = _replica_labels(pod)
+    return (role.lower(), int(index) if index.isdigit() else 0, pod["metadata"]["name"])
+
+
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+
+
+def main_container(pod: dict) -> str | None:
+    """Returns the name of a replica pod's training container: the one its annotation names as
+    the default, else the one its kind's operator looks for ("tensorflow", "pytorch", "node"),
+    else the first; None when the pod lists none."""
+    named = ((pod.get("metadata") or {}).get("annotations") or {}).get(DEFAULT_CONTAINER)
+    if named:
+        return named
+    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or ()]
+    trainers = {kind.container for kind in kinds.all_kinds()}
+    return next((name for name in names if name in trainers), names[0] if names else None)
+
+
+def replica_log(pod: dict, lines: tuple[str, ...]) -> ReplicaLog:
+    """Returns a replica pod's log lines with how its container stopped or why it cannot start.
+
+    An evicted pod says so on the pod; a container says it on its state: terminated (exit code
+    and reason), or running or waiting after a failed run, when the last termination (an
+    OOMKilled worker restarted in place) is what a person wants to see, or waiting to start
+    (ImagePullBackOff).
+    """
+    status = pod.get("status") or {}
+    phase = status.get("phase", "")
+    if status.get("reason") == "Evicted":
+        return ReplicaLog(replica=replica_name(pod), pod=pod["metadata"]["name"], phase=phase, lines=lines,
+                          reason="Evicted", message=status.get("message", ""))  # fmt: skip
+    statuses = status.get("containerStatuses") or [{}]
+    container = main_container(pod)
+    # The kubelet lists statuses by name, so a sidecar may come first.
+    main = next((s for s in statuses if s.get("name") == container), statuses[0])
+    state = main.get("state") or {}
+    last = (main.get("lastState") or {}).get("terminated")
+    terminated = state.get("terminated") or (last if last and last.get("exitCode") else None)
+    exit_code, reason, message, finished = None, "", "", None
+    if terminated:
+        exit_code, reason = terminated.get("exitCode"), terminated.get("reason", "")
+        message, finished = terminated.get("message", ""), _time(terminated.get("finishedAt"))
+    elif "waiting" in state:
+        reason, message = state["waiting"].get("reason", ""), state["waiting"].get("message", "")
+    return ReplicaLog(
+        replica=replica_name(pod), pod=pod["metadata"]["name"], phase=phase, lines=lines,
+        exit_code=exit_code, reason=reason, message=message, finished_at=finished,
+    )  # fmt: skip
+
+
+def _time(value: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+    except ValueError:
+        return None
