@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from notifications import outbound
+from notifications import outbound, tasks
 from portal.celery import app
 
 
@@ -151,3 +151,15 @@ def eager_tasks(settings):
     app.conf.task_always_eager = before
 
 
+@pytest.fixture
+def retries(monkeypatch) -> list[float]:
+    """The countdown of each retry `deliver` asks for, in order (eager: each retry runs at once)."""
+    waits = []
+    retry = tasks.deliver.retry
+
+    def noting(*args, countdown=None, **kwargs):
+        waits.append(countdown)
+        return retry(*args, countdown=countdown, **kwargs)
+
+    monkeypatch.setattr(tasks.deliver, "retry", noting)
+    return waits

@@ -34,20 +34,6 @@ def mailed_owner(owner):
     return owner
 
 
-@pytest.fixture
-def retries(monkeypatch) -> list[float]:
-    """The countdown of each retry `deliver` asks for, in order (eager: each retry runs at once)."""
-    waits = []
-    retry = tasks.deliver.retry
-
-    def noting(*args, countdown=None, **kwargs):
-        waits.append(countdown)
-        return retry(*args, countdown=countdown, **kwargs)
-
-    monkeypatch.setattr(tasks.deliver, "retry", noting)
-    return waits
-
-
 def test_a_mail_server_slow_to_confirm_a_message_gets_it_once(submit, mailed_owner, smtp, settings,
                                                               django_capture_on_commit_callbacks):  # fmt: skip
     """It scans each message for longer than the client waits for its 250: the message arrived, only the

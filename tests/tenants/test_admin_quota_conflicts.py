@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from tenants.models import AuditEntry, Quota, Team
 from tests.page_forms import opened
@@ -15,22 +13,6 @@ from tests.page_forms import opened
 pytestmark = pytest.mark.django_db
 
 STALE = "Since you opened this page, gpu nominal was changed from 8 GPUs to 4 GPUs by alice"
-
-
-def admin_as(username: str) -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser(username, f"{username}@example.com", "pw"))
-    return client
-
-
-@pytest.fixture
-def alice(maps):
-    return admin_as("alice")
-
-
-@pytest.fixture
-def bob(maps):
-    return admin_as("bob")
 
 
 def quota_url(maps) -> str:

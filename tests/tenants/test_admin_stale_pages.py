@@ -4,8 +4,6 @@ admin) posts that row's old values back: the save is refused, naming what change
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier
 from tenants.tokens import token_create, token_revoke
@@ -14,22 +12,6 @@ from tests.page_forms import opened
 pytestmark = pytest.mark.django_db
 
 RELOAD = "nothing was saved — reload the page to see it and make your change again."
-
-
-def admin_as(username: str) -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser(username, f"{username}@example.com", "pw"))
-    return client
-
-
-@pytest.fixture
-def alice(maps):
-    return admin_as("alice")
-
-
-@pytest.fixture
-def bob(maps):
-    return admin_as("bob")
 
 
 def test_a_token_revoked_while_its_page_was_open_stays_revoked(alice, maps, lead):
