@@ -3,11 +3,13 @@
 Seeds a scratch PostgreSQL database (created, then dropped), then renders the
 dashboard, each of its polled parts (tiles, team bars, node map, queue) both
 rendered and answered 304 (the poll already holds that version), a job page
-and a team page with the Django test client as a staff user, and prints the
-median and p95 time, the query count and the size of each. Target: p95 under
-50 ms for every polled request.
+and a team page with the Django test client as a staff user, and the API's
+job list as staff and as a person in three teams, and prints the median and
+p95 time, the query count and the size of each. Target: p95 under 50 ms for
+every polled request. `--jobs` sets how many jobs there are in all (the ones
+past the running and waiting ones have ended), to see how lists grow with history.
 
-    .venv/bin/python -m bench.pages_bench [--runs 40]
+    .venv/bin/python -m bench.pages_bench [--runs 40] [--jobs 10000]
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ HX = {"HTTP_HX_REQUEST": "true"}
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="Timed requests per page (default 40).")
-    runs = parser.parse_args().runs
+    parser.add_argument("--jobs", type=int, default=JOBS,
+                        help=f"Jobs in all, at least {WAITING + NODES * GPUS_PER_NODE // 2:,} (default {JOBS:,}).")
+    args = parser.parse_args()
+    if args.jobs < WAITING + NODES * GPUS_PER_NODE // 2:
+        parser.error(f"--jobs must be at least {WAITING + NODES * GPUS_PER_NODE // 2:,}: the waiting and running jobs.")
+    runs, jobs = args.runs, args.jobs
     os.environ["DATABASE_URL"] = f"{PG}/{DB}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.test_settings")
     import django
@@ -49,8 +56,8 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         started = time.monotonic()
-        ids = seed()
-        print(f"Seeded {TEAMS} teams, {NODES} nodes, {JOBS:,} jobs ({WAITING:,} waiting) "
+        ids = seed(jobs)
+        print(f"Seeded {TEAMS} teams, {NODES} nodes, {jobs:,} jobs ({WAITING:,} waiting) "
               f"in {time.monotonic() - started:.1f} s.\n")  # fmt: skip
         measure(ids, runs)
     finally:
@@ -77,7 +84,7 @@ def drop_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def seed() -> dict:
+def seed(count: int) -> dict:
     """The world, written with bulk inserts; returns the ids the pages are measured on."""
     from django.contrib.auth import get_user_model
     from django.utils import timezone
@@ -101,10 +108,11 @@ def seed() -> dict:
     staff = User.objects.create_user("bench-staff", password="x", is_staff=True)
     owner = User.objects.create_user("bench-owner", password="x")
     Membership.objects.create(user=owner, team=teams[0], role=Membership.Role.LEAD)
+    Membership.objects.bulk_create(Membership(user=owner, team=team, role=Membership.Role.MEMBER) for team in teams[1:3])
 
     running = capacity // 2  # jobs of 2 GPUs (one replica) fill the cluster
     jobs, node_index = [], 0
-    for index in range(JOBS):
+    for index in range(count):
         team = teams[index % TEAMS]
         if index < WAITING:
             state, extra = Job.State.QUEUED, {"position": index + 1, "team_position": index // TEAMS + 1,
@@ -117,7 +125,7 @@ def seed() -> dict:
             state, extra = rng.choice([Job.State.SUCCEEDED, Job.State.FAILED, Job.State.CANCELLED]), {"finished_at": now}
         jobs.append(Job(team=team, owner=owner if team is teams[0] else staff, name=f"job-{index}", image="busybox",
                         command=["python", "train.py"], replicas=[{"role": "Worker", "count": 1, "gpu": 2, "cpu": 0, "memory": 0}],
-                        gpu_total=2, tier=tiers[index % 3], state=state, queued_at=now - timedelta(seconds=JOBS - index),
+                        gpu_total=2, tier=tiers[index % 3], state=state, queued_at=now - timedelta(seconds=count - index),
                         **extra))  # fmt: skip
     jobs = Job.objects.bulk_create(jobs, batch_size=2000)
     JobEvent.objects.bulk_create((JobEvent(job=job, kind=kind, message=f"{kind} event of {job.name}.")
@@ -130,7 +138,7 @@ def seed() -> dict:
 
     with connection.cursor() as cursor:  # what autovacuum does after a bulk load: the planner sees 10,000 jobs, not 0
         cursor.execute("ANALYZE")
-    return {"staff": staff, "job": jobs[0].pk, "team": teams[0].slug}
+    return {"staff": staff, "owner": owner, "job": jobs[0].pk, "team": teams[0].slug}
 
 
 def measure(ids: dict, runs: int) -> None:
@@ -152,6 +160,10 @@ def measure(ids: dict, runs: int) -> None:
     for name, path, headers, conditional in cases:
         with _write_open() if name.endswith("write open") else nullcontext():
             _measure(client, name, path, headers, conditional, runs)
+    _measure(client, "API jobs, staff", "/api/v1/jobs/", {}, False, runs)
+    person = Client()
+    person.force_login(ids["owner"])  # a member of three teams, listing without ?team=
+    _measure(person, "API jobs, 3 teams", "/api/v1/jobs/", {}, False, runs)
 
 
 @contextmanager

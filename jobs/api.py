@@ -26,7 +26,7 @@ from rest_framework.viewsets import GenericViewSet
 from jobs import job_tokens, schema_examples as examples
 from jobs.models import Job
 from jobs.parsers import YAML_PARSERS, JsonParser, spec_data_from_document
-from jobs.selectors import in_queue_order, jobs_for, jobs_of_team, of_teams
+from jobs.selectors import NEWEST_FIRST, NewestOfTeams, ids_of, in_queue_order, jobs_for, jobs_of_team
 from jobs.serializers import (
     JobEventSerializer,
     JobFilterSerializer,
@@ -144,7 +144,7 @@ class JobViewSet(ApiDefaults, GenericViewSet):
     parser_classes = [JsonParser, *YAML_PARSERS]
     filter_backends = [OrderingFilter]
     ordering_fields = ORDERING_FIELDS
-    ordering = ["-submitted_at", "-id"]
+    ordering = list(NEWEST_FIRST)
     lookup_value_regex = r"[^/]+"  # anything up to the slash: a bad id gets DRF's JSON 404, not the page
 
     def get_queryset(self):
@@ -162,9 +162,10 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         filters.is_valid(raise_exception=True)
         jobs = self.filter_queryset(self.get_queryset())
         values = filters.validated_data
-        if team_scope(request) is None:  # a person: their teams (or the one asked for) named by id, see of_teams
+        team_ids = None
+        if team_scope(request) is None:  # a person: their teams (or the one asked for) named by id, see ids_of
             teams = teams_for(request.user)
-            jobs = of_teams(jobs, teams.filter(slug=values["team"]) if values.get("team") else teams)
+            team_ids = ids_of(teams.filter(slug=values["team"]) if values.get("team") else teams)
         if values.get("team"):
             jobs = jobs.filter(team__slug=values["team"])
         if values.get("state"):
@@ -175,6 +176,10 @@ class JobViewSet(ApiDefaults, GenericViewSet):
             jobs = jobs.filter(owner__username=values["owner"])
         if values.get("gpu_type"):
             jobs = jobs.filter(assigned_gpu_type=values["gpu_type"])
+        if team_ids is not None and len(team_ids) > 1 and jobs.query.order_by == NEWEST_FIRST:
+            jobs = NewestOfTeams(jobs, team_ids)
+        elif team_ids is not None:
+            jobs = jobs.filter(team_id__in=team_ids)
         page = self.paginate_queryset(jobs)
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 

@@ -113,7 +113,7 @@ class Job(models.Model):
         indexes = [
             # Newest first, a page at a time, without sorting every job of a team or a person: a
             # team's (its page's polled list; the API's list of a team token, or of one team of a
-            # person: selectors.of_teams) and a person's own (My jobs; the team comes last, after
+            # person: selectors.ids_of) and a person's own (My jobs; the team comes last, after
             # the unique id so it orders nothing, for the page's count, which joins the person's
             # memberships by team, to be read from the index alone). No index of every job newest
             # first: PostgreSQL would take it for these reads too, and read past every newer job of

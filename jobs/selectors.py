@@ -26,14 +26,47 @@ def jobs_of_team(team) -> QuerySet[Job]:
     return Job.objects.select_related("team", "tier", "owner").filter(team=team)
 
 
-def of_teams(jobs: QuerySet[Job], teams: QuerySet[Team]) -> QuerySet[Job]:
-    """`jobs` kept to those of `teams`, the teams named by id (read now, one small query).
+def ids_of(teams: QuerySet[Team]) -> list[int]:
+    """The ids of `teams`, read now (one small query), to keep a person's jobs to them.
 
-    Who may see which jobs stays with the reader `jobs` came from (`jobs_for`). Named by id, one
+    Who may see which jobs stays with the reader the jobs came from (`jobs_for`). Named by id, one
     team lets PostgreSQL page its jobs newest first from its index (`job_team_newest`), where
-    through a join to the memberships it reads and sorts every job of the team.
+    through a join to the memberships it reads and sorts every job of the team; several teams are
+    paged by `NewestOfTeams`.
     """
-    return jobs.filter(team_id__in=list(teams.values_list("pk", flat=True)))
+    return list(teams.values_list("pk", flat=True))
+
+
+NEWEST_FIRST = ("-submitted_at", "-id")
+MERGED_MOST = 20_000  # rows a merged page may read (teams x the page's end); past it, one sort of them all
+
+
+class NewestOfTeams:
+    """Jobs of several teams newest first, as a paginator reads them: `count()` and a page by slice.
+
+    A page ending at row n is found among each team's n newest jobs, each team's read from its
+    index (`job_team_newest`) by their times and ids alone: PostgreSQL merges them as they come
+    (Merge Append) and stops at the page's end. Then the page's jobs are read whole by id. Where
+    `team_id IN (...)` reads and sorts every job of the teams: staff's list of 100,000 jobs in 100
+    teams took 350 ms in the database, the merge 12 ms (`bench.pages_bench --jobs 100000`). Pages
+    so deep that the teams' n newest jobs would pass `MERGED_MOST` rows are read the plain way.
+    """
+
+    ordered = True  # for the paginator: the order is NEWEST_FIRST
+
+    def __init__(self, jobs: QuerySet[Job], team_ids: list[int]):
+        self.jobs, self.team_ids = jobs.filter(team_id__in=team_ids), team_ids
+        self.of_team = jobs.order_by(*NEWEST_FIRST).values_list("submitted_at", "id")  # a branch: one team's, by time
+
+    def count(self) -> int:
+        return self.jobs.count()
+
+    def __getitem__(self, page: slice) -> QuerySet[Job]:
+        if not page.stop or page.stop * len(self.team_ids) > MERGED_MOST:  # 0: the empty first page
+            return self.jobs.order_by(*NEWEST_FIRST)[page]
+        first, *others = (self.of_team.filter(team_id=team)[: page.stop] for team in self.team_ids)
+        ids = [pk for _, pk in first.union(*others, all=True).order_by(*NEWEST_FIRST)[page]]
+        return self.jobs.filter(pk__in=ids).order_by(*NEWEST_FIRST)
 
 
 def get_job_for_user(user, job_id: int) -> Job:

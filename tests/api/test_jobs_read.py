@@ -119,3 +119,45 @@ def test_every_time_in_a_job_is_written_in_drfs_one_format(as_persona, job):
     times = [shown["reservation"]["start"]] + [shown[name] for name in (
         "eta", "submitted_at", "queued_at", "updated_at", "checkpointed_at")]  # fmt: skip
     assert all(moment.endswith("Z") and "+" not in moment for moment in times), times
+
+
+@pytest.fixture
+def interleaved(maps, vision, owner, outsider, submit):
+    """Eleven jobs of maps and vision submitted in turns, three of them at one instant (the id breaks
+    the tie), and `owner` in both teams."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import Job
+    from tenants.models import Membership
+
+    Membership.objects.create(user=owner, team=vision, role=Membership.Role.MEMBER)
+    start = timezone.now() - timedelta(hours=1)
+    jobs = [submit(team=(maps, vision)[n % 3 == 0], name=f"job-{n}") for n in range(11)]
+    for n, job in enumerate(jobs):
+        Job.objects.filter(pk=job.pk).update(submitted_at=start + timedelta(minutes=min(n, 7)))
+    return [job.name for job in sorted(Job.objects.all(), key=lambda job: (job.submitted_at, job.pk), reverse=True)]
+
+
+def every_page(client, path: str) -> list[str]:
+    seen, response = [], client.get(path).json()
+    while True:
+        seen += [job["name"] for job in response["results"]]
+        if not response["next"]:
+            return seen
+        response = client.get(response["next"]).json()
+
+
+@pytest.mark.parametrize("persona", ["owner", "staff"])
+@pytest.mark.parametrize("merged_most", [20_000, 5])  # 5: every page past the first few is read the plain way
+def test_a_list_of_several_teams_pages_newest_first_like_one_sort(as_persona, interleaved, persona, merged_most,
+                                                                   monkeypatch):  # fmt: skip
+    monkeypatch.setattr("jobs.selectors.MERGED_MOST", merged_most)
+    client = as_persona(persona)
+    assert every_page(client, "/api/v1/jobs/?page_size=3") == interleaved
+    assert every_page(client, "/api/v1/jobs/?page_size=4&state=queued") == interleaved
+    assert client.get("/api/v1/jobs/?page_size=3").json()["count"] == 11
+    assert every_page(client, "/api/v1/jobs/?page_size=3&ordering=id") == sorted(interleaved, key=lambda n: int(n[4:]))
+    assert every_page(client, "/api/v1/jobs/?page_size=3&team=vision") == [n for n in interleaved if int(n[4:]) % 3 == 0]
+    assert client.get("/api/v1/jobs/?page_size=3&page=5").status_code == 404

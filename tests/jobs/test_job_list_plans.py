@@ -133,3 +133,30 @@ def test_an_outsiders_count_of_a_teams_open_jobs_reads_only_its_open_jobs(histor
     open_states = r"\(state\)::text = ANY \('\{queued,admitted,running,preempting,cancelling\}'"
     assert re.search(r"Index Cond: .*" + open_states, shown), shown
     assert "<> ALL" not in shown and "Seq Scan on jobs_job" not in shown, shown
+
+
+MERGED = [
+    ("the API list of a person in two teams", "two_teams", "/api/v1/jobs/", 2),
+    ("its second page", "two_teams", "/api/v1/jobs/?page=2", 2),
+    ("staff's list of every job", "staff", "/api/v1/jobs/", 9),
+]
+
+
+@pytest.mark.parametrize("read, who, path, teams", MERGED, ids=[read[0] for read in MERGED])
+def test_a_list_of_several_teams_merges_each_teams_page_from_its_index(history, throttle_cache, read, who, path,
+                                                                       teams):  # fmt: skip
+    """Each team's newest jobs come from its index (their times and ids alone), up to the page's end, and
+    PostgreSQL merges them as they come: no sort of every job of the teams, however many they ran. The
+    page's jobs are then read by id."""
+    client = APIClient()
+    client.force_login(history[who] if who in history else make_user("staff", staff=True))
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(path)
+    assert response.status_code == 200, response.content[:300]
+    reads = [query["sql"] for query in queries if "UNION ALL" in query["sql"]]
+    assert len(reads) == 1, [query["sql"][:200] for query in queries]
+    shown = "\n".join(plan_of(reads[0]))
+    assert "Merge Append" in shown, shown
+    assert len(re.findall(r"Index (Only )?Scan using job_team_newest on jobs_job", shown)) == teams, shown
+    assert not re.search(r"^\s*(->\s+)?(Incremental )?Sort  \(", shown, re.MULTILINE), shown
+    assert "Seq Scan on jobs_job" not in shown
