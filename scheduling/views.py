@@ -189,7 +189,7 @@ def _my_teams(request) -> set[str]:
     return request._my_teams
 
 
-def _team_bars(teams, colours: dict[str, int], gpu_type: str = "") -> list[dict]:
+def _team_bars(teams, colours: dict[str, str], gpu_type: str = "") -> list[dict]:
     """Each team's bar as widths in percent of the largest team's span (nominal or use, whichever is more);
     `gpu_type` names the type the figures are of, for the bars of one type.
 
@@ -204,7 +204,7 @@ def _team_bars(teams, colours: dict[str, int], gpu_type: str = "") -> list[dict]
                     ("lent", team.lent, "unused nominal lent to other teams"), ("idle", team.idle, "unused nominal, idle")]  # fmt: skip
         bars.append({
             "team": team,
-            "css": f"t{colours.get(team.slug, 0)}",
+            "css": colours.get(team.slug, ""),
             "url": reverse("tenants:detail", args=[team.slug]),
             "label": f"{team.slug}: {team.used} of {team.nominal} nominal {gpus} in use, {team.borrowed} borrowed, "
                      f"{team.lent} lent, {team.idle} idle",
@@ -265,7 +265,7 @@ def _node_cells(request, mine: set[str], rows, reserved) -> list[str]:
             count = min(count, left)
             left -= count
             label = f"{slug}: {name} (#{job_id})" if staff or slug in mine else slug
-            cells.append(f'<span class="t{colours.get(slug, 0)}" title="{escape(label)} · {count} GPU{"s" if count != 1 else ""}">'
+            cells.append(f'<span class="{colours.get(slug, "")}" title="{escape(label)} · {count} GPU{"s" if count != 1 else ""}">'
                          f'{"<i></i>" * count}</span>')
         outside = min(node.outside, left)
         if outside:

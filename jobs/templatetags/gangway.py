@@ -1,7 +1,8 @@
-"""Template helpers every page uses: team colours, units, relative times, state badges.
+"""Template helpers every page uses: team colours and marks, waiting reasons, units, relative times,
+state badges.
 
-A team keeps its colour everywhere: the palette index is the team's rank in
-slug order, read once per request and kept on the request.
+A team keeps its colour and its mark everywhere: both follow from the team's rank in slug order,
+read once per request and kept on the request.
 """
 
 from __future__ import annotations
@@ -12,22 +13,36 @@ from datetime import datetime
 from django import template
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from core.durations import duration as span
 from core.quantities import memory_text
+from jobs.reason_lines import may_name_types, reason_lines
 from tenants.models import Team
+from tenants.selectors import gpu_types
 
 register = template.Library()
-PALETTE_SIZE = 10
+# The palette's colours and marks: .t0-.t9 and .m0-.m9 in static/css/gangway.css.
+COLOURS = 10
+MARKS = 10
 
 
-def palette(request) -> dict[str, int]:
-    """{team slug: palette index}, computed once per request (one query)."""
+def team_css(rank: int) -> str:
+    """Returns the CSS classes of the team `rank`-th in slug order: its colour and its mark ("t3 m3").
+
+    The first COLOURS teams pair colour k with mark k; each time the colours come round again the
+    marks move on one step more (team 10 is t0 m1, team 11 t1 m2), so no two of the first
+    COLOURS x MARKS teams share both their colour and their mark."""
+    colour = rank % COLOURS
+    return f"t{colour} m{(colour + rank // COLOURS) % MARKS}"
+
+
+def palette(request) -> dict[str, str]:
+    """{team slug: its CSS classes (team_css)}, computed once per request (one query)."""
     cached = getattr(request, "_team_palette", None) if request is not None else None
     if cached is None:
         slugs = Team.objects.order_by("slug").values_list("slug", flat=True)
-        cached = {slug: index % PALETTE_SIZE for index, slug in enumerate(slugs)}
+        cached = {slug: team_css(rank) for rank, slug in enumerate(slugs)}
         if request is not None:
             request._team_palette = cached
     return cached
@@ -35,10 +50,36 @@ def palette(request) -> dict[str, int]:
 
 @register.simple_tag(takes_context=True)
 def team_class(context, slug: str | None) -> str:
-    """The CSS class of a team's colour ("t3"), or "" for no team."""
+    """The CSS classes of a team's colour and mark ("t3 m3"), or "" for no team or one not known."""
     if not slug:
         return ""
-    return f"t{palette(context.get('request')).get(slug, 0)}"
+    return palette(context.get("request")).get(slug, "")
+
+
+def _gpu_type_names(request) -> list[str]:
+    """The names of the cluster's GPU types, read once per request (one query)."""
+    cached = getattr(request, "_gpu_type_names", None) if request is not None else None
+    if cached is None:
+        cached = [gpu_type.name for gpu_type in gpu_types()]
+        if request is not None:
+            request._gpu_type_names = cached
+    return cached
+
+
+@register.simple_tag(takes_context=True)
+def reason(context, text: str) -> str:
+    """A waiting reason laid out by GPU type (jobs/reason_lines.py): what every type's part begins with
+    once, a line per type, and what every part ends with once; a reason about one type or none as it is.
+    The GPU types are read only for a reason that may be about several (`may_name_types`)."""
+    text = text or ""
+    laid = reason_lines(text, _gpu_type_names(context.get("request"))) if may_name_types(text) else None
+    if laid is None:
+        return text
+    lead = format_html('<span class="why-lead">{}</span> ', laid.lead) if laid.lead else ""
+    lines = format_html_join(" ", '<span class="why-type"><b>{}:</b> {}</span>',
+                             ((line.types, line.text) for line in laid.lines))  # fmt: skip
+    tail = format_html(' <span class="why-tail">{}</span>', laid.tail) if laid.tail else ""
+    return format_html('<span class="why-types">{}{}{}</span>', lead, lines, tail)
 
 
 @register.simple_tag(takes_context=True)

@@ -61,7 +61,7 @@ def test_the_node_map_has_one_cell_per_gpu_coloured_by_team(login, staff, submit
     body = login(staff).get("/").content.decode()
     assert body.count("<i></i>") + body.count('<i class="free"></i>') == 16  # two nodes of 8 GPUs
     assert body.count('<i class="free"></i>') == 13
-    assert '<span class="t0" title="maps: small (#' in body and "· 3 GPUs" in body
+    assert '<span class="t0 m0" title="maps: small (#' in body and "· 3 GPUs" in body
 
 
 def test_the_team_bars_show_borrowing(login, staff, submit, cycle):

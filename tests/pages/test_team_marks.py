@@ -1,0 +1,62 @@
+"""Every team is told apart from every other by its colour and its mark together, however many teams there
+are up to a hundred: ten colours and ten marks, and the pairs repeat only after all hundred are taken."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jobs.templatetags.gangway import COLOURS, MARKS, team_css
+from tests.conftest import make_team
+
+CSS = (Path(__file__).resolve().parents[2] / "static" / "css" / "gangway.css").read_text()
+# With maps: twelve teams.
+SLUGS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo"]
+
+
+def test_the_first_hundred_teams_each_have_a_colour_and_mark_of_their_own():
+    pairs = [team_css(rank) for rank in range(COLOURS * MARKS)]
+    assert len(set(pairs)) == COLOURS * MARKS == 100
+    assert pairs[:10] == [f"t{k} m{k}" for k in range(10)]  # the first ten teams keep the looks they had
+    assert pairs[10:13] == ["t0 m1", "t1 m2", "t2 m3"]  # the eleventh shares the first's colour, not its mark
+    assert team_css(100) == team_css(0)
+
+
+def test_the_style_sheet_draws_every_colour_and_mark_and_the_ink_of_each_colour_s_marks():
+    for k in range(COLOURS):
+        assert re.search(rf"\.t{k} {{ --team: #[0-9a-f]{{6}}; }}", CSS), f".t{k} has no colour"
+        inked = [rule for rule in re.findall(r"([^{}]*)\{ --mark-ink:", CSS) if re.search(rf"\.t{k}\b", rule)]
+        assert len(inked) == 1, f".t{k}'s marks have no ink, or two"
+    for k in range(MARKS):
+        assert re.search(rf"^\.m{k} {{ --mark: ", CSS, re.M), f".m{k} draws no mark"
+    assert not re.search(r"\.t\d \{[^}]*--mark:", CSS)  # a colour draws no mark of its own: its pair's mark does
+
+
+@pytest.fixture
+def twelve_teams(tiers, maps, staff, submit, cycle):
+    """Twelve teams, each holding 1 GPU of the two nodes."""
+    cycle()
+    submit(name="maps-one", replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
+    for slug in SLUGS:
+        submit(name=f"{slug}-one", team=make_team(slug, tiers, gpu=2), user=staff,
+               replicas=[{"role": "Worker", "count": 1, "gpu": 1}])  # fmt: skip
+    cycle()
+
+
+def test_twelve_teams_carry_twelve_pairs_on_the_bars_the_map_and_its_legend(login, staff, twelve_teams):
+    body = login(staff).get("/").content.decode()
+    bar = r'<div class="team-bar ([^"]+)">.*?<a href="/teams/([^/]+)/"'
+    bars = {slug: css for css, slug in re.findall(bar, body, re.S)}
+    cells = {slug: css for css, slug in re.findall(r'<span class="(t\d m\d)" title="([^:]+): ', body)}
+    legend = {slug: css for css, slug in re.findall(r'<li><i class="swatch ([^"]+)"></i>([^<]+)</li>', body)}
+    assert len(bars) == 12 and len(set(bars.values())) == 12, bars
+    assert cells == bars and legend == bars  # one team, one pair, wherever it is drawn
+    assert bars["alpha"] == "t0 m0" and bars["kilo"] == "t0 m1"  # first and eleventh: one colour, two marks
+
+
+def test_a_team_s_page_and_chips_carry_its_pair(login, staff, twelve_teams):
+    client = login(staff)
+    assert '<div class="page-head t0 m1">' in client.get("/teams/kilo/").content.decode()
+    assert '<span class="chip t0 m1"><i class="swatch"></i>kilo</span>' in client.get("/teams/").content.decode()
