@@ -13,12 +13,16 @@ export STARVATION_AFTER="${STARVATION_AFTER:-90}"
 # Once the seeded story has played out, people go on submitting: a job every 40 s or so while
 # fewer than four wait, and a Katib sweep once in a while (scheduling/demo_traffic.py).
 export DEMO_TRAFFIC="${DEMO_TRAFFIC:-40}"
+# The demo's people hear of their own jobs by e-mail at example.com: written to worker.log, never sent
+# (whatever EMAIL_BACKEND the shell has).
+export EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend
 export GANGWAY_VAR_DIR="${GANGWAY_VAR_DIR:-$PWD/var}"
 LOGS="$GANGWAY_VAR_DIR"
 mkdir -p "$LOGS"
 
 $PY manage.py migrate --noinput -v 0
 $PY manage.py seed_demo
+$PY manage.py seed_demo_notifications
 
 pids=()
 stopping=
@@ -43,6 +47,8 @@ cat <<MSG
   Log in as admin (staff; finance), lead (lead of perception) or engineer (maps, research);
   the password is '${DEMO_PASSWORD}'.
   The simulated cluster has two GPU types: 4 nodes of 8 l4 GPUs and 2 nodes of 8 a100 GPUs.
+  admin, lead and engineer hear of their own jobs by e-mail: the mail is written to worker.log, and
+  their Notifications page lists it under "Sent lately".
   Logs: $LOGS/web.log, worker.log, beat.log. Press Ctrl-C to stop.
 
 MSG

@@ -10,17 +10,26 @@ and every post resolves the host again and connects only to an address that pass
 a name that resolves elsewhere later (DNS rebinding) reaches nothing private and learns
 nothing of it. Posts go straight to the receiver, never through HTTP(S)_PROXY (a proxy
 would connect for us, unchecked), and redirects are not followed.
+
+A post keeps to one deadline in all (`Deadline`: connecting, the TLS handshake, posting and reading the
+answer's status and headers), not a timeout per read, so a receiver that trickles its answer cannot hold
+a worker; the connection notes on the try (`attempts.Attempt`) when the request starts to go out.
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
+import io
 import ipaddress
 import socket
+import time
 import urllib.request
 from urllib.parse import urlsplit
 
 from django.conf import settings
+
+from notifications.attempts import Attempt
 
 NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: the last 32 bits are an IPv4 address
 LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # a network's own translation: never public
@@ -86,26 +95,110 @@ def _connect_public(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_addr
     raise error
 
 
-class _PublicHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args, **kwargs):
+class DeadlinePassed(TimeoutError):
+    """The webhook's exchange used up its deadline."""
+
+
+class Deadline:
+    """The time one webhook exchange may take in all: connecting (with the TLS handshake), posting, and
+    reading its answer's status and headers."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._ends = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """The seconds left; raises DeadlinePassed once there are none."""
+        left = self._ends - time.monotonic()
+        if left <= 0:
+            raise DeadlinePassed(f"timed out: {self.seconds:g} s passed")
+        return left
+
+
+class _DeadlineSocket:
+    """A connected socket whose every send and read waits at most what is left of the deadline: a socket
+    timeout alone bounds each read, so a receiver trickling its answer a byte every few seconds would hold
+    the worker until its time limit. Notes on the attempt when the request starts to go out."""
+
+    def __init__(self, sock, deadline: Deadline, attempt: Attempt):
+        self._sock, self._deadline, self._attempt = sock, deadline, attempt
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+    def sendall(self, data, *flags):
+        self._sock.settimeout(self._deadline.left())
+        self._attempt.begin()  # from here its receiver may have the request
+        return self._sock.sendall(data, *flags)
+
+    def makefile(self, mode="rb", *args, **kwargs):  # http.client reads the answer through it, as "rb"
+        if mode != "rb":
+            raise ValueError(f"a webhook's answer is read as bytes, not in mode {mode!r}")
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket's bytes, each read waiting at most what is left of the deadline."""
+
+    def __init__(self, sock, deadline: Deadline):
+        super().__init__()
+        self._sock, self._deadline = sock, deadline
+        self._raw = sock.makefile("rb", buffering=0)  # keeps the socket open until the answer is closed
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int | None:
+        self._sock.settimeout(self._deadline.left())
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class _KeepsToDeadline:
+    """An HTTP(S) connection whose whole exchange keeps to one deadline, connecting only to public addresses
+    when `public`; it notes on the attempt when the request starts to go out."""
+
+    def __init__(self, *args, deadline: Deadline, attempt: Attempt, public: bool, **kwargs):
         super().__init__(*args, **kwargs)
-        self._create_connection = _connect_public
+        self.deadline, self.attempt = deadline, attempt
+        if public:
+            self._create_connection = _connect_public
+
+    def connect(self):
+        self.timeout = self.deadline.left()  # connecting and, over https, the whole TLS handshake
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self.deadline, self.attempt)
 
 
-class _PublicHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._create_connection = _connect_public
+class _HTTPConnection(_KeepsToDeadline, http.client.HTTPConnection):
+    pass
 
 
-class _PublicHTTPHandler(urllib.request.HTTPHandler):
+class _HTTPSConnection(_KeepsToDeadline, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, **exchange):
+        super().__init__()
+        self._exchange = exchange
+
     def http_open(self, req):
-        return self.do_open(_PublicHTTPConnection, req)
+        return self.do_open(functools.partial(_HTTPConnection, **self._exchange), req)
 
 
-class _PublicHTTPSHandler(urllib.request.HTTPSHandler):
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, **exchange):
+        super().__init__()
+        self._exchange = exchange
+
     def https_open(self, req):
-        return self.do_open(_PublicHTTPSConnection, req, context=self._context)
+        return self.do_open(functools.partial(_HTTPSConnection, **self._exchange), req, context=self._context,
+                            check_hostname=self._check_hostname)  # fmt: skip
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -113,9 +206,12 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None  # the 3xx reaches the caller as an HTTPError
 
 
-def opener() -> urllib.request.OpenerDirector:
-    """The opener webhooks are posted with: public addresses only, directly, no redirects (see the module)."""
-    if settings.WEBHOOK_ALLOW_PRIVATE:
-        return urllib.request.build_opener(_NoRedirects)
-    direct = urllib.request.ProxyHandler({})
-    return urllib.request.build_opener(direct, _PublicHTTPHandler, _PublicHTTPSHandler, _NoRedirects)
+def opener(*, deadline: Deadline, attempt: Attempt) -> urllib.request.OpenerDirector:
+    """The opener one webhook is posted with: within `deadline` in all, noting on `attempt` when the request
+    starts to go out; public addresses only, directly, no redirects (see the module)."""
+    public = not settings.WEBHOOK_ALLOW_PRIVATE
+    handlers = [_HTTPHandler(deadline=deadline, attempt=attempt, public=public),
+                _HTTPSHandler(deadline=deadline, attempt=attempt, public=public), _NoRedirects]  # fmt: skip
+    if public:
+        handlers.insert(0, urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(*handlers)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import smtplib
 import urllib.error
 import urllib.request
@@ -21,10 +22,13 @@ from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications import mail, messages, outbound
+from notifications.attempts import Attempt
 from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
 from tenants.permissions import viewers_of
 
-WEBHOOK_TIMEOUT = 5  # seconds; a slow receiver is retried later, it never holds a worker long
+# Seconds a webhook post may take in all, unless the WEBHOOK_DEADLINE setting says otherwise (`webhook_deadline`):
+# a receiver slow to answer, or trickling its answer, holds a notifier no longer than this.
+WEBHOOK_DEADLINE_DEFAULT = 5
 # The longest a receiver's Retry-After is waited: a receiver asking for a day (or for ever) is tried again
 # after a quarter of an hour, within its retries, as a receiver that gave no time would be. Longer
 # countdowns would also outlive the Redis broker's visibility timeout (an hour), which delivers them again.
@@ -97,20 +101,48 @@ def _asking(job, flag: str):
     return Subscription.objects.filter(Q(team=job.team_id) | Q(team__isnull=True, user=job.owner_id), **{flag: True})
 
 
-def send(deliveries: list[Delivery]) -> None:
+def send(deliveries: list[Delivery], attempt: Attempt) -> None:
     """Sends deliveries to one receiver (one channel and target, oldest first) as one message: a single
     delivery as it always read, several as a digest (`messages`); raises SendFailed saying whether a
-    retry may help, or AnswerUnknown."""
+    retry may help, or AnswerUnknown. Notes on `attempt` how far it got, for a send cut short (`cut_short`)."""
     first, events = deliveries[0], [delivery.event for delivery in deliveries]
     if first.channel == Delivery.Channel.EMAIL:
-        _email(first.target, *messages.email(events))
+        _email(first.target, *messages.email(events), attempt=attempt)
     else:
-        _webhook(first.target, messages.webhook_text(events))
+        _webhook(first.target, messages.webhook_text(events), attempt=attempt)
 
 
-def _email(address: str, subject: str, body: str) -> None:
+def cut_short(channel: str, attempt: Attempt) -> Exception | None:
+    """What a send the worker's soft time limit stopped is recorded as, by how far it got: None (sent) when
+    its receiver had taken the message; AnswerUnknown when the message had begun to go out, as its receiver
+    may have it and must not get it twice; else SendFailed to retry, as nothing of it left."""
+    if attempt.taken:
+        return None
+    message, receiver = ("e-mail", "the mail server") if channel == Delivery.Channel.EMAIL else ("message", "the webhook")
+    if attempt.began:
+        return AnswerUnknown(f"Stopped at the worker's time limit while the {message} was going out or awaiting "
+                             f"{receiver}'s answer; it may well have been received, so it is not sent again.")  # fmt: skip
+    return SendFailed(f"Stopped at the worker's time limit before the {message} went out; it is tried again.",
+                      retry=True)
+
+
+def webhook_deadline() -> float:
+    """WEBHOOK_DEADLINE: the seconds one webhook post may take in all (connecting, posting, its answer's status
+    and headers), WEBHOOK_DEADLINE_DEFAULT unless set; at most half the worker's soft time limit, so a receiver
+    that trickles its answer is given up on long before the limit stops the task."""
+    deadline = getattr(settings, "WEBHOOK_DEADLINE", WEBHOOK_DEADLINE_DEFAULT)
+    soft = getattr(settings, "CELERY_TASK_SOFT_TIME_LIMIT", None)
+    most = soft / 2 if soft else math.inf
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not 0 < deadline <= most:
+        within = f" and at most half of CELERY_TASK_SOFT_TIME_LIMIT ({soft} s)" if soft else ""
+        raise ImproperlyConfigured(f"WEBHOOK_DEADLINE must be a number of seconds above 0{within}, not {deadline!r}.")
+    return float(deadline)
+
+
+def _email(address: str, subject: str, body: str, *, attempt: Attempt) -> None:
     try:
-        send_mail(subject, body, None, [address], connection=mail.connection())
+        send_mail(subject, body, None, [address], connection=mail.connection(attempt))
+        attempt.take()
     except mail.AnswerLost as error:  # the message went out: sent again, it would arrive twice
         late = (f"took longer than {settings.EMAIL_TIMEOUT} s to confirm the e-mail" if error.timed_out
                 else "closed the connection before confirming the e-mail")  # fmt: skip
@@ -125,29 +157,42 @@ def _email(address: str, subject: str, body: str) -> None:
         raise SendFailed(f"Could not send the e-mail: {error}", retry=True) from error
 
 
-def _webhook(url: str, text: str) -> None:
-    """Posts Slack's incoming-webhook JSON: {"text": ...}."""
+def _webhook(url: str, text: str, *, attempt: Attempt) -> None:
+    """Posts Slack's incoming-webhook JSON: {"text": ...}, within WEBHOOK_DEADLINE in all."""
     body = {"text": text, "username": "Gangway"}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "gangway"})  # fmt: skip
+    deadline = outbound.Deadline(webhook_deadline())
     try:
-        with outbound.opener().open(request, timeout=WEBHOOK_TIMEOUT) as answer:
-            answer.read(1024)
+        with outbound.opener(deadline=deadline, attempt=attempt).open(request, timeout=deadline.seconds):
+            attempt.take()  # a 2xx: its status is the answer, its body is not waited for
     except urllib.error.HTTPError as error:
         retry = error.code == 429 or error.code >= 500
         raise SendFailed(f"The webhook answered {error.code} {error.reason}.", retry=retry,
                          after=_retry_after(error.headers.get("Retry-After"))) from error
-    except urllib.error.URLError as error:  # before the post went out: connecting or sending
+    except urllib.error.URLError as error:  # before the answer: connecting or posting
         reason = error.reason
         if isinstance(reason, outbound.PrivateAddress):
             raise SendFailed(f"Not sent: {reason}.", retry=False) from error
+        if isinstance(reason, TimeoutError):
+            raise _late(deadline, attempt) from error
         raise SendFailed(f"Could not reach the webhook: {reason}", retry=True) from error
-    except TimeoutError as error:  # the post went out; its answer did not come in time
-        raise AnswerUnknown(f"The webhook took longer than {WEBHOOK_TIMEOUT} s to answer; it may well have "
-                            "received the message, so it is not sent again.") from error
+    except TimeoutError as error:  # the post went out; its answer did not come within the deadline
+        raise _late(deadline, attempt) from error
     except (http.client.HTTPException, OSError) as error:  # reset, or an answer that is not HTTP
         raise SendFailed(f"The webhook's answer could not be read ({type(error).__name__}: {error}).",
                          retry=True) from error
+
+
+def _late(deadline: outbound.Deadline, attempt: Attempt) -> Exception:
+    """What a webhook exchange that used up its deadline is recorded as: a failure to retry with backoff when
+    the post never went out (connecting took it all, or a TLS handshake that trickled), else AnswerUnknown:
+    the receiver may have the message, and is not sent it again."""
+    if attempt.began:
+        return AnswerUnknown(f"The webhook took longer than {deadline.seconds:g} s to answer; it may well have "
+                             "received the message, so it is not sent again.")  # fmt: skip
+    return SendFailed(f"Could not reach the webhook within {deadline.seconds:g} s; the message did not go out.",
+                      retry=True)  # fmt: skip
 
 
 def _retry_after(value: str | None) -> float | None:

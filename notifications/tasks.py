@@ -6,10 +6,12 @@ import logging
 import random
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications import retention, services
+from notifications.attempts import Attempt
 from notifications.models import Delivery, PendingEvent
 
 log = logging.getLogger("gangway.notifications")
@@ -51,7 +53,8 @@ def deliver(self, delivery_id: int, tried: int | None = None) -> str:
     digest is recorded as a single one would be: a retry first drops each no longer wanted
     (`services.why_not_wanted`), and a failure retries together those with tries left (the same
     retry_at) and fails the rest; an error nobody foresaw is recorded and retried like any other, so
-    a delivery never stays "sending". Tries are counted by each delivery's claims, not the task's
+    a delivery never stays "sending", and a send the worker's soft time limit stops is recorded by how
+    far it got (`_send`). Tries are counted by each delivery's claims, not the task's
     retries: a delivery `resend_lost` enqueues anew is a retry too.
     """
     lead = services.claim(delivery_id, tried=tried)
@@ -61,27 +64,41 @@ def deliver(self, delivery_id: int, tried: int | None = None) -> str:
     if not digest:
         return Delivery.State.FAILED
     digest.sort(key=lambda delivery: (delivery.created_at, delivery.pk))
-    try:
-        services.send(digest)
-    except services.AnswerUnknown as unknown:
-        services.record(digest, error=unknown, digest_size=len(digest))
+    error = _send(digest)
+    if error is None or isinstance(error, services.AnswerUnknown):
+        services.record(digest, error=error, digest_size=len(digest))
         return Delivery.State.SENT
+    most_tried = max(delivery.attempts for delivery in digest) - 1  # the backoff follows the most tried
+    wait = max(30 * 2**most_tried * random.uniform(0.8, 1.2), error.after or 0)
+    again = [d for d in digest if error.retry and d.attempts - 1 < MAX_RETRIES]
+    done = [d for d in digest if d not in again]
+    services.record(done, error=error, final=True, digest_size=len(digest))
+    services.record(again, error=error, final=False, retry_in=wait, digest_size=len(digest))
+    log.warning("notification %s to %s (%d in its message): %s", lead.pk, lead.channel, len(digest), error)
+    if not again:
+        return Delivery.State.FAILED
+    # Should the broker refuse the retry, Celery drops the task; `resend_lost` sends it once overdue.
+    raise self.retry(args=(again[0].pk, again[0].attempts), countdown=wait)
+
+
+def _send(digest: list[Delivery]) -> services.SendFailed | services.AnswerUnknown | None:
+    """Sends the digest's message; returns None once its receiver took it, else AnswerUnknown (it may have
+    it: never sent again) or SendFailed (saying whether a retry may help).
+
+    The worker's soft time limit may stop the send anywhere: how far it got tells what to record
+    (`services.cut_short`), so that a message that may have reached its receiver is never retried and one
+    that never left is. An error nobody foresaw is a failure to retry, so a delivery never stays "sending".
+    """
+    attempt = Attempt()
+    try:
+        services.send(digest, attempt)
+    except (services.AnswerUnknown, services.SendFailed) as error:
+        return error
+    except SoftTimeLimitExceeded:
+        return services.cut_short(digest[0].channel, attempt)
     except Exception as error:  # noqa: BLE001 - recorded and retried: never left "sending"
-        if not isinstance(error, services.SendFailed):
-            error = services.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
-        most_tried = max(delivery.attempts for delivery in digest) - 1  # the backoff follows the most tried
-        wait = max(30 * 2**most_tried * random.uniform(0.8, 1.2), error.after or 0)
-        again = [d for d in digest if error.retry and d.attempts - 1 < MAX_RETRIES]
-        done = [d for d in digest if d not in again]
-        services.record(done, error=error, final=True, digest_size=len(digest))
-        services.record(again, error=error, final=False, retry_in=wait, digest_size=len(digest))
-        log.warning("notification %s to %s (%d in its message): %s", lead.pk, lead.channel, len(digest), error)
-        if not again:
-            return Delivery.State.FAILED
-        # Should the broker refuse the retry, Celery drops the task; `resend_lost` sends it once overdue.
-        raise self.retry(args=(again[0].pk, again[0].attempts), countdown=wait) from None
-    services.record(digest, digest_size=len(digest))
-    return Delivery.State.SENT
+        return services.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
+    return None
 
 
 @shared_task(name="notifications.resend_lost", ignore_result=True)

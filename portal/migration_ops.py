@@ -8,7 +8,8 @@ recorded, during an upgrade meant to cause no downtime (tests/deploy/test_migrat
 from __future__ import annotations
 
 from django.contrib.postgres.operations import AddIndexConcurrently
-from django.db.migrations import AddIndex
+from django.db.migrations import AddIndex, AlterField
+from django.db.models import Index
 
 
 class AddIndexWithoutLocking(AddIndexConcurrently):
@@ -27,3 +28,27 @@ class AddIndexWithoutLocking(AddIndexConcurrently):
             super().database_backwards(app_label, schema_editor, from_state, to_state)
         else:
             AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+class DropFieldIndexWithoutLocking(AlterField):
+    """Turns off a field's own index (`db_index=False`, the field otherwise the same) without blocking its
+    table: DROP INDEX CONCURRENTLY on PostgreSQL, outside a transaction (its migration says `atomic = False`),
+    where a plain DROP INDEX would hold every read and write of the table behind it while it waits for its
+    lock; a plain AlterField on any other database (the demo's SQLite) and backwards."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor != "postgresql":
+            return super().database_forwards(app_label, schema_editor, from_state, to_state)
+        model = from_state.apps.get_model(app_label, self.model_name)
+        column = model._meta.get_field(self.name).column
+        declared = {index.name for index in model._meta.indexes}  # an index of Meta on the column alone stays
+        with schema_editor.connection.cursor() as cursor:
+            found = schema_editor.connection.introspection.get_constraints(cursor, model._meta.db_table)
+        for name, about in found.items():
+            if (about["index"] and about["columns"] == [column] and about["type"] == Index.suffix and not about["unique"]
+                    and not about["primary_key"] and name not in declared):  # fmt: skip
+                schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_editor.quote_name(name)}")
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        # AlterField's backwards runs its forwards with the states swapped: the plain one, not the drop above.
+        AlterField.database_forwards(self, app_label, schema_editor, from_state, to_state)

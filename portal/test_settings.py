@@ -24,3 +24,12 @@ AXES_ENABLED = False  # `client.login()` passes no request; the lockout tests tu
 
 # One test database per test run, so several runs on one machine never collide.
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("GANGWAY_TEST_DB", f"test_gangway_{os.getpid()}")}
+
+# The broker keys of this test process only (its queues, their unacked messages, bindings), so that several
+# test processes run real workers at once on one Redis without taking each other's tasks; a worker it starts
+# is given the same prefix (tests/workers.py).
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,
+        "global_keyprefix": os.environ.get("GANGWAY_TEST_BROKER_PREFIX") or f"gangway-test-{os.getpid()}:",
+    }

@@ -21,6 +21,7 @@ from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
 from scheduling.models import SimNode
 from tenants.models import GpuType, Membership, PriorityTier, Quota, Team
+from tests.workers import forget_own
 
 
 def pytest_configure(config):
@@ -33,6 +34,14 @@ MPIJOB = kinds.JobKind(
     roles=(kinds.Role("Launcher", singleton=True), kinds.Role("Worker")), container="mpi",
     operator="the Kubeflow MPI Operator", replica_specs="mpiReplicaSpecs",
 )  # fmt: skip
+
+
+@pytest.fixture(scope="session", autouse=True)
+def broker_keys_of_this_run():
+    """Deletes the broker keys this test process owned once it ends (tasks sent and never run, bindings), so
+    runs leave nothing behind in the test Redis (tests/workers.py)."""
+    yield
+    forget_own()
 
 
 @pytest.fixture

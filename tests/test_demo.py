@@ -1,4 +1,5 @@
-"""`make demo` starts: the web server answers with a login page and a worker answers a ping.
+"""`make demo` starts: the web server answers with a login page, a worker answers a ping, and the demo's
+people are told of their jobs.
 
 Runs deploy/demo.sh as a newcomer would (SQLite, simulated cluster, embedded
 broker), in a scratch folder and on a free port.
@@ -65,6 +66,18 @@ def test_the_demo_serves_a_login_page_and_its_worker_answers(tmp_path):
                 break
             time.sleep(2)
         assert moved > 3, "no seeded job was admitted by the demo's own loop"
+        # Their owners hear of it: the worker records the e-mails sent and writes them to its log, nowhere else.
+        check = "from notifications.models import Delivery; print(Delivery.objects.filter(state='sent').count())"
+        sent = 0
+        for _ in range(30):
+            result = subprocess.run([sys.executable, "manage.py", "shell", "-c", check], cwd=ROOT,
+                                    env={**env, "DJANGO_DEBUG": "1"}, capture_output=True, text=True)  # fmt: skip
+            sent = int(result.stdout.strip().splitlines()[-1] or 0)
+            if sent:
+                break
+            time.sleep(2)
+        assert sent, "the demo's worker sent no notification"
+        assert "To: " in (tmp_path / "worker.log").read_text()
     finally:
         os.killpg(demo.pid, signal.SIGTERM)
         demo.wait(timeout=30)

@@ -180,7 +180,7 @@ def test_a_retried_digest_drops_a_delivery_no_longer_wanted_and_sends_the_others
                   for d in services.deliveries_for(event)]  # fmt: skip
     sent = services.send
 
-    def down_then_left(digest):
+    def down_then_left(digest, attempt):
         monkeypatch.setattr(services, "send", sent)
         member.memberships.filter(team=vision).delete()
         raise services.SendFailed("Could not send the e-mail: connection refused", retry=True)

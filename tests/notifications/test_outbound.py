@@ -7,6 +7,7 @@ import urllib.request
 import pytest
 
 from notifications import outbound
+from notifications.attempts import Attempt
 
 
 @pytest.mark.parametrize("address", [
@@ -32,7 +33,8 @@ def test_posts_never_go_through_a_proxy_from_the_environment(settings, monkeypat
     monkeypatch.setenv("HTTPS_PROXY", "http://10.0.0.3:3128")
     monkeypatch.setenv("HTTP_PROXY", "http://10.0.0.3:3128")
     # urllib adds a ProxyHandler reading these variables unless given one; given one without proxies, none is used.
-    assert [h for h in outbound.opener().handlers if isinstance(h, urllib.request.ProxyHandler)] == []
+    opener = outbound.opener(deadline=outbound.Deadline(10), attempt=Attempt())
+    assert [h for h in opener.handlers if isinstance(h, urllib.request.ProxyHandler)] == []
     assert [h for h in urllib.request.build_opener().handlers if isinstance(h, urllib.request.ProxyHandler)] != []
 
 

@@ -193,10 +193,8 @@ def test_staff_subscribed_to_a_team_hear_of_it_and_each_person_once(submit, mail
 
 
 def test_a_slow_receiver_gets_the_message_once_and_the_record_says_its_answer_is_unknown(
-        submit, receiver, monkeypatch, django_capture_on_commit_callbacks):  # fmt: skip
-    from notifications import services
-
-    monkeypatch.setattr(services, "WEBHOOK_TIMEOUT", 0.3)
+        submit, receiver, settings, django_capture_on_commit_callbacks):  # fmt: skip
+    settings.WEBHOOK_DEADLINE = 0.3
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
     receiver.answer(1.0)  # takes the post, answers after a second
@@ -236,7 +234,7 @@ def test_a_retry_is_not_sent_to_someone_who_left_the_team(submit, member, smtp, 
     Subscription.objects.create(user=member, team=job.team, on_fail=True)
     sent = services.send
 
-    def down_then_left(delivery):  # the mail server fails once; meanwhile the member leaves the team
+    def down_then_left(digest, attempt):  # the mail server fails once; meanwhile the member leaves the team
         monkeypatch.setattr(services, "send", sent)
         member.memberships.all().delete()
         raise services.SendFailed("Could not send the e-mail: connection refused", retry=True)

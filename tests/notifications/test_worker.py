@@ -1,4 +1,5 @@
-"""A real Celery worker sends what a committed transition enqueued: the e-mail reaches the local SMTP sink."""
+"""A real Celery worker sends what a committed transition enqueued: the e-mail reaches the local SMTP sink; a
+worker whose soft time limit stops a webhook post awaiting its answer records it sent, once."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ import time
 
 import pytest
 
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.transitions import transition
-from notifications.models import Delivery, Subscription
+from notifications import services
+from notifications.models import Delivery, Subscription, TeamWebhook
+from notifications.tasks import deliver
+from tests.notifications.conftest import Trickler
+from tests.notifications.test_time_limits import SENT_UNKNOWN
 from tests.workers import celery_worker
 
 
@@ -44,3 +49,33 @@ def test_a_worker_emails_the_owner_when_their_job_fails(worker, smtp, submit, ow
             break
         time.sleep(0.1)
     assert Delivery.objects.get().state == "sent"
+
+
+@pytest.fixture
+def silent_webhook():
+    """Takes the post, then never answers."""
+    receiver = Trickler()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.mark.worker
+def test_a_worker_whose_time_limit_comes_while_a_webhook_holds_the_post_records_it_sent_once(
+        transactional_db, submit, silent_webhook):  # fmt: skip
+    """A prefork worker (the pool production runs: it enforces time limits) sends it with a soft time limit of 2 s,
+    shorter than the webhook's deadline (5 s): the limit stops the post while its answer is awaited."""
+    job = submit()
+    TeamWebhook.objects.create(team=job.team, url=silent_webhook.url, on_fail=True)
+    event = JobEvent.objects.create(job=job, kind=JobEvent.Kind.FAILED, message="Failed: boom")
+    (delivery,) = services.deliveries_for(event)
+    with celery_worker(queues=("notifications",), pool="prefork", WEBHOOK_ALLOW_HTTP="1",
+                       WEBHOOK_ALLOW_PRIVATE="1") as worker:  # fmt: skip
+        deliver.apply_async((delivery.pk, 0), soft_time_limit=2, time_limit=60)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not Delivery.objects.exclude(state__in=("pending", "sending")).exists():
+            time.sleep(0.25)
+        assert worker.poll() is None, worker.stdout.read()
+
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts, delivery.error) == ("sent", 1, SENT_UNKNOWN.format("message", "the webhook"))
+    assert len(silent_webhook.posts) == 1

@@ -80,6 +80,15 @@ JOBS = [
     ("perception", "vit-huge-pretrain", "standard", 1, 8, 900, None),
     ("maps", "traffic-llm-finetune", "standard", 1, 4, 600, None),
 ]
+# The demo's people: (username, staff, {team: role}). Each has an address at example.com, a domain that
+# reaches nobody; the demo's mail is written to the worker's log (deploy/demo.sh).
+USERS = (
+    # The admin submits finance's jobs (the gang of the story among them), as a member of the team,
+    # so its page lists whose they are.
+    ("admin", True, {"finance": Membership.Role.MEMBER}),
+    ("lead", False, {"perception": Membership.Role.LEAD}),
+    ("engineer", False, {"maps": Membership.Role.MEMBER, "research": Membership.Role.MEMBER}),
+)
 # The GPU types the jobs above name, in order of preference; a job not listed names none and gets
 # its team's types, cheapest first.
 TYPED_JOBS = {"vit-huge-pretrain": ("a100",), "traffic-llm-finetune": ("a100", "l4")}
@@ -209,20 +218,20 @@ class Command(BaseCommand):
         return made
 
     def seed_users(self, password: str, teams: dict[str, Team]) -> int:
+        """The demo's people (USERS), each with an address at example.com (a person without one was seeded
+        before addresses: given one); returns how many rows were created."""
         User = get_user_model()
         made = 0
-        for username, staff, roles in (
-            # The admin submits finance's jobs (the gang of the story among them), as a member of the team,
-            # so its page lists whose they are.
-            ("admin", True, {"finance": Membership.Role.MEMBER}),
-            ("lead", False, {"perception": Membership.Role.LEAD}),
-            ("engineer", False, {"maps": Membership.Role.MEMBER, "research": Membership.Role.MEMBER}),
-        ):
-            user, new = User.objects.get_or_create(username=username, defaults={"is_staff": staff, "is_superuser": staff})
+        for username, staff, roles in USERS:
+            email = f"{username}@example.com"
+            user, new = User.objects.get_or_create(username=username, defaults={"is_staff": staff, "is_superuser": staff,
+                                                                               "email": email})  # fmt: skip
             if new:
                 user.set_password(password)
                 user.save()
                 made += 1
+            elif not user.email:
+                User.objects.filter(pk=user.pk).update(email=email)
             for slug, role in roles.items():
                 made += Membership.objects.get_or_create(user=user, team=teams[slug], defaults={"role": role})[1]
         return made
