@@ -5,6 +5,7 @@ from django.db import transaction
 
 from scheduling.selectors import gpu_type_capacity
 from tenants.admin_display import quantity_text
+from tenants.admin_members import MembershipForm
 from tenants.admin_rows import LoadedField, LoadedRowForm
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier, Quota, Team
@@ -12,7 +13,7 @@ from tenants.quota_conflicts import FIELDS, QuotaAsRead, QuotaChanged, changes_s
 from tenants.selectors import quota_resources
 from tenants.services import (
     admission_inputs_changed, gpu_type_create, gpu_type_delete, gpu_type_delete_problem, gpu_type_rename_problem,
-    gpu_type_update,
+    gpu_type_update, lock_teams,
 )
 
 
@@ -94,7 +95,10 @@ class LoadedFiguresForm(forms.ModelForm):
             if read is None:
                 raise ValidationError("This form does not say which quota it was loaded with, so saving it could "
                                       "undo another admin's change; reload the page and make your change again.")
-            team = Team.objects.select_for_update().get(pk=self._team().pk)
+            # FOR NO KEY UPDATE: it still orders this save after any quota write (each locks the team FOR
+            # UPDATE), but holds up no row that merely references the team, such as a membership a single
+            # sign-on login adds while a team page waits for that person's lock (`admin_members`).
+            team = Team.objects.select_for_update(no_key=True).get(pk=self._team().pk)
             stored = type(self.instance).objects.filter(pk=self.instance.pk).first()
             changes = changes_since(team, read, self.figures(stored) if stored else {})
             if changes:
@@ -145,7 +149,7 @@ class QuotaInline(admin.TabularInline):
 
 class MembershipInline(admin.TabularInline):
     model = Membership
-    form = LoadedRowForm
+    form = MembershipForm
     extra = 0
     autocomplete_fields = ("user",)
 
@@ -176,7 +180,7 @@ class PriorityTierAdmin(AuditedAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(AuditedAdmin):
-    form = LoadedRowForm
+    form = MembershipForm
     list_display = ("user", "team", "role")
     list_filter = ("role", "team")
     search_fields = ("user__username", "team__slug")
@@ -212,7 +216,9 @@ class QuotaAdmin(AuditedAdmin):
 GPU_TYPE_FIELDS = ("name", "label", "value", "order", "description")
 
 
-class GpuTypeForm(forms.ModelForm):
+class GpuTypeForm(LoadedRowForm):
+    """A GPU type; a save from a page opened before another admin's change of it is refused (`LoadedRowForm`)."""
+
     class Meta:
         model = GpuType
         fields = GPU_TYPE_FIELDS
@@ -224,6 +230,13 @@ class GpuTypeForm(forms.ModelForm):
             if problem:
                 raise ValidationError(problem)
         return name
+
+    def clean(self):
+        if self.instance.pk:
+            # The first lock of every GPU type change (`gpu_type_update`, `gpu_type_delete`), before the row's:
+            # taken the other way round, this save and another admin's delete of the type could deadlock.
+            lock_teams()
+        return super().clean()
 
 
 @admin.register(GpuType)

@@ -162,7 +162,7 @@ def gpu_type_create(*, actor=None, **fields) -> GpuType:
     behaves as it did without.
     """
     with transaction.atomic():
-        _lock_teams()
+        lock_teams()
         first = not GpuType.objects.exists()
         gpu_type = GpuType(**fields)
         gpu_type.full_clean()
@@ -183,7 +183,7 @@ def gpu_type_update(*, gpu_type: GpuType, actor=None, **fields) -> GpuType:
     for and the type it runs on are its own record, which a rename would change under it.
     """
     with transaction.atomic():
-        _lock_teams()
+        lock_teams()
         current = GpuType.objects.select_for_update().get(pk=gpu_type.pk)
         before, old = snapshot(current), current.resource
         for key, value in fields.items():
@@ -208,7 +208,7 @@ def gpu_type_delete(*, gpu_type: GpuType, actor=None) -> None:
     GPUs are of one kind again.
     """
     with transaction.atomic():
-        _lock_teams()
+        lock_teams()
         current = GpuType.objects.select_for_update().filter(pk=gpu_type.pk).first()
         if current is None:
             return
@@ -255,9 +255,10 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _lock_teams() -> None:
+def lock_teams() -> None:
     """Locks every team row: type changes rewrite many teams' quotas, and a quota edit (which locks
-    its team) or a second type change must not interleave with them."""
+    its team) or a second type change must not interleave with them. The GPU type admin takes it
+    before it reads the type's row, so that it and the change lock in one order."""
     list(Team.objects.select_for_update().order_by("pk").values_list("pk", flat=True))
 
 

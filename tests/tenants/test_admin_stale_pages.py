@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenants.models import ApiToken, AuditEntry, Membership, PriorityTier
+from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier
 from tenants.tokens import token_create, token_revoke
 from tests.page_forms import opened
 
@@ -90,3 +90,36 @@ def test_a_post_that_does_not_say_what_it_was_loaded_with_is_refused(alice, tier
     response = alice.post(url, page | {"grace_period": "600"})
     assert PriorityTier.objects.get(pk=tiers["standard"].pk).grace_period != 600
     assert "This form does not say what it was loaded with" in response.content.decode()
+
+
+def test_a_gpu_type_changed_by_another_admin_is_not_undone(alice, bob, gpu_types):
+    url = f"/admin/tenants/gputype/{gpu_types['a100'].pk}/change/"
+    bobs_page = opened(bob, url)
+    assert alice.post(url, opened(alice, url) | {"value": "NVIDIA-A100-SXM4-40GB"}).status_code == 302
+
+    response = bob.post(url, bobs_page | {"description": "80 GB, the fastest"})
+
+    a100 = GpuType.objects.get(pk=gpu_types["a100"].pk)
+    assert (a100.value, a100.description) == ("NVIDIA-A100-SXM4-40GB", "80 GB, large training")
+    assert f"another change was saved to value; {RELOAD}" in response.content.decode()
+    assert AuditEntry.objects.filter(subject="gputype").count() == 1
+
+
+def test_a_gpu_type_renamed_by_another_admin_is_not_renamed_back(alice, bob, gpu_types, maps):
+    url = f"/admin/tenants/gputype/{gpu_types['a100'].pk}/change/"
+    bobs_page = opened(bob, url)
+    assert alice.post(url, opened(alice, url) | {"name": "a100-80gb"}).status_code == 302
+
+    response = bob.post(url, bobs_page | {"order": "5"})  # his page still says a100
+
+    assert GpuType.objects.get(pk=gpu_types["a100"].pk).name == "a100-80gb"
+    assert set(maps.quotas.values_list("resource", flat=True)) == {"gpu:l4", "gpu:a100-80gb"}
+    assert f"another change was saved to name; {RELOAD}" in response.content.decode()
+
+
+def test_a_gpu_type_page_opened_after_the_change_saves(alice, bob, gpu_types):
+    url = f"/admin/tenants/gputype/{gpu_types['a100'].pk}/change/"
+    assert alice.post(url, opened(alice, url) | {"value": "NVIDIA-A100-SXM4-40GB"}).status_code == 302
+    assert bob.post(url, opened(bob, url) | {"description": "80 GB, the fastest"}).status_code == 302
+    a100 = GpuType.objects.get(pk=gpu_types["a100"].pk)
+    assert (a100.value, a100.description) == ("NVIDIA-A100-SXM4-40GB", "80 GB, the fastest")

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 
 from jobs.models import Job
 from tenants.models import AuditEntry, GpuType, Quota
+from tests.page_forms import opened
 
 pytestmark = pytest.mark.django_db
 
@@ -44,8 +45,8 @@ def test_an_invalid_name_is_shown_by_its_field(admin_client, maps):
 
 
 def test_a_rename_renames_the_quotas(admin_client, gpu_types, maps):
-    a100 = gpu_types["a100"]
-    response = admin_client.post(f"/admin/tenants/gputype/{a100.pk}/change/", {**FORM, "name": "a100-80gb"})
+    url = f"/admin/tenants/gputype/{gpu_types['a100'].pk}/change/"
+    response = admin_client.post(url, opened(admin_client, url) | {"name": "a100-80gb"})
     assert response.status_code == 302
     assert set(maps.quotas.values_list("resource", flat=True)) == {"gpu:l4", "gpu:a100-80gb"}
 
@@ -54,7 +55,8 @@ def test_a_rename_while_jobs_name_the_type_is_refused_by_the_name_field(admin_cl
     job = submit()
     Job.objects.filter(pk=job.pk).update(gpu_type=["a100"])
     a100 = gpu_types["a100"]
-    response = admin_client.post(f"/admin/tenants/gputype/{a100.pk}/change/", {**FORM, "name": "a100-80gb"})
+    url = f"/admin/tenants/gputype/{a100.pk}/change/"
+    response = admin_client.post(url, opened(admin_client, url) | {"name": "a100-80gb"})
     assert response.status_code == 200
     assert f"while 1 queued or running job (#{job.pk}) ask for it" in response.content.decode()
     assert GpuType.objects.get(pk=a100.pk).name == "a100"
