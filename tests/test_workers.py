@@ -11,7 +11,7 @@ from django.conf import settings
 
 from portal.celery import app
 from scheduling.tasks import ping
-from tests.workers import PREFIX_VARIABLE, celery_worker, forget
+from tests.workers import PREFIX_VARIABLE, celery_worker, forget, forget_own
 
 # The broker keys of another test process, as its settings would name them.
 OTHER = f"gangway-test-other-{os.getpid()}:"
@@ -36,6 +36,7 @@ def waiting(queue: str) -> int:
 @pytest.mark.worker
 def test_a_worker_another_test_process_starts_neither_empties_nor_takes_this_ones_tasks(transactional_db,
                                                                                        other_process):  # fmt: skip
+    forget_own()  # what earlier tests of this process left queued (tasks sent with no worker running)
     mine = ping.apply_async(ignore_result=False)  # this process has no worker yet: its task waits
     assert waiting("celery") == 1
 
