@@ -3,7 +3,10 @@
 1. Build the working state: node room and team usage from running jobs (R12:
    outside usage takes room and no quota).
 2. Reject what can never fit (R10; on a cluster with GPU types, what fits
-   none of the job's types, naming each type's limit).
+   none of the job's types, naming each type's limit). R10 counts the nodes
+   that take no new pods now (cordoned, tainted); a job that fits only with
+   them waits on those types, naming the nodes, and is tried only on its
+   other types.
 3. Consider the rest in R3 order (R9 inside a tier value). For each job:
    a. held by the starvation guard (R4)? It waits and holds nothing itself;
    b. fits (R2 quota, R1 gang, R11 placement) on the room left after
@@ -45,7 +48,7 @@ from .order import admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
 from .reasons import Code, amounts, replicas_text
-from .rejection import reject_reason, reject_typed, reject_untyped
+from .rejection import closed_types, reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .runtime import expected_runtime
 from .state import State
@@ -76,12 +79,18 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
 
     # 4. Positions among waiting jobs, in R3 order.
     ranked = [job for job in made.queue if job.id in waiting]
+    # 5. Estimated starts, of the jobs some schedulable node could hold.
+    kinds, estimated = made.kinds, ranked
+    if made.closed:
+        kinds = {job: tuple(k for k in tried if k not in made.closed.get(job, ()))
+                 for job, tried in kinds.items()}
+        estimated = [job for job in ranked if kinds[job.id]]
     if not with_eta:
         etas = {}
     elif state.types is None:
-        etas = estimate_starts(snapshot, ranked, made.admitted, state, holds)
+        etas = estimate_starts(snapshot, estimated, made.admitted, state, holds)
     else:
-        etas = estimate_typed(snapshot, ranked, made.admitted, state, holds, made.kinds)
+        etas = estimate_typed(snapshot, estimated, made.admitted, state, holds, kinds)
     waits = []
     per_team: dict[str, int] = {}
     for position, job in enumerate(ranked, start=1):
@@ -114,6 +123,9 @@ class Decisions:
     holds: list[Hold]
     # job id -> the GPU types it tries, in order (None: no type)
     kinds: dict[str, tuple[int | None, ...]]
+    # job id -> its GPU types (None: no type) it fits only with nodes that
+    # take no new pods now -> the code and sentence saying so
+    closed: dict[str, dict[int | None, tuple[Code, str]]]
 
 
 def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
@@ -134,6 +146,9 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
     # The verdict depends on the team, the tier, the shape and the types only.
     verdicts: dict[tuple, tuple[Code, str] | None] = {}
     kinds_of: dict[str, tuple[int | None, ...]] = {}  # job id -> the GPU types it tries
+    closed: dict[str, dict[int | None, tuple[Code, str]]] = {}
+    # (shape, GPU type) -> whether it fits only with nodes that take no new pods, and why
+    unplaceable: dict[tuple[Demand, int | None], tuple[Code, str] | None] = {}
     rejected: list[Rejection] = []
     queue: list[PendingJob] = []
     for job in snapshot.pending:
@@ -153,6 +168,10 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
         if verdict is None:
             queue.append(job)
             kinds_of[job.id] = kinds if types is None else tuple(k for k in kinds if k != -1)
+            if state.open is not None:
+                found = closed_types(demand, kinds_of[job.id], state, unplaceable)
+                if found:
+                    closed[job.id] = found
         else:
             rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
     queue = r3_sorted(queue, tiers)
@@ -200,19 +219,22 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
             continue
         every = kinds_of[job.id]
         kinds = every
-        shut: dict[int | None, str] = {}  # its held types -> the sentence naming the holder
+        # Its types closed to it -> why: only nodes taking no pods could hold
+        # it there, or a starving job holds the type (the sentence naming the holder).
+        shut: dict[int | None, tuple[Code, str]] = closed.get(job.id, {})
         if held_types:
+            shut = dict(shut)
             for kind in every:
                 type_holder = held_types.get((job.team, kind)) or held_types.get((None, kind))
-                if type_holder is not None:
-                    shut[kind] = held_sentence(type_holder)
-            if shut:
-                kinds = tuple(kind for kind in every if kind not in shut)
-                if not kinds:
-                    if with_waits:
-                        waiting[job.id] = why_waiting(job, demand, every, [], state, holds,
-                                                      kept_off, now, shut)
-                    continue
+                if type_holder is not None and kind not in shut:
+                    shut[kind] = (Code.HELD, held_sentence(type_holder))
+        if shut:
+            kinds = tuple(kind for kind in every if kind not in shut)
+            if not kinds:
+                if with_waits:
+                    waiting[job.id] = why_waiting(job, demand, every, [], state, holds,
+                                                  kept_off, now, shut)
+                continue
         # Sure to end by then (R4: only max_runtime counts, not an estimate).
         until = now + job.max_runtime if job.max_runtime else None
         spared = holds.spares(until)
@@ -298,7 +320,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
 
     state.select(None)
     rejected.sort(key=lambda r: r.id)
-    return Decisions(admitted, waiting, rejected, queue, state, holds.holds, kinds_of)
+    return Decisions(admitted, waiting, rejected, queue, state, holds.holds, kinds_of, closed)
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,

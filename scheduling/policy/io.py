@@ -4,6 +4,13 @@
 field path and what was wrong; `plan_to_dict` gives the output JSON, sorted so
 the same snapshot always prints the same bytes.
 
+A node that takes no new pods now (cordoned for a drain, or tainted against
+Gangway's pods) carries `"schedulable": false` (absent: true), and may say
+why in `"unschedulable"` ("cordoned", "tainted maintenance"). It counts only
+for R10: a job that fits only with such nodes waits, naming them, instead
+of being rejected; nothing is placed or reserved on it, and its capacity is
+neither free room nor R2's unassigned capacity.
+
 GPU types (types.py), all optional; a snapshot without them reads as ever:
 - `"gpu_types": [{"name": "l4"}, {"name": "a100"}]`: the cluster's order,
   cheapest first (types only nodes or quotas name come after, in the order
@@ -185,12 +192,15 @@ def snapshot_from_dict(data: Any) -> Snapshot:
     nodes = []
     for k, item in enumerate(_list(data["nodes"], "nodes")):
         where = f"nodes[{k}]"
-        item = _obj(item, where, {"name", *RESOURCES, "gpu_type"}, {"name"})
+        item = _obj(item, where, {"name", *RESOURCES, "gpu_type", "schedulable", "unschedulable"},
+                    {"name"})
         gpu_type = item.get("gpu_type")
         name = _str(item["name"], f"{where}.name")
         gpu, cpu, memory = (_int(item.get(r, 0), f"{where}.{r}") for r in RESOURCES)
+        schedulable, why = _schedulable(item, where)
         nodes.append(Node(name, gpu, cpu, memory,
-                          None if gpu_type is None else _type_name(gpu_type, f"{where}.gpu_type")))
+                          None if gpu_type is None else _type_name(gpu_type, f"{where}.gpu_type"),
+                          schedulable, why))
     _unique([n.name for n in nodes], "nodes", "name")
     tiers = []
     for k, item in enumerate(_list(data["tiers"], "tiers")):
@@ -280,7 +290,8 @@ def snapshot_from_dict(data: Any) -> Snapshot:
     snapshot = Snapshot(
         now, tuple(nodes), tuple(tiers), tuple(teams), tuple(running), tuple(pending),
         _settings(data.get("settings", {})),
-        _reservations(data.get("reservations", []), {n.name: i for i, n in enumerate(nodes)},
+        _reservations(data.get("reservations", []),
+                      {n.name: i for i, n in enumerate(nodes) if n.schedulable},
                       {j.id for j in pending}),
         _gpu_types(data.get("gpu_types", [])),
     )
@@ -322,7 +333,8 @@ def _reservations(data: Any, nodes: dict[str, int], pending: set[str]) -> tuple[
                                 "must be an object mapping nodes to replicas")
         for name, count in placement.items():
             _int(count, f"{where}.placement.{name}", minimum=1)
-        # A node gone from the snapshot (drained) no longer keeps the job's room.
+        # A node gone from the snapshot (drained), or taking no new pods, no
+        # longer keeps the job's room.
         counts = tuple((name, placement[name]) for name in sorted(
             (name for name in placement if name in nodes), key=nodes.__getitem__))
         gpu_type = item.get("gpu_type")
@@ -332,6 +344,22 @@ def _reservations(data: Any, nodes: dict[str, int], pending: set[str]) -> tuple[
             kept.append(Reservation(job, start, counts, gpu_type=gpu_type))
     _unique([r.id for r in kept], "reservations", "id")
     return tuple(kept)
+
+
+def _schedulable(item: dict, where: str) -> tuple[bool, str]:
+    """Returns whether a node takes new pods (`"schedulable"`, true when
+    absent) and, for one that does not, why (`"unschedulable"`, optional:
+    "cordoned", "tainted maintenance")."""
+    schedulable = item.get("schedulable", True)
+    if not isinstance(schedulable, bool):
+        raise SnapshotError(f"{where}.schedulable", f"must be true or false, got {_shown(schedulable)}")
+    if "unschedulable" not in item:
+        return schedulable, ""
+    why = _str(item["unschedulable"], f"{where}.unschedulable")
+    if schedulable:
+        raise SnapshotError(f"{where}.unschedulable",
+                            'says why a node takes no new pods: only with "schedulable": false')
+    return schedulable, why
 
 
 def _optional_runtime(item: dict, where: str, name: str = "max_runtime") -> int | None:

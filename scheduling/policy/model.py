@@ -33,6 +33,13 @@ class Node:
     memory: int = 0
     # The GPU type of its GPUs (types.py); None on a cluster without types.
     gpu_type: str | None = None
+    # False for a node that takes no new pods (cordoned, or tainted against
+    # Gangway's pods): it counts only for what R10 asks, whether a job could
+    # ever fit; placement, free room, quota, reservations and estimates see
+    # the schedulable nodes alone (state.py). `unschedulable` says why, in
+    # words ("cordoned", "tainted maintenance"); "" when it is not known.
+    schedulable: bool = True
+    unschedulable: str = ""
 
 
 @dataclass(frozen=True, slots=True)

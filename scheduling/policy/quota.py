@@ -44,7 +44,11 @@ class Refusal:
 class Quota:
     """Per-team usage against nominal, borrowing and lending limits."""
 
-    def __init__(self, teams: tuple[Team, ...], capacity: Sequence[int]) -> None:
+    def __init__(self, teams: tuple[Team, ...], capacity: Sequence[int],
+                 ever: Sequence[int] | None = None) -> None:
+        """`capacity` is the schedulable nodes' (R2's unassigned capacity);
+        `ever`, that of every node, cordoned ones too (default: `capacity`),
+        bounds what a team could ever hold (R10, `most_ever`)."""
         self.teams = {t.name: t for t in teams}
         self.usage: dict[str, list[int]] = {t.name: [0, 0, 0] for t in teams}
         self.steady: dict[str, list[int]] = {t.name: [0, 0, 0] for t in teams}
@@ -78,8 +82,11 @@ class Quota:
                 assigned[r] += nominal[r]
                 self.pool[r] += lendable[r]
         self.unassigned = [max(0, capacity[r] - assigned[r]) for r in range(3)]
+        # R10's pool: what teams may lend plus the unassigned capacity of every node.
+        self.ever_pool = list(self.pool)
         for r in range(3):
             self.pool[r] += self.unassigned[r]
+            self.ever_pool[r] += max(0, (capacity if ever is None else ever)[r] - assigned[r])
 
     def _above(self, team: str, r: int, used: int) -> int:
         return max(0, used - self.guaranteed[team][r])
@@ -180,11 +187,12 @@ class Quota:
 
     def most_ever(self, team: str, r: int, steady: bool) -> tuple[int, int]:
         """Returns `(most, borrowable)`: the most of `r` the team could ever
-        hold and the part of it above nominal (R10)."""
+        hold and the part of it above nominal (R10), counting the capacity
+        of every node, cordoned ones too: they may take pods again."""
         nominal = self.nominal[team][r]
         if steady:
             return nominal, 0
-        lendable = self.pool[r] - (nominal - self.guaranteed[team][r])
+        lendable = self.ever_pool[r] - (nominal - self.guaranteed[team][r])
         borrowable = lendable
         ceiling = self.ceiling[team][r]
         if ceiling is not None:

@@ -26,6 +26,7 @@ class Code(StrEnum):
     RESERVING = "reserving"  # R4: starving, it holds a reservation of room
     RESERVED_ROOM = "reserved_room"  # R4: it would fit only on room reserved for another job
     NO_RESERVATION = "no_reservation"  # R4: starving, but outside usage with no end blocks it
+    UNSCHEDULABLE = "unschedulable"  # R10: it fits only with nodes that take no pods now (cordoned)
     # Rejected (R10)
     PER_REPLICA_MAX = "per_replica_max"
     REPLICA_TOO_LARGE = "replica_too_large"
@@ -76,6 +77,9 @@ TEMPLATES: dict[Code, str] = {
         "Waiting for room: needs {need} in {replicas}; no room can be reserved for it, as "
         "pods Gangway did not create hold {outside} with no expected end."
     ),
+    Code.UNSCHEDULABLE: (
+        "Waiting for nodes that take no new pods: only {nodes} could hold {what}."
+    ),
     Code.PER_REPLICA_MAX: (
         "A replica asks for {asked}; team {team} allows at most {limit} per replica "
         "(per_replica_max)."
@@ -100,7 +104,8 @@ TEMPLATES: dict[Code, str] = {
 
 WAIT_CODES = frozenset(
     {Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW, Code.NOMINAL_ONLY, Code.NO_ROOM,
-     Code.FRAGMENTED, Code.HELD, Code.RESERVING, Code.RESERVED_ROOM, Code.NO_RESERVATION}
+     Code.FRAGMENTED, Code.HELD, Code.RESERVING, Code.RESERVED_ROOM, Code.NO_RESERVATION,
+     Code.UNSCHEDULABLE}
 )
 
 

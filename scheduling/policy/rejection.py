@@ -4,6 +4,10 @@ A job is rejected only for limits that no change of load can lift: a replica
 above the team's per-replica limit or larger than any node, a gang the empty
 cluster could not hold, or more than the team could ever hold under its quota.
 Whatever could fit later waits instead.
+
+Nodes that take no new pods now (cordoned for a drain, tainted) count here,
+and only here: they may take pods again. A job that fits the empty cluster
+only with them waits, its sentence naming them (`only_unschedulable`).
 """
 
 from __future__ import annotations
@@ -124,3 +128,81 @@ def reject_untyped(job: PendingJob) -> tuple[Code, str]:
     without types: none of them exists."""
     said = [Code.UNKNOWN_GPU_TYPE.say(gpu_type=name).rstrip(".") for name in job.gpu_type]
     return Code.UNKNOWN_GPU_TYPE, "; ".join(said) + "."
+
+
+def closed_types(demand: Demand, kinds: tuple[int | None, ...], state,
+                 known: dict[tuple[Demand, int | None], tuple[Code, str] | None]
+                 ) -> dict[int | None, tuple[Code, str]]:
+    """Returns the GPU types of `kinds` (None: no type) where a job R10 let
+    through fits only with nodes that take no new pods now, each with the
+    code and sentence saying so; empty when it could fit on each as the
+    nodes are. `known` keeps each (shape, type)'s answer for the cycle."""
+    closed = {}
+    for kind in kinds:
+        key = (demand, kind)
+        if key not in known:
+            known[key] = only_unschedulable(demand, kind, state)
+        said = known[key]
+        if said is not None:
+            closed[kind] = said
+    return closed
+
+
+def only_unschedulable(demand: Demand, kind: int | None, state) -> tuple[Code, str] | None:
+    """Returns `(code, sentence)` when the job fits the empty cluster's nodes of
+    GPU type `kind` (None: all nodes) only with nodes that take no new pods
+    now, naming them: a replica no schedulable node could hold, or a gang
+    the schedulable nodes could not hold at once. Returns None when the
+    schedulable nodes could hold it, when the cluster has no such nodes,
+    and when even every node could not (R10 or its other types decide)."""
+    if state.open is None:
+        return None
+    empty = state.empty.part(kind)
+    if demand.total[0] and not empty.total[0]:
+        return None  # no GPUs of the type at all: judged by its limits (reject_reason)
+    room = state.open.part(kind)
+    fits = state.open_fits.setdefault(kind, {})
+    for _, gpu, cpu, memory in demand.groups:
+        replica = (gpu, cpu, memory)
+        holds = fits.get(replica)
+        if holds is None:
+            holds = fits[replica] = any(
+                room.gpu[i] >= gpu and room.cpu[i] >= cpu and room.memory[i] >= memory
+                for i in room.indices
+            )
+        if holds:
+            continue
+        able = [i for i in empty.indices
+                if empty.gpu[i] >= gpu and empty.cpu[i] >= cpu and empty.memory[i] >= memory]
+        if not able:
+            return None
+        return Code.UNSCHEDULABLE, Code.UNSCHEDULABLE.say(
+            nodes=_nodes_text(state, able, "or"), what=f"a replica of {amounts(replica)}")
+    whole = fits.get(demand)
+    if whole is None:
+        whole = fits[demand] = place(room, demand) is not None
+    if whole:
+        return None
+    placement = place(empty, demand)
+    needed = [] if placement is None else [i for i, _ in placement if i in state.unschedulable]
+    if not needed:
+        return None
+    return Code.UNSCHEDULABLE, Code.UNSCHEDULABLE.say(
+        nodes="the cluster with " + _nodes_text(state, needed, "and"),
+        what=replicas_text(demand.groups) + " at once")
+
+
+SHOWN = 3  # nodes a sentence names; the rest are counted
+
+
+def _nodes_text(state, indices: list[int], joiner: str) -> str:
+    """Returns the nodes that take no new pods among `indices`, each with why:
+    "node-03 (cordoned) or node-04 (tainted maintenance)", past SHOWN "and 5 more"."""
+    names = state.empty.names
+    parts = [f"{names[i]} ({state.unschedulable[i]})" for i in indices
+             if i in state.unschedulable]
+    if len(parts) > SHOWN:
+        parts = parts[:SHOWN] + [f"{len(parts) - SHOWN} more"]
+    if len(parts) == 1:
+        return parts[0]
+    return ", ".join(parts[:-1]) + f" {joiner} " + parts[-1]

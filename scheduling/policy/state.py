@@ -119,23 +119,43 @@ class State:
     def __init__(self, snapshot: Snapshot) -> None:
         self.now = snapshot.now
         self.settings = snapshot.settings
-        self.types = Types.of(snapshot)
+        nodes = snapshot.nodes
+        # Only schedulable nodes take room: a cordoned or tainted node is
+        # left out of everything but R10, as if the snapshot did not list it.
+        placeable = nodes if all(n.schedulable for n in nodes) else tuple(
+            n for n in nodes if n.schedulable)
+        self.types = Types.of(snapshot, placeable)
         types = self.types
-        self.whole = (Room(snapshot.nodes) if types is None
-                      else Room(snapshot.nodes, types.node_kinds, len(types.names)))
+        self.whole = (Room(placeable) if types is None
+                      else Room(placeable, types.node_kinds, len(types.names)))
         self.room = self.whole
-        # The room of the empty cluster, for R10: a copy before any job is
-        # charged, cheaper than indexing the nodes again.
-        self.empty = self.whole.copy()
+        # The room of the empty cluster, for R10: every node, the ones that
+        # take no pods now too (they may again). Without such nodes, a copy
+        # before any job is charged, cheaper than indexing the nodes again;
+        # with them, `open` is the empty room of the schedulable nodes, and
+        # `unschedulable` says why each other node of `empty` takes no pods.
+        self.open: Room | None = None
+        self.unschedulable: dict[int, str] = {}
+        if placeable is nodes:
+            self.empty = self.whole.copy()
+        else:
+            self.open = self.whole.copy()
+            self.empty = (Room(nodes) if types is None
+                          else Room(nodes, types.ever_kinds, len(types.names)))
+            self.unschedulable = {i: n.unschedulable or "not schedulable"
+                                  for i, n in enumerate(nodes) if not n.schedulable}
         capacity = tuple(self.whole.total)  # nothing is charged yet
         self.kind: int | None = None
-        # GPU type -> whether a shape fits the empty cluster's nodes of that type (R10).
+        # GPU type -> whether a shape fits the empty cluster's nodes of that type (R10),
+        # and its schedulable nodes (`open`).
         self.empty_fits: dict[int | None, dict[object, bool]] = {}
+        self.open_fits: dict[int | None, dict[object, bool]] = {}
         if types is None:
-            self.quota = Quota(snapshot.teams, capacity)
+            self.quota = Quota(snapshot.teams, capacity, self.empty.total)
             self.quotas: list[Quota] | None = None
         else:
-            self.quotas = [Quota(teams, cap) for teams, cap in zip(types.teams, types.capacity)]
+            self.quotas = [Quota(teams, cap, ever) for teams, cap, ever
+                           in zip(types.teams, types.capacity, types.ever)]
             self.quota = self.quotas[0]
         self.teams = tuple(t.name for t in snapshot.teams)
         self._tiers = {t.name: t for t in snapshot.tiers}
@@ -188,8 +208,8 @@ class State:
         """Takes the running jobs' room per node, charges their usage per team
         and files them by team.
 
-        A node the snapshot no longer lists (drained, tainted) holds no
-        schedulable room; the usage still counts against quota.
+        A node the snapshot no longer lists, or lists as not schedulable
+        (cordoned, tainted), holds no room; the usage still counts against quota.
         """
         index, tiers, by_team = self.room.index, self._tiers, self._running
         # Room taken per node, as GPU, CPU and memory columns in node order.

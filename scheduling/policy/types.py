@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import PendingJob, RunningJob, Snapshot, Team
+from .model import Node, PendingJob, RunningJob, Snapshot, Team
 
 PREFIX = "gpu:"
 
@@ -67,29 +67,37 @@ def team_types(team: Team, order: tuple[str, ...]) -> tuple[str, ...]:
 @dataclass(frozen=True, slots=True)
 class Types:
     """The GPU types of one snapshot: names in the cluster's order, each
-    node's type index (-1: none), and the quota teams of each type."""
+    schedulable node's type index (-1: none), and the quota teams of each type.
+
+    `capacity` is each type's room on the schedulable nodes (R2's unassigned
+    capacity); `ever` on every node, cordoned ones too, and `ever_kinds`
+    each node's type: what R10 judges against.
+    """
 
     names: tuple[str, ...]
     node_kinds: tuple[int, ...]
     teams: tuple[tuple[Team, ...], ...]
     capacity: tuple[tuple[int, int, int], ...]
     index: dict[str, int]  # name -> its place in `names`
+    ever: tuple[tuple[int, int, int], ...] = ()
+    ever_kinds: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, snapshot: Snapshot) -> Types | None:
-        """Returns the snapshot's types, or None when it has none."""
+    def of(cls, snapshot: Snapshot, nodes: tuple[Node, ...] | None = None) -> Types | None:
+        """Returns the snapshot's types, or None when it has none. Every
+        node and quota names types; `node_kinds` and `capacity` are of
+        `nodes`, the schedulable ones (default: all the snapshot's)."""
         names = cluster_types(snapshot)
         if not names:
             return None
         index = {name: k for k, name in enumerate(names)}
-        kinds = tuple(index.get(n.gpu_type, -1) if n.gpu_type else -1 for n in snapshot.nodes)
-        cpu = sum(n.cpu for n in snapshot.nodes)
-        memory = sum(n.memory for n in snapshot.nodes)
-        capacity = tuple((sum(n.gpu for n, k in zip(snapshot.nodes, kinds) if k == t), cpu, memory)
-                         for t in range(len(names)))
         teams = tuple(tuple(_team_of_type(team, name) for team in snapshot.teams)
                       for name in names)
-        return cls(names, kinds, teams, capacity, index)
+        ever_kinds, ever = _kinds_and_capacity(snapshot.nodes, index, len(names))
+        if nodes is None or len(nodes) == len(snapshot.nodes):
+            return cls(names, ever_kinds, teams, ever, index, ever, ever_kinds)
+        kinds, capacity = _kinds_and_capacity(nodes, index, len(names))
+        return cls(names, kinds, teams, capacity, index, ever, ever_kinds)
 
     def candidates(self, job: PendingJob, team: Team) -> tuple[int | None, ...]:
         """Returns the type indices a pending job may get, in the order they
@@ -116,6 +124,18 @@ class Types:
                     return None if kind < 0 else kind
                 k += 1
         return None
+
+
+def _kinds_and_capacity(nodes: tuple[Node, ...], index: dict[str, int], types: int
+                        ) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
+    """Returns each node's type index (-1: none) and each type's GPUs with
+    the nodes' CPU and memory (untyped: the same for every type)."""
+    kinds = tuple(index.get(n.gpu_type, -1) if n.gpu_type else -1 for n in nodes)
+    cpu = sum(n.cpu for n in nodes)
+    memory = sum(n.memory for n in nodes)
+    capacity = tuple((sum(n.gpu for n, k in zip(nodes, kinds) if k == t), cpu, memory)
+                     for t in range(types))
+    return kinds, capacity
 
 
 def _team_of_type(team: Team, name: str) -> Team:

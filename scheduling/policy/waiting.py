@@ -36,8 +36,9 @@ def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
     """Returns the code and sentence for a job that fits no type, naming each
     type ("a100: ...; h100: ..."); the code is its first type's.
 
-    `held` maps the types a starving job holds for the job's team (R4) to
-    the sentence naming the holder; `refusals` are R2's answers on the
+    `held` maps the types closed to the job to their code and sentence: a
+    starving job holds them for the job's team (R4), or only nodes that
+    take no new pods could hold it there (R10); `refusals` are R2's answers on the
     job's other types, in order. `ahead` counts the team's earlier jobs
     that wait for quota, which the sentence of a quota refusal names, and
     counts this one's refusals in."""
@@ -45,7 +46,8 @@ def why_waiting(job: PendingJob, demand: Demand, kinds, refusals, state: State,
     answers = iter(refusals)
     for kind in kinds:
         if held and kind in held:
-            said.append((Code.HELD, type_name(state, kind), held[kind]))
+            code, sentence = held[kind]
+            said.append((code, type_name(state, kind), sentence))
             continue
         state.select(kind)
         refusal = next(answers)

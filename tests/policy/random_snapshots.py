@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
-from scheduling.policy import Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team
+from scheduling.policy import Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, plan
 
 
 def place_randomly(rng: random.Random, free: dict[str, list[int]], count: int, gpu: int, cpu: int) -> list[str] | None:
@@ -90,3 +91,33 @@ def typed_snapshot(rng: random.Random, tiers, types: int = 2):
                              max_reservations=rng.choice((0, 1, 2))),
                     gpu_types=order)
 
+
+
+def cordon_some(rng: random.Random, snapshot: Snapshot) -> Snapshot:
+    """Returns the snapshot with some of its nodes (none, some or all) taking
+    no new pods, cordoned or tainted; running jobs stay where they were."""
+    share = rng.choice((0.0, 0.3, 0.6, 1.0))
+    nodes = tuple(replace(n, schedulable=False, unschedulable=rng.choice(("cordoned", "tainted maintenance", "")))
+                  if rng.random() < share else n for n in snapshot.nodes)
+    return replace(snapshot, nodes=nodes)
+
+
+def uncordoned(snapshot: Snapshot) -> Snapshot:
+    """Returns the snapshot with every node taking pods again."""
+    return replace(snapshot, nodes=tuple(replace(n, schedulable=True, unschedulable="") for n in snapshot.nodes))
+
+
+def check_unschedulable_nodes(snapshot: Snapshot, result) -> None:
+    """Asserts what nodes that take no new pods may and may not do in a plan:
+    no admission or reservation is placed on them; they count for R10 as if
+    they took pods (the same rejections, word for word, as with every node
+    uncordoned); on a cluster without GPU types, a job waiting for them has
+    no estimated start (with types, its other types may give one)."""
+    closed = {n.name for n in snapshot.nodes if not n.schedulable}
+    for a in result.admit:
+        assert closed.isdisjoint(a.nodes), (a, closed)
+    for r in result.reservations:
+        assert closed.isdisjoint(name for name, _ in r.placement), (r, closed)
+    assert plan(uncordoned(snapshot), with_eta=False, with_waits=False).reject == result.reject
+    if not any(n.gpu_type for n in snapshot.nodes):
+        assert all(w.eta is None for w in result.wait if w.code == "unschedulable"), result.wait

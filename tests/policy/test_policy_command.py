@@ -71,6 +71,27 @@ def test_it_prints_the_reservations_the_next_snapshot_takes_back():
     assert "p1   reserve   n1 x1 from 9010" in again.stderr
 
 
+def test_it_takes_nodes_that_take_no_new_pods_and_says_who_waits_for_them():
+    data = json.loads(json.dumps(GOOD))
+    data["nodes"].append({"name": "n2", "gpu": 16, "schedulable": False, "unschedulable": "cordoned"})
+    data["teams"][0]["nominal"]["gpu"] = 24
+    data["pending"][0].update(tier="standard", replicas=[{"count": 1, "gpu": 16}])
+    done = _run("--input", "-", "--explain", stdin=json.dumps(data))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["wait"] == [
+        {"id": "p1", "position": 1, "team_position": 1, "code": "unschedulable", "eta": None,
+         "reason": "Waiting for nodes that take no new pods: only n2 (cordoned) could hold a replica of 16 GPUs."}]
+    assert done.stderr.strip().endswith("Admitted 0, preempted 0, waiting 1, rejected 0.")
+
+
+def test_it_exits_2_with_one_line_for_a_bad_node_field():
+    bad = json.loads(json.dumps(GOOD))
+    bad["nodes"][0]["schedulable"] = "false"
+    done = _run("--input", "-", stdin=json.dumps(bad))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.strip() == "nodes[0].schedulable: must be true or false, got 'false'"
+
+
 def test_it_exits_2_with_one_line_for_input_that_is_not_json():
     done = _run("--input", "-", stdin="{")
     assert done.returncode == 2

@@ -70,6 +70,12 @@ def _with(change):
     (lambda d: d.update(reservations=[{"id": "p1", "start": 4000, "placement": {"n1": 2},
                                        "eta": 4000}]),
      "reservations[0].eta: is not a known field"),
+    (lambda d: d["nodes"][0].update(schedulable="no"),
+     "nodes[0].schedulable: must be true or false, got 'no'"),
+    (lambda d: d["nodes"][0].update(unschedulable="cordoned"),
+     'nodes[0].unschedulable: says why a node takes no new pods: only with "schedulable": false'),
+    (lambda d: d["nodes"][0].update(schedulable=False, unschedulable=""),
+     "nodes[0].unschedulable: must be a non-empty string, got ''"),
 ])
 def test_it_names_the_field_and_the_problem(change, message):
     with pytest.raises(SnapshotError) as caught:
@@ -92,6 +98,21 @@ def test_it_reads_the_fields_of_reservations_and_expected_runtimes():
     # A node gone from the snapshot and a job no longer pending drop out.
     assert [(r.id, r.start, r.placement) for r in snapshot.reservations] == [
         ("p1", 4000, (("n1", 2),))]
+
+
+def test_it_reads_a_node_that_takes_no_new_pods_and_keeps_no_reservation_on_it():
+    data = _with(lambda d: d.update(reservations=[{"id": "p1", "start": 4000, "placement": {"n1": 1, "n2": 1}}]))
+    data["nodes"].append({"name": "n2", "gpu": 8, "schedulable": False, "unschedulable": "tainted maintenance"})
+    data["nodes"].append({"name": "n3", "gpu": 8, "schedulable": False})
+    snapshot = snapshot_from_dict(data)
+    assert [(n.name, n.schedulable, n.unschedulable) for n in snapshot.nodes] == [
+        ("n1", True, ""), ("n2", False, "tainted maintenance"), ("n3", False, "")]
+    assert [(r.id, r.placement) for r in snapshot.reservations] == [("p1", (("n1", 1),))]
+
+
+def test_a_snapshot_saying_every_node_takes_pods_plans_as_one_without_the_field():
+    marked = _with(lambda d: d["nodes"][0].update(schedulable=True))
+    assert plan(snapshot_from_dict(marked)) == plan(snapshot_from_dict(GOOD))
 
 
 def test_it_rejects_a_snapshot_that_is_not_an_object():

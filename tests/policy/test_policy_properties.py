@@ -13,7 +13,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.policy.random_snapshots import place_randomly, random_owner
+from tests.policy.random_snapshots import check_unschedulable_nodes, cordon_some, place_randomly, random_owner
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
 )
@@ -349,3 +349,10 @@ def test_team_figures_add_up_and_lend_only_what_lending_limits_allow(snapshot):
             taken[lender] = taken.get(lender, 0) + gpus
         assert sum(gpus for _, gpus in f.borrowed_from) <= f.borrowed
     assert {name: f.lent for name, f in figures.items() if f.lent} == taken
+
+
+@PROFILE
+@given(snapshots(), st.randoms(use_true_random=False))
+def test_nodes_that_take_no_pods_get_nothing_and_reject_nothing(snapshot, rng):
+    snapshot = cordon_some(rng, snapshot)
+    check_unschedulable_nodes(snapshot, plan(snapshot))

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduling.policy import plan
-from tests.policy.random_snapshots import typed_snapshot
+from tests.policy.random_snapshots import check_unschedulable_nodes, cordon_some, typed_snapshot
 from tests.policy.test_policy_properties import PROFILE, TIERS
 
 
@@ -260,3 +260,10 @@ def test_each_teams_figures_per_type_add_up_to_its_total_and_lend_only_within_th
             for lender, gpus in f.borrowed_from:
                 taken[lender] = taken.get(lender, 0) + gpus
         assert {team: f.lent for team, f in of_type.items() if f.lent} == taken
+
+
+@PROFILE
+@given(typed_snapshots(), st.randoms(use_true_random=False))
+def test_nodes_that_take_no_pods_get_nothing_of_any_type_and_reject_nothing(snapshot, rng):
+    snapshot = cordon_some(rng, snapshot)
+    check_unschedulable_nodes(snapshot, plan(snapshot))
