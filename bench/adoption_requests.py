@@ -8,7 +8,8 @@ the API requests by verb and resource and the objects they carried (each list it
 object read, patched or created):
 
   (a) the reconcile pass that adopts the 200 trials and the 30 pipeline jobs;
-  (b) a steady reconcile pass: 530 adopted jobs, nothing new;
+  (b) a steady reconcile pass: 530 adopted jobs, nothing new (each adopted object comes once: with the
+      jobs labelled with a job id, not again with those labelled for a queue);
   (c) the admission cycle that admits 20 of them (the sweep's GPU cap holds the rest);
   (d) the reconcile pass after those 20 trials finished (Katib's Trials read for their outcome, and the
       experiment's best objective).

@@ -121,6 +121,7 @@ def seed() -> Clock:
     from bench.pages_bench import seed as seed_pages
     from jobs.models import Job
     from scheduling.cluster.job_manifests import job_manifest
+    from scheduling.cluster.simulated_replicas import from_manifest
     from scheduling.models import ClusterNode, Cycle, SimJob, SimNode
     from scheduling.snapshot import to_cluster_job
     from tenants.models import Quota
@@ -135,8 +136,9 @@ def seed() -> Clock:
     sims, started = [], []
     for job in ran:
         cluster_job = to_cluster_job(job)
+        manifest = job_manifest(cluster_job)
         common = dict(job_id=job.pk, namespace=cluster_job.namespace, name=cluster_job.name, kind=job.kind,
-                      manifest=job_manifest(cluster_job))  # fmt: skip
+                      manifest=manifest, replicas=from_manifest(manifest))  # fmt: skip
         if job.state == Job.State.RUNNING:
             sims.append(SimJob(**common, nodes=list(job.placement), hint=list(job.placement), created_at=now,
                                started_at=now, duration=rng.randint(60, 6000)))  # fmt: skip

@@ -104,16 +104,23 @@ def build_parser() -> argparse.ArgumentParser:
     logs = command("logs", "Print a job's replica logs (the last lines of each).",
                    "With --follow, keeps printing new lines, through server outages, until the job ends: each line "
                    "once, however often its text repeats; should the job write more between two reads than one "
-                   "read returns (5000 lines of each replica), a line says how many were skipped and where the "
-                   "full log is. Against a portal too old to read on from a position, new lines are told from "
-                   "those printed by their text, and lines that repeat the ones before them, or more than --tail "
-                   "written between two reads, may be left out without notice (a warning says so).",
-                   (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.UNAVAILABLE))  # fmt: skip
+                   "read returns (5000 lines of each replica), a line says how many were skipped and the command "
+                   "that writes the whole log. Against a portal too old to read on from a position, new lines are "
+                   "told from those printed by their text, and lines that repeat the ones before them, or more than "
+                   "--tail written between two reads, may be left out without notice (a warning says so). With "
+                   "--all, writes one replica's whole log, however long, as it comes: `gangway logs 42 --replica "
+                   "worker-0 --all > worker-0.log`; a log the portal could not send whole (it bounds the time of "
+                   "one download) ends with a line saying so, said on standard error too.",
+                   (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
     logs.add_argument("id", type=int, help="The job's id.")
-    logs.add_argument("-f", "--follow", action="store_true",
-                      help="Keep printing new lines until the job ends; exit 1 if it fails.")  # fmt: skip
+    whole = logs.add_mutually_exclusive_group()
+    whole.add_argument("-f", "--follow", action="store_true",
+                       help="Keep printing new lines until the job ends; exit 1 if it fails.")  # fmt: skip
+    whole.add_argument("--all", action="store_true",
+                       help="Write the replica's whole log to standard output (a job of several replicas: name "
+                       "one with --replica; exit 6 otherwise, naming them).")  # fmt: skip
     logs.add_argument("--replica", help="Only this replica, e.g. worker-0.")
-    logs.add_argument("--tail", type=int, default=100, help="Lines of each replica to start from (default 100).")
+    logs.add_argument("--tail", type=int, help="Lines of each replica to start from (default 100; not with --all).")
     logs.add_argument("--interval", type=parse_duration, default=3.0, help="With --follow: seconds between reads.")
 
     cancel = command("cancel", "Cancel a job.", "A queued job is cancelled at once, an admitted or running one "

@@ -20,6 +20,7 @@ TIMEOUT = 30.0  # seconds to connect, and for each read of the answer
 RETRIES = 4  # after the first attempt: 5 in all
 MAX_WAIT = 60.0  # the longest Retry-After waited for; a server asking for longer is reported, not waited on
 BACKOFF_CAP = 20.0
+CHUNK = 64 * 1024  # bytes of a download read and written at a time
 
 
 class ApiError(Exception):
@@ -102,9 +103,10 @@ class Client:
 
     def request(self, method: str, path: str, *, data: bytes | None = None, content_type: str = "application/json",
                 query: dict | None = None, headers: dict | None = None, retry: bool | None = None,
-                deadline: float | None = None) -> Response:  # fmt: skip
+                deadline: float | None = None, into=None) -> Response:  # fmt: skip
         """The server's answer; raises ApiError for 3xx/4xx/5xx, for an answer that is not JSON, and for a
-        server out of reach.
+        server out of reach. With `into` (a binary file), a 2xx answer's text is copied into it as it
+        comes rather than read as JSON (`download`), and the answer's body is its last bytes.
 
         GETs, and writes the caller marks safe to repeat (an idempotency key, or an operation the
         server treats as done when done twice), are retried on connection errors, answers cut
@@ -127,6 +129,12 @@ class Client:
             timeout = self.timeout if deadline is None else max(0.1, min(self.timeout, deadline - time.monotonic()))
             try:
                 with self.opener.open(request, timeout=timeout) as answer:
+                    if into is not None:
+                        # Read before anything is written, so that a failure up to here is retried as any read.
+                        first = answer.read(CHUNK)
+                        if not first and answer.length:
+                            raise http.client.IncompleteRead(b"", answer.length)
+                        return Response(answer.status, self._copy(answer, first, into), dict(answer.headers))
                     status, raw, answer_headers = answer.status, answer.read(), dict(answer.headers)
             except urllib.error.HTTPError as error:
                 body = _json(_read(error))
@@ -154,6 +162,43 @@ class Client:
         query = {name: value for name, value in query.items() if value is not None}
         return self.request("GET", path, query=query, deadline=deadline).body
 
+    def download(self, path: str, into, **query) -> bytes:
+        """Copies the text a GET answers (a whole log) into `into`, a binary file, CHUNK bytes at a time as it
+        comes, and returns its last bytes (at most CHUNK).
+
+        Raises ApiError as `request` does. The request is retried as a GET is until its first bytes came,
+        never after (what was written would be written again): an answer cut short midway raises ApiError
+        (status 0) saying how much was written. An error writing `into` (a closed pipe) is raised as it is.
+        """
+        query = {name: value for name, value in query.items() if value is not None}
+        try:
+            return self.request("GET", path, query=query, headers={"Accept": "text/plain, application/json"},
+                                into=into).body  # fmt: skip
+        except _Unwritten as failed:
+            raise failed.error from None
+
+    def _copy(self, answer, first: bytes, into) -> bytes:
+        """The rest of `answer` after `first`, written into `into` with `first`; returns the last bytes written."""
+        kind = answer.headers.get_content_type()
+        if kind != "text/plain":
+            raise ApiError(answer.status, None, f"{self.base} answered HTTP {answer.status} with {one_line(kind, 80)}, "
+                           "not a log; is that the portal's address?")  # fmt: skip
+        chunk, written, last = first, 0, b""
+        while chunk:
+            try:
+                into.write(chunk)
+            except OSError as error:  # not the server's: kept apart from the errors that retry a request
+                raise _Unwritten(error) from None
+            written, last = written + len(chunk), (last + chunk)[-CHUNK:]
+            try:
+                chunk = answer.read(CHUNK)
+                if not chunk and answer.length:  # a read of some bytes ends quietly where its length is short
+                    raise http.client.IncompleteRead(b"", answer.length)
+            except (OSError, http.client.HTTPException) as error:
+                raise ApiError(0, None, f"The server stopped sending after {written:,} bytes ({_reason(error)}); "
+                               "what came before is written, once.") from None  # fmt: skip
+        return last
+
     def _backoff(self, attempt: int) -> float:
         """Seconds before attempt `attempt + 1`: about 1, 2, 4, 8 s (up to BACKOFF_CAP), each between half and all of it."""
         return min(BACKOFF_CAP, 2.0 ** (attempt - 1)) * self.rng.uniform(0.5, 1.0)
@@ -180,6 +225,15 @@ class Client:
                 return f"{said or 'Too many requests.'} ({status}{tries}{later})"
             return f"The server is unavailable ({status}{tries}){later}: {said or 'try again later.'}"
         return f"{said} ({status})" if said else status
+
+
+class _Unwritten(Exception):
+    """Writing a download failed (standard output closed): carries the OSError through `request`, which would
+    take it for the server's and try again."""
+
+    def __init__(self, error: OSError):
+        self.error = error
+        super().__init__(str(error))
 
 
 def _in_time(wait: float, deadline: float | None) -> bool:

@@ -1,4 +1,5 @@
-"""`gangway logs`: print a job's replica logs, and with --follow keep printing new lines until the job ends."""
+"""`gangway logs`: print a job's replica logs, with --follow keep printing new lines until the job ends, and with
+--all write one replica's whole log."""
 
 from __future__ import annotations
 
@@ -40,8 +41,14 @@ def failure_line(failure: dict) -> str:
 FOLLOW_TAIL = 5000
 
 
+def whole_log_command(job_id: int, replica: str) -> str:
+    """The command that writes a replica's whole log: "gangway logs 42 --replica worker-1 --all"."""
+    return f"gangway logs {job_id} --replica {replica} --all"
+
+
 def skipped_line(replica: dict, where: str) -> str:
-    """The notice printed where a read left lines out: "... 1,234 lines skipped: ...; the full log: URL"."""
+    """The notice printed where a read left lines out: "... 1,234 lines skipped: ...; the full log: `gangway logs
+    42 --replica worker-1 --all`" (`where`)."""
     count, exact = replica.get("skipped") or 0, replica.get("skipped_exact", True)
     if count:
         what = (f"{'' if exact else 'at least '}{count:,} line{'s' if count != 1 else ''} skipped: "
@@ -86,7 +93,8 @@ class LogPrinter:
             if by_position:
                 lines = replica["lines"]
                 if self.cursor is not None and (replica.get("skipped") or not replica.get("skipped_exact", True)):
-                    notice = skipped_line(replica, self.client.url(f"jobs/{self.job_id}/logs/{name}.log"))
+                    notice = skipped_line(replica, f"{whole_log_command(self.job_id, name)} (in a browser: "
+                                          f"{self.client.url(f'jobs/{self.job_id}/logs/{name}.log')})")  # fmt: skip
                     print(f"[{name}] {notice}" if several else notice, file=self.out)
             else:
                 seen = self.seen.setdefault(name, [])
@@ -143,3 +151,22 @@ class LogPrinter:
             if gone:
                 print(f"gangway: reached the server again; following job {self.job_id}.", file=self.err, flush=True)
             return answer
+
+
+# The start of the last line of a download the portal's time bound cut, and of one the cluster stopped sending
+# (`scheduling.logs.log_download`).
+DOWNLOAD_ENDS = ("... the download stopped here", "... the log is cut short here")
+
+
+def write_whole_log(client: Client, job_id: int, *, replica: str | None, out=None, err=None) -> int:
+    """Writes the replica's whole log (of the job's only replica, with None) to `out`, standard output's bytes by
+    default, as the portal sends it, however long; returns the exit code, 0. A log the portal could not send
+    whole ends with a line saying so, which is said on standard error too. Errors raise ApiError: a job of
+    several replicas and none named is refused (400) with their names."""
+    out = out or sys.stdout.buffer
+    last = client.download(f"api/v1/jobs/{job_id}/logs/download/", out, replica=replica)
+    out.flush()
+    end = last.rstrip(b"\n").rpartition(b"\n")[2].decode("utf-8", "replace")
+    if end.startswith(DOWNLOAD_ENDS):
+        print(f"gangway: the log of job {job_id} is cut short; its last line: {end}", file=err or sys.stderr, flush=True)
+    return exits.OK

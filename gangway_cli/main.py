@@ -16,7 +16,7 @@ from gangway_cli.arguments import build_parser
 from gangway_cli.client import ApiError, Client
 from gangway_cli.connection import Problem, checked_url, token_from
 from gangway_cli.follow import Follower, describe
-from gangway_cli.logs import LogPrinter
+from gangway_cli.logs import LogPrinter, write_whole_log
 from gangway_cli.signals import STOPS, code_for, sigterm_raises, word_for
 
 QUEUE_PAGE = 500  # the API's largest page
@@ -103,9 +103,14 @@ def cmd_status(client: Client, args) -> int:
 
 
 def cmd_logs(client: Client, args) -> int:
-    if not 1 <= args.tail <= 5000:
+    if args.all:
+        if args.tail is not None:
+            return fail("--all writes the whole log; leave out --tail.", exits.USAGE)
+        return write_whole_log(client, args.id, replica=args.replica)
+    tail = 100 if args.tail is None else args.tail
+    if not 1 <= tail <= 5000:
         return fail("--tail must be from 1 to 5000 lines.", exits.USAGE)
-    printer = LogPrinter(client, args.id, replica=args.replica, tail=args.tail)
+    printer = LogPrinter(client, args.id, replica=args.replica, tail=tail)
     return printer.run(follow=args.follow, interval=args.interval)
 
 

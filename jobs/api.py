@@ -1,4 +1,4 @@
-"""REST API for jobs: submit (idempotent), list, read, cancel, events; and the queue.
+"""REST API for jobs: submit (idempotent), list, read, cancel, events, logs (`api_logs`); and the queue.
 
 Thin views over `jobs.services` and `jobs.selectors`. A team token sees and
 acts for its own team only; a person (session or user token) for the teams
@@ -24,13 +24,13 @@ from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
 from jobs import job_tokens, schema_examples as examples
+from jobs.api_logs import JobLogsActions
 from jobs.models import Job
 from jobs.parsers import YAML_PARSERS, JsonParser, spec_data_from_document
 from jobs.selectors import NEWEST_FIRST, NewestOfTeams, ids_of, in_queue_order, jobs_for, jobs_of_team
 from jobs.serializers import (
     JobEventSerializer,
     JobFilterSerializer,
-    JobLogsSerializer,
     JobSerializer,
     JobSpecSerializer,
     QueueFilterSerializer,
@@ -40,10 +40,6 @@ from jobs.services import (
     IdempotencyConflict, KatibTrial, NeverFits, NotRunning, QueueFull, job_cancel, job_checkpoint, job_submit,
 )
 from jobs.spec import MAX_GPU_TYPES, SpecError, parse_spec
-from scheduling.logs import (
-    CURSOR_MAX, CURSOR_PATTERN, LOG_TAIL, LOG_TAIL_MAX, REPLICA_NAME, log_cursor, positions_of, read_cursor,
-    recent_logs,
-)
 from tenants.auth import ApiDefaults, request_token, team_scope
 from tenants.models import DNS_LABEL, Team
 from tenants.permissions import can_cancel, can_submit
@@ -138,7 +134,7 @@ ORDERING = OpenApiParameter(
     list=extend_schema(summary="List jobs", parameters=[JobFilterSerializer, ORDERING], tags=["jobs"]),
     retrieve=extend_schema(summary="Read a job", tags=["jobs"], examples=[examples.JOB]),
 )
-class JobViewSet(ApiDefaults, GenericViewSet):
+class JobViewSet(JobLogsActions, ApiDefaults, GenericViewSet):
     serializer_class = JobSerializer
     pagination_class = JobPagination
     parser_classes = [JsonParser, *YAML_PARSERS]
@@ -295,55 +291,6 @@ class JobViewSet(ApiDefaults, GenericViewSet):
         job = self.get_object()
         page = self.paginate_queryset(job.events.select_related("actor").order_by("at", "id"))
         return self.get_paginated_response(JobEventSerializer(page, many=True).data)
-
-    @extend_schema(
-        summary="A job's logs: each replica's recent lines, and the replica that failed",
-        description="Read from the cluster when asked. A job that never ran has no replicas. Another team's job "
-        "answers 404, as it does everywhere. To follow a log, read it once, then again with `?cursor=` set to the "
-        "last answer's `cursor`: each answer then holds only the lines written since.",
-        tags=["jobs"],
-        parameters=[
-            OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False, pattern=f"^{REPLICA_NAME}$",
-                             description="Only this replica, e.g. worker-0."),
-            OpenApiParameter("tail", {"type": "integer", "minimum": 1, "maximum": LOG_TAIL_MAX},
-                             OpenApiParameter.QUERY, required=False,
-                             description=f"Lines of each replica, 1 to {LOG_TAIL_MAX} (default {LOG_TAIL}); with "
-                             "`cursor`, the most of each replica's new lines one answer holds."),
-            OpenApiParameter("cursor", {"type": "string", "pattern": CURSOR_PATTERN, "maxLength": CURSOR_MAX},
-                             OpenApiParameter.QUERY, required=False,
-                             description="The `cursor` of an earlier answer: each replica's lines written after "
-                             "that answer's last line, each once however often its text repeats, the newest "
-                             "`tail` of them; `skipped` counts those left out before them. A replica the cursor "
-                             "does not know reads from the start of its log."),
-        ],
-        responses={200: JobLogsSerializer, 400: OpenApiResponse(ERROR), 401: OpenApiResponse(ERROR),
-                   404: OpenApiResponse(ERROR),
-                   503: OpenApiResponse(ERROR, description="The cluster could not be read.")},
-    )  # fmt: skip
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
-    def logs(self, request, pk=None):
-        job = self.get_object()
-        replica = request.query_params.get("replica", "")
-        tail = request.query_params.get("tail", str(LOG_TAIL))
-        if not (tail.isascii() and tail.isdigit() and 1 <= int(tail) <= LOG_TAIL_MAX):
-            raise exceptions.ValidationError({"tail": [f"Lines per replica, a whole number from 1 to {LOG_TAIL_MAX}."]})
-        after = None
-        if "cursor" in request.query_params:
-            try:
-                after = read_cursor(request.query_params["cursor"])
-            except ValueError:
-                raise exceptions.ValidationError({"cursor": [
-                    "Not a cursor of this job's logs: pass back the `cursor` of an earlier answer, as it was."
-                ]}) from None  # fmt: skip
-        # Shared with other readers for a few seconds; always timed, so that every answer has a cursor.
-        found = recent_logs(job, replica=replica, tail=int(tail), timed=True, after=after)
-        if found.unavailable:
-            return Response({"detail": found.unavailable}, status.HTTP_503_SERVICE_UNAVAILABLE)
-        if replica and not found.replicas:
-            raise exceptions.NotFound(f"Job {job.pk} has no replica {replica[:80]!r} with logs.")
-        body = {"job": job.pk, "state": job.state, "failure": found.failure, "replicas": found.replicas,
-                "cursor": log_cursor(positions_of(found, after))}  # fmt: skip
-        return Response(JobLogsSerializer(body).data)
 
 
 @extend_schema(summary="The queue: waiting jobs you can see, in order", parameters=[QueueFilterSerializer],

@@ -22,6 +22,8 @@ class Because(StrEnum):
     MISSING_CLAIM = "missing_claim"  # mounts a claim its namespace lacks: left out of the plan until it exists
     TIER_NOT_ALLOWED = "tier_not_allowed"  # its team may no longer use its tier: left out of the plan until it may
     STOP_REFUSED = "stop_refused"  # the cluster refused to suspend or stop a job: deleted instead, or tried again
+    # A job it would preempt (or did) could not be stopped: it waits with a backoff, and is never failed for it.
+    VICTIM_REFUSED = "victim_refused"
     NOT_ADMITTED = "not_admitted"  # found running without an admission: suspended
     ENDED_HERE = "ended_here"  # ended in Gangway (e.g. cancelled) yet still running in the cluster: stopped
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from jobs import kinds
+from jobs import kinds, origins
 from tenants.models import DNS_LABEL, PriorityTier, Team, dns_label_validator
 from tenants.selectors import sweep_tier
 
@@ -161,6 +161,12 @@ class Job(models.Model):
     def adopted(self) -> bool:
         """Created elsewhere and adopted: Gangway suspends and resumes it, never deletes it."""
         return bool(self.cluster_uid)
+
+    @property
+    def pipelines_run(self) -> str:
+        """The Kubeflow Pipelines run that created this adopted job, "" for any other job: Pipelines creates its
+        steps, so Gangway does not copy one (`services.PipelinesStep`)."""
+        return origins.pipelines_run(self.submitted_via) if self.adopted else ""
 
     @property
     def is_trial(self) -> bool:

@@ -81,6 +81,26 @@ def refuse_if_trial(job: Job, action: str) -> None:
         raise KatibTrial(job, action)
 
 
+class PipelinesStep(Exception):
+    """The job is a step a Kubeflow Pipelines run created: a copy submitted here would run outside the run
+    (nothing would pass its outputs on, and the run would not wait for it)."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        super().__init__(f"{job.name} (#{job.pk}) is a step of Kubeflow Pipelines run {job.pipelines_run}, and "
+                         "Pipelines creates its steps: a copy submitted here would run outside the run; to run it "
+                         "again, retry the run in Pipelines.")  # fmt: skip
+
+
+def refuse_copy(job: Job) -> None:
+    """Raises what refuses a copy of `job` submitted in Gangway: KatibTrial for a trial of a Katib sweep,
+    PipelinesStep for a step of a Kubeflow Pipelines run; returns nothing for any other job (one adopted
+    from kubectl included: its copy is a Gangway job of its own)."""
+    refuse_if_trial(job, KatibTrial.RESUBMIT)
+    if job.pipelines_run:
+        raise PipelinesStep(job)
+
+
 def spec_digest(spec: JobSpec) -> str:
     return hashlib.sha256(json.dumps(spec_to_data(spec), sort_keys=True).encode()).hexdigest()
 

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -23,13 +23,14 @@ from jobs.forms import JobForm, bind, replica_formset, submission_key
 from jobs.models import Job, JobEvent
 from jobs.selectors import get_job_for_user, jobs_for
 from jobs.services import (
-    IdempotencyConflict, KatibTrial, NeverFits, QueueFull, counted_spec, gpu_type_problem, job_cancel, job_check,
-    job_submit, refuse_if_trial, spec_digest,
+    IdempotencyConflict, KatibTrial, NeverFits, PipelinesStep, QueueFull, counted_spec, gpu_type_problem, job_cancel,
+    job_check, job_submit, refuse_copy, spec_digest,
 )
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
-from scheduling.logs import PAGE_TAIL, PICK, REPLICA_NAME, has_run, job_logs, recent_logs
+from scheduling.logs import PAGE_TAIL, PICK, REPLICA_NAME, has_run, recent_logs
+from scheduling.logs import log_download as whole_log
 from scheduling.preview import Preview, fit_preview
 from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
 from tenants.auth import rate_limited
@@ -120,9 +121,9 @@ def submit(request):
     if request.GET.get("from", "").isdigit():
         source = _get_job(request, int(request.GET["from"]))
         try:
-            refuse_if_trial(source, KatibTrial.RESUBMIT)
+            refuse_copy(source)
             initial, rows = initial_from_job(source)
-        except KatibTrial as error:  # the form opens empty, saying why
+        except (KatibTrial, PipelinesStep) as error:  # the form opens empty, saying why
             messages.error(request, str(error))
     form = JobForm(initial=initial, teams=teams, offers=gpu_type_offers)
     formset = replica_formset(initial=rows or [{"role": "Worker", "count": 1, "gpu": 1}])
@@ -292,16 +293,16 @@ def logs(request, job_id: int):
 
 @login_required
 def log_download(request, job_id: int, replica: str):
-    """One replica's whole log (bounded) as a text file; 404 for a replica the job does not have."""
+    """One replica's whole log as a text file, streamed as it is read (`log_download`: bounded in time, not
+    in length); 404 for a replica the job does not have."""
     job = _get_job(request, job_id)
-    found = job_logs(job, replica=replica, tail=None)
+    found = whole_log(job, replica=replica)
     if found.unavailable:
         return HttpResponse(found.unavailable + "\n", status=503, content_type="text/plain; charset=utf-8")
-    log = found.replica(replica)
-    if log is None:
+    if found.body is None:
         raise Http404("No such replica.")
-    response = HttpResponse("".join(line + "\n" for line in log.lines), content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{job.name}-{job.pk}-{log.replica}.log"'
+    response = StreamingHttpResponse(found.body, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{job.name}-{job.pk}-{found.replica.replica}.log"'
     return response
 
 

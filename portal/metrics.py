@@ -140,7 +140,7 @@ def _gpus():
     for team, gpus in sorted(per_team.items()):
         reserved.add_metric([team], gpus)
     yield reserved
-    nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
+    nodes = ClusterNode.objects.filter(unschedulable="").aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
     cluster = GaugeMetricFamily("gangway_cluster_gpus", "GPUs of the schedulable nodes, as the last cycle saw them.",
                                 labels=["kind"])  # fmt: skip
     cluster.add_metric(["capacity"], nodes["capacity"] or 0)

@@ -31,7 +31,7 @@ class ClusterNodeAdmin(LoopRecordAdmin):
     """The loop's mirror of the cluster's nodes, rewritten on every cycle."""
 
     list_display = ("name", "gpu", CPU, MEMORY, "outside_gpu", amount_column("outside_cpu", Resource.CPU, "Outside CPU"),
-                    amount_column("outside_memory", Resource.MEMORY, "Outside memory"), "seen_at")
+                    amount_column("outside_memory", Resource.MEMORY, "Outside memory"), "unschedulable", "seen_at")
     search_fields = ("name",)
 
 

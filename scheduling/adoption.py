@@ -28,7 +28,7 @@ from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, can_move, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
-from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, TrialResult
+from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, OutsideJobs, TrialResult
 from tenants.models import Team
 from tenants.selectors import sweep_tier
 
@@ -57,11 +57,12 @@ class Adopted:
     cancelled: int = 0
 
 
-def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
+def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | None = None) -> Adopted:
     """Adopt, refuse or cancel what the cluster's labelled jobs call for; returns how many of each.
 
-    1. Read every labelled job Gangway did not create, and which kinds the cluster listed
-       (ClusterUnavailable goes to the caller).
+    1. Read every labelled job Gangway did not create, and which kinds the cluster listed: `found`, what
+       reconcile's read of this pass found (`JobStatuses.outside`), else read now (ClusterUnavailable goes
+       to the caller).
     2. A Gangway job of a listed kind whose adopted object is not among them was deleted by its
        owner: cancel it (a Katib trial's job that Katib removed once the trial completed ends as
        its Trial reports). A kind whose list failed says nothing of its jobs: none is judged gone.
@@ -72,31 +73,36 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
        never touched (its pods count as outside usage, R12, and `doctor` reports it).
     5. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
 
-    Katib's Trials are listed at most once a pass, and only when a step needs them: a trial's job
-    gone (2), a new trial whose labels do not name its experiment (4), a sweep to learn of (5). A list
-    the cluster refuses (a missing permission) says nothing of them: a trial's job gone waits to be
-    judged, a new trial's experiment is read from its name, no objective is learnt this pass.
+    Katib's Trials are listed in a team's namespace only, at most once a pass, and only when a step needs
+    them there: a trial's job gone (2), a new trial whose labels do not name its experiment (4), a sweep of
+    the team to learn of (5). A list the cluster refuses (a missing permission in that namespace) says
+    nothing of its trials: a trial's job gone there waits to be judged, a new trial's experiment is read
+    from its name, its sweeps learn no objective this pass; the other namespaces go on.
     """
-    found = cluster.outside_jobs()
+    found = found if found is not None else cluster.outside_jobs()
     result = Adopted()
     listed = {job.uid for job in found.jobs}
     known = {uid: (pk, state, reason) for uid, pk, state, reason in
              Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=Job.OPEN_STATES, kind__in=found.kinds).exclude(cluster_uid="")
                 .exclude(cluster_uid__in=listed).select_related("team"))  # fmt: skip
-    trials = cache(lambda: _katib_trials(cluster))  # one list a pass, shared by the steps below
+    trials = cache(lambda namespace: _katib_trials(cluster, namespace))  # one list a pass per namespace
 
     @cache
-    def experiments() -> dict[tuple[str, str], str]:
-        return {(trial.namespace, trial.trial): trial.experiment for trial in trials() or ()}
+    def experiments(namespace: str) -> dict[tuple[str, str], str]:
+        return {(trial.namespace, trial.trial): trial.experiment for trial in trials(namespace) or ()}
 
-    # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
-    listed_trials = trials() if any(job.sweep_id for job in gone) else []
-    outcomes = {(t.namespace, t.trial): t.outcome for t in listed_trials or ()}
+    @cache
+    def outcomes(namespace: str) -> dict[str, str] | None:
+        reported = trials(namespace)
+        return None if reported is None else {trial.trial: trial.outcome for trial in reported}
+
     for job in gone:
-        if job.sweep_id and listed_trials is None:
-            continue  # how its trial ended is unknown: judged at a pass that reads Katib's Trials
-        result.cancelled += _end_deleted(job, outcomes.get((job.team.slug, job.cluster_name), ""), now)
+        # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
+        ended = outcomes(job.team.slug) if job.sweep_id else {}
+        if ended is None:
+            continue  # how its trial ended is unknown: judged at a pass that reads its namespace's Trials
+        result.cancelled += _end_deleted(job, ended.get(job.cluster_name, ""), now)
     # Tiers read with them: an adoption reads its team's tiers twice (a trial's default, the submission's check).
     teams = {team.slug: team for team in Team.objects.prefetch_related("tiers")}
     for item in found.jobs:
@@ -105,29 +111,30 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime) -> Adopted:
         except ClusterError as error:
             # The cluster refused a label or an annotation on this one job: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
-    if _sweeps_to_learn(now) and (reported := trials()) is not None:
-        _learn_objectives(reported)
+    reported = [trials(namespace) for namespace in _sweep_namespaces(now)]
+    _learn_objectives([trial for listed_trials in reported if listed_trials is not None for trial in listed_trials])
     return result
 
 
-def _katib_trials(cluster: Cluster) -> list[TrialResult] | None:
-    """Katib's trials, or None when the cluster refused to list them (logged; ClusterUnavailable goes to
-    the caller). They only add to what a pass knows, so a refusal must not stop reconcile."""
+def _katib_trials(cluster: Cluster, namespace: str) -> list[TrialResult] | None:
+    """Katib's trials in `namespace`, or None when the cluster refused to list them (logged; ClusterUnavailable
+    goes to the caller). They only add to what a pass knows, so a refusal must not stop reconcile."""
     try:
-        return cluster.trials()
+        return cluster.trials(namespace)
     except ClusterError as error:
-        log.warning("the cluster refused to list Katib's trials: %s", error)
+        log.warning("the cluster refused to list Katib's trials in namespace %s: %s", namespace, error)
         return None
 
 
-def _sweeps_to_learn(now: datetime) -> bool:
-    """Whether some sweep has a trial open, or one that ended within OBJECTIVE_GRACE."""
+def _sweep_namespaces(now: datetime) -> list[str]:
+    """The namespaces (team slugs) of the sweeps with a trial open, or one that ended within OBJECTIVE_GRACE."""
     recent = Q(state__in=Job.OPEN_STATES) | Q(finished_at__gte=now - OBJECTIVE_GRACE)
-    return Job.objects.filter(recent, sweep__isnull=False).exists()
+    slugs = Job.objects.filter(recent, sweep__isnull=False).values_list("team__slug", flat=True).distinct()
+    return sorted(slugs)
 
 
 def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str, Team], cluster: Cluster,
-                     result: Adopted, experiments: Callable[[], dict[tuple[str, str], str]]) -> None:  # fmt: skip
+                     result: Adopted, experiments: Callable[[str], dict[tuple[str, str], str]]) -> None:  # fmt: skip
     if item.uid in known:
         pk, state, reason = known[item.uid]
         if item.job_id != pk:
@@ -140,7 +147,7 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
     if team is None or not item.suspended or item.rejected or item.finished:
         return
     if item.trial and not item.experiment:
-        item = outside.with_experiment(item, experiments())  # Katib labels the Trial, not its job
+        item = outside.with_experiment(item, experiments(item.namespace))  # Katib labels the Trial, not its job
     job, reason = _adopt(item, team)
     if job is None:
         cluster.mark_outside(item, rejected=reason)

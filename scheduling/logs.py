@@ -1,4 +1,5 @@
-"""A job's logs and failure detail, read through the cluster port for the job page, its downloads and the API."""
+"""A job's logs and failure detail, read through the cluster port for the job page, its downloads and the API;
+a replica's whole log streamed for a download (`log_download`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import re
 import time
 import zlib
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -29,6 +31,7 @@ from scheduling.cluster.base import (
     cluster_name,
     failing_replica,
 )
+from scheduling.cluster.log_text import StreamedLines
 
 # LOG_TAIL, LOG_TAIL_MAX, PICK and LogPosition are the port's words for a log read; the API and the page read them from
 # here, the module they read logs through.
@@ -148,6 +151,79 @@ def _read_and_keep(cache, key: str, job: Job, *, replica: str, tail: int, lines_
                              cluster=cluster), read_at=timezone.now())  # fmt: skip
     cache.set(key, found, KEEP_SECONDS)
     return found
+
+
+# A download passes a replica's whole log on as it is read, however long, within DOWNLOAD_SECONDS from its start
+# (the pods listed and the log opened included): gunicorn ends a request at 60 s, and the read of one chunk may
+# wait up to the adapter's read timeout (10 s) beyond the bound.
+DOWNLOAD_SECONDS = 40.0
+DOWNLOAD_STOPPED = "... the download stopped here"  # the start of the last line of a download the time bound cut
+
+
+@dataclass(frozen=True)
+class LogDownload:
+    """One replica's whole log to send, or why there is none: `body` is None for a job that never ran, a replica
+    the job does not have, a cluster that cannot be read (`unavailable` says why), or a job of several
+    replicas none of which was named (`replicas` names them)."""
+
+    replica: ReplicaLog | None = None  # the replica whose log `body` is, its state without lines
+    body: Iterator[bytes] | None = None
+    unavailable: str = ""
+    replicas: tuple[str, ...] = ()
+
+
+def log_download(job: Job, *, replica: str = "", seconds: float = DOWNLOAD_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, cluster: Cluster | None = None) -> LogDownload:  # fmt: skip
+    """The whole log of the job's replica `replica` (with "", of its only replica), read through the port's
+    `log_stream` when asked; the replicas' states are read first only when none is named.
+
+    The body is the log as `log_lines` reads it (a person's lines: escape sequences removed, control
+    characters and bytes that are not UTF-8 as U+FFFD, each line ended by "\\n"), as UTF-8, passed on chunk by
+    chunk as it is read, so that a log of any length holds one chunk at a time. It stops once `seconds` have
+    passed (measured by `clock`) while more remains, with a last line saying so (DOWNLOAD_STOPPED), and a log
+    the cluster stopped sending midway ends with a line saying so. Checks nothing of the viewer: callers check
+    that the viewer may see the job (the page and the API do).
+    """
+    if not has_run(job):
+        return LogDownload()
+    deadline = clock() + seconds  # the opening read counts too: the request's time is what gunicorn bounds
+    cluster = cluster or get_cluster()
+    own = job.cluster_name or cluster_name(job.pk, job.name)
+    try:
+        if not replica:  # no replica's lines (lines_of names none): the states alone, one read of the pods
+            names = tuple(state.replica for state in cluster.logs(job.team.slug, job.pk, name=own, lines_of=""))
+            if len(names) != 1:
+                return LogDownload(replicas=names)
+            replica = names[0]
+        stream = cluster.log_stream(job.team.slug, job.pk, replica=replica, name=own)
+    except (ClusterUnavailable, ClusterError) as error:
+        return LogDownload(unavailable=f"The log could not be read from the cluster: {error}")
+    if stream is None:
+        return LogDownload()
+    body = _passed_on(stream.chunks, deadline=deadline, seconds=seconds, clock=clock)
+    return LogDownload(replica=stream.replica, body=body)
+
+
+def _passed_on(chunks: Generator[bytes, None, None], *, deadline: float, seconds: float,
+               clock: Callable[[], float]) -> Iterator[bytes]:  # fmt: skip
+    """The text of `chunks` as lines a person reads, a chunk at a time, until `deadline` (`seconds` after the
+    download began); the connection behind `chunks` is closed when the reader stops early (a client that went
+    away) or the time is up."""
+    lines = StreamedLines()
+    try:
+        for chunk in chunks:
+            if clock() > deadline:  # a chunk is still in hand: the log goes on
+                yield (lines.end() + f"{DOWNLOAD_STOPPED} after {seconds:g} s, the longest one download may take; "
+                       "the log goes on past this line.\n").encode()  # fmt: skip
+                return
+            if text := lines.feed(chunk):
+                yield text.encode()
+        if text := lines.end():
+            yield text.encode()
+    except (ClusterUnavailable, ClusterError) as error:
+        yield (lines.end() + f"... the log is cut short here: {error}\n").encode()
+    finally:
+        chunks.close()
 
 
 # A reader following a job's logs reads on from the cursor of its last answer: each replica's position after

@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
-from jobs.transitions import StaleJob, note, noted, transition
-from scheduling import records
+from jobs.transitions import StaleJob, noted, transition
+from scheduling import cluster_words, records
 from scheduling.cluster.base import (
     Cluster,
     ClusterError,
@@ -41,11 +41,14 @@ from scheduling.cluster.base import (
 from scheduling.locks import try_transaction_lock
 from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
+from scheduling.refusals import (
+    hold_for_victim, hold_refused, log_decision, note_refused, requeue_for_victim, requeue_refused, stop_victim,
+    victim_refused,
+)
 from scheduling.snapshot import World, build_world, claim_namespaces, to_cluster_job
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
-REFUSALS_BEFORE_FAILING = 5  # a job whose create the cluster refuses this many times in a row fails (`requeue_refused`)
 
 
 @dataclass
@@ -66,7 +69,7 @@ class CycleResult:
         if self.skipped:
             return "Another admission cycle is running; nothing done."
         if self.refused:
-            return f"{self.error.rstrip('. ')}; jobs stay queued."
+            return self.error  # the sentence says that jobs stay queued and which rules to check
         if self.error:
             return f"Cluster unreachable ({self.error}); jobs stay queued."
         return f"Admitted {self.admitted}, preempted {self.preempted}, rejected {self.rejected}, waiting {self.waiting}."
@@ -100,13 +103,17 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
        pods, every Gangway job's pods) and the database into a snapshot. If
        the cluster cannot be reached, queued jobs say so and nothing else changes.
     2. Plan: the pure policy. Each admission that preempts has its create
-       tried first as a dry run; a job the cluster would refuse backs off,
-       and the plan is made again without it (`_checked`).
+       tried first as a dry run, and the suspend of each adopted victim (which
+       Gangway can only suspend, never delete); a job the cluster would refuse,
+       or whose victim it would not let stop, backs off, and the plan is made
+       again without it (`_checked`).
     3. Commit: preemptions, admissions with their placement, rejections and
        waiting reasons, with their events, in one transaction.
-    4. Apply: for each admission, suspend its victims, then create it. The
-       cluster being unreachable stops the phase (reconcile finishes it); a
-       refused create requeues that job with a backoff.
+    4. Apply: for each admission, suspend its victims, then create it, only
+       once every victim was asked to stop (a victim the cluster refuses to stop
+       holds its room: the job is requeued with a backoff instead). The cluster
+       being unreachable stops the phase (reconcile finishes it); a refused
+       create requeues that job with a backoff.
     5. Record: nodes seen, the cycle row with the plan's GPU figures per team
        and whether it changed anything the pages show, a usage sample from
        those figures.
@@ -128,7 +135,8 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
                 result.error = str(error)
                 records.cluster_unreachable()
             except ClusterError as error:  # a read refused (an RBAC change): nothing to plan on, as unreachable
-                result.error, result.refused = f"The cluster refused the cycle's read: {error}", True
+                result.error = cluster_words.refused("the cycle's read", error, meanwhile="jobs stay queued")
+                result.refused = True
                 log.error("the cluster refused the admission cycle's read: %s", error)
                 records.cluster_unreachable(records.READ_REFUSED_REASON)
             if reading is not None:
@@ -173,14 +181,17 @@ def _read(cluster: Cluster) -> Reading:
 
 def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
     """Returns the plan once every admission in it that preempts has had its create tried as a dry run
-    (`Cluster.check_create`: admission webhooks, the namespace's quota, validation).
+    (`Cluster.check_create`: admission webhooks, the namespace's quota, validation), and the suspend of
+    each of its adopted victims (`Cluster.check_suspend`).
 
     A job the cluster would refuse backs off (`hold_refused`) and the plan is made again without it,
     so nobody is preempted, losing their unsaved work, for a job that cannot be created; before, each
-    try preempted its victims again. The new plan's own preempting admissions are tried in turn; each
-    round leaves out at least one job, so this ends. A dry run the cluster cannot answer proves
-    nothing against the create: the plan goes ahead as made, and no more dry runs are tried in the cycle
-    (the apply phase meets the same outage, and reconcile finishes it).
+    try preempted its victims again. So does a job with an adopted victim whose suspend the cluster would
+    refuse (`hold_for_victim`: an admission webhook that forbids it): Gangway never deletes an adopted
+    job, so that victim would keep its room and the job could not start. The new plan's own preempting
+    admissions are tried in turn; each round leaves out at least one job, so this ends. A dry run the
+    cluster cannot answer proves nothing: the plan goes ahead as made, and no more dry runs are tried in
+    the cycle (the apply phase meets the same outage, and reconcile finishes it).
     """
     tried: set[str] = set()
     answering = True
@@ -194,11 +205,17 @@ def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
             try:
                 with on_one_object(cluster):
                     cluster.check_create(to_cluster_job(job, placement=admission.nodes or _expand(admission.placement)))
+                held = victim_refused(world, admission, cluster)
             except ClusterUnavailable as error:
                 log.warning("could not try the create of job %s before preempting for it: %s", job.pk, error)
                 answering = False  # those refused already still leave the plan
+                continue
             except ClusterError as error:
                 hold_refused(job, str(error), now, failing=isinstance(error, ServerFailing))
+                refused.add(admission.id)
+                continue
+            if held is not None:
+                hold_for_victim(job, *held, now)
                 refused.add(admission.id)
         if not refused:
             return plan
@@ -235,7 +252,7 @@ def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> lis
                        position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
         except StaleJob:
             continue
-        _log_decision("rejected", job, rejection.code, rejection.reason)
+        log_decision("rejected", job, rejection.code, rejection.reason)
         result.rejected += 1
     result.waiting, result.written = _record_waits(world, plan, now)
     return decided
@@ -249,7 +266,7 @@ def _preempt(world: World, victim: Job, preemptor: Job, usage: records.GpuTally)
     transition(victim, Job.State.PREEMPTING, message=message, code=code,
                preemption_count=victim.preemption_count + 1)  # fmt: skip
     usage.remove(victim)
-    _log_decision("preempted", victim, code, message)
+    log_decision("preempted", victim, code, message)
     return victim
 
 
@@ -266,7 +283,7 @@ def _admit(job: Job, admission: Admission, now: datetime) -> None:
     transition(job, Job.State.ADMITTED, message=message, code=Because.ADMITTED, admitted_at=now, placement=list(nodes),
                assigned_gpu_type=admission.gpu_type or "", reason="", reason_code="", position=None,
                team_position=None, eta=None, reservation=None)  # fmt: skip
-    _log_decision("admitted", job, Because.ADMITTED, message)
+    log_decision("admitted", job, Because.ADMITTED, message)
 
 
 def _type_choice(job: Job, given: str) -> str:
@@ -288,16 +305,27 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
     creates them once the cluster answers. A job whose create the cluster
     refuses is requeued with a backoff (`requeue_refused`); a 500 that one
     object's namespace keeps answering while the cluster answers a read is
-    such a refusal (`on_one_object`), not an outage.
+    such a refusal (`on_one_object`), not an outage. A job with a victim the
+    cluster refused to stop (an adopted job's suspend refused, or a job of
+    Gangway's whose suspend and delete both were) is not created: that victim
+    still holds the room, and a job with victims starts once they have
+    stopped. It is requeued with a backoff (`requeue_for_victim`); the victim
+    stays preempting, and reconcile asks it to stop again at every pass.
     """
     for index, item in enumerate(decided):
         try:
+            unstopped: tuple[Job, ClusterError] | None = None
             for victim in item.victims:
                 try:
                     stop_victim(victim, cluster)
                 except ClusterError as error:  # reconcile tries again at every pass, and says so on the victim
                     log.warning("the cluster refused to stop job %s, preempted for job %s: %s", victim.pk,
                                 item.job.pk, error)  # fmt: skip
+                    note_refused(victim, "stop", str(error))
+                    unstopped = unstopped or (victim, error)
+            if unstopped is not None:
+                requeue_for_victim(item.job, *unstopped, now)
+                continue
             # A cancel may have come since the commit (reconcile stops whatever ran for it anyway).
             if Job.objects.filter(pk=item.job.pk, state=Job.State.ADMITTED).exists():
                 with on_one_object(cluster):
@@ -317,105 +345,6 @@ def _creation_pending(jobs: list[Job]) -> None:
     Job.objects.filter(pk__in=[job.pk for job in jobs], state=Job.State.ADMITTED).update(
         reason=reason, reason_code=Because.CREATE_PENDING
     )
-
-
-def requeue_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
-    """Requeue an admitted job whose create the cluster refused, keeping its place, after a backoff.
-
-    The backoff doubles with each refusal since the job last ran (`backoff`). At the
-    REFUSALS_BEFORE_FAILING-th refusal in a row the job fails instead, saying why: such a refusal
-    (a webhook's verdict, a quota of the namespace) rarely passes by itself. A server error
-    (`failing`: a 500 of the object's namespace, such as a webhook that cannot be called) is no
-    verdict on the job and passes once mended: it backs off alike but never fails the job, which
-    would otherwise be lost to a few minutes' outage of a webhook. Used by the apply phase and by
-    reconcile when it creates a job again.
-    """
-    refusals, wait, code = _refused(job, failing)
-    error = error.rstrip(". ")
-    try:
-        if not failing and refusals >= REFUSALS_BEFORE_FAILING:
-            message = (f"Failed: the cluster refused to create it {refusals} times in a row, the last time: "
-                       f"{error}. {_fix(job)}")  # fmt: skip
-            transition(job, Job.State.FAILED, message=message, code=code, placement=[],
-                       finished_at=now, reason=message, reason_code=code)  # fmt: skip
-        else:
-            what = ("failed to create it (a server error, no verdict on the job)" if failing
-                    else "refused to create it")  # fmt: skip
-            message = (f"The cluster {what}: {error}. Requeued with its place kept; "
-                       f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
-            transition(job, Job.State.QUEUED, message=message, code=code, placement=[],
-                       admitted_at=None, not_before=now + wait, reason=message, reason_code=code)  # fmt: skip
-    except StaleJob:
-        return  # cancelled meanwhile; nothing was created
-    _log_decision("refused", job, code, message)
-
-
-def hold_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
-    """Back off a queued job whose create the cluster would refuse (its dry run, before anyone was
-    preempted for it), keeping its place; counted with the refusals of its creates (`requeue_refused`),
-    so the REFUSALS_BEFORE_FAILING-th refusal in a row rejects it. A job moved meanwhile is left be."""
-    refusals, wait, code = _refused(job, failing)
-    error = error.rstrip(". ")
-    if not failing and refusals >= REFUSALS_BEFORE_FAILING:
-        message = (f"Rejected: the cluster refused to create it {refusals} times in a row, the last time "
-                   f"(tried before preempting anyone for it): {error}. {_fix(job)}")  # fmt: skip
-        try:
-            transition(job, Job.State.REJECTED, message=message, code=code, finished_at=now, reason=message,
-                       reason_code=code, position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
-        except StaleJob:
-            return
-    else:
-        what = ("failed to try creating it (a server error, no verdict on the job)" if failing
-                else "would refuse to create it")  # fmt: skip
-        message = (f"The cluster {what}: {error}. Asked before preempting anyone for it, so nobody was; "
-                   f"tried again in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
-        moved = Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
-            not_before=now + wait, reason=message, reason_code=code, position=None, team_position=None, eta=None,
-            reservation=None,
-        )  # fmt: skip
-        if not moved:
-            return
-        note(job, JobEvent.Kind.WAITING, message, code=code)
-    _log_decision("refused", job, code, message)
-
-
-def _refused(job: Job, failing: bool) -> tuple[int, timedelta, str]:
-    """For one more refusal of the job's create: the refusals in a row since it last ran (a server
-    error counts none), the backoff (doubling with every try, server errors included) and its code."""
-    ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
-    since = job.events.filter(pk__gt=ran or 0)
-    tries = since.filter(code__in=(Because.CLUSTER_REFUSED, Because.CLUSTER_FAILING)).count() + 1
-    refusals = since.filter(code=Because.CLUSTER_REFUSED).count() + (0 if failing else 1)
-    return refusals, backoff(tries), Because.CLUSTER_FAILING if failing else Because.CLUSTER_REFUSED
-
-
-def _fix(job: Job) -> str:
-    return "Its owner changes its object and creates it again." if job.adopted else "Change the job and submit it again."
-
-
-def stop_victim(job: Job, cluster: Cluster) -> None:
-    """Suspends a job being preempted. When the cluster refuses (a webhook, a missing permission),
-    its object is deleted instead, so that its room frees: it is created again when admitted, from
-    its last checkpoint. An adopted object is never deleted: the refusal goes to the caller
-    (reconcile tries again at every pass and says so on the job)."""
-    target = to_cluster_job(job)
-    try:
-        with on_one_object(cluster):
-            cluster.suspend_job(target)
-    except ClusterError as error:
-        if job.adopted:
-            raise
-        with on_one_object(cluster):  # refused too: the caller's to say, and the others go on
-            cluster.delete_job(target.namespace, target.name, target.kind)
-        note(job, JobEvent.Kind.NOTE, f"The cluster refused to suspend it ({str(error).rstrip('. ')}); its "
-             f"{job.kind} was deleted instead so that its room frees. It starts again from its last "
-             "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip
-
-
-def _log_decision(action: str, job: Job, rule: str, reason: str) -> None:
-    """One log line per decision; the fields are also attached for a structured formatter."""
-    fields = {"job": job.pk, "team": job.team.slug, "rule": rule, "reason": reason}
-    log.info("%s job=%s team=%s rule=%s: %s", action, job.pk, job.team.slug, rule, reason, extra=fields)
 
 
 def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
@@ -503,9 +432,3 @@ def _moved(before: dict | None, after: dict | None) -> bool:
 
 def _moment(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
-
-
-def backoff(attempt: int) -> timedelta:
-    """How long a job evicted for a stuck admission (or refused by the cluster) waits: 30 s doubling
-    per attempt (or refusal), at most 1 hour."""
-    return timedelta(seconds=min(3600, 30 * 2 ** max(0, attempt - 1)))

@@ -23,6 +23,11 @@ class ClusterNode(models.Model):
     # The GPU type its labels tell (tenants.GpuType's name); "" without types, or for a GPU node
     # whose labels match no type (doctor names those: no job can be placed on them).
     gpu_type = models.CharField(max_length=63, blank=True)
+    # Why it takes no new pods ("cordoned", "tainted <key>"), "" when it takes them: such a node counts
+    # only for R10 (the fit preview's and submission's "can never fit"), never as capacity or free room.
+    # With a database default, so a loop of the release before, mirroring only schedulable nodes, still writes rows.
+    unschedulable = models.CharField(max_length=300, blank=True, default="", db_default="",
+                                     help_text="Why it takes no new pods; empty when it takes them.")
     seen_at = models.DateTimeField()
 
     class Meta:
@@ -166,13 +171,21 @@ class SimJob(models.Model):
     name = models.CharField(max_length=63)
     kind = models.CharField(max_length=12)
     manifest = models.JSONField(default=dict)
+    # What its replicas need, read from the manifest once, at create and resume: every pass of the cluster
+    # reads every unfinished job, and parsing 2,000 manifests at each create and suspend of a cycle cost it
+    # seconds. NULL on a row written without it (before this column; seed_demo's history), read then from
+    # the manifest (`simulated_replicas`).
+    replicas = models.JSONField(null=True, blank=True, help_text="Each replica group of the manifest: role, "
+                                "count, what one replica needs (GPUs, CPU millicores, memory bytes) and its "
+                                "required node affinity terms.")  # fmt: skip
     nodes = models.JSONField(default=list, help_text="Node of each replica once started.")
     hint = models.JSONField(default=list, help_text="The node Gangway's plan chose for each replica.")
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     duration = models.PositiveIntegerField(help_text="Seconds it runs once started.")
     fail = models.BooleanField(default=False)
-    progress = models.FloatField(default=0, help_text="Seconds of work kept from earlier runs (a checkpoint).")
+    progress = models.FloatField(default=0, help_text="Seconds of work kept from earlier runs: up to the last "
+                                 "checkpoint saved before each suspend.")
     suspended = models.BooleanField(default=False)
     finished_at = models.DateTimeField(null=True, blank=True)
     succeeded = models.BooleanField(null=True)

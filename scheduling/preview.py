@@ -49,11 +49,11 @@ def _known_nodes(known: tuple[TypeLabel, ...] | None = None) -> tuple[list[NodeI
     rows = _NODES()
     types = {t.name: t for t in (known_types() if known is None else known)}
     nodes = [NodeInfo(name=name, gpu=gpu, cpu=cpu, memory=memory,
-                      labels=((types[kind].label, types[kind].value),) if kind in types else ())
-             for name, gpu, cpu, memory, *_, kind in rows]  # fmt: skip
+                      labels=((types[kind].label, types[kind].value),) if kind in types else (), unschedulable=why)
+             for name, gpu, cpu, memory, *_, kind, why in rows]  # fmt: skip
     outside = [
         OutsidePod(namespace="", name=f"outside-{name}", node=name, gpu=gpu, cpu=cpu, memory=memory)
-        for name, _, _, _, gpu, cpu, memory, _ in rows
+        for name, _, _, _, gpu, cpu, memory, _, _ in rows
         if gpu or cpu or memory
     ]
     return nodes, outside
@@ -62,7 +62,7 @@ def _known_nodes(known: tuple[TypeLabel, ...] | None = None) -> tuple[list[NodeI
 # Read on every submission (R10): the SQL is built once, the rows are read fresh each time.
 _NODES = CompiledQuery(
     lambda: ClusterNode.objects.values_list(
-        "name", "gpu", "cpu", "memory", "outside_gpu", "outside_cpu", "outside_memory", "gpu_type"
+        "name", "gpu", "cpu", "memory", "outside_gpu", "outside_cpu", "outside_memory", "gpu_type", "unschedulable"
     )
 )
 
@@ -276,13 +276,14 @@ def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
       it is back under.
     """
     state = State(snapshot)
+    nodes = [n for n in snapshot.nodes if n.schedulable]  # the capacity R2 shares out, as the quotas' own
     if state.types is None:
-        quotas = [(state.quota, "", (sum(n.gpu for n in snapshot.nodes),), range(len(RESOURCES)))]
+        quotas = [(state.quota, "", (sum(n.gpu for n in nodes),), range(len(RESOURCES)))]
     else:  # each type's quota carries its GPUs; CPU and memory are the same in all, read from the first
         quotas = [(quota, f"{name} ", (capacity[0],), (0,))
                   for quota, name, capacity in zip(state.quotas, state.types.names, state.types.capacity)]
         quotas.append((state.quotas[0], "", (), (1, 2)))
-    capacity = {1: sum(n.cpu for n in snapshot.nodes), 2: sum(n.memory for n in snapshot.nodes)}
+    capacity = {1: sum(n.cpu for n in nodes), 2: sum(n.memory for n in nodes)}
     warnings = []
     for quota, kind, gpus, indices in quotas:
         for r in indices:

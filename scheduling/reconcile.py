@@ -33,7 +33,7 @@ from scheduling.cluster.base import (
     on_one_object,
 )
 from scheduling.locks import lease
-from scheduling.loop import backoff, requeue_refused, stop_victim
+from scheduling.refusals import backoff, note_refused, requeue_for_victim, requeue_refused, stop_victim
 from scheduling.snapshot import own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
@@ -46,6 +46,9 @@ EXPIRED_PER_PASS = 100
 # What a pass reads of a job that is no longer open but that the cluster still lists: its object's
 # namespace and name (`own_statuses`), its state and when it ended (`_stop_leftovers`, `_delete_expired`).
 ENDED_FIELDS = ("id", "name", "cluster_name", "state", "finished_at", "team__slug")
+# The jobs being preempted that the cluster refused to stop in this pass, by each node they were placed on,
+# with the refusal: an admitted job placed there is not created while they still run (`_follow`).
+Unstopped = dict[str, tuple[Job, ClusterError]]
 
 
 @dataclass
@@ -75,9 +78,10 @@ class ReconcileResult:
 def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResult:
     """Bring job states in line with the cluster; returns what it corrected.
 
-    1. Adopt the jobs created elsewhere that ask for a team's queue, and cancel the adopted
-       ones deleted in the cluster (`adoption.adopt_outside_jobs`); read every Gangway job the cluster has,
-       and record the checkpoints it reports their pods saved (`_record_checkpoints`).
+    1. Read every Gangway job the cluster has and the jobs created elsewhere that ask for a team's queue
+       (one read: an adopted object is listed once); adopt those, and cancel the adopted ones deleted in
+       the cluster (`adoption.adopt_outside_jobs`); record the checkpoints the cluster reports their pods
+       saved (`_record_checkpoints`). A job adopted in this pass has no status yet: it is queued.
     2. For each job the database follows, jobs being stopped first, apply the
        one correction its pair of states calls for (see `_correct`).
     3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted,
@@ -92,8 +96,10 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         if not held:
             return ReconcileResult(skipped=True)
         try:
-            outside = adopt_outside_jobs(cluster=cluster, now=now)
-            listed = cluster.job_statuses()
+            # One read of the cluster's jobs, Gangway's and those from elsewhere: an adopted object carries
+            # both labels, and is read once.
+            listed = cluster.job_statuses(with_outside=True)
+            outside = adopt_outside_jobs(cluster=cluster, now=now, found=listed.outside)
         except ClusterUnavailable as error:
             return ReconcileResult(error=str(error))
         result.adopted, result.refused, result.changed = outside.adopted, outside.refused, outside.cancelled
@@ -106,11 +112,13 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                   .select_related("team").only(*ENDED_FIELDS)}  # fmt: skip
         statuses = own_statuses(listed, {job.pk: job for job in jobs} | others)
         _record_checkpoints(jobs, statuses)
-        # Jobs being stopped first: a victim is suspended before the job it made room for is created.
+        # Jobs being stopped first: a victim is suspended before the job it made room for is created, and one
+        # the cluster refuses to stop keeps that job from starting on its nodes (`Unstopped`).
+        unstopped: Unstopped = {}
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             try:
                 with on_one_object(cluster), transaction.atomic():
-                    _correct(job, statuses.get(job.pk), cluster, now, result)
+                    _correct(job, statuses.get(job.pk), cluster, now, result, unstopped)
             except StaleJob:
                 continue  # moved by a cycle or a user meanwhile; the next pass sees the new state
             except ClusterUnavailable as error:
@@ -119,6 +127,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
                 _refused(job, error, now)
+                if job.state == Job.State.PREEMPTING:
+                    unstopped.update({node: (job, error) for node in job.placement if node not in unstopped})
         if not result.error:
             _stop_leftovers(statuses, known, others, cluster, result)
         if not result.error:
@@ -261,14 +271,11 @@ def _refused(job: Job, refusal: ClusterError, now: datetime) -> None:
         requeue_refused(job, error, now, failing=refusal.failing)
         return
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
-    what = "resume" if job.state == Job.State.RUNNING else "stop"
-    message = f"The cluster refused to {what} it ({error.rstrip('. ')}); Gangway tries again at every reconcile."
-    last = job.events.order_by("-pk").first()
-    if last is None or last.message != message:  # said once, until something else happens to the job
-        note(job, JobEvent.Kind.NOTE, message, code=Because.STOP_REFUSED)
+    note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error)
 
 
-def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
+def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
+             unstopped: Unstopped) -> None:  # fmt: skip
     """Apply the correction for one job: (database state, cluster phase) -> move."""
     phase = status.phase if status else None
     state = job.state
@@ -283,7 +290,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
                  "resumes, with its progress, when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
             result.suspended += 1
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
-        _follow(job, status, cluster, now, result)
+        _follow(job, status, cluster, now, result, unstopped)
     elif state == Job.State.PREEMPTING:
         if phase in (Phase.SUCCEEDED, Phase.FAILED):
             _finish(job, status, now)  # it ended before its suspend landed: nothing to resume
@@ -311,11 +318,20 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         result.changed += 1
 
 
-def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult) -> None:
-    """An admitted or running job: start, finish, re-create, or evict when stuck (R13)."""
+def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
+            unstopped: Unstopped) -> None:  # fmt: skip
+    """An admitted or running job: start, finish, re-create, or evict when stuck (R13); an admitted one whose
+    nodes a job being preempted still holds, which the cluster refused to stop, is requeued instead of created."""
     phase = status.phase if status else None
     if status is None and job.adopted:
         return  # not labelled yet, or deleted by its owner: the adoption step relabels or cancels it
+    held = next((unstopped[node] for node in job.placement if node in unstopped), None)
+    if held is not None and job.state == Job.State.ADMITTED and (status is None or phase is Phase.SUSPENDED):
+        # Its cycle's apply phase never ran (a crash after the commit): a job with victims starts once they
+        # have stopped, and this one still runs there.
+        requeue_for_victim(job, *held, now)
+        result.changed += 1
+        return
     if status is None:
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
@@ -327,6 +343,13 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         _created(job)  # there: a create whose answer was lost (a timeout) went through after all
     if phase in (Phase.SUCCEEDED, Phase.FAILED):
         _finish(job, status, now)
+        result.changed += 1
+        return
+    if phase is Phase.SUSPENDED and _stuck(job, now):
+        # R13 before the resume: an admission the cluster never takes (an adopted job whose patch conflicts at
+        # every try, its owner's controller writing it meanwhile) would otherwise be sent again at every pass.
+        _evict_stuck(job, status, cluster, now,
+                     why=f"its {job.kind} stayed suspended in the cluster: its admission was never written to it")  # fmt: skip
         result.changed += 1
         return
     if phase is Phase.SUSPENDED:
@@ -343,9 +366,15 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
                    placement=list(status.nodes) or job.placement)  # fmt: skip
         result.changed += 1
         return
-    if job.state == Job.State.ADMITTED and job.admitted_at and (now - job.admitted_at).total_seconds() > settings.ADMISSION_TIMEOUT:
+    if _stuck(job, now):
         _evict_stuck(job, status, cluster, now)
         result.changed += 1
+
+
+def _stuck(job: Job, now: datetime) -> bool:
+    """R13: whether an admitted job has not started within ADMISSION_TIMEOUT of its admission."""
+    return (job.state == Job.State.ADMITTED and job.admitted_at is not None
+            and (now - job.admitted_at).total_seconds() > settings.ADMISSION_TIMEOUT)  # fmt: skip
 
 
 def _created(job: Job) -> None:
@@ -362,11 +391,13 @@ def _finish(job: Job, status: JobStatus, now: datetime) -> None:
                finished_at=now)  # fmt: skip
 
 
-def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime) -> None:
-    """R13: suspend a job whose pods did not all start in time, and requeue it after a backoff."""
+def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime, *, why: str = "") -> None:
+    """R13: suspend a job whose pods did not all start in time (one whose object is suspended already is left
+    as it is), and requeue it after a backoff; the event says why (`why`, else the cluster's message)."""
     wait = backoff(job.attempt)
-    why = status.message or "its pods did not all start"
-    cluster.suspend_job(to_cluster_job(job))
+    why = why or status.message or "its pods did not all start"
+    if status.phase is not Phase.SUSPENDED:
+        cluster.suspend_job(to_cluster_job(job))
     transition(job, Job.State.PREEMPTING, event_kind="evicted", code=Because.STUCK_ADMISSION,
                message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
                f"{settings.ADMISSION_TIMEOUT} s after admission ({why}).")  # fmt: skip

@@ -17,6 +17,7 @@ from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from scheduling.cluster.base import NodeInfo, OutsidePod
 from scheduling.cluster.node_types import type_of
+from scheduling.cluster_words import RBAC_RULES
 from scheduling.gpu_types import known_types
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
 from scheduling.selectors import latest_gpu_usage
@@ -86,7 +87,7 @@ def prune_cycles(now: datetime) -> int:
 
 UNREACHABLE_REASON = "The cluster cannot be reached; jobs stay queued, in order, until it answers again."
 READ_REFUSED_REASON = ("The cluster refuses to let Gangway read it (a permission taken away); jobs stay queued, "
-                       "in order, until an operator restores it.")  # fmt: skip
+                       f"in order, until an operator restores Gangway's RBAC rules ({RBAC_RULES}).")  # fmt: skip
 
 
 def cluster_unreachable(reason: str = UNREACHABLE_REASON) -> None:
@@ -179,8 +180,9 @@ def loop_trouble(now: datetime) -> LoopTrouble:
 
 
 def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) -> bool:
-    """Mirror the cluster's nodes, with the room outside pods take, for the pages; returns whether
-    a row was added, changed or deleted (a node seen again as it was is not written)."""
+    """Mirror the cluster's nodes, with the room outside pods take and why a node takes no new pods, for
+    the pages and the fit preview; returns whether a row was added, changed or deleted (a node seen again
+    as it was is not written)."""
     taken: dict[str, list[int]] = {}
     for pod in outside:
         room = taken.setdefault(pod.node, [0, 0, 0])
@@ -193,7 +195,8 @@ def nodes_seen(nodes: list[NodeInfo], outside: list[OutsidePod], now: datetime) 
     for position, node in enumerate(nodes):
         gpu, cpu, memory = taken.get(node.name, (0, 0, 0))
         values = dict(position=position, gpu=node.gpu, cpu=node.cpu, memory=node.memory, outside_gpu=gpu,
-                      outside_cpu=cpu, outside_memory=memory, gpu_type=type_of(node, types), seen_at=now)  # fmt: skip
+                      outside_cpu=cpu, outside_memory=memory, gpu_type=type_of(node, types),
+                      unschedulable=node.unschedulable, seen_at=now)  # fmt: skip
         row = existing.pop(node.name, None)
         if row is None:
             ClusterNode.objects.create(name=node.name, **values)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 
 from jobs.models import Job, JobEvent, Sweep
 from scheduling.cluster.job_manifests import job_manifest
@@ -65,7 +65,7 @@ class TypeSummary:
 
 @dataclass(frozen=True)
 class ClusterSummary:
-    capacity: int
+    capacity: int  # of the nodes that take pods
     used: int  # by Gangway jobs (admitted and running)
     outside: int  # by pods Gangway did not create
     reserved_idle: int  # nominal quota of teams that is neither used nor lent
@@ -73,6 +73,8 @@ class ClusterSummary:
     last_cycle: Cycle | None = None
     # One per GPU type, in the cluster's order; empty on a cluster without types.
     by_type: list[TypeSummary] = field(default_factory=list)
+    # GPUs of the nodes that take no new pods (cordoned, tainted): neither capacity nor free.
+    unschedulable: int = 0
 
     @property
     def free(self) -> int:
@@ -144,8 +146,11 @@ def type_names() -> list[str]:
 
 def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
     """The cluster's GPUs and every team's figures; `types`: the cluster's GPU type names when the
-    caller has read them already (`type_names`)."""
-    nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
+    caller has read them already (`type_names`). Capacity is that of the nodes that take pods; the
+    GPUs of the others (cordoned, tainted) are counted apart."""
+    taking = Q(unschedulable="")
+    nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu", filter=taking), outside=Sum("outside_gpu", filter=taking),
+                                          unschedulable=Sum("gpu", filter=~taking))  # fmt: skip
     teams = team_usage(types=types)
     return ClusterSummary(
         capacity=nodes["capacity"] or 0,
@@ -155,6 +160,7 @@ def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
         teams=teams,
         last_cycle=Cycle.objects.order_by("-started_at").first(),
         by_type=_type_summaries(teams, types),
+        unschedulable=nodes["unschedulable"] or 0,
     )
 
 
@@ -171,9 +177,9 @@ def _type_summaries(teams: list[TeamUsage], types: list[str] | None) -> list[Typ
 
 
 def gpus_per_type() -> list[tuple[str, int, int]]:
-    """Each GPU type's (name, GPUs, GPUs used outside Gangway) on the nodes the last cycle read,
-    by name; GPU nodes of no type are left out, and [] on a cluster without types."""
-    rows = (ClusterNode.objects.exclude(gpu_type="").values("gpu_type").order_by("gpu_type")
+    """Each GPU type's (name, GPUs, GPUs used outside Gangway) on the nodes the last cycle read that
+    take pods, by name; GPU nodes of no type are left out, and [] on a cluster without types."""
+    rows = (ClusterNode.objects.exclude(gpu_type="").filter(unschedulable="").values("gpu_type").order_by("gpu_type")
             .annotate(capacity=Sum("gpu"), outside=Sum("outside_gpu")))  # fmt: skip
     return [(row["gpu_type"], row["capacity"] or 0, row["outside"] or 0) for row in rows]
 
@@ -214,6 +220,7 @@ class NodeRow:
     runs: list
     outside: int
     gpu_type: str = ""  # the GPU type its labels tell; "" without types, or a GPU node no type matches
+    unschedulable: str = ""  # why it takes no new pods ("cordoned", "tainted <key>"); "" when it takes them
 
     @property
     def used(self) -> int:
@@ -238,8 +245,9 @@ def node_rows() -> list[NodeRow]:
         for node, count in held.items():
             if count:
                 runs[node].append((slug, job_id, name, count))
-    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu", "gpu_type")
-    return [NodeRow(name, gpu, runs.get(name, []), outside, kind) for name, gpu, outside, kind in nodes]
+    nodes = ClusterNode.objects.order_by("position", "name").values_list("name", "gpu", "outside_gpu", "gpu_type",
+                                                                          "unschedulable")
+    return [NodeRow(name, gpu, runs.get(name, []), outside, kind, why) for name, gpu, outside, kind, why in nodes]
 
 
 @dataclass(frozen=True)
@@ -306,6 +314,8 @@ def gpu_type_offers(team: Team) -> list[TypeOffer]:
     gpus: dict[str, int] = defaultdict(int)
     free: dict[str, int] = defaultdict(int)
     for row in node_rows():
+        if row.unschedulable:
+            continue  # takes no new pods: none of its GPUs is on offer
         gpus[row.gpu_type] += row.gpu
         free[row.gpu_type] += row.gpu - row.used
     return [TypeOffer(t.name, t.description, nominal.get(t.resource), used.get(t.name, 0), gpus[t.name], free[t.name])
@@ -336,9 +346,9 @@ def manifest_of(job: Job) -> dict:
 
 
 def gpu_type_capacity() -> dict[str, tuple[int, int]]:
-    """Returns each GPU type's (nodes, GPUs) as the last cycle read the nodes, by type name; a type
-    no node holds is absent, and so is "" (GPU nodes no type matches, on a cluster with types)."""
-    rows = ClusterNode.objects.exclude(gpu_type="").values("gpu_type").annotate(nodes=Count("pk"), gpus=Sum("gpu"))
+    """Returns each GPU type's (nodes, GPUs) as the last cycle read the nodes that take pods, by type name;
+    a type no such node holds is absent, and so is "" (GPU nodes no type matches, on a cluster with types)."""
+    rows = ClusterNode.objects.exclude(gpu_type="").filter(unschedulable="").values("gpu_type").annotate(nodes=Count("pk"), gpus=Sum("gpu"))
     return {row["gpu_type"]: (row["nodes"], row["gpus"] or 0) for row in rows}
 
 

@@ -227,7 +227,7 @@ def _checkpointed(job: Job) -> int | None:
 
 
 def _reservation(job: Job, node_order: dict[str, int]) -> policy.Reservation | None:
-    """The room the last cycle reserved for the job (R4), on the nodes the cluster still has."""
+    """The room the last cycle reserved for the job (R4), on the nodes the cluster still has that take pods."""
     held = job.reservation or {}
     placement = tuple(sorted(((node, count) for node, count in (held.get("placement") or {}).items()
                               if node in node_order), key=lambda item: node_order[item[0]]))  # fmt: skip
@@ -273,7 +273,10 @@ def build_world(
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
                                for pod in status.pods]  # fmt: skip
     bound = {job_id: status.pods for job_id, status in mine.items() if status.pods}
-    node_names = {node.name for node in nodes}
+    # Only the nodes that take pods hold room; the others are in the snapshot for R10 alone. Pods on them,
+    # and jobs placed there, are charged as where no node is known, as before such nodes were listed.
+    placeable = [node for node in nodes if node.schedulable]
+    node_names = {node.name for node in placeable}
     running: list[policy.RunningJob] = [
         policy.RunningJob(
             id=f"outside:{pod.namespace}/{pod.name}", team=None, tier=None, started=0,
@@ -287,7 +290,7 @@ def build_world(
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     learned = learned_runtimes(group_of(job) for job in active + queued if not job.max_runtime)
-    placements = _charged_placements(nodes, running, active, replicas_of, bound)
+    placements = _charged_placements(placeable, running, active, replicas_of, bound)
     for job in active:
         if not placements[job.pk]:
             continue  # no node to charge at all (the cluster has none)
@@ -304,7 +307,7 @@ def build_world(
         )
     pending: list[policy.PendingJob] = []
     reservations: list[policy.Reservation] = []
-    node_order = {node.name: index for index, node in enumerate(nodes)}
+    node_order = {node.name: index for index, node in enumerate(placeable)}
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
     left_out = _tiers_not_allowed(queued)  # first: only a person ends this wait, whatever else holds the job
     if claims is not None:
@@ -405,8 +408,10 @@ def _tiers_not_allowed(queued: list[Job]) -> dict[int, Held]:
 
 
 def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:
-    """The nodes as the policy sees them, each with the GPU type its labels tell (None: no type)."""
-    return tuple(policy.Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory, gpu_type=type_of(n, types) or None)
+    """The nodes as the policy sees them, each with the GPU type its labels tell (None: no type) and,
+    for one that takes no new pods, why (it counts only for R10)."""
+    return tuple(policy.Node(name=n.name, gpu=n.gpu, cpu=n.cpu, memory=n.memory, gpu_type=type_of(n, types) or None,
+                             schedulable=n.schedulable, unschedulable=n.unschedulable)
                  for n in nodes)  # fmt: skip
 
 

@@ -72,7 +72,8 @@ def _tiles(request):
     cycle = summary.last_cycle
     seen = (cycle.pk, cycle.started_at, cycle.cluster_reachable, cycle.failed) if cycle else None
     kept = _reserved_free(request)
-    figures = (summary.capacity, summary.used, summary.outside, summary.reserved_idle, waiting, seen, kept)
+    figures = (summary.capacity, summary.used, summary.outside, summary.reserved_idle, waiting, seen, kept,
+               summary.unschedulable)
     return fingerprint(request, "tiles", figures), lambda: {"summary": summary, "waiting_total": waiting,
                                                             "reserved_free": kept}  # fmt: skip
 
@@ -84,7 +85,7 @@ def _reserved_free(request) -> int:
         return 0
     _, rows = _rows(request)
     return sum(min(sum(held.gpus for held in reserved.get(node.name, ())), node.gpu - node.used)
-               for node in rows)  # fmt: skip
+               for node in rows if not node.unschedulable)  # fmt: skip
 
 
 def _teams(request):
@@ -278,6 +279,13 @@ def _node_cells(request, mine: set[str], rows, reserved) -> list[str]:
             start = clock_time(timezone.localtime(datetime.fromisoformat(held.start)), timezone.localdate()) if held.start else "?"
             cells.append(f'<span class="reserved" title="{escape(f"Reserved for {whose} from {start}")}">'
                          f'{"<i></i>" * count}</span>')
+        if node.unschedulable:  # takes no new pods: its idle GPUs are not free
+            if free:
+                cells.append(f'<span class="unschedulable" title="not free: the node takes no new jobs">{"<i></i>" * free}</span>')
+            html.append(f'<div class="node unschedulable" title="{escape(node.name)} ({escape(node.unschedulable)}, takes no new jobs): '
+                        f'{node.used} of {node.gpu} GPUs in use"><span class="node-name">{escape(node.name)} · '
+                        f'{escape(node.unschedulable)}</span><span class="gpus">{"".join(cells)}</span></div>')
+            continue
         cells.append('<i class="free"></i>' * free)
         html.append(f'<div class="node" title="{escape(node.name)}: {node.used} of {node.gpu} GPUs in use">'
                     f'<span class="node-name">{escape(node.name)}</span><span class="gpus">{"".join(cells)}</span></div>')
@@ -294,7 +302,8 @@ def _node_rows() -> tuple[str, list]:
     jobs = Job.objects.filter(state__in=Job.ACTIVE_STATES).aggregate(n=Count("id"), ids=Sum("id"), last=Max("admitted_at"))
     nodes = ClusterNode.objects.aggregate(n=Count("id"), gpu=Sum("gpu"), outside=Sum("outside_gpu"), seen=Max("seen_at"))
     state = ":".join(str(value) for value in (*jobs.values(), *nodes.values()))
-    key = "gangway:node-rows:2:" + hashlib.sha1(state.encode()).hexdigest()  # 2: rows carry the node's GPU type
+    # 3: rows carry the node's GPU type, and why it takes no new pods
+    key = "gangway:node-rows:3:" + hashlib.sha1(state.encode()).hexdigest()
     rows = cache.get(key)
     if rows is None:
         rows = node_rows()

@@ -29,7 +29,7 @@ CORE_MODULES = (
 # template tags) may read a higher app's read modules, and nothing else of it: its
 # selectors, its what-if previews (`scheduling/preview.py` plans without writing) and
 # its log reads (`scheduling/logs.py`).
-SHELL_LEAVES = {"views", "api", "admin", "token_views"}
+SHELL_LEAVES = {"views", "api", "api_logs", "admin", "token_views"}
 SHELL_PACKAGES = {"management", "templatetags"}
 READABLE_FROM_ABOVE = {"selectors", "preview", "logs"}
 

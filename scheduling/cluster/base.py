@@ -9,7 +9,7 @@ manifest builders stay pure.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,12 +17,15 @@ from typing import Protocol
 
 LOG_TAIL = 100  # lines of each replica's log a page or the API shows unless asked for more
 LOG_TAIL_MAX = 5000
-LOG_LIMIT_BYTES = 8 * 1024**2  # the most of one replica's log ever read in one call (a download)
+LOG_LIMIT_BYTES = 8 * 1024**2  # the most of one replica's log one read of lines holds (a download streams it all)
 # A tail's read asks for at most LOG_LINE_BYTES per line, and a job's read for at most LOG_READ_BYTES over all
 # its replicas (64 replicas of a tail of 5000 lines would otherwise be 64 x 8 MB in one web worker's answer).
 LOG_LINE_BYTES = 2 * 1024
 LOG_READ_BYTES = 32 * 1024**2
 PICK = "*"  # `lines_of`: the failing replica's lines, else the first replica's
+# A log streamed whole (`log_stream`, a download) is read and passed on this many bytes at a time at most: what
+# one download holds in memory, however long the log.
+LOG_CHUNK_BYTES = 64 * 1024
 
 # Why a replica's container stopped or cannot start, as Kubernetes names it, with what it means for a person.
 FAILURE_REASONS = {
@@ -70,7 +73,7 @@ class SyncIncomplete(ClusterError):
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """A schedulable node and what it can allocate (cpu millicores, memory bytes)."""
+    """A node and what it can allocate (cpu millicores, memory bytes)."""
 
     name: str
     gpu: int
@@ -78,6 +81,14 @@ class NodeInfo:
     memory: int
     # The node's labels, as (key, value) pairs sorted by key: a GPU type is told by one of them.
     labels: tuple[tuple[str, str], ...] = ()
+    # Why it takes no new pods, "" when it takes them: "cordoned" (spec.unschedulable, as for a drain),
+    # or "tainted <key>" (a NoSchedule or NoExecute taint Gangway's pods do not tolerate). Such a node
+    # counts only for R10 (whether a job could ever fit); nothing is placed on it.
+    unschedulable: str = ""
+
+    @property
+    def schedulable(self) -> bool:
+        return not self.unschedulable
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,11 +220,17 @@ class JobStatuses(list[JobStatus]):
     is another object), or a bare pod made from a Gangway pod's YAML. They hold room until they are
     gone, so the loop counts them as outside usage (R12). A pod of an object found is on that object's
     status instead, never in both, and both come from one read, so none falls between them.
+
+    `outside`, when the read was asked for it (`Cluster.job_statuses(with_outside=True)`: reconcile's read),
+    holds the jobs from elsewhere as `Cluster.outside_jobs` gives them, read in the same pass: an adopted
+    object carries the `gangway.io/job-id` label, so it is read once, with the statuses; None otherwise.
     """
 
-    def __init__(self, statuses: Iterable[JobStatus] = (), strays: Iterable[OutsidePod] = ()):
+    def __init__(self, statuses: Iterable[JobStatus] = (), strays: Iterable[OutsidePod] = (),
+                 outside: OutsideJobs | None = None):  # fmt: skip
         super().__init__(statuses)
         self.strays: tuple[OutsidePod, ...] = tuple(strays)
+        self.outside = outside
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +332,24 @@ class ReplicaLog:
         return FAILURE_REASONS.get(self.reason, "")
 
 
+@dataclass(frozen=True, slots=True)
+class LogStream:
+    """One replica's whole log, read as it is passed on (`Cluster.log_stream`).
+
+    `replica` is its state, without lines. `chunks` gives the log's bytes as the kubelet serves them, oldest
+    first, at most LOG_CHUNK_BYTES each, and may raise ClusterUnavailable when the cluster stops answering
+    midway. It holds a connection open until it is exhausted or closed: a reader that stops early closes it.
+    """
+
+    replica: ReplicaLog
+    chunks: Generator[bytes, None, None]
+
+
+def no_bytes() -> Generator[bytes, None, None]:
+    """The chunks of a log that has none (a container that never started)."""
+    yield from ()
+
+
 def failing_replica(replicas: list[ReplicaLog]) -> ReplicaLog | None:
     """The replica that failed first (the earliest to stop among the failed), or None when none failed.
 
@@ -383,7 +418,8 @@ class Cluster(Protocol):
     """What the loop needs from a cluster. Every method may raise ClusterUnavailable."""
 
     def nodes(self) -> list[NodeInfo]:
-        """Schedulable nodes (unschedulable and tainted nodes left out)."""
+        """Every node by name, those that take no new pods (cordoned, or tainted against Gangway's pods)
+        marked with why (`NodeInfo.unschedulable`)."""
 
     def outside_usage(self) -> list[OutsidePod]:
         """Running pods Gangway did not create (none labelled with a job id: `job_statuses` reads those)."""
@@ -402,6 +438,11 @@ class Cluster(Protocol):
     def suspend_job(self, job: ClusterJob) -> None:
         """Stop the job's pods (after their grace period), keeping the job. Idempotent."""
 
+    def check_suspend(self, job: ClusterJob) -> None:
+        """Raise what `suspend_job` would raise for the job now (ClusterError, ClusterUnavailable), changing
+        nothing: the loop asks before it preempts an adopted job, which Gangway can only suspend (never delete).
+        The Kubernetes adapter asks the API server for a dry run, so admission webhooks answer too."""
+
     def delete_job(self, namespace: str, name: str, kind: str) -> None:
         """Delete the one job of that kind (a `jobs.kinds` name) and name, and its pods; an object of another
         kind with the same name is left alone. Deleting a missing job is success. Never called for an adopted
@@ -417,11 +458,13 @@ class Cluster(Protocol):
         Idempotent; a job deleted meanwhile is success.
         """
 
-    def trials(self) -> list[TrialResult]:
-        """Every Katib trial with its objective; empty when Katib is not installed."""
+    def trials(self, namespace: str) -> list[TrialResult]:
+        """Every Katib trial of one namespace (a team's) with its objective; empty when Katib is not installed.
+        Never a list of the whole cluster: other tenants' trials are not Gangway's to read."""
 
-    def job_statuses(self) -> JobStatuses:
-        """Every Gangway job the cluster has, with its phase, and the labelled pods of no job it has (`strays`)."""
+    def job_statuses(self, *, with_outside: bool = False) -> JobStatuses:
+        """Every Gangway job the cluster has, with its phase, and the labelled pods of no job it has (`strays`);
+        with `with_outside`, the jobs from elsewhere too (`JobStatuses.outside`), each object read once."""
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         """Make namespaces, quotas, priority classes and queues match; returns what changed."""
@@ -450,6 +493,15 @@ class Cluster(Protocol):
         lines; one waiting to restart after it stopped has its previous container's (`previous`). With
         `name` (the job's own object), pods another job object controls are left out: a copy of the
         object renamed in the same namespace keeps the job's id label, and its pods are not the job's.
+        """
+
+    def log_stream(self, namespace: str, job_id: int, *, replica: str, name: str = "") -> LogStream | None:
+        """The whole log of the job's replica `replica`, however long, to be read in chunks (a download).
+
+        None when the job has no pod of that replica. The pods are read and the log opened before this
+        returns, so a cluster out of reach raises ClusterUnavailable before anything is passed on; a
+        container that has not started has no bytes, one waiting to restart its previous container's
+        (`previous`), as with `logs`. `name` leaves out the pods of another job object, as with `logs`.
         """
 
 

@@ -72,10 +72,10 @@ class FaultyCluster:
         self.fired.append(f"{call} {when} {error.__name__}")
         return error(f"injected: {call} failed {when} reaching the cluster")
 
-    def _call(self, call: str, *args):
+    def _call(self, call: str, *args, **options):
         if (error := self._due(call, "before")) is not None:
             raise error
-        answer = getattr(self.inner, call)(*args)
+        answer = getattr(self.inner, call)(*args, **options)
         if (error := self._due(call, "after")) is not None:
             raise error
         return answer
@@ -86,11 +86,14 @@ class FaultyCluster:
     def outside_usage(self):
         return self._call("outside_usage")
 
-    def job_statuses(self):
-        return self._call("job_statuses")
+    def job_statuses(self, **options):
+        return self._call("job_statuses", **options)
 
     def check_create(self, job: ClusterJob) -> None:
         return self._call("check_create", job)
+
+    def check_suspend(self, job: ClusterJob) -> None:
+        return self._call("check_suspend", job)
 
     def create_job(self, job: ClusterJob) -> None:
         return self._call("create_job", job)
@@ -107,14 +110,17 @@ class FaultyCluster:
     def mark_outside(self, job, *, job_id=None, rejected=""):
         return self.inner.mark_outside(job, job_id=job_id, rejected=rejected)
 
-    def trials(self):
-        return self.inner.trials()
+    def trials(self, namespace: str):
+        return self.inner.trials(namespace)
 
     def claims(self, namespace: str):
         return self.inner.claims(namespace)
 
     def logs(self, namespace: str, job_id: int, **options):
         return self.inner.logs(namespace, job_id, **options)
+
+    def log_stream(self, namespace: str, job_id: int, **options):
+        return self.inner.log_stream(namespace, job_id, **options)
 
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return self.inner.sync_tenants(tenants)

@@ -27,6 +27,7 @@ from scheduling.cluster.base import (
     JobStatus,
     JobStatuses,
     LogPosition,
+    LogStream,
     NodeInfo,
     OutsideJob,
     OutsideJobs,
@@ -90,19 +91,15 @@ class KubernetesCluster:
         return self.api.list_all("Node", "*", self.api.core.list_node)
 
     def nodes(self) -> list[NodeInfo]:
-        """Returns schedulable nodes by name, with allocatable GPUs, cpu millicores and memory bytes.
+        """Returns every node by name, with allocatable GPUs, cpu millicores and memory bytes.
 
         Cordoned nodes and nodes with a NoSchedule or NoExecute taint that
-        Gangway's pods do not tolerate (see `manifests.TOLERATIONS`) are left out.
+        Gangway's pods do not tolerate (see `manifests.TOLERATIONS`) take no
+        new pods: they are marked with why (`unschedulable`), never left out,
+        so a job only they could hold waits for them instead of being rejected (R10).
         """
         result = []
         for node in self._nodes():
-            spec = node.get("spec") or {}
-            if spec.get("unschedulable") or any(
-                taint.get("effect") in BLOCKING_TAINTS and not tolerated(taint)
-                for taint in spec.get("taints") or ()
-            ):
-                continue
             allocatable = (node.get("status") or {}).get("allocatable") or {}
             result.append(NodeInfo(
                 name=node["metadata"]["name"],
@@ -110,6 +107,7 @@ class KubernetesCluster:
                 cpu=amount("cpu", allocatable.get("cpu")),
                 memory=amount("memory", allocatable.get("memory")),
                 labels=tuple(sorted((node["metadata"].get("labels") or {}).items())),
+                unschedulable=unschedulable(node.get("spec") or {}),
             ))
         return sorted(result, key=lambda node: node.name)
 
@@ -184,12 +182,26 @@ class KubernetesCluster:
 
         Returns nothing; a job that no longer exists is already stopped.
         """
+        self._suspend(job, dry_run=False)
+
+    def check_suspend(self, job: ClusterJob) -> None:
+        """Asks the API server to try `suspend_job` as a dry run (`dryRun=All`): admission webhooks answer as
+        they would, and nothing is stored. Returns nothing; raises what the suspend would. A webhook that
+        cannot be dry-run (400 "does not support dry run") passes unchecked."""
+        try:
+            self._suspend(job, dry_run=True)
+        except ClusterError as error:
+            if not _dry_run_unsupported(error):
+                raise
+
+    def _suspend(self, job: ClusterJob, *, dry_run: bool) -> None:
         kind = kinds.get(job.kind)
         self.api.call(
-            "suspend", job.kind, f"{job.namespace}/{job.name}",
+            "try to suspend" if dry_run else "suspend", job.kind, f"{job.namespace}/{job.name}",
             self.api.custom.patch_namespaced_custom_object,
             kind.group, kind.version, job.namespace, kind.plural, job.name,
             job_manifests.suspend_patch(kind), tolerate=(NOT_FOUND,), one_object=True,
+            **({"dry_run": "All"} if dry_run else {}),
         )
 
     def delete_job(self, namespace: str, name: str, kind: str) -> None:
@@ -206,9 +218,11 @@ class KubernetesCluster:
             propagation_policy="Background", tolerate=(NOT_FOUND,), one_object=True,
         )
 
-    def job_statuses(self) -> JobStatuses:
+    def job_statuses(self, *, with_outside: bool = False) -> JobStatuses:
         """Returns every job labelled with a Gangway job id, its phase and its running pods, and the
-        labelled pods bound to a node that belong to none of those jobs (`JobStatuses.strays`).
+        labelled pods bound to a node that belong to none of those jobs (`JobStatuses.strays`); with
+        `with_outside`, the jobs from elsewhere (`JobStatuses.outside`): the adopted ones read from the same
+        lists, since they carry the job-id label, and only those not adopted yet listed on their own.
 
         Pods are found by the same `gangway.io/job-id` label, which they
         inherit from the job's templates; it does not depend on the labels
@@ -239,6 +253,7 @@ class KubernetesCluster:
             if node and phase in ("Running", "Pending"):
                 bound[key].append(_bound_pod(pod, node))
         result = []
+        labelled: dict[str, list[dict] | None] = {}  # each kind's objects, for `outside`
         for kind in kinds.all_kinds():
             # A kind whose CRD the cluster lacks (the Training Operator without Kubeflow Trainer) answers
             # 404: none of its jobs can exist there, and the other kinds are still read.
@@ -251,6 +266,7 @@ class KubernetesCluster:
                 # every running job of the kind would look gone (created again, or a victim requeued early).
                 raise ClusterUnavailable(f"list {kind.name} *: 404 Not Found, though its CustomResourceDefinition "
                                          "is installed; read again at the next pass")  # fmt: skip
+            labelled[kind.name] = jobs
             for obj in jobs or ():
                 meta = obj["metadata"]
                 label = meta["labels"][JOB_ID_LABEL]
@@ -270,7 +286,8 @@ class KubernetesCluster:
                 ))
         strays = [pod for key, of_key in bound.items() if key not in claimed for pod in of_key]
         return JobStatuses(sorted(result, key=lambda status: status.job_id),
-                           sorted(strays, key=lambda pod: (pod.namespace, pod.name)))  # fmt: skip
+                           sorted(strays, key=lambda pod: (pod.namespace, pod.name)),
+                           kubernetes_outside.outside_jobs(self.api, labelled=labelled) if with_outside else None)  # fmt: skip
 
     def _installed(self, kind: kinds.JobKind) -> bool:
         """Whether the cluster has the kind's CustomResourceDefinition (one small list by name)."""
@@ -284,6 +301,12 @@ class KubernetesCluster:
         return kubernetes_logs.read_logs(self.api, namespace, job_id, seconds=self.logs_deadline, name=name,
                                          replica=replica, tail=tail, lines_of=lines_of, timed=timed, after=after)
 
+    def log_stream(self, namespace: str, job_id: int, *, replica: str, name: str = "") -> LogStream | None:
+        """The replica's whole log, to be read in chunks (`kubernetes_logs.open_log`), opened within
+        `logs_deadline` seconds."""
+        return kubernetes_logs.open_log(self.api, namespace, job_id, replica=replica, name=name,
+                                        seconds=self.logs_deadline)  # fmt: skip
+
 
     def outside_jobs(self) -> OutsideJobs:
         """Returns every TFJob, PyTorchJob or TrainJob labelled `gangway.io/queue` that Gangway did not create,
@@ -294,9 +317,9 @@ class KubernetesCluster:
         """Labels an outside job with its Gangway job, or annotates why it was refused. Returns nothing."""
         kubernetes_outside.mark(self.api, job, job_id=job_id, rejected=rejected)
 
-    def trials(self) -> list[TrialResult]:
-        """Returns every Katib trial with its objective; empty when Katib is not installed."""
-        return kubernetes_outside.trials(self.api)
+    def trials(self, namespace: str) -> list[TrialResult]:
+        """Returns the Katib trials of one namespace with their objective; empty when Katib is not installed."""
+        return kubernetes_outside.trials(self.api, namespace)
 
     # -- tenants and health --------------------------------------------------
 
@@ -323,9 +346,22 @@ class KubernetesCluster:
 
     def doctor(self, tenants: Tenants) -> list[Finding]:
         """Returns what keeps Gangway from working on this cluster; empty when all is well."""
-        findings = kubernetes_tenants.doctor(self.api, tenants, self._nodes(), self.nodes())
+        schedulable = [node for node in self.nodes() if node.schedulable]
+        findings = kubernetes_tenants.doctor(self.api, tenants, self._nodes(), schedulable)
         return findings + kubernetes_outside.doctor(self.api, tenants)
 
+
+
+def unschedulable(spec: dict) -> str:
+    """Returns why a node with this spec takes no new Gangway pod: "cordoned", "tainted <key>" (the first
+    NoSchedule or NoExecute taint they do not tolerate), or "" when it takes them. A cordoned node also
+    carries the taint node.kubernetes.io/unschedulable; "cordoned" says it in the words of `kubectl cordon`."""
+    if spec.get("unschedulable"):
+        return "cordoned"
+    for taint in spec.get("taints") or ():
+        if taint.get("effect") in BLOCKING_TAINTS and not tolerated(taint):
+            return f"tainted {taint.get('key')}"
+    return ""
 
 
 def tolerated(taint: dict) -> bool:

@@ -91,11 +91,13 @@ class Api:
         tolerate: tuple[int, ...] = (),
         text: bool = False,
         raw: bool = False,
+        stream: bool = False,
         timeout: tuple[float, float] | None = None,
         one_object: bool = False,
         **kwargs,
-    ) -> dict | str | bytes | None:
-        """Returns the server's answer as a dict (as text with `text`, as bytes with `raw`: a pod's log), or None when
+    ) -> dict | str | bytes | urllib3.BaseHTTPResponse | None:
+        """Returns the server's answer as a dict (as text with `text`, as bytes with `raw`: a pod's log; with
+        `stream`, the response itself, its body not yet read, for the caller to read and close), or None when
         its status is in `tolerate`.
 
         `verb kind name` ("create TFJob maps/resnet-g12") starts every error
@@ -114,6 +116,8 @@ class Api:
         while True:
             try:
                 response = method(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
+                if stream:  # a whole log, read by the caller in chunks as it passes them on
+                    return response
                 if raw:  # the bytes as sent (a pod's log, which its reader decodes)
                     return response.data or b""
                 if text:

@@ -1,15 +1,18 @@
 """A job's replica logs read through the Kubernetes API (the port's `logs`): one replica's lines or all,
 a bounded tail or the lines after a position, within a deadline for the whole read, since a person
-waits on the page."""
+waits on the page; and one replica's whole log streamed in chunks (the port's `log_stream`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+import urllib3
+
 from scheduling.cluster.base import (
+    LOG_CHUNK_BYTES,
     LOG_LIMIT_BYTES,
     LOG_LINE_BYTES,
     LOG_READ_BYTES,
@@ -17,8 +20,10 @@ from scheduling.cluster.base import (
     PICK,
     ClusterUnavailable,
     LogPosition,
+    LogStream,
     ReplicaLog,
     failing_replica,
+    no_bytes,
 )
 from scheduling.cluster.kubernetes_api import BAD_REQUEST, NOT_FOUND, Api
 from scheduling.cluster.kubernetes_pods import controller_name, main_container, replica_log, replica_name, replica_order
@@ -49,13 +54,7 @@ def read_logs(api: Api, namespace: str, job_id: int, *, seconds: float, name: st
     # bounded time for the whole read, the pod list included, not a read timeout per call.
     deadline = time.monotonic() + seconds
     timed = timed or after is not None
-    with _within(deadline, seconds, f"list the pods of job {job_id} in {namespace}"):
-        pods = api.call(
-            "list", "Pod", namespace, api.core.list_namespaced_pod, namespace,
-            label_selector=f"{JOB_ID_LABEL}={job_id}", timeout=_time_left(deadline),
-        )["items"]
-    pods = [pod for pod in sorted(pods, key=replica_order)
-            if (not name or controller_name(pod) in ("", name)) and (not replica or replica_name(pod) == replica)]
+    pods = _job_pods(api, namespace, job_id, name=name, replica=replica, deadline=deadline, seconds=seconds)
     states = [replica_log(pod, ()) for pod in pods]
     wanted = _lines_of(states, lines_of)
     budget = LOG_READ_BYTES // max(1, sum(1 for state in states if state.replica in wanted))
@@ -80,15 +79,80 @@ def read_logs(api: Api, namespace: str, job_id: int, *, seconds: float, name: st
                                   **read.after(after.get(state.replica, LogPosition()), tail, limit,
                                                forward=min(LOG_LIMIT_BYTES, budget), ran=ran)))  # fmt: skip
             continue
-        data, cut = read.tail(tail, limit, previous=ran == "previous", timestamps=timed)
+        data, cut, whole = read.tail(tail, limit, previous=ran == "previous", timestamps=timed)
         if timed:
             stamped = timed_log_lines(data, cut=cut)
+            position = read.position(stamped, whole=whole, previous=ran == "previous",
+                                     forward=min(LOG_LIMIT_BYTES, budget))  # fmt: skip
             result.append(replace(state, lines=tuple(line for _, line in stamped), cut=cut,
                                   previous=ran == "previous", times=tuple(when for when, _ in stamped),
-                                  position=position_after(stamped)))  # fmt: skip
+                                  position=position))  # fmt: skip
         else:
             result.append(replace(state, lines=log_lines(data, cut=cut), cut=cut, previous=ran == "previous"))
     return result
+
+
+def open_log(api: Api, namespace: str, job_id: int, *, replica: str, seconds: float, name: str = "") -> LogStream | None:
+    """The port's `log_stream`: the whole log of the job's replica `replica`, read in chunks as it is passed on.
+
+    The pods are listed and the log is opened (without `limitBytes`: all of it) within `seconds`; None when
+    no pod is that replica. Each chunk is read with the read timeout of LOG_READ_TIMEOUT, so that a server
+    that stops sending midway ends the stream (ClusterUnavailable) rather than holding the reader; how long
+    the whole stream may take is its reader's to bound.
+    """
+    deadline = time.monotonic() + seconds
+    pods = _job_pods(api, namespace, job_id, name=name, replica=replica, deadline=deadline, seconds=seconds)
+    if not pods or replica_name(pods[0]) != replica:
+        return None
+    pod = pods[0]
+    ran = _has_run(pod)
+    state = replace(replica_log(pod, ()), previous=ran == "previous")
+    if ran is None:
+        return LogStream(state, no_bytes())  # never started: no log, and no request the server would refuse
+    pod_name = pod["metadata"]["name"]
+    what = f"read the log of {namespace}/{pod_name}"
+    options = {"previous": True} if ran == "previous" else {}
+    if container := main_container(pod):
+        options["container"] = container
+    with _within(deadline, seconds, what):
+        response = api.call(
+            "read log of", "Pod", f"{namespace}/{pod_name}", api.core.read_namespaced_pod_log, pod_name, namespace,
+            tolerate=(BAD_REQUEST, NOT_FOUND), stream=True, timeout=(_time_left(deadline)[0], LOG_READ_TIMEOUT[1]),
+            **options,
+        )  # fmt: skip
+    return LogStream(state, no_bytes() if response is None else _chunks(response, what))
+
+
+def _chunks(response: urllib3.BaseHTTPResponse, what: str) -> Generator[bytes, None, None]:
+    """The body of an open log read, LOG_CHUNK_BYTES at most at a time; the connection is given back once read
+    to its end, closed when its reader stops before. A server that stops sending raises ClusterUnavailable."""
+    sent, whole = 0, False
+    try:
+        for chunk in response.stream(LOG_CHUNK_BYTES):
+            sent += len(chunk)
+            yield chunk
+        whole = True
+    except urllib3.exceptions.HTTPError as error:
+        cause = getattr(error, "reason", None) or error
+        raise ClusterUnavailable(f"{what}: the API server stopped sending it after {sent:,} bytes: {cause}") from error
+    finally:
+        if whole:
+            response.release_conn()
+        else:
+            response.close()
+
+
+def _job_pods(api: Api, namespace: str, job_id: int, *, name: str, replica: str, deadline: float,
+              seconds: float) -> list[dict]:  # fmt: skip
+    """The job's replica pods in replica order (only `replica`'s when named), less those a job object other
+    than `name` controls, listed by the `gangway.io/job-id` label within `deadline`."""
+    with _within(deadline, seconds, f"list the pods of job {job_id} in {namespace}"):
+        pods = api.call(
+            "list", "Pod", namespace, api.core.list_namespaced_pod, namespace,
+            label_selector=f"{JOB_ID_LABEL}={job_id}", timeout=_time_left(deadline),
+        )["items"]
+    return [pod for pod in sorted(pods, key=replica_order)
+            if (not name or controller_name(pod) in ("", name)) and (not replica or replica_name(pod) == replica)]
 
 
 @contextmanager
@@ -126,17 +190,41 @@ class _Read:
                 tolerate=(BAD_REQUEST, NOT_FOUND), raw=True, timeout=_time_left(self.deadline), **options,
             ) or b""  # fmt: skip
 
-    def tail(self, tail: int | None, limit: int, *, previous: bool, timestamps: bool = False) -> tuple[bytes, bool]:
-        """The last `tail` lines (all with None) as bytes, and whether the read stopped at `limit`.
+    def tail(self, tail: int | None, limit: int, *, previous: bool,
+             timestamps: bool = False) -> tuple[bytes, bool, bool]:  # fmt: skip
+        """The last `tail` lines (all with None) as bytes, whether the read stopped at `limit`, and whether
+        they are the whole log from its start (fewer lines came than asked for, or `tail` is None).
 
         The kubelet applies `limitBytes` to the start of a tail: a tail of long lines cut by it would
         miss the newest. Then the tail is read once more, of as many lines as came whole (at least
         one), so that the lines shown are the last ones."""
         options = {"limit_bytes": limit, **({"timestamps": True} if timestamps else {})}
         data = self.fetch(previous=previous, **options, **({"tail_lines": tail} if tail is not None else {}))
+        asked = tail
         if tail is not None and len(data) >= limit and data.count(b"\n") < tail:
-            data = self.fetch(previous=previous, **options, tail_lines=max(1, data.count(b"\n")))
-        return data, len(data) >= limit
+            asked = max(1, data.count(b"\n"))
+            data = self.fetch(previous=previous, **options, tail_lines=asked)
+        cut = len(data) >= limit
+        lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        return data, cut, asked is None or (not cut and lines < asked)
+
+    def position(self, stamped: tuple[tuple[str, str], ...], *, whole: bool, previous: bool,
+                 forward: int) -> LogPosition:  # fmt: skip
+        """The position after the last of `stamped`, the newest lines of the log (`whole`: all of it).
+
+        The lines of the last line's time are counted back through `stamped`. When every line of it
+        shares that time and lines may come before it (a burst the runtime stamped at once, longer than
+        the tail), the count would miss those before it and the next read would give them again, out
+        of order, with the tail's own lines: they are counted by one more read, forward from that time's
+        second (at most `forward` bytes; should the burst be longer still, the count is what that read
+        holds, never less than the tail's)."""
+        position = position_after(stamped)
+        if whole or not stamped or position.count < len(stamped):
+            return position
+        data = self.fetch(previous=previous, timestamps=True, limit_bytes=forward,
+                          since_time=position.time[:19] + "Z")  # fmt: skip
+        same = sum(1 for when, _ in timed_log_lines(data, cut=len(data) >= forward) if when == position.time)
+        return LogPosition(position.time, max(same, position.count))
 
     def after(self, position: LogPosition, tail: int | None, limit: int, *, forward: int, ran: str) -> dict:
         """The ReplicaLog fields of the lines written after `position`: the newest `tail` of them, and those
@@ -173,11 +261,15 @@ class _Read:
                     "position": position_after(found, position), "skipped": skipped, "skipped_exact": anchored}
         # More came after the position than one read counts: the newest lines, read as a tail, come after
         # all those counted, and more may lie between the two reads.
-        data, stopped = self.tail(tail, limit, previous=ran == "previous", timestamps=True)
+        data, stopped, whole = self.tail(tail, limit, previous=ran == "previous", timestamps=True)
         last = found[-1][0] if found else position.time
-        newest = [line for line in timed_log_lines(data, cut=stopped) if line[0] > last]
+        stamped = timed_log_lines(data, cut=stopped)
+        newest = tuple(line for line in stamped if line[0] > last)
         if newest:
-            shown, skipped, after = newest, len(found), position_after(newest)
+            shown, skipped = newest, len(found)
+            # Lines of the newest ones' time may come before the tail only when all of the tail is newer.
+            after = self.position(newest, whole=whole or len(newest) < len(stamped), previous=ran == "previous",
+                                  forward=forward)  # fmt: skip
         else:  # nothing newer than the lines counted (the rest shares the last one's time): the newest of those
             shown = found[max(0, len(found) - count):]
             skipped, after = len(found) - len(shown), position_after(found, position)

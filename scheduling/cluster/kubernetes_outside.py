@@ -1,8 +1,8 @@
 """The Kubernetes adapter's calls for jobs from elsewhere: list, label, admit, refuse; Katib's trials; doctor.
 
-Every call goes through `kubernetes_api.Api.call`, each list of the whole cluster through `Api.list_all`,
-which reads it in pages. Nothing here deletes: an outside job is only ever patched (labels, the scheduling
-fields Gangway owns, `suspend`) or annotated.
+Every call goes through `kubernetes_api.Api.call`, each list through `Api.list_all`, which reads it in
+pages; Katib's Trials are listed per team namespace, never across the cluster. Nothing here deletes: an
+outside job is only ever patched (labels, the scheduling fields Gangway owns, `suspend`) or annotated.
 """
 
 from __future__ import annotations
@@ -35,22 +35,39 @@ EVENT_REASON = "GangwayRejected"
 CONFLICT_ATTEMPTS = 3
 
 
-def outside_jobs(api: Api) -> OutsideJobs:
-    """Returns every job of the adopted kinds labelled `gangway.io/queue` that Gangway did not create, and
-    the kinds whose list the cluster answered. Reads no Katib Trial (adoption does, when it needs one)."""
-    result, listed = [], set()
+def outside_jobs(api: Api, *, labelled: dict[str, list[dict] | None] | None = None) -> OutsideJobs:
+    """Returns every job of the adopted kinds labelled `gangway.io/queue` that Gangway did not create, adopted
+    or not, and the kinds whose list the cluster answered. Reads no Katib Trial (adoption does, when it needs one).
+
+    With `labelled`, each kind's objects labelled `gangway.io/job-id` as `job_statuses` has just listed them
+    (None for a kind whose list answered 404), the adopted jobs are taken from there and only those not
+    adopted yet are listed (`gangway.io/queue,!gangway.io/job-id`): reconcile's pass reads each adopted
+    object once, not once per list. An object in both (its label removed between the two lists) is kept once,
+    as the later list has it.
+    """
+    found: dict[str, OutsideJob] = {}
+    listed = set()
+    selector = outside.QUEUE_LABEL if labelled is None else f"{outside.QUEUE_LABEL},!{JOB_ID_LABEL}"
     for kind in outside.outside_kinds():
+        adopted = () if labelled is None else labelled.get(kind.kind)
+        if adopted is None:
+            continue  # its job-id list answered 404: the kind is not served, nothing of it is known
         # 404: the kind's operator is not installed (a cluster without Kubeflow Trainer v2 has no TrainJobs),
         # or the API server answered a custom resource's list with a spurious 404: either way its jobs are unknown.
         items = api.list_all(
             kind.kind, "*", api.custom.list_cluster_custom_object,
-            kind.group, kind.version, kind.plural, label_selector=outside.QUEUE_LABEL, tolerate=(NOT_FOUND,),
+            kind.group, kind.version, kind.plural, label_selector=selector, tolerate=(NOT_FOUND,),
         )  # fmt: skip
         if items is None:
             continue
         listed.add(kind.kind)
-        result.extend(outside.read_outside(obj, kind) for obj in items if not outside.created_by_gangway(obj))
-    return OutsideJobs(jobs=tuple(sorted(result, key=lambda job: (job.namespace, job.name))), kinds=frozenset(listed))
+        queued = [obj for obj in adopted if outside.QUEUE_LABEL in (obj["metadata"].get("labels") or {})]
+        for obj in (*queued, *items):
+            if not outside.created_by_gangway(obj):
+                job = outside.read_outside(obj, kind)
+                found[job.uid or f"{job.kind} {job.namespace}/{job.name}"] = job
+    jobs = sorted(found.values(), key=lambda job: (job.namespace, job.name))
+    return OutsideJobs(jobs=tuple(jobs), kinds=frozenset(listed))
 
 
 def _read(api: Api, job: ClusterJob) -> dict | None:
@@ -144,26 +161,29 @@ def admit(api: Api, job: ClusterJob, *, dry_run: bool = False) -> None:
                 "its next pass", conflict, CONFLICT_ATTEMPTS)  # fmt: skip
 
 
-def trials(api: Api) -> list[TrialResult]:
-    """Returns every Katib trial with its objective's latest value; empty when Katib is not installed.
+def trials(api: Api, namespace: str) -> list[TrialResult]:
+    """Returns the Katib trials of one namespace with their objective's latest value; empty when Katib is
+    not installed.
 
+    Listed in that namespace only, never across the cluster: Gangway reads the trials of its teams'
+    namespaces, and a cluster-wide list would read other tenants' too (and needs a cluster-wide grant).
     Raises ClusterUnavailable when the list answers 404 though Trials are installed."""
     answer = api.list_all(
-        "Trial", "*", api.custom.list_cluster_custom_object,
-        outside.KATIB_GROUP, outside.KATIB_VERSION, outside.KATIB_TRIALS,
+        "Trial", namespace, api.custom.list_namespaced_custom_object,
+        outside.KATIB_GROUP, outside.KATIB_VERSION, namespace, outside.KATIB_TRIALS,
         label_selector=outside.KATIB_EXPERIMENT_LABEL, tolerate=(NOT_FOUND,),
     )  # fmt: skip
     crd = f"{outside.KATIB_TRIALS}.{outside.KATIB_GROUP}"
     if answer is None and definition_installed(api, crd):
         # Read as "Katib is not installed", the job of a trial Katib removed once it succeeded would be cancelled.
-        raise ClusterUnavailable(f"list Trial *: 404 Not Found, though its CustomResourceDefinition {crd} is "
-                                 "installed; read again at the next pass")  # fmt: skip
+        raise ClusterUnavailable(f"list Trial {namespace}: 404 Not Found, though its CustomResourceDefinition "
+                                 f"{crd} is installed; read again at the next pass")  # fmt: skip
     result = []
     for trial in answer or ():
         meta = trial["metadata"]
         name, maximize, value = outside.objective_of(trial)
         result.append(TrialResult(
-            namespace=meta.get("namespace", ""), experiment=meta["labels"][outside.KATIB_EXPERIMENT_LABEL],
+            namespace=meta.get("namespace", namespace), experiment=meta["labels"][outside.KATIB_EXPERIMENT_LABEL],
             trial=meta["name"], objective=name, maximize=maximize, value=value, outcome=outside.trial_outcome(trial),
         ))  # fmt: skip
     return result

@@ -5,7 +5,8 @@ carriage return, a form feed or a Unicode line separator inside a line keeps it 
 and a tail count it. A line a progress bar rewrote with "\\r" reads as a terminal last showed it. ANSI
 escape sequences (colours, cursor moves, window titles) are removed, and other control characters (binary
 garbage) become U+FFFD, as do bytes that are not UTF-8: no page, JSON answer or terminal that prints a line
-is steered by what a job wrote.
+is steered by what a job wrote. A log passed on whole (a download) is read the same way as it streams
+(`StreamedLines`), holding a chunk and one line at a time.
 
 Read with `timestamps=true`, each line comes after its time; `timed_log_lines` parts them, and a position
 (`LogPosition`: a time, and how many lines of that time) says where a reader stopped, so that the next read
@@ -46,6 +47,52 @@ def readable(line: str) -> str:
     if "\r" in line:
         line = next((part for part in reversed(line.split("\r")) if part), "")
     return CONTROL.sub("\ufffd", ANSI.sub("", line))
+
+
+# The longest part of one line a streamed read holds (in characters) before it passes that part on: a log of one
+# endless line (a job that prints progress and never a "\n") would otherwise be held whole.
+LINE_HOLD = 1024**2
+
+
+class StreamedLines:
+    """`log_lines` for a log read in chunks, however long: `feed` each chunk's bytes and then `end`; each
+    returns the text of the lines it completed, each line as `readable` reads it and ended by "\\n".
+
+    The whole log fed in any chunks reads as `log_lines` reads it at once (a last line without "\\n" gets one).
+    Only the line not yet ended is held: of a line a progress bar rewrites with "\\r", the state a terminal
+    would show; and past `hold` characters, what came of the line goes out as it is read (each part read by
+    itself, a "\\r" after it no longer taking it back).
+    """
+
+    def __init__(self, *, hold: int = LINE_HOLD):
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.open = ""  # the line not yet ended
+        self.under_way = False  # a part of that line was passed on already
+        self.hold = hold
+
+    def feed(self, data: bytes) -> str:
+        return self._lines(self.decoder.decode(data))
+
+    def end(self) -> str:
+        """The text of the last lines (the one not ended gets its "\\n"); "" when everything was passed on."""
+        text = self._lines(self.decoder.decode(b"", final=True))
+        last, ends = self.open, bool(self.open) or self.under_way
+        self.open, self.under_way = "", False
+        return text + (readable(last) + "\n" if ends else "")
+
+    def _lines(self, text: str) -> str:
+        *ended, self.open = (self.open + text).split("\n")
+        if ended:
+            self.under_way = False
+        out = "".join(readable(line) + "\n" for line in ended)
+        if "\r" in self.open:
+            # What readable would show of the line so far, kept as a rewrite: later text still rewrites it.
+            before, _, after = self.open.rpartition("\r")
+            shown = after or next((part for part in reversed(before.split("\r")) if part), "")
+            self.open = "\r" + shown + ("" if after else "\r")
+        if len(self.open) > self.hold:
+            out, self.open, self.under_way = out + readable(self.open), "", True
+        return out
 
 
 # The kubelet's stamp before each line with `timestamps=true`: RFC 3339 with up to nine digits of fraction

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from jobs import kinds
+from jobs import kinds, origins
 from scheduling.cluster import trainjob_manifests
 from scheduling.cluster.base import ClusterJob, OutsideJob
 from scheduling.cluster.manifests import (
@@ -99,7 +99,7 @@ def origin(obj: dict, *, experiment: str = "") -> str:
         return (f"katib experiment {experiment}, trial {trial}" if experiment else f"katib trial {trial}")[:VIA_MAX]
     if PIPELINE_RUN_LABEL in labels:
         run = annotations.get(PIPELINE_RUN_NAME_ANNOTATION) or labels[PIPELINE_RUN_LABEL]
-        return f"pipelines run {run}"[:VIA_MAX]
+        return f"{origins.PIPELINES_RUN} {run}"[:VIA_MAX]
     creator = annotations.get(CREATOR_ANNOTATION, "")
     managers = [entry.get("manager", "") for entry in meta.get("managedFields") or () if entry.get("manager")]
     if creator:

@@ -3,9 +3,10 @@
 It behaves like Volcano with the Training Operator, in miniature: a created job
 starts only when every replica has room at once (gang), runs for its duration,
 then succeeds or fails; a suspended job frees its nodes at once and keeps the
-progress it made, so a resumed job only runs what is left (perfect
-checkpointing). The demo and most tests run on it, through the same port as
-the Kubernetes adapter.
+work up to its last checkpoint (its log saves one every 5 minutes of training),
+so a resumed job runs again what it had done since, as a real preempted job
+restarts from its last checkpoint. The demo and most tests run on it, through
+the same port as the Kubernetes adapter.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import math
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.quantities import cpu_millicores, memory_bytes, parse_quantity
-from scheduling.cluster import job_manifests, node_types, simulated_logs, simulated_outside
+from scheduling.cluster import job_manifests, node_types, simulated_logs, simulated_outside, simulated_replicas
 from scheduling.cluster.base import (
     LOG_TAIL,
     ClaimInfo,
@@ -30,6 +31,7 @@ from scheduling.cluster.base import (
     JobStatus,
     JobStatuses,
     LogPosition,
+    LogStream,
     NodeInfo,
     OutsideJob,
     OutsideJobs,
@@ -43,6 +45,9 @@ from scheduling.cluster.base import (
 from scheduling.models import SimClaim, SimJob, SimNode
 
 
+CORDONED = "cordoned"  # why a simulated node takes no new job: the only way it does
+
+
 class SimulatedCluster:
     def __init__(self, *, clock: Callable[[], datetime] = timezone.now, seed: int | None = None,
                  failure_rate: float | None = None, default_duration: int | None = None):  # fmt: skip
@@ -53,26 +58,32 @@ class SimulatedCluster:
 
     # --- reads ------------------------------------------------------------------
     def nodes(self) -> list[NodeInfo]:
+        """Every node by name; a cordoned one (`schedulable` off: `cordon`) is marked so, and takes no new job."""
         return [
             NodeInfo(name=node.name, gpu=node.gpu, cpu=node.cpu, memory=node.memory,
-                     labels=tuple(sorted((str(k), str(v)) for k, v in (node.labels or {}).items())))
-            for node in SimNode.objects.filter(schedulable=True).order_by("name")
+                     labels=tuple(sorted((str(k), str(v)) for k, v in (node.labels or {}).items())),
+                     unschedulable="" if node.schedulable else CORDONED)
+            for node in SimNode.objects.order_by("name")
         ]
 
     def outside_usage(self) -> list[OutsidePod]:
         return []
 
-    def job_statuses(self) -> JobStatuses:
+    def job_statuses(self, *, with_outside: bool = False) -> JobStatuses:
         """Every simulated job with its phase, and a running one with its last checkpoint of this run, as its
         log says (the report a real job's training makes with `gangway checkpoint`). No pod outlives its
-        job here (a deleted or suspended job frees its nodes at once), so there are never strays."""
+        job here (a deleted or suspended job frees its nodes at once), so there are never strays. With
+        `with_outside`, the jobs from elsewhere too (`JobStatuses.outside`)."""
         self.advance()
         now = self.clock()
         adopted = simulated_outside.adopted_ids()
-        # An ended job has no pods, so its manifest is never read: the cluster keeps many of them.
-        ended = SimJob.objects.filter(finished_at__isnull=False).defer("manifest", "hint")
-        jobs = sorted([*SimJob.objects.filter(finished_at__isnull=True), *ended], key=lambda job: job.job_id)
-        return JobStatuses(_status(job, now, adopted=job.job_id in adopted) for job in jobs)
+        # Manifests are never read here (a running job's pods come from its stored replicas); an ended job
+        # has no pods, so not even those: the cluster keeps many of them.
+        unfinished = SimJob.objects.filter(finished_at__isnull=True).defer("manifest")
+        ended = SimJob.objects.filter(finished_at__isnull=False).defer("manifest", "hint", "replicas")
+        jobs = sorted([*unfinished, *ended], key=lambda job: job.job_id)
+        return JobStatuses((_status(job, now, adopted=job.job_id in adopted) for job in jobs),
+                           outside=simulated_outside.outside_jobs() if with_outside else None)  # fmt: skip
 
     def outside_jobs(self) -> OutsideJobs:
         self.advance()
@@ -81,9 +92,9 @@ class SimulatedCluster:
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
         simulated_outside.mark(job, job_id=job_id, rejected=rejected)
 
-    def trials(self) -> list[TrialResult]:
+    def trials(self, namespace: str) -> list[TrialResult]:
         self.advance()
-        return simulated_outside.trials(self.seed)
+        return simulated_outside.trials(self.seed, namespace)
 
     # --- writes -----------------------------------------------------------------
     def create_job(self, job: ClusterJob) -> None:
@@ -95,33 +106,42 @@ class SimulatedCluster:
             simulated_outside.admitted(job)
         with transaction.atomic():
             _lock_unfinished()
+            manifest = job_manifests.job_manifest(job)
             # get_or_create: a reconcile and a cycle in two workers may create the same job at once; the
             # second finds the first's row (a 409 from the real API server), never a duplicate-key error.
-            existing, created = SimJob.objects.select_for_update().get_or_create(job_id=job.job_id, defaults=dict(
-                namespace=job.namespace, name=job.name, kind=job.kind, manifest=job_manifests.job_manifest(job),
-                created_at=self.clock(), hint=list(job.placement), duration=self._duration(job), fail=self._fails(job),
-            ))  # fmt: skip
+            # Only the columns a resume reads: a create that finds its job never reads its manifest.
+            existing, created = SimJob.objects.select_for_update().only("suspended").get_or_create(
+                job_id=job.job_id, defaults=dict(
+                    namespace=job.namespace, name=job.name, kind=job.kind, manifest=manifest,
+                    replicas=simulated_replicas.from_manifest(manifest), created_at=self.clock(),
+                    hint=list(job.placement), duration=self._duration(job), fail=self._fails(job),
+                ))  # fmt: skip
             if not created and existing.suspended:
                 existing.suspended, existing.hint = False, list(job.placement)
-                existing.manifest = job_manifests.job_manifest(job)
-                existing.save(update_fields=["suspended", "manifest", "hint"])
+                existing.manifest, existing.replicas = manifest, simulated_replicas.from_manifest(manifest)
+                existing.save(update_fields=["suspended", "manifest", "replicas", "hint"])
         self.advance()
 
     def check_create(self, job: ClusterJob) -> None:
         """Raise what `create_job` would; the simulated cluster refuses only a claim the namespace lacks."""
         check_claims(self, job)
 
+    def check_suspend(self, job: ClusterJob) -> None:
+        """Raise what `suspend_job` would: nothing, the simulated cluster never refuses a suspend."""
+
     def suspend_job(self, job: ClusterJob) -> None:
+        """Suspend the job: its pods stop at once and the training since its last checkpoint is lost
+        (`simulated_logs.saved_progress`); a missing, suspended or ended job is left as it is."""
         now = self.clock()
         if job.adopted:
             simulated_outside.suspended(job)
         with transaction.atomic():
             _lock_unfinished()
-            sim = SimJob.objects.select_for_update().filter(job_id=job.job_id).first()
+            sim = SimJob.objects.select_for_update().defer("manifest").filter(job_id=job.job_id).first()
             if sim is None or sim.suspended or sim.finished_at:
                 return
             if sim.started_at:
-                sim.progress += (now - sim.started_at).total_seconds()
+                sim.progress = simulated_logs.saved_progress(sim, now)
             sim.suspended, sim.started_at, sim.nodes = True, None, []
             sim.save(update_fields=["suspended", "started_at", "nodes", "progress"])
         self.advance()
@@ -150,14 +170,25 @@ class SimulatedCluster:
         return simulated_logs.replica_logs(job, self.clock(), self.seed, replica=replica, tail=tail, lines_of=lines_of,
                                            timed=timed, after=after)  # fmt: skip
 
+    def log_stream(self, namespace: str, job_id: int, *, replica: str, name: str = "") -> LogStream | None:
+        self.advance()
+        job = SimJob.objects.filter(namespace=namespace, job_id=job_id).first()
+        if job is None:
+            return None
+        return simulated_logs.replica_stream(job, self.clock(), self.seed, replica=replica)
+
     def sync_tenants(self, tenants: Tenants) -> list[str]:
         return []  # the simulated cluster has no namespaces, quotas or queues to keep in line
 
     def doctor(self, tenants: Tenants) -> list[Finding]:
         findings = []
-        nodes = self.nodes()
-        if not nodes:
+        every = self.nodes()
+        nodes = [node for node in every if node.schedulable]  # what the checks below count, as on Kubernetes
+        if not every:
             findings.append(Finding("The simulated cluster has no nodes.", "Run `manage.py seed_demo` to add some."))
+        elif not nodes:
+            findings.append(Finding(f"None of the {len(every)} nodes of the simulated cluster accepts jobs: all are cordoned.",
+                                    "Uncordon them (`manage.py cordon --uncordon NODE`)."))
         capacity = sum(node.gpu for node in nodes)
         nominal = sum(team.nominal.get("gpu", 0) for team in tenants.teams)
         if nominal > capacity:
@@ -169,28 +200,45 @@ class SimulatedCluster:
 
     # --- the passage of time ------------------------------------------------------
     def advance(self) -> None:
-        """End the jobs whose time is up, then start, in creation order, the jobs that now fit."""
+        """End the jobs whose time is up, then start, in creation order, the jobs that now fit.
+
+        Every create and suspend passes here over every unfinished job (2,000 running on a busy
+        cluster, 80 such calls in a cycle), so each is read as a few values (`_Pass`), what its replicas
+        need from its row; only the jobs this pass ends or starts are read as models, and written.
+        """
         now = self.clock()
         with transaction.atomic():
-            jobs = list(_unfinished())
-            for job in jobs:
-                if job.started_at and job.progress + (now - job.started_at).total_seconds() >= job.duration:
+            rows = [_Pass(*values) for values in _unfinished().values_list(*_Pass._fields)]
+            jobs = SimJob.objects.defer("manifest").in_bulk(
+                [row.pk for row in rows if row.replicas is None or row.waiting or row.due(now)])
+            for index, row in enumerate(rows):
+                if row.replicas is None:  # written without them (before the column): read once, then kept
+                    job = jobs[row.pk]
+                    job.replicas = simulated_replicas.from_manifest(job.manifest)
+                    job.save(update_fields=["replicas"])
+                    rows[index] = row._replace(replicas=job.replicas)
+            ended = set()
+            for row in rows:
+                if row.due(now):
+                    job = jobs[row.pk]
                     done = job.started_at + timedelta(seconds=job.duration - job.progress)
                     job.finished_at, job.succeeded = min(done, now), not job.fail
                     job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                     job.nodes = []
                     job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
+                    ended.add(row.pk)
             schedulable = list(SimNode.objects.filter(schedulable=True))
             free = {node.name: [node.gpu, node.cpu, node.memory] for node in schedulable}
             labels = {node.name: {str(k): str(v) for k, v in (node.labels or {}).items()} for node in schedulable}
-            running = [job for job in jobs if job.started_at and not job.finished_at]
-            for job in running:
-                for node, need in zip(job.nodes, _replicas(job)):
-                    if node in free:
-                        _take(free[node], need)
-            for job in jobs:
-                if job.finished_at or job.suspended or job.started_at:
+            for row in rows:
+                if row.started_at and row.pk not in ended:
+                    for node, need in zip(row.nodes, simulated_replicas.needs_of(row.replicas)):
+                        if node in free:
+                            _take(free[node], need)
+            for row in rows:
+                if not row.waiting:
                     continue
+                job = jobs[row.pk]
                 nodes = _place(job, free, labels)
                 if nodes is not None:
                     job.started_at, job.nodes = now, nodes
@@ -206,6 +254,40 @@ class SimulatedCluster:
         if job.sim_fail:
             return True
         return random.Random(self.seed * 7_919 + job.job_id).random() < self.failure_rate
+
+
+def cordon(name: str, *, schedulable: bool = False) -> bool:
+    """Cordons a simulated node (`kubectl cordon`: its jobs keep running, no new job starts there), or
+    uncordons it with `schedulable`; returns whether it changed (False: it already was so). Raises
+    SimNode.DoesNotExist, changing nothing, for a node the simulated cluster does not have."""
+    with transaction.atomic():
+        node = SimNode.objects.select_for_update().get(name=name)
+        if node.schedulable == schedulable:
+            return False
+        node.schedulable = schedulable
+        node.save(update_fields=["schedulable"])
+    return True
+
+
+class _Pass(NamedTuple):
+    """What `advance` reads of every unfinished job."""
+
+    pk: int
+    started_at: datetime | None
+    progress: float
+    duration: int
+    suspended: bool
+    nodes: list[str]
+    replicas: list[dict] | None
+
+    @property
+    def waiting(self) -> bool:
+        """Created (or resumed) and not started: waiting for room for every replica at once."""
+        return not self.started_at and not self.suspended
+
+    def due(self, now: datetime) -> bool:
+        """Whether it ran its whole duration by `now`."""
+        return bool(self.started_at) and self.progress + (now - self.started_at).total_seconds() >= self.duration
 
 
 def _lock_unfinished() -> None:
@@ -225,28 +307,9 @@ def _unfinished() -> QuerySet[SimJob]:
     return SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id")
 
 
-def _replicas(job: SimJob) -> list[tuple[int, int, int]]:
-    """(gpu, cpu millicores, memory bytes) of each replica, from the stored manifest."""
-    needs = []
-    for _role, count, limits in job_manifests.replica_needs(job.manifest):
-        need = (
-            int(parse_quantity(limits.get("nvidia.com/gpu", 0))),
-            int(cpu_millicores(limits.get("cpu", 0))),
-            int(memory_bytes(limits.get("memory", 0))),
-        )
-        needs.extend([need] * count)
-    return needs
-
-
 def _take(room: list[int], need: tuple[int, int, int]) -> None:
     for index, amount in enumerate(need):
         room[index] -= amount
-
-
-def _terms(job: SimJob) -> list[list[dict]]:
-    """The required node affinity terms of each replica, from the stored manifest ([]: any node)."""
-    counts = [count for _role, count, _limits in job_manifests.replica_needs(job.manifest)]
-    return [terms for terms, count in zip(job_manifests.replica_terms(job.manifest), counts) for _ in range(count)]
 
 
 def _admits(terms: list[dict], name: str, labels: dict[str, str]) -> bool:
@@ -279,7 +342,7 @@ def _place(job: SimJob, free: dict[str, list[int]], labels: dict[str, dict[str, 
     required node affinity admits (a job pinned to a GPU type runs on that type's nodes alone), or None."""
     trial = {name: list(room) for name, room in free.items()}
     chosen = []
-    for index, (need, terms) in enumerate(zip(_replicas(job), _terms(job))):
+    for index, (need, terms) in enumerate(zip(simulated_replicas.needs(job), simulated_replicas.terms(job))):
         hinted = [job.hint[index]] if index < len(job.hint) and job.hint[index] in trial else []
         for name in hinted + sorted(trial):
             if _admits(terms, name, labels.get(name, {})) and all(have >= want for have, want in zip(trial[name], need)):
@@ -306,7 +369,7 @@ def _status(job: SimJob, now: datetime, *, adopted: bool = False) -> JobStatus:
         message = "Waiting for room on the nodes for every replica at once."
     pods = tuple(
         OutsidePod(namespace=job.namespace, name=f"{job.name}-{index}", node=node, gpu=gpu, cpu=cpu, memory=memory)
-        for index, (node, (gpu, cpu, memory)) in enumerate(zip(job.nodes, _replicas(job)))
+        for index, (node, (gpu, cpu, memory)) in enumerate(zip(job.nodes, simulated_replicas.needs(job)))
     ) if phase is Phase.RUNNING else ()  # fmt: skip
     return JobStatus(
         job_id=job.job_id, name=job.name, namespace=job.namespace, kind=job.kind, phase=phase, message=message,

@@ -10,11 +10,14 @@ from __future__ import annotations
 import bisect
 import math
 import random
+from collections.abc import Generator
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from scheduling.cluster import job_manifests
-from scheduling.cluster.base import LOG_LIMIT_BYTES, PICK, LogPosition, ReplicaLog, failing_replica
+from scheduling.cluster import simulated_replicas
+from scheduling.cluster.base import (
+    LOG_CHUNK_BYTES, LOG_LIMIT_BYTES, PICK, LogPosition, LogStream, ReplicaLog, failing_replica,
+)
 from scheduling.cluster.log_text import utc_stamp
 from scheduling.models import SimJob
 
@@ -44,15 +47,10 @@ FAILED_EXIT_CODE = 1
 STOPPED_EXIT_CODE = 143  # SIGTERM: the replicas the operator stops once one has failed
 
 
-def replica_names(job: SimJob) -> list[str]:
-    """Returns "worker-0", "worker-1", ... for every replica, in the manifest's order."""
-    return [f"{role.lower()}-{index}" for role, count, _ in job_manifests.replica_needs(job.manifest) for index in range(count)]
-
-
 def failing(job: SimJob, seed: int) -> tuple[str, str]:
     """Returns (the replica that fails, the exception it raises) for a job that fails."""
     rng = random.Random(seed * 104_729 + job.job_id)
-    names = replica_names(job) or ["worker-0"]
+    names = simulated_replicas.names(job) or ["worker-0"]
     return rng.choice(names), rng.choice(EXCEPTIONS)
 
 
@@ -75,7 +73,7 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
         return []
     base, steps = _timeline(job, now)
     culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
-    pods = {name: f"{job.name}-{name}" for name in replica_names(job)}
+    pods = {name: f"{job.name}-{name}" for name in simulated_replicas.names(job)}
     result = []
     for name in pods:
         if replica and name != replica:
@@ -101,6 +99,34 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
     return result
 
 
+def replica_stream(job: SimJob, now: datetime, seed: int, *, replica: str) -> LogStream | None:
+    """The port's `log_stream`: the replica's whole log as it stands at `now`, however long, in chunks of at
+    most LOG_CHUNK_BYTES, each line computed as it is passed on. None when the job has no such replica."""
+    states = replica_logs(job, now, seed, replica=replica, tail=0)
+    if not states or states[0].replica != replica:
+        return None
+    base, steps = _timeline(job, now)
+    culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
+    names = simulated_replicas.names(job)
+    log = _Log(job, replica, names.index(replica), len(names), base, steps, seed, culprit, exception)
+    return LogStream(states[0], _chunks(log))
+
+
+def _chunks(log: _Log) -> Generator[bytes, None, None]:
+    """The log's lines as the kubelet serves them (each ended by "\\n"), gathered into chunks of at most
+    LOG_CHUNK_BYTES."""
+    held, size = [], 0
+    for number in range(len(log)):
+        line = (log.line(number) + "\n").encode()
+        if held and size + len(line) > LOG_CHUNK_BYTES:
+            yield b"".join(held)
+            held, size = [], 0
+        held.append(line)
+        size += len(line)
+    if held:
+        yield b"".join(held)
+
+
 def last_checkpoint(job: SimJob, now: datetime) -> datetime | None:
     """Returns when the job's replicas last wrote "checkpoint: saved step N" in their current run, at the
     moment the log gives: when its training reports with `gangway checkpoint`, right after saving.
@@ -116,6 +142,15 @@ def last_checkpoint(job: SimJob, now: datetime) -> datetime | None:
     if step == 0 or step * STEP <= job.progress:
         return None
     return base + timedelta(seconds=step * STEP)
+
+
+def saved_progress(job: SimJob, now: datetime) -> float:
+    """Returns the seconds of training a running job keeps when it is stopped at `now`: those up to the last
+    checkpoint its log shows (the one its training reported, `last_checkpoint`), or, when it saved none
+    in this run, the progress it came back with (none at its first start). The training since is lost, as
+    a real job's is when it is preempted: it restarts from its last checkpoint."""
+    _base, steps = _timeline(job, now)
+    return max(job.progress, float(steps // CHECKPOINT_EVERY * CHECKPOINT_EVERY * STEP))
 
 
 def _timeline(job: SimJob, now: datetime) -> tuple[datetime, int]:

@@ -121,11 +121,11 @@ def adopted_ids() -> set[int]:
     return ids
 
 
-def trials(seed: int) -> list[TrialResult]:
-    """Every simulated Katib trial; one whose job succeeded reports an accuracy drawn from the seed."""
+def trials(seed: int, namespace: str) -> list[TrialResult]:
+    """Every simulated Katib trial of `namespace`; one whose job succeeded reports an accuracy drawn from the seed."""
     done = _ended()
     result = []
-    for row in SimOutsideJob.objects.all():
+    for row in SimOutsideJob.objects.filter(namespace=namespace):
         labels = row.manifest["metadata"].get("labels") or {}
         trial = labels.get(outside.KATIB_TRIAL_LABEL)
         if not trial:

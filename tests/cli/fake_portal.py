@@ -1,6 +1,6 @@
 """A local HTTP server that answers like Gangway's API as a test scripts it, for what the live server
 cannot be made to do on cue: time out, answer 429 with Retry-After or 502/503 from a proxy, drop
-the connection, cut an answer short, redirect.
+the connection, cut an answer short (`CUT`, or after some bytes of a body: `cut_after`), redirect.
 
 Each (method, path) has answers given in turn, the last one repeated (an answer may be a function of
 the request); every request is recorded with its headers, query and body.
@@ -21,6 +21,7 @@ class Answer:
     body: object = None  # JSON, or bytes sent as they are
     headers: dict = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering: longer than the client's timeout is a timeout
+    cut_after: int | None = None  # bytes of the body sent before the connection closes (its length says all)
 
 
 DROP = "drop"  # close the connection without answering
@@ -121,7 +122,7 @@ class FakePortal:
                         self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
                     self.end_headers()
-                    self.wfile.write(raw)
+                    self.wfile.write(raw if answer.cut_after is None else raw[: answer.cut_after])
                 except OSError:  # the client gave up waiting
                     pass
 

@@ -102,8 +102,8 @@ def test_following_prints_each_line_once_even_when_the_text_repeats(running, api
     assert "skipped" not in out and "may be missing" not in out
 
 
-def test_following_says_how_many_lines_a_chatty_job_wrote_past_one_read(running, apiserver, follow,
-                                                                        transactional_db):  # fmt: skip
+def test_following_says_how_many_lines_a_chatty_job_wrote_past_one_read(running, apiserver, follow, live_server,
+                                                                        capsys, transactional_db):  # fmt: skip
     pod = _pod(running, 1)
     apiserver.write_log("maps", pod, "".join(f"step {n}\n" for n in range(10)), at=T0)
     burst = "".join(f"step {n}\n" for n in range(10, 10 + 6234))
@@ -114,10 +114,29 @@ def test_following_says_how_many_lines_a_chatty_job_wrote_past_one_read(running,
     assert code == 0, err
     lines = out.splitlines()
     assert lines[:5] == [f"step {n}" for n in range(5, 10)]
-    notice = f"{running.pk}/logs/worker-1.log"
-    assert lines[5].startswith("... 1,234 lines skipped: the job wrote faster than the read returns; the full log: ")
-    assert lines[5].endswith(notice)
+    command = f"gangway logs {running.pk} --replica worker-1 --all"
+    assert lines[5] == ("... 1,234 lines skipped: the job wrote faster than the read returns; the full log: "
+                        f"{command} (in a browser: {live_server.url}/jobs/{running.pk}/logs/worker-1.log)")  # fmt: skip
     assert lines[6:] == [f"step {n}" for n in range(1244, 6244)]
+
+    # The command the notice names writes every line, with the token that followed.
+    from gangway_cli import main
+
+    capsys.readouterr()
+    assert main.main(command.split()[1:]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"step {n}" for n in range(6244)]
+
+
+def test_following_from_a_tail_of_one_burst_gives_none_of_its_lines_again(running, apiserver, follow,
+                                                                         transactional_db):  # fmt: skip
+    pod = _pod(running, 0)
+    apiserver.write_log("maps", pod, "".join(f"burst {n}\n" for n in range(6)), at=T0, step=timedelta(0))
+    steps = [lambda: apiserver.append_log("maps", pod, "after\n", at=T0 + timedelta(seconds=10))]
+
+    code, out, err = follow(running, steps, "--replica", "worker-0", "--tail", "2")
+
+    assert code == 0, err
+    assert out.splitlines() == ["burst 4", "burst 5", "after"]
 
 
 def test_against_an_older_portal_it_follows_as_before_and_says_what_that_risks(cli, fake_portal):

@@ -13,7 +13,8 @@ for a compacted resourceVersion; a pod's log as the kubelet serves it (`pods/{na
 counted by "\n" alone, with tailLines, limitBytes cutting the bytes wherever it falls, sinceSeconds and
 sinceTime (in whole seconds, as the API server passes it on; applied to the tail's lines, as the kubelet
 does), timestamps (Go's RFC3339Nano), previous; 400 while its container waits to start, or for a previous
-container it never had).
+container it never had; streamed in chunks of the chunked transfer coding as it is made, never held whole,
+so that a log of any size can be written and read; `cut_log` stops the next one midway).
 Errors are v1 Status objects. Faults can be injected for the next N requests
 matching a method and a path, and another writer's change made just before one is
 answered (`before`).
@@ -30,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
@@ -128,6 +129,16 @@ def status(code: int, message: str, reason: str | None = None, details: dict | N
 
 DROP = 0  # a fault's code: close the connection without an answer
 STALL = 1  # a fault's code: wait its `seconds`, then answer as usual
+LOG_PIECE = 256 * 1024  # bytes of a log in one chunk of the transfer coding, as the API server passes them on
+
+
+@dataclass
+class LogBody:
+    """A pod's log as it is sent: `pieces` made as they are written, and the connection closed once `cut_after`
+    bytes went out (None: all of them)."""
+
+    pieces: Iterator[bytes]
+    cut_after: int | None = None
 
 
 @dataclass
@@ -267,6 +278,26 @@ def _lines(data: bytes) -> list[bytes]:
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
+def _log_pieces(lines: list[tuple[datetime, bytes]], stamped: bool, limit: int | None) -> Iterator[bytes]:
+    """The bytes of `lines` (each after its time with `stamped`), at most `limit` of them, wherever the limit
+    falls (in a character too), in pieces of about LOG_PIECE bytes made as they are sent."""
+    piece, left = [], limit
+    size = 0
+    for when, line in lines:
+        data = (_stamp(when) + b" " if stamped else b"") + line
+        if left is not None:
+            data, left = data[:left], left - min(left, len(data))
+        piece.append(data)
+        size += len(data)
+        if size >= LOG_PIECE:
+            yield b"".join(piece)
+            piece, size = [], 0
+        if left == 0:
+            break
+    if piece:
+        yield b"".join(piece)
+
+
 def _stamp(when: datetime) -> bytes:
     """The kubelet's timestamp of a line: Go's RFC3339Nano in UTC, which drops the fraction's trailing zeros
     (and its dot when nothing is left)."""
@@ -289,6 +320,7 @@ class FakeApiServer:
         # (namespace, pod, previous) -> what its container (its previous one) wrote: (when, line with its "\n")
         self.pod_logs: dict[tuple[str, str, bool], list[tuple[datetime, bytes]]] = {}
         self.dry_runs: list[tuple[str, str]] = []  # (method, path) of every write asked as a dry run
+        self._log_cuts: list[int] = []  # bytes after which the next logs answered stop (`cut_log`)
         self._faults: list[Fault] = []
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
         self._compacted = 0
@@ -322,6 +354,7 @@ class FakeApiServer:
             self.patches.clear()
             self.pod_logs.clear()
             self.dry_runs.clear()
+            self._log_cuts.clear()
             self._faults.clear()
             self._events.clear()
             self._snapshots.clear()
@@ -353,6 +386,12 @@ class FakeApiServer:
         when = at or datetime.now(timezone.utc)
         with self._lock:
             self.pod_logs.setdefault((namespace, pod, False), []).extend((when, line) for line in _lines(data))
+
+    def cut_log(self, after: int) -> None:
+        """Makes the next log answered stop after `after` bytes, its connection closed: a kubelet or an API server
+        that went away while it sent a log."""
+        with self._lock:
+            self._log_cuts.append(after)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         prefix, plural = kind_path(kind)
@@ -591,7 +630,7 @@ class FakeApiServer:
         if not previous and ("waiting" in state or not state):
             reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
             raise ApiError(400, f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}')
-        lines = self.pod_logs.get((meta.get("namespace"), meta["name"], previous), [])
+        lines = list(self.pod_logs.get((meta.get("namespace"), meta["name"], previous), []))  # as at the request
         if "tailLines" in query:  # the kubelet finds the tail's start first, then skips lines before `since`
             tail = int(query["tailLines"])
             lines = lines[-tail:] if tail else []
@@ -604,10 +643,8 @@ class FakeApiServer:
         if since is not None:
             lines = [(when, line) for when, line in lines if when >= since]
         stamped = query.get("timestamps", "").lower() in ("1", "true")
-        data = b"".join((_stamp(when) + b" " if stamped else b"") + line for when, line in lines)
-        if "limitBytes" in query:
-            data = data[: int(query["limitBytes"])]  # bytes, wherever the limit falls: in a character too
-        return 200, data, {}
+        limit = int(query["limitBytes"]) if "limitBytes" in query else None
+        return 200, LogBody(_log_pieces(lines, stamped, limit), self._log_cuts.pop(0) if self._log_cuts else None), {}
 
     def _list(self, path, prefix, plural, namespace, query):
         """A list, whole or one page of it. Like etcd, a page reads keys in order after the token's start key
@@ -701,11 +738,12 @@ def _handler(server: FakeApiServer):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            if isinstance(payload, LogBody):  # a pod's log, sent as it is made
+                self._send_log(code, payload)
+                return
             content_type = "application/json"
             if extra.pop("X-Watch", None):  # a watch streams one JSON event per line
                 data = b"".join(json.dumps(event).encode() + b"\n" for event in payload)
-            elif isinstance(payload, bytes):  # a pod's log
-                data, content_type = payload, "text/plain"
             else:
                 data = json.dumps(payload).encode()
             self.send_response(code)
@@ -715,6 +753,25 @@ def _handler(server: FakeApiServer):
                 self.send_header(header, value)
             self.end_headers()
             self.wfile.write(data)
+
+        def _send_log(self, code: int, body: LogBody):
+            """The log in chunks of the chunked transfer coding, as the API server streams the kubelet's answer;
+            cut off without its last chunk when the body says so."""
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            sent = 0
+            for piece in body.pieces:
+                if body.cut_after is not None and sent + len(piece) >= body.cut_after:
+                    piece = piece[: body.cut_after - sent]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if piece else b"")
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                sent += len(piece)
+            self.wfile.write(b"0\r\n\r\n")
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _respond
 

@@ -7,10 +7,15 @@ when a sweep starts many trials at once while their owners change them under Gan
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import timedelta
+
 import pytest
+from django.conf import settings
 
 from jobs.models import Job, Sweep
 from scheduling.loop import admission_cycle
+from scheduling.refusals import backoff
 from scheduling.reconcile import reconcile
 from tests.cluster import busy_cluster as busy
 from tests.cluster.fake_apiserver import kind_path
@@ -74,6 +79,29 @@ def test_a_steady_pass_sends_as_many_requests_for_ten_times_the_adopted_jobs(tea
     assert many.requests == few.requests  # lists, never a request per job
     assert many.of("get") == many.of("patch") == many.of("post") == 0
     assert many.of("list", "trials") == 1
+
+
+def _sent_in_lists(fake, counting: busy.Counting, plural: str) -> Counter:
+    """How many times each object of `plural` came in a list since `counting` started."""
+    return Counter(name for path, names in fake.listed[counting.listed:] if path.endswith(f"/{plural}")
+                   for name in names)  # fmt: skip
+
+
+def test_a_pass_sends_each_adopted_object_once(teams, fake, cluster):
+    _trials(fake, 6)
+    _pipeline(fake, 4)
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)  # the sweep's cap admits 4 trials, the pipeline's 4 jobs start too
+    for job in Job.objects.filter(state=Job.State.ADMITTED).select_related("team"):
+        busy.run(fake, job)
+    counting = busy.Counting(fake)
+
+    reconcile(cluster=cluster)
+
+    sent = _sent_in_lists(fake, counting, "pytorchjobs")
+    assert Job.objects.filter(state=Job.State.RUNNING).count() == 8 and Job.objects.count() == 10
+    assert len(sent) == 10 and set(sent.values()) == {1}  # once, not by the queue's list and the job ids' both
+    assert counting.tally().objects == 10 + 8 + 6  # the 10 jobs, the 8 running pods, the sweep's 6 Trials
 
 
 def test_the_pass_that_adopts_new_jobs_sends_one_label_patch_each_beside_its_lists(teams, fake, cluster):
@@ -223,6 +251,29 @@ def test_an_admission_that_keeps_conflicting_is_left_to_the_next_pass_without_lo
     reconcile(cluster=cluster)  # still suspended though admitted: reconcile admits it in the cluster
     assert fake.get("PyTorchJob", name, "research")["spec"]["runPolicy"]["suspend"] is False
     assert Job.objects.get().state == Job.State.ADMITTED
+
+
+def test_an_admission_that_conflicts_until_the_admission_timeout_is_evicted_and_requeued_saying_why(teams, fake,
+                                                                                                      cluster):
+    [name] = _trials(fake, 1)
+    reconcile(cluster=cluster)
+    fake.fail(409, method="PATCH", path=f"/pytorchjobs/{name}$", times=10**6)  # its owner's controller, for good
+    admission_cycle(cluster=cluster)
+    job = Job.objects.get()
+    assert job.state == Job.State.ADMITTED
+    timeout = settings.ADMISSION_TIMEOUT
+    later = job.admitted_at + timedelta(seconds=timeout + 1)
+
+    result = reconcile(cluster=cluster, now=later)
+
+    job.refresh_from_db()
+    assert result.error == "" and job.state == Job.State.QUEUED and job.attempt == 2
+    assert job.not_before == later + backoff(1) and job.reason_code == "backoff"
+    evicted = job.events.get(code="stuck_admission")
+    assert evicted.message == (
+        f"Evicted: only 0 of 1 replicas were running {timeout} s after admission (its PyTorchJob stayed suspended "
+        "in the cluster: its admission was never written to it).")  # fmt: skip
+    assert fake.get("PyTorchJob", name, "research")["spec"]["runPolicy"]["suspend"] is True
 
 
 def test_a_conflict_on_the_adoption_label_is_retried_in_the_same_pass(teams, fake, cluster):

@@ -167,9 +167,10 @@ def test_cycle_whose_reconcile_read_is_refused_names_the_refusal_and_still_runs_
     first, *rest = out.getvalue().splitlines()
     assert first == (f"The cluster refused the reconcile: list Pod *: 403 Forbidden: {FORBIDDEN}. "
                      "Check the RBAC rules of Gangway's service account (deploy/kubernetes/rbac.yaml).")  # fmt: skip
-    # A refusal, not an outage: the cycle says so in its own words.
+    # A refusal, not an outage: the cycle says so, and where to look, as the reconcile does.
     assert rest[-1].startswith("The cluster refused the cycle's read: list Pod *: 403 Forbidden")
-    assert rest[-1].endswith("; jobs stay queued.") and "unreachable" not in rest[-1]
+    assert rest[-1].endswith("; jobs stay queued. Check the RBAC rules of Gangway's service account "
+                             "(deploy/kubernetes/rbac.yaml).") and "unreachable" not in rest[-1]  # fmt: skip
 
 
 # -- the demo's commands --------------------------------------------------------------------------

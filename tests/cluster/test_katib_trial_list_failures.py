@@ -85,11 +85,11 @@ def test_a_trial_job_katib_removed_is_not_cancelled_when_the_trials_list_is_not_
 
     job = Job.objects.get()
     assert job.state == Job.State.ADMITTED
-    assert result.error.startswith("list Trial *: 404 Not Found")
+    assert result.error.startswith("list Trial maps: 404 Not Found")
     reconcile(cluster=cluster)
     job.refresh_from_db()
     assert job.state == Job.State.SUCCEEDED
 
 
 def test_without_katib_installed_the_trials_list_is_empty(world, fake, cluster):
-    assert cluster.trials() == []
+    assert cluster.trials("maps") == []

@@ -151,3 +151,53 @@ def test_a_sweep_whose_last_trial_just_ended_still_learns_its_objective(world, f
     reconcile(cluster=cluster)
 
     assert _trial_lists(fake) == 1
+
+
+# -- where the Trials are listed: in the namespaces of Gangway's teams, never across the cluster --------------
+
+CLUSTER_WIDE_TRIALS = r"^/apis/kubeflow\.org/v1beta1/trials$"
+
+
+def _trials_listed(fake) -> list[tuple[str, tuple[str, ...]]]:
+    return [(path, names) for path, names in fake.listed if path.endswith("/trials")]
+
+
+def test_trials_are_listed_in_the_sweeps_team_namespace_and_another_tenants_are_never_read(world, fake, cluster):
+    fake.add(_trial())
+    fake.add(_trial_job())
+    # Another tenant of the cluster runs Katib too, in a namespace that is no Gangway team's.
+    fake.add({**_trial("their-sweep-x1"), "metadata": {"name": "their-sweep-x1", "namespace": "other-tenant",
+                                                       "labels": {"katib.kubeflow.org/experiment": "their-sweep"}}})  # fmt: skip
+
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    listed = _trials_listed(fake)
+    assert listed and {path for path, _ in listed} == {"/apis/kubeflow.org/v1beta1/namespaces/maps/trials"}
+    assert {name for _, names in listed for name in names} == {f"maps/{TRIAL}"}
+
+
+def test_a_cluster_that_grants_the_trials_list_only_in_team_namespaces_still_ends_trials_as_katib_says(world, fake,
+                                                                                                      cluster):
+    """RBAC bound per team namespace (a RoleBinding) forbids a list of the whole cluster: 403."""
+    fake.fail(403, method="GET", path=CLUSTER_WIDE_TRIALS, times=10**6,
+              message='trials.kubeflow.org is forbidden: User "system:serviceaccount:gangway:gangway-scheduler" '
+                      'cannot list resource "trials" in API group "kubeflow.org" at the cluster scope')  # fmt: skip
+    fake.add(_trial())
+    fake.add(_trial_job())
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    fake.add({**_trial(conditions=[{"type": "Succeeded", "status": "True"}]),
+              "spec": {"objective": {"type": "maximize", "objectiveMetricName": "accuracy"}},
+              "status": {"conditions": [{"type": "Succeeded", "status": "True"}],
+                         "observation": {"metrics": [{"name": "accuracy", "latest": "0.91", "max": "0.91",
+                                                      "min": "0.9"}]}}})  # fmt: skip
+    _katib_removes(fake)
+
+    result = reconcile(cluster=cluster)
+
+    job = Job.objects.get()
+    assert result.error == "" and job.state == Job.State.SUCCEEDED
+    assert "as its Katib trial reports" in job.events.last().message
+    job.sweep.refresh_from_db()
+    assert (job.sweep.objective, job.sweep.best_objective) == ("accuracy", 0.91)

@@ -220,15 +220,33 @@ def test_nodes_are_read_from_allocatable_quantities(fake, cluster):
     ]
 
 
-def test_cordoned_and_tainted_nodes_are_left_out(fake, cluster):
+def test_cordoned_and_tainted_nodes_are_reported_not_schedulable_saying_why(fake, cluster):
+    """Such nodes are not left out: R10 counts them (a job only they could hold waits for them)."""
     fake.add(_node("ok", taints=[{"key": "nvidia.com/gpu", "effect": "PreferNoSchedule"}]))
-    fake.add(_node("cordoned", unschedulable=True))
+    fake.add(_node("cordoned", unschedulable=True,
+                   taints=[{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]))
     fake.add(_node("draining", taints=[{"key": "maintenance", "effect": "NoExecute"}]))
     fake.add(_node("reserved", taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]))
     fake.add(_node("gpu-pool", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]))
     fake.add(_node("gpu-evicting", taints=[{"key": "nvidia.com/gpu", "effect": "NoExecute"}]))
 
-    assert [node.name for node in cluster.nodes()] == ["gpu-pool", "ok"]
+    nodes = cluster.nodes()
+
+    assert [(node.name, node.unschedulable) for node in nodes] == [
+        ("cordoned", "cordoned"), ("draining", "tainted maintenance"), ("gpu-evicting", "tainted nvidia.com/gpu"),
+        ("gpu-pool", ""), ("ok", ""), ("reserved", "tainted dedicated"),
+    ]
+    assert [node.name for node in nodes if node.schedulable] == ["gpu-pool", "ok"]
+    assert nodes[0] == NodeInfo("cordoned", gpu=8, cpu=64000, memory=256 * GiB, unschedulable="cordoned")
+
+
+def test_doctor_counts_only_the_nodes_that_take_pods(fake, cluster):
+    fake.add(_node("n1", unschedulable=True))
+    fake.add(_node("n2", taints=[{"key": "maintenance", "effect": "NoSchedule"}]))
+
+    problems = [finding.problem for finding in cluster.doctor(Tenants(teams=(), tiers=()))]
+
+    assert "None of the 2 nodes accepts pods: all are cordoned or tainted NoSchedule/NoExecute." in problems
 
 
 def test_outside_usage_counts_pods_gangway_did_not_create(fake, cluster):

@@ -143,3 +143,49 @@ def test_more_than_one_read_counts_is_a_lower_bound(fake, cluster, monkeypatch):
 
     assert replica.lines == tuple(f"step {n:04d}" for n in range(995, 1000))
     assert 0 < replica.skipped < 995 and not replica.skipped_exact
+
+
+def test_a_first_tail_of_one_burst_reads_on_without_giving_its_lines_again(fake, cluster):
+    fake.add(_replica_pod(0, {"running": {}}))
+    _write(fake, [f"burst {n}" for n in range(5)], at=T0, step=timedelta(0))  # one write, one time for all
+    first = cluster.logs("maps", 12, tail=2, timed=True)[0]
+    fake.append_log("maps", POD, "after\n", at=T0 + timedelta(seconds=1))
+
+    (replica,) = cluster.logs("maps", 12, tail=10, after={"worker-0": first.position})
+
+    assert first.lines == ("burst 3", "burst 4")
+    assert first.position == LogPosition("2024-05-01T10:00:00.250000000Z", 5)  # every line of its time so far
+    assert replica.lines == ("after",) and replica.skipped == 0 and replica.skipped_exact
+
+
+def test_only_a_tail_all_of_one_time_costs_a_read_to_count_them(fake, cluster):
+    fake.add(_replica_pod(0, {"running": {}}))
+    _write(fake, [f"step {n}" for n in range(5)], at=T0)  # a time of their own each
+    assert cluster.logs("maps", 12, tail=2, timed=True)[0].position.count == 1
+    _write(fake, ["a", "b"], at=T0, step=timedelta(0))  # one time, but the whole log: nothing before it
+    assert cluster.logs("maps", 12, tail=5, timed=True)[0].position.count == 2
+    assert len(_log_reads(fake)) == 2  # one read each
+
+    _write(fake, ["a", "b", "c"], at=T0, step=timedelta(0))
+    assert cluster.logs("maps", 12, tail=2, timed=True)[0].position.count == 3
+    counted = _log_reads(fake)[-1]
+    assert counted["sinceTime"] == "2024-05-01T10:00:00Z" and "tailLines" not in counted
+
+
+def test_newest_lines_of_one_time_after_a_long_gap_are_counted_whole(fake, cluster, monkeypatch):
+    from scheduling.cluster import kubernetes_logs
+
+    fake.add(_replica_pod(0, {"running": {}}))
+    _write(fake, ["start"], at=T0)
+    position = cluster.logs("maps", 12, tail=10, timed=True)[0].position
+    fake.append_log("maps", POD, "".join(f"step {n:04d}\n" for n in range(300)), at=T0 + timedelta(seconds=1))
+    fake.append_log("maps", POD, "".join(f"last {n}\n" for n in range(8)), at=T0 + timedelta(seconds=2))
+    monkeypatch.setattr(kubernetes_logs, "LOG_LIMIT_BYTES", 4000)  # the forward read stops within the steps
+
+    (replica,) = cluster.logs("maps", 12, tail=5, after={"worker-0": position})
+    fake.append_log("maps", POD, "next\n", at=T0 + timedelta(seconds=3))
+    (again,) = cluster.logs("maps", 12, tail=10, after={"worker-0": replica.position})
+
+    assert replica.lines == tuple(f"last {n}" for n in range(3, 8)) and not replica.skipped_exact
+    assert replica.position == LogPosition("2024-05-01T10:00:02.250000000Z", 8)
+    assert again.lines == ("next",)

@@ -20,8 +20,9 @@ from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
 from scheduling.cluster.base import ClusterError
-from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
+from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
+from scheduling.refusals import REFUSALS_BEFORE_FAILING
 from scheduling.snapshot import to_cluster_job
 from tests.cluster.test_loop_on_apiserver import WEBHOOK_DOWN, four_teams  # noqa: F401 (fixture)
 from tests.cluster.test_outside_jobs import outside_job, world  # noqa: F401 (fixture)

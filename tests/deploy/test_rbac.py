@@ -114,7 +114,7 @@ def used() -> set[tuple[str, str, str]]:
             "ownerReferences": [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-x1"}]},
             "spec": {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {}}})  # fmt: skip
         [found] = cluster.outside_jobs().jobs
-        cluster.trials()
+        cluster.trials("maps")
         cluster.mark_outside(found, job_id=3)
         cluster.create_job(dataclasses.replace(job("TFJob", 3), name="tune-x1", adopted=True))
         cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")

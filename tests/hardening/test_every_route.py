@@ -73,6 +73,7 @@ ROUTES: dict[str, list[tuple[str, str, dict | None, int, int]]] = {
     "api:job-cancel": [("post", "/api/v1/jobs/{job}/cancel/", {}, NOBODY, 404)],
     "api:job-events": [("get", "/api/v1/jobs/{job}/events/", None, NOBODY, 404)],
     "api:job-logs": [("get", "/api/v1/jobs/{job}/logs/", None, NOBODY, 404)],
+    "api:job-logs-download": [("get", "/api/v1/jobs/{job}/logs/download/?replica=worker-0", None, NOBODY, 404)],
     "api:job-checkpoint": [("post", "/api/v1/jobs/{job}/checkpoint/", {}, NOBODY, NOBODY)],  # its job's token only
     "api:team-list": [("get", "/api/v1/teams/", None, NOBODY, 200)],
     "api:team-detail": [("get", "/api/v1/teams/maps/", None, NOBODY, 404)],

@@ -112,8 +112,25 @@ def test_the_download_is_the_replicas_whole_log(login, owner, running_job):
     response = login(owner).get(f"/jobs/{running_job.pk}/logs/worker-1.log")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     assert response["Content-Disposition"] == f'attachment; filename="train-{running_job.pk}-worker-1.log"'
-    lines = response.content.decode().splitlines()
+    lines = b"".join(response.streaming_content).decode().splitlines()  # streamed as it is read
     assert "replica worker-1 (2 of 2) started" in lines[0] and len(lines) > 30  # more than the page's tail
+
+
+def test_the_download_of_a_log_longer_than_one_read_holds_is_whole(login, owner, submit, cycle):
+    from scheduling.cluster.base import LOG_CHUNK_BYTES, LOG_LIMIT_BYTES
+
+    job = submit(name="long", replicas=[{"role": "Worker", "count": 1, "gpu": 1}], simulate={"duration": 30 * 86400})
+    cycle()
+    SimJob.objects.filter(job_id=job.pk).update(started_at=SimJob.objects.get(job_id=job.pk).started_at
+                                                - timedelta(days=11))  # fmt: skip
+    response = login(owner).get(f"/jobs/{job.pk}/logs/worker-0.log")
+    sizes, ends = [], b""
+    for chunk in response.streaming_content:  # passed on as it is read
+        sizes.append(len(chunk))
+        ends = (ends + chunk)[-200:]
+    assert sum(sizes) > LOG_LIMIT_BYTES and max(sizes) <= LOG_CHUNK_BYTES
+    (tail,) = SimulatedCluster().logs("maps", job.pk, replica="worker-0", tail=1)
+    assert ends.decode().splitlines()[-1] == tail.lines[-1]  # to the newest line, not the first 8 MiB
 
 
 def test_a_replica_the_job_does_not_have_is_not_found(login, owner, running_job):
@@ -133,6 +150,7 @@ def test_an_unreachable_cluster_is_said_plainly(login, owner, running_job, monke
         raise ClusterUnavailable("list Pod maps: cannot reach the API server")
 
     monkeypatch.setattr(SimulatedCluster, "logs", unreachable)
+    monkeypatch.setattr(SimulatedCluster, "log_stream", unreachable)
     body = login(owner).get(f"/jobs/{running_job.pk}/logs/").content.decode()
     assert "The logs could not be read from the cluster: list Pod maps: cannot reach the API server" in body
     assert login(owner).get(f"/jobs/{running_job.pk}/logs/worker-0.log").status_code == 503

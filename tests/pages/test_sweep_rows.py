@@ -94,8 +94,8 @@ def test_a_best_objective_reconcile_learns_refreshes_the_polled_queue(login, own
     client, hx = login(owner), {"HTTP_HX_REQUEST": "true"}
     etag = client.get("/?part=queue", **hx)["ETag"]
     assert client.get("/?part=queue", **hx, HTTP_IF_NONE_MATCH=etag).status_code == 304
-    reported = [replace(trial, value=0.9312) for trial in SimulatedCluster(failure_rate=0).trials()]
-    monkeypatch.setattr(SimulatedCluster, "trials", lambda self: reported)
+    reported = [replace(trial, value=0.9312) for trial in SimulatedCluster(failure_rate=0).trials("maps")]
+    monkeypatch.setattr(SimulatedCluster, "trials", lambda self, namespace: reported)
     events = JobEvent.objects.count()
 
     reconcile(cluster=SimulatedCluster(failure_rate=0))  # no cycle, no job event: only the sweep's row changes

@@ -1,8 +1,10 @@
 """A Katib trial's page offers only what makes sense for a job Katib owns, and the server refuses the rest.
 
 Katib creates a sweep's trials and stops them: a trial cancelled here would leave its Trial waiting on a
-suspended job for good, and a copy resubmitted here would run outside its experiment. A job adopted from
-kubectl keeps both: Gangway suspends what it cancels, and a copy is a Gangway job of its own.
+suspended job for good, and a copy resubmitted here would run outside its experiment. Kubeflow Pipelines
+creates its runs' steps: a copy of one would run outside its run, so a step's page offers no resubmit
+either. A job adopted from kubectl keeps both: Gangway suspends what it cancels, and a copy is a Gangway
+job of its own.
 """
 
 from __future__ import annotations
@@ -59,6 +61,46 @@ def test_a_job_adopted_from_kubectl_keeps_cancel_and_resubmit(login, lead, submi
     body = login(lead).get(f"/jobs/{job.pk}/").content.decode()
 
     assert CANCEL_BUTTON in body and RESUBMIT in body and "Katib" not in body
+
+
+def _pipelines_step(submit, name="nightly-step-001") -> Job:
+    job = submit(name=name)
+    Job.objects.filter(pk=job.pk).update(cluster_name=name, cluster_uid=f"5c1f-{name}",
+                                         submitted_via="pipelines run nightly")  # fmt: skip
+    return Job.objects.get(pk=job.pk)
+
+
+def test_a_pipelines_steps_page_offers_no_resubmit_and_says_where_to_run_it_again(login, lead, submit):
+    step = _pipelines_step(submit)
+
+    body = login(lead).get(f"/jobs/{step.pk}/").content.decode()
+
+    assert RESUBMIT not in body and f"/jobs/new/?from={step.pk}" not in body
+    assert ("Kubeflow Pipelines run nightly created this step, so this page offers no resubmit: a copy would run "
+            "outside the run. To run it again, retry the run in Pipelines.") in body
+    assert CANCEL_BUTTON in body  # cancelling suspends it, as any adopted job
+
+
+def test_resubmitting_a_pipelines_step_opens_an_empty_form_saying_why(login, lead, submit):
+    step = _pipelines_step(submit)
+    jobs = Job.objects.count()
+
+    response = login(lead).get(f"/jobs/new/?from={step.pk}")
+
+    body = response.content.decode()
+    assert response.status_code == 200 and Job.objects.count() == jobs
+    assert (f"nightly-step-001 (#{step.pk}) is a step of Kubeflow Pipelines run nightly, and Pipelines creates its "
+            "steps: a copy submitted here would run outside the run") in body
+    assert 'value="nightly-step-001"' not in body  # nothing of the step filled in
+
+
+def test_a_job_not_adopted_is_copied_whatever_its_submitted_via_says(login, lead, submit):
+    job = submit(name="plain-run")
+    Job.objects.filter(pk=job.pk).update(submitted_via="pipelines run nightly")  # not adopted: no cluster object
+
+    body = login(lead).get(f"/jobs/{job.pk}/").content.decode()
+
+    assert RESUBMIT in body and "Kubeflow Pipelines run" not in body
 
 
 @pytest.mark.parametrize("state", [Job.State.QUEUED, Job.State.ADMITTED])

@@ -23,10 +23,11 @@ from scheduling import loop
 from scheduling.cluster.base import ClusterError, JobStatus, OutsidePod, Phase
 from scheduling.cluster.faulty import Fault, FaultyCluster
 from scheduling.invariants import out_of_line
-from scheduling.loop import REFUSALS_BEFORE_FAILING, admission_cycle
+from scheduling.loop import admission_cycle
 from scheduling.locks import lease
 from scheduling.models import Lease, SimClaim, SimJob
 from scheduling.reconcile import RECONCILE_LOCK, reconcile
+from scheduling.refusals import REFUSALS_BEFORE_FAILING
 from scheduling.snapshot import build_world
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]

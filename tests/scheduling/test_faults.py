@@ -111,7 +111,7 @@ LOOP_FAULTS = [
     pytest.param((loop, "_apply"), Killed("after commit"), id="killed after the commit"),
     pytest.param((records, "usage_sample"), DatabaseError("integer out of range"), id="record phase raises"),
     pytest.param((records, "cycle_done"), Killed("before the cycle row"), id="killed before the cycle row"),
-    pytest.param((loop, "_log_decision"), Killed("between events"), id="killed between two decisions"),
+    pytest.param((loop, "log_decision"), Killed("between events"), id="killed between two decisions"),
 ]
 
 

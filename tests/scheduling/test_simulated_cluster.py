@@ -70,7 +70,7 @@ def test_it_succeeds_after_its_duration_or_fails_when_told(cluster, clock):
     assert phase(cluster, 2) is Phase.FAILED
 
 
-def test_suspending_frees_the_gpus_at_once_and_keeps_progress(cluster, clock):
+def test_suspending_frees_the_gpus_at_once_and_a_job_that_saved_nothing_starts_over(cluster, clock):
     cluster.create_job(a_job(1, workers=2, gpu=8, duration=100))
     cluster.create_job(a_job(2, workers=1, gpu=8, duration=100))
     assert phase(cluster, 2) is Phase.CREATED  # both nodes taken by job 1
@@ -81,8 +81,23 @@ def test_suspending_frees_the_gpus_at_once_and_keeps_progress(cluster, clock):
     clock.tick(100)  # job 2 ends
     cluster.create_job(a_job(1))  # resume
     assert phase(cluster, 1) is Phase.RUNNING
-    clock.tick(40)  # only the 40 s left of its 100
+    clock.tick(99)  # its 60 s before the suspend were never checkpointed: all 100 s again
+    assert phase(cluster, 1) is Phase.RUNNING
+    clock.tick(1)
     assert phase(cluster, 1) is Phase.SUCCEEDED
+
+
+def test_a_job_stored_before_its_replicas_were_kept_runs_as_before_and_keeps_them(cluster, clock):
+    """A row written without its replicas (before the column, or by seed_demo's history) is read from its
+    manifest, and the next pass keeps them on the row."""
+    cluster.create_job(a_job(1, workers=2, gpu=8, duration=100))
+    SimJob.objects.update(replicas=None)
+    cluster.create_job(a_job(2, workers=1, gpu=8))
+    statuses = {status.job_id: status for status in cluster.job_statuses()}
+    assert [pod.gpu for pod in statuses[1].pods] == [8, 8] and statuses[2].phase is Phase.CREATED
+    assert SimJob.objects.get(job_id=1).replicas == [
+        {"role": "Worker", "count": 2, "need": [8, 1000, 1024**3], "terms": []}]
+    assert [replica.replica for replica in cluster.logs("maps", 1)] == ["worker-0", "worker-1"]
 
 
 def test_deleting_a_missing_job_is_success(cluster):

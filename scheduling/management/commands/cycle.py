@@ -2,8 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import ClusterError
+from scheduling.cluster_words import refused, unreachable
 from scheduling.loop import admission_cycle
-from scheduling.management.cluster_words import refused, unreachable
 from scheduling.reconcile import reconcile
 
 

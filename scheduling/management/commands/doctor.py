@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand
 from core.quantities import memory_text
 from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import ClaimInfo, ClusterError
-from scheduling.management.cluster_words import refused, unreachable
+from scheduling.cluster_words import refused, unreachable
 from scheduling.tenants import tenants_from_database
 
 

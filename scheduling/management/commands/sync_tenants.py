@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import SyncIncomplete
-from scheduling.management.cluster_words import unreachable
+from scheduling.cluster_words import unreachable
 from scheduling.tenants import tenants_from_database
 
 

@@ -1,0 +1,41 @@
+"""Cordon or uncordon a node of the simulated cluster, as `kubectl cordon` and `kubectl uncordon` do.
+
+A cordoned node keeps its running jobs and takes no new one; the next admission cycle reads it as
+not schedulable: nothing is placed or reserved there, and a job only it could hold waits for it
+instead of being rejected (R10).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from scheduling.cluster import simulated
+from scheduling.models import SimNode
+
+
+class Command(BaseCommand):
+    help = ("Cordon a node of the simulated cluster (its jobs keep running, no new job starts there), "
+            "or uncordon it with --uncordon.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("node", help="Name of the simulated node, e.g. node-04.")
+        parser.add_argument("--uncordon", action="store_true", help="Let the node take new jobs again.")
+
+    def handle(self, *args, node: str, uncordon: bool, **options):
+        if settings.CLUSTER_BACKEND != "simulated":
+            raise CommandError(f"cordon acts on the simulated cluster only; CLUSTER_BACKEND is "
+                               f"{settings.CLUSTER_BACKEND}. On a real cluster, run kubectl cordon or uncordon.")
+        try:
+            changed = simulated.cordon(node, schedulable=uncordon)
+        except SimNode.DoesNotExist:
+            names = ", ".join(SimNode.objects.order_by("name").values_list("name", flat=True)) or "none (run seed_demo)"
+            raise CommandError(f"No node {node!r} in the simulated cluster; its nodes are {names}.") from None
+        verb = "uncordoned" if uncordon else "cordoned"
+        if not changed:
+            self.stdout.write(f"Node {node} was already {verb}; nothing changed.")
+        elif uncordon:
+            self.stdout.write(f"Uncordoned node {node}: the next admission cycle may place jobs there.")
+        else:
+            self.stdout.write(f"Cordoned node {node}: its jobs keep running; the next admission cycle places "
+                              "nothing there, and jobs only it could hold wait for it.")

@@ -1,0 +1,213 @@
+"""What the loop and reconcile do when the cluster refuses: a job's create (requeued or held with a
+backoff, failed or rejected at last), a victim's stop (deleted instead; for a job from elsewhere, which
+Gangway never deletes, the job it was preempted for is kept from starting), and the events that say so.
+
+A refused create is a verdict on its job: REFUSALS_BEFORE_FAILING in a row fail it. A server error (a 500
+of one namespace) is none, and a victim's refusal is never counted against the job it was preempted for.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from jobs.codes import Because
+from jobs.models import Job, JobEvent
+from jobs.transitions import StaleJob, note, transition
+from scheduling.cluster.base import Cluster, ClusterError, on_one_object
+from scheduling.policy.model import Admission
+from scheduling.snapshot import World, to_cluster_job
+
+log = logging.getLogger("gangway.admission")
+REFUSALS_BEFORE_FAILING = 5  # a job whose create the cluster refuses this many times in a row fails (`requeue_refused`)
+
+
+def requeue_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
+    """Requeue an admitted job whose create the cluster refused, keeping its place, after a backoff.
+
+    The backoff doubles with each refusal since the job last ran (`backoff`). At the
+    REFUSALS_BEFORE_FAILING-th refusal in a row the job fails instead, saying why: such a refusal
+    (a webhook's verdict, a quota of the namespace) rarely passes by itself. A server error
+    (`failing`: a 500 of the object's namespace, such as a webhook that cannot be called) is no
+    verdict on the job and passes once mended: it backs off alike but never fails the job, which
+    would otherwise be lost to a few minutes' outage of a webhook. Used by the apply phase and by
+    reconcile when it creates a job again.
+    """
+    refusals, wait, code = _refusals(job, failing)
+    error = error.rstrip(". ")
+    try:
+        if not failing and refusals >= REFUSALS_BEFORE_FAILING:
+            message = (f"Failed: the cluster refused to create it {refusals} times in a row, the last time: "
+                       f"{error}. {_fix(job)}")  # fmt: skip
+            transition(job, Job.State.FAILED, message=message, code=code, placement=[],
+                       finished_at=now, reason=message, reason_code=code)  # fmt: skip
+        else:
+            what = ("failed to create it (a server error, no verdict on the job)" if failing
+                    else "refused to create it")  # fmt: skip
+            message = (f"The cluster {what}: {error}. Requeued with its place kept; "
+                       f"tried again in {int(wait.total_seconds())} s.")  # fmt: skip
+            transition(job, Job.State.QUEUED, message=message, code=code, placement=[],
+                       admitted_at=None, not_before=now + wait, reason=message, reason_code=code)  # fmt: skip
+    except StaleJob:
+        return  # cancelled meanwhile; nothing was created
+    log_decision("refused", job, code, message)
+
+
+def hold_refused(job: Job, error: str, now: datetime, *, failing: bool = False) -> None:
+    """Back off a queued job whose create the cluster would refuse (its dry run, before anyone was
+    preempted for it), keeping its place; counted with the refusals of its creates (`requeue_refused`),
+    so the REFUSALS_BEFORE_FAILING-th refusal in a row rejects it. A job moved meanwhile is left be."""
+    refusals, wait, code = _refusals(job, failing)
+    error = error.rstrip(". ")
+    if not failing and refusals >= REFUSALS_BEFORE_FAILING:
+        message = (f"Rejected: the cluster refused to create it {refusals} times in a row, the last time "
+                   f"(tried before preempting anyone for it): {error}. {_fix(job)}")  # fmt: skip
+        try:
+            transition(job, Job.State.REJECTED, message=message, code=code, finished_at=now, reason=message,
+                       reason_code=code, position=None, team_position=None, eta=None, reservation=None)  # fmt: skip
+        except StaleJob:
+            return
+    else:
+        what = ("failed to try creating it (a server error, no verdict on the job)" if failing
+                else "would refuse to create it")  # fmt: skip
+        message = (f"The cluster {what}: {error}. Asked before preempting anyone for it, so nobody was; "
+                   f"tried again in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
+        moved = Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
+            not_before=now + wait, reason=message, reason_code=code, position=None, team_position=None, eta=None,
+            reservation=None,
+        )  # fmt: skip
+        if not moved:
+            return
+        note(job, JobEvent.Kind.WAITING, message, code=code)
+    log_decision("refused", job, code, message)
+
+
+def _refusals(job: Job, failing: bool) -> tuple[int, timedelta, str]:
+    """For one more refusal of the job's create: the refusals in a row since it last ran (a server
+    error counts none), the backoff (doubling with every try, server errors included) and its code."""
+    ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
+    since = job.events.filter(pk__gt=ran or 0)
+    tries = since.filter(code__in=(Because.CLUSTER_REFUSED, Because.CLUSTER_FAILING)).count() + 1
+    refusals = since.filter(code=Because.CLUSTER_REFUSED).count() + (0 if failing else 1)
+    return refusals, backoff(tries), Because.CLUSTER_FAILING if failing else Because.CLUSTER_REFUSED
+
+
+def _fix(job: Job) -> str:
+    return "Its owner changes its object and creates it again." if job.adopted else "Change the job and submit it again."
+
+
+def backoff(attempt: int) -> timedelta:
+    """How long a job evicted for a stuck admission (or refused by the cluster) waits: 30 s doubling
+    per attempt (or refusal), at most 1 hour."""
+    return timedelta(seconds=min(3600, 30 * 2 ** max(0, attempt - 1)))
+
+
+def stop_victim(job: Job, cluster: Cluster) -> None:
+    """Suspends a job being preempted. When the cluster refuses (a webhook, a missing permission),
+    its object is deleted instead, so that its room frees: it is created again when admitted, from
+    its last checkpoint. An adopted object is never deleted: the refusal goes to the caller
+    (reconcile tries again at every pass and says so on the job)."""
+    target = to_cluster_job(job)
+    try:
+        with on_one_object(cluster):
+            cluster.suspend_job(target)
+    except ClusterError as error:
+        if job.adopted:
+            raise
+        with on_one_object(cluster):  # refused too: the caller's to say, and the others go on
+            cluster.delete_job(target.namespace, target.name, target.kind)
+        note(job, JobEvent.Kind.NOTE, f"The cluster refused to suspend it ({str(error).rstrip('. ')}); its "
+             f"{job.kind} was deleted instead so that its room frees. It starts again from its last "
+             "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip
+
+
+def note_refused(job: Job, what: str, error: str) -> None:
+    """Says on the job that the cluster refused to `what` it ("stop", "resume"), once until something else
+    happens to it, however often it is tried again; Gangway tries again at every reconcile."""
+    message = f"The cluster refused to {what} it ({error.rstrip('. ')}); Gangway tries again at every reconcile."
+    last = job.events.order_by("-pk").first()
+    if last is None or last.message != message:
+        note(job, JobEvent.Kind.NOTE, message, code=Because.STOP_REFUSED)
+
+
+def victim_refused(world: World, admission: Admission, cluster: Cluster) -> tuple[Job, ClusterError] | None:
+    """The first adopted victim of `admission` whose suspend the cluster would refuse (its dry run), with the
+    refusal; None when every one would be let stop. Raises ClusterUnavailable when the cluster does not answer.
+
+    Only adopted victims are asked: one Gangway created whose suspend is refused is deleted instead, which
+    frees its room (`stop_victim`)."""
+    for victim_id in admission.victims:
+        victim = world.jobs[victim_id]
+        if not victim.adopted:
+            continue
+        try:
+            with on_one_object(cluster):
+                cluster.check_suspend(to_cluster_job(victim))
+        except ClusterError as error:
+            return victim, error
+    return None
+
+
+def _victim_named(victim: Job, preemptor: Job) -> str:
+    """A victim as the preemptor's owner may read of it: by name in the same team, else by its team alone."""
+    if victim.team_id == preemptor.team_id:
+        return f"job {victim.name} (#{victim.pk})"
+    return f"a job of team {victim.team.slug}"
+
+
+def _why_unstopped(victim: Job, preemptor: Job, error: ClusterError) -> str:
+    """The cluster's refusal, for the preemptor's owner: in full for a job of the same team; for another
+    team's job only that it was refused (the refusal names that team's object), the rest logged."""
+    if victim.team_id == preemptor.team_id:
+        return f" ({str(error).rstrip('. ')})"
+    return ""
+
+
+def _victim_backoff(job: Job) -> timedelta:
+    """The backoff of one more wait on a victim that could not be stopped: doubling with each such wait
+    since the job last ran."""
+    ran = job.events.filter(kind=JobEvent.Kind.RUNNING).order_by("-pk").values_list("pk", flat=True).first()
+    return backoff(job.events.filter(pk__gt=ran or 0, code=Because.VICTIM_REFUSED).count() + 1)
+
+
+def hold_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -> None:
+    """Back off a queued job whose adopted victim the cluster would not let stop (the suspend's dry run,
+    before anyone was preempted for it), keeping its place. Never counted towards failing or rejecting the
+    job: the refusal is the victim's. A job moved meanwhile is left be."""
+    wait = _victim_backoff(job)
+    message = (f"Waiting: it would preempt {_victim_named(victim, job)}, but the cluster would refuse to suspend "
+               f"it{_why_unstopped(victim, job, error)}, and Gangway never deletes a job from elsewhere, so it "
+               f"could not make room. Nobody was preempted for it; tried again in {int(wait.total_seconds())} s, "
+               "with its place kept.")  # fmt: skip
+    moved = Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
+        not_before=now + wait, reason=message, reason_code=Because.VICTIM_REFUSED, position=None, team_position=None,
+        eta=None, reservation=None,
+    )  # fmt: skip
+    if not moved:
+        return
+    note(job, JobEvent.Kind.WAITING, message, code=Because.VICTIM_REFUSED)
+    log.warning("job %s not admitted: the cluster would refuse to suspend job %s, its victim: %s", job.pk,
+                victim.pk, error)  # fmt: skip
+    log_decision("held", job, Because.VICTIM_REFUSED, message)
+
+
+def requeue_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -> None:
+    """Requeue an admitted job, not created, one of whose victims the cluster refused to stop: that victim
+    still holds the room the job was admitted into. Its place is kept, after a backoff; never counted
+    towards failing it. A job cancelled meanwhile is left be (nothing was created)."""
+    wait = _victim_backoff(job)
+    message = (f"Not started: {_victim_named(victim, job)}, preempted for it, could not be stopped: the cluster "
+               f"refused to stop it{_why_unstopped(victim, job, error)}. A job with victims starts once they have "
+               f"stopped; requeued with its place kept, tried again in {int(wait.total_seconds())} s.")  # fmt: skip
+    try:
+        transition(job, Job.State.QUEUED, message=message, code=Because.VICTIM_REFUSED, placement=[],
+                   admitted_at=None, not_before=now + wait, reason=message, reason_code=Because.VICTIM_REFUSED)  # fmt: skip
+    except StaleJob:
+        return
+    log_decision("requeued", job, Because.VICTIM_REFUSED, message)
+
+
+def log_decision(action: str, job: Job, rule: str, reason: str) -> None:
+    """One log line per decision; the fields are also attached for a structured formatter."""
+    fields = {"job": job.pk, "team": job.team.slug, "rule": rule, "reason": reason}
+    log.info("%s job=%s team=%s rule=%s: %s", action, job.pk, job.team.slug, rule, reason, extra=fields)
