@@ -7,7 +7,11 @@ class NotificationsConfig(AppConfig):
 
     def ready(self) -> None:
         # Models load before ready(), so the receivers (which read them) can be imported only now.
+        from django.core import checks
+
         from jobs.transitions import job_moved
+        from notifications.checks import webhook_deadline_is_valid
         from notifications.receivers import enqueue_on_commit
 
         job_moved.connect(enqueue_on_commit, dispatch_uid="notifications.enqueue_on_commit")
+        checks.register(webhook_deadline_is_valid)

@@ -79,19 +79,30 @@ def _on_private(host: str, private: list[str]) -> str:
     return f"{host} is on a private or local network{where}"
 
 
-def _connect_public(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_address=None):
-    """Connects to the first public address `address`'s host resolves to; never tries another."""
+def _connect(address, _timeout=None, source_address=None, *, deadline: Deadline, public: bool):
+    """Connects to an address `address`'s host resolves to, trying them in turn within what is left of
+    `deadline` for all the tries together: a host with several unreachable addresses holds the worker no
+    longer than one deadline. When `public`, only public addresses are tried (PrivateAddress when the host
+    has none). http.client's hook (`_create_connection`), so its own timeout is not used."""
     host, port = address[0], address[1]
     found = addresses(host, port)
-    public = [ip for ip in found if is_public(ip)]
-    if not public:
+    tried = [ip for ip in found if is_public(ip)] if public else found
+    if not tried:
         raise PrivateAddress(_on_private(host, sorted(set(found))))
     error: OSError | None = None
-    for ip in public:
+    for ip in tried:
+        left = deadline.left()  # DeadlinePassed once the tries before used it up
         try:
-            return socket.create_connection((ip, port), timeout, source_address)
+            sock = socket.create_connection((ip, port), left, source_address)
         except OSError as exc:
             error = exc
+            continue
+        try:
+            sock.settimeout(deadline.left())  # over https, the TLS handshake waits only what is left
+        except DeadlinePassed:
+            sock.close()
+            raise
+        return sock
     raise error
 
 
@@ -165,11 +176,10 @@ class _KeepsToDeadline:
     def __init__(self, *args, deadline: Deadline, attempt: Attempt, public: bool, **kwargs):
         super().__init__(*args, **kwargs)
         self.deadline, self.attempt = deadline, attempt
-        if public:
-            self._create_connection = _connect_public
+        self._create_connection = functools.partial(_connect, deadline=deadline, public=public)
 
     def connect(self):
-        self.timeout = self.deadline.left()  # connecting and, over https, the whole TLS handshake
+        self.timeout = self.deadline.left()  # none left: nothing is tried (`_connect` times each try)
         super().connect()
         self.sock = _DeadlineSocket(self.sock, self.deadline, self.attempt)
 
@@ -197,8 +207,8 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self._exchange = exchange
 
     def https_open(self, req):
-        return self.do_open(functools.partial(_HTTPSConnection, **self._exchange), req, context=self._context,
-                            check_hostname=self._check_hostname)  # fmt: skip
+        # The context checks the host's name (Python 3.12 has no check_hostname argument).
+        return self.do_open(functools.partial(_HTTPSConnection, **self._exchange), req, context=self._context)
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):

@@ -129,7 +129,8 @@ def cut_short(channel: str, attempt: Attempt) -> Exception | None:
 def webhook_deadline() -> float:
     """WEBHOOK_DEADLINE: the seconds one webhook post may take in all (connecting, posting, its answer's status
     and headers), WEBHOOK_DEADLINE_DEFAULT unless set; at most half the worker's soft time limit, so a receiver
-    that trickles its answer is given up on long before the limit stops the task."""
+    that trickles its answer is given up on long before the limit stops the task. A bad value stops every
+    process at startup (`checks.webhook_deadline_is_valid`), and is refused here too."""
     deadline = getattr(settings, "WEBHOOK_DEADLINE", WEBHOOK_DEADLINE_DEFAULT)
     soft = getattr(settings, "CELERY_TASK_SOFT_TIME_LIMIT", None)
     most = soft / 2 if soft else math.inf

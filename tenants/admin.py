@@ -5,7 +5,7 @@ from django.db import transaction
 
 from scheduling.selectors import gpu_type_capacity
 from tenants.admin_display import quantity_text
-from tenants.admin_members import MembershipForm
+from tenants.admin_members import MembershipForm, MembershipFormSet
 from tenants.admin_rows import LoadedField, LoadedRowForm
 from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier, Quota, Team
@@ -150,6 +150,7 @@ class QuotaInline(admin.TabularInline):
 class MembershipInline(admin.TabularInline):
     model = Membership
     form = MembershipForm
+    formset = MembershipFormSet
     extra = 0
     autocomplete_fields = ("user",)
 

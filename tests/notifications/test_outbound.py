@@ -44,5 +44,5 @@ def test_a_post_connects_only_to_a_public_address_of_its_host(monkeypatch):
     monkeypatch.setattr(outbound.socket, "create_connection", lambda *args, **kwargs: tried.append(args))
     with pytest.raises(outbound.PrivateAddress, match=r"^hooks.example.com is on a private or local network "
                                                       r"\(10.0.0.5, 127.0.0.1\)$"):  # fmt: skip
-        outbound._connect_public(("hooks.example.com", 443))
+        outbound._connect(("hooks.example.com", 443), deadline=outbound.Deadline(10), public=True)
     assert tried == []  # nothing is learnt of a private port: no connection is even tried
