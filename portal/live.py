@@ -23,11 +23,17 @@ VARY = ("HX-Request", "Cookie")
 CLOCK_STEP = 60
 
 
+def minute() -> int:
+    """The clock step live parts are in now: ETags of parts with relative times, and every remembered
+    ETag, turn over with it."""
+    return int(timezone.now().timestamp()) // CLOCK_STEP
+
+
 def fingerprint(request, *parts, clock: bool = False) -> str:
     """A strong ETag (quoted) of what a part shows: `parts`, the viewer, and the minute when `clock`."""
     viewer = (request.user.pk, request.user.is_staff)
-    minute = int(timezone.now().timestamp()) // CLOCK_STEP if clock else None
-    digest = hashlib.blake2b(repr((viewer, minute, parts)).encode(), digest_size=12).hexdigest()
+    step = minute() if clock else None
+    digest = hashlib.blake2b(repr((viewer, step, parts)).encode(), digest_size=12).hexdigest()
     return f'"{digest}"'
 
 
@@ -101,8 +107,7 @@ class Recalled:
 
 
 def _version_key(request, scope: str, version) -> str:
-    minute = int(timezone.now().timestamp()) // CLOCK_STEP
-    raw = repr((scope, request.user.pk, request.user.is_staff, version, minute)).encode()
+    raw = repr((scope, request.user.pk, request.user.is_staff, version, minute())).encode()
     return "gangway:live:" + hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 

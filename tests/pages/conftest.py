@@ -7,10 +7,27 @@ from django.test import Client
 from django.utils import timezone
 
 from jobs.models import Sweep
+from portal import live
 from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
+
+
+@pytest.fixture(autouse=True)
+def still_clock(monkeypatch):
+    """Live parts' clock held at the minute a test starts, moved only by the test (`still_clock.turn()`):
+    a test that polls twice across a minute's turn would otherwise see a part read again, or a 200."""
+
+    class Clock:
+        step = live.minute()
+
+        def turn(self):
+            self.step += 1
+
+    clock = Clock()
+    monkeypatch.setattr(live, "minute", lambda: clock.step)
+    return clock
 
 
 @pytest.fixture

@@ -227,3 +227,18 @@ def test_a_cycle_that_changes_nothing_leaves_the_team_types_unchanged(login, own
     cycle()
     assert live_version() == before
     assert poll(client, "/teams/maps/?part=types", etag).status_code == 304
+
+
+def test_the_clocks_turn_reads_a_remembered_part_again_and_refreshes_one_with_relative_times(login, staff,
+                                                                                             fill_and_wait,
+                                                                                             still_clock):  # fmt: skip
+    fill_and_wait(3)
+    client = login(staff)
+    nodes, queue = (poll(client, f"/?part={part}")["ETag"] for part in ("nodes", "queue"))
+    with CaptureQueriesContext(connection) as held:
+        assert poll(client, "/?part=nodes", nodes).status_code == 304
+    still_clock.turn()
+    with CaptureQueriesContext(connection) as turned:
+        assert poll(client, "/?part=nodes", nodes).status_code == 304  # read again: the same nodes, the same ETag
+    assert len(turned) > len(held)
+    assert poll(client, "/?part=queue", queue).status_code == 200  # "waiting 12 min" moves on with the clock
