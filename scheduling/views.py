@@ -228,11 +228,28 @@ def _node_map_html(request, mine: set[str], rows, reserved, kinds: list[str]) ->
         return mark_safe("".join(_node_cells(request, mine, rows, reserved)))
     html = []
     for heading, members in _node_groups(rows, kinds):
-        gpus, used = sum(node.gpu for node in members), sum(node.used for node in members)
-        note = f"{plural(len(members), 'node')}, {used} of {plural(gpus, 'GPU')} in use" if gpus else plural(len(members), "node")
-        html.append(f'<h3 class="node-group">{escape(heading)} <span class="muted">· {note}</span></h3>')
+        html.append(f'<h3 class="node-group">{escape(heading)} <span class="muted">· {_group_note(members)}</span></h3>')
         html.extend(_node_cells(request, mine, members, reserved))
     return mark_safe("".join(html))
+
+
+def _group_note(members) -> str:
+    """What a group heading of the map counts: its nodes, and the GPUs in use of those on its nodes that take
+    new pods, the capacity the tiles and the type bars count. The GPUs of its nodes that take none (cordoned,
+    tainted) are counted apart, never as if a job could have them: "2 nodes, 3 of 8 GPUs in use; 8 GPUs more
+    on 1 node that takes no new jobs, 6 of them in use". Just the nodes for a group without GPUs."""
+    nodes = plural(len(members), "node")
+    taking = [node for node in members if not node.unschedulable]
+    gpus, used = sum(node.gpu for node in taking), sum(node.used for node in taking)
+    out = [node for node in members if node.unschedulable and node.gpu]
+    if not out:
+        return f"{nodes}, {used} of {plural(gpus, 'GPU')} in use" if gpus else nodes
+    out_gpus, out_used = sum(node.gpu for node in out), sum(node.used for node in out)
+    held = f", {out_used} of them in use" if out_used else ""
+    if not gpus:
+        return f"{nodes}, none taking new jobs: {plural(out_gpus, 'GPU')}{held}"
+    return (f"{nodes}, {used} of {plural(gpus, 'GPU')} in use; {plural(out_gpus, 'GPU')} more on "
+            f"{plural(len(out), 'node')} that take{'s' if len(out) == 1 else ''} no new jobs{held}")
 
 
 UNTYPED = "untyped — no job can use their GPUs (their labels match no GPU type)"

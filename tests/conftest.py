@@ -210,3 +210,23 @@ def submit(maps, owner):
         return job
 
     return _submit
+
+
+@pytest.fixture
+def teams_holding_a_gpu(tiers, maps, staff, submit, cycle):
+    """Many teams, each holding one GPU: `teams_holding_a_gpu(slugs, gpu=2)` makes a team of
+    `gpu` nominal GPUs per slug and runs one job of 1 GPU for maps (`maps-one`) and one for each of them
+    (`<slug>-one`, submitted by staff). Returns the teams made, in the order of `slugs`. Used by the tests of
+    more teams than colours (tests/pages/test_team_marks.py, tests/browser/test_many_teams_in_a_browser.py)."""
+    one_gpu = [{"role": "Worker", "count": 1, "gpu": 1}]
+
+    def _teams(slugs: list[str], *, gpu: int) -> list[Team]:
+        cycle()
+        submit(name="maps-one", replicas=one_gpu)
+        teams = [make_team(slug, tiers, gpu=gpu) for slug in slugs]
+        for team in teams:
+            submit(name=f"{team.slug}-one", team=team, user=staff, replicas=one_gpu)
+        cycle()
+        return teams
+
+    return _teams

@@ -8,7 +8,6 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, PHONE, sign_in
 from tests.browser.test_node_map_and_charts_in_a_browser import legend_key
-from tests.conftest import make_team
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -20,14 +19,9 @@ TEAMS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 
 
 @pytest.fixture
-def sixteen_teams(tiers, maps, staff, submit, cycle):
+def sixteen_teams(teams_holding_a_gpu):
     """Sixteen teams, each holding 1 GPU of the two nodes."""
-    cycle()
-    submit(name="maps-one", replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
-    for slug in TEAMS:
-        submit(name=f"{slug}-one", team=make_team(slug, tiers, gpu=1), user=staff,
-               replicas=[{"role": "Worker", "count": 1, "gpu": 1}])  # fmt: skip
-    cycle()
+    teams_holding_a_gpu(TEAMS, gpu=1)
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["laptop", "phone"])

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from jobs.templatetags.gangway import COLOURS, MARKS, team_css
-from tests.conftest import make_team
 
 CSS = (Path(__file__).resolve().parents[2] / "static" / "css" / "gangway.css").read_text()
 # With maps: twelve teams.
@@ -35,14 +34,9 @@ def test_the_style_sheet_draws_every_colour_and_mark_and_the_ink_of_each_colour_
 
 
 @pytest.fixture
-def twelve_teams(tiers, maps, staff, submit, cycle):
+def twelve_teams(teams_holding_a_gpu):
     """Twelve teams, each holding 1 GPU of the two nodes."""
-    cycle()
-    submit(name="maps-one", replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
-    for slug in SLUGS:
-        submit(name=f"{slug}-one", team=make_team(slug, tiers, gpu=2), user=staff,
-               replicas=[{"role": "Worker", "count": 1, "gpu": 1}])  # fmt: skip
-    cycle()
+    teams_holding_a_gpu(SLUGS, gpu=2)
 
 
 def test_twelve_teams_carry_twelve_pairs_on_the_bars_the_map_and_its_legend(login, staff, twelve_teams):
