@@ -1,7 +1,7 @@
 """Trace replay benchmark: the Philly window of October-November 2017 at loads 1, 4, 8.
 
     .venv/bin/python -m bench.replay [--load 1 --load 4 ...] [--policy gangway ...] [--out docs/replay]
-    .venv/bin/python -m bench.replay --synthetic 70000 --nodes 1000 --team-count 10 --span 10 \
+    .venv/bin/python -m bench.replay --synthetic 70000 --nodes 1000 --team-count 10 --span 7 \
         --load 8 --policy gangway      # the large synthetic cluster instead of the trace
 
 Prints the comparison table and how long each replay took, in wall and CPU

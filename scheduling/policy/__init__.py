@@ -14,9 +14,10 @@ from .model import (
     Settings, Snapshot, Team, TeamGpus, Tier, Wait,
 )
 from .reasons import Code
+from .standing import Standing
 
 __all__ = [
     "Admission", "Code", "Fit", "Node", "PendingJob", "Plan", "Rejection", "ReplicaGroup",
-    "Reservation", "RunningJob", "Settings", "Snapshot", "SnapshotError", "Team", "TeamGpus", "Tier", "Wait", "plan",
-    "plan_to_dict", "snapshot_from_dict", "team_gpus_to_dict",
+    "Reservation", "RunningJob", "Settings", "Snapshot", "SnapshotError", "Standing", "Team",
+    "TeamGpus", "Tier", "Wait", "plan", "plan_to_dict", "snapshot_from_dict", "team_gpus_to_dict",
 ]

@@ -51,6 +51,7 @@ from .reasons import Code, amounts, replicas_text
 from .rejection import closed_types, reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
 from .runtime import expected_runtime
+from .standing import Standing
 from .state import State
 from .usage import team_gpus
 from .waiting import QuotaQueue, reserving, type_name, typed, why_waiting
@@ -64,7 +65,8 @@ class Fit(IntEnum):
     FIT = 2
 
 
-def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) -> Plan:
+def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True,
+         standing: Standing | None = None) -> Plan:
     """Returns the plan for `snapshot`: who is admitted (with placement and
     victims), who waits (position, reason, estimated start), who is rejected,
     and the room reserved for starving jobs.
@@ -72,9 +74,13 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True) 
     `with_waits=False` leaves the waiting jobs and the team figures out of
     the plan (no positions, reasons, estimates or usage), for callers that act only on admissions and
     rejections, such as the trace replay; the admissions are the same.
+    `standing`, given by a caller that keeps its running jobs indexed from
+    one cycle to the next (standing.py, the trace replay), is read instead
+    of going over every running job when `snapshot.running` is its
+    `running`; the plan is the same.
     Pure and deterministic: the same snapshot always gives the same plan.
     """
-    made = decide(snapshot, with_waits=with_waits)
+    made = decide(snapshot, with_waits=with_waits, standing=standing)
     state, holds, waiting = made.state, made.holds, made.waiting
 
     # 4. Positions among waiting jobs, in R3 order.
@@ -128,16 +134,18 @@ class Decisions:
     closed: dict[str, dict[int | None, tuple[Code, str]]]
 
 
-def decide(snapshot: Snapshot, *, with_waits: bool = True) -> Decisions:
+def decide(snapshot: Snapshot, *, with_waits: bool = True,
+           standing: Standing | None = None) -> Decisions:
     """Returns the admissions, rejections, waits and reservations of one
-    cycle, before positions and estimates (phases 1-3)."""
+    cycle, before positions and estimates (phases 1-3); `standing` as `plan`
+    reads it."""
     tiers = {t.name: t for t in snapshot.tiers}
     teams = {t.name: t for t in snapshot.teams}
     now = snapshot.now
     settings = snapshot.settings
 
     # 1. Working state.
-    state = State(snapshot)
+    state = State(snapshot, standing)
 
     # 2. Reject what can never fit.
     types = state.types

@@ -116,11 +116,14 @@ class PendingJob:
     # The GPU types it accepts, in order of preference; empty: its team's
     # types in the cluster's order (types.py).
     gpu_type: tuple[str, ...] = ()
-    # What the policy computes with, derived once per job, not per cycle.
+    # What the policy computes with, derived once per job, not per cycle:
+    # its demand, and its id's place where R3 orders by id (`id_order`).
     demand: Demand = field(init=False, repr=False, compare=False)
+    order: tuple[bool, int, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "demand", demand_of(self.replicas))
+        object.__setattr__(self, "order", id_order(self.id))
 
 
 # R4's two guards against starvation: reservations with backfill (the rule the

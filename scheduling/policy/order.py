@@ -14,20 +14,20 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from .model import PendingJob, Tier, id_order
+from .model import PendingJob, Tier
 from .quota import Quota
 
 
 def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> tuple[int, int, tuple[bool, int, str]]:
     """Returns the R3 sort key of a pending job."""
-    return (-tiers[job.tier].value, job.queued, id_order(job.id))
+    return (-tiers[job.tier].value, job.queued, job.order)
 
 
 def r3_sorted(jobs: list[PendingJob], tiers: dict[str, Tier]) -> list[PendingJob]:
     """Returns `jobs` in R3 order (the keys of `r3_key`, built inline: the
     cycle sorts its whole queue)."""
     value = {name: -tier.value for name, tier in tiers.items()}
-    keyed = [(value[job.tier], job.queued, id_order(job.id), job) for job in jobs]
+    keyed = [(value[job.tier], job.queued, job.order, job) for job in jobs]
     keyed.sort()  # ids are unique: the job itself is never compared
     return [k[3] for k in keyed]
 
@@ -75,7 +75,10 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
     done = [False] * len(jobs)
     by_team: dict[str, deque[int]] = {}
     for k, job in enumerate(jobs):
-        by_team.setdefault(job.team, deque()).append(k)
+        heads = by_team.get(job.team)
+        if heads is None:
+            heads = by_team[job.team] = deque()
+        heads.append(k)
     rival: _Ranks | _Scan
     if quota_of is None:
         rival = _Ranks(jobs, done, by_team, quota, skip_team)

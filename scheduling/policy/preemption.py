@@ -279,16 +279,17 @@ class _Search:
         while the team is still above nominal with the earlier ones gone.
         A team's part depends only on its jobs and usage (and the
         preemptor's tier, or the resources it needs), so it is kept until
-        the team changes (`State.reaches`).
+        the team changes (`State.reaches`); another team's part, worked out
+        while the cycle has not changed that team, also from cycle to cycle
+        by a standing while the team's jobs stay the same (`State.lasting_reach`).
         """
         state = self.state
         kept = state.reaches(self.team)
         own_key = (self.tier.value,)
         own = kept.get(own_key)
         if own is None:
-            if state.types is None:
-                jobs = state.own_victims(self.team, self.tier.value, self.guard_since)
-            else:
+            jobs = state.own_victims(self.team, self.tier.value, self.guard_since)
+            if jobs is None:
                 jobs = [(h.usage, h.on_nodes) for h in self.own if self.own_eligible(h)]
             own = kept[own_key] = Reach.of(self.team, jobs)
         gone = own.total
@@ -302,8 +303,12 @@ class _Search:
                     kept = state.reaches(team)
                     reach = kept.get(their_key)
                     if reach is None:
-                        reach = kept[their_key] = Reach.of(team, [
-                            (h.usage, h.on_nodes) for h in self._reachable(team, state.held(team))])
+                        reach = state.lasting_reach(team, their_key)
+                        if reach is None:
+                            reach = Reach.of(team, [(h.usage, h.on_nodes) for h
+                                                    in self._reachable(team, state.held(team))])
+                            state.keep_reach(team, their_key, reach)
+                        kept[their_key] = reach
                     if reach.count:
                         reaches.append(reach)
         if own.count:

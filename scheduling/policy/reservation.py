@@ -171,8 +171,9 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     expected end has ended, or, given `by`, when it would start after `by`.
 
     `ends` yields what `state.expected_ends()` returns, soonest first, for a
-    caller that keeps the ends in order already (the estimate replay): the
-    walk then reads only the ends it passes instead of listing every one.
+    caller that keeps the ends in order already (the estimate replay);
+    without it the walk reads `state.ends_in_order()`. Either way it reads
+    only the ends it passes.
     The room must be lifted (no hold kept out) when this is called.
     """
     room = state.room.copy()
@@ -184,8 +185,9 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         if out:
             room.confine(nodes)
             names = {room.names[i] for i in nodes}
-    # (end, job id, 0) or (end, "", number of a hold), soonest first. A
-    # job's room is read only once the walk reaches its end.
+    # (end, job id) or (end, "", number of a hold), soonest first (a job's
+    # id is never empty, so the two compare as they read). A job's room is
+    # read only once the walk reaches its end.
     held: list[Hold] = []
     others: list[tuple[int, str, int]] = []
     for h in holds.holds:
@@ -196,8 +198,8 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         held.append(h)
     others.sort()
     if ends is None:
-        ends = soonest_first(state.expected_ends())
-    events = heapq.merge(((end, name, 0) for end, name in ends), others)
+        ends = state.ends_in_order()
+    events: Iterator[tuple] = heapq.merge(ends, others) if others else iter(ends)
     need = demand.total
     total = room.total
     event = next(events, None)
@@ -207,12 +209,15 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
             return None
         ending: list[tuple[str, dict[int, Vector]]] = []  # (job id, its room)
         while event is not None and event[0] == t:
-            _, name, number = event
-            event = next(events, None)
-            if (names is not None and nodes is not None and name
-                    and not state.touches(name, nodes, names)):
+            name = event[1]
+            if not name:
+                freed = held[event[2]].on_nodes
+            elif names is not None and nodes is not None and not state.touches(name, nodes, names):
+                event = next(events, None)
                 continue
-            freed = state.on_nodes(name) if name else held[number].on_nodes
+            else:
+                freed = state.on_nodes(name)
+            event = next(events, None)
             for i, v in freed.items():
                 if i not in out:
                     room.give(i, v)
@@ -232,14 +237,6 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                                if any(i in on_nodes for i in freed)))
             return Hold(job_id, t, placement, on_nodes, headroom, due, t + runtime)
     return None
-
-
-def soonest_first(items: list) -> Iterator:
-    """Yields `items` in ascending order, sorting only as far as it is read
-    (a heap: a walk that stops early pays for what it read)."""
-    heapq.heapify(items)
-    while items:
-        yield heapq.heappop(items)
 
 
 def heap_in_order(heap: list) -> Iterator:

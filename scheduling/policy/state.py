@@ -7,7 +7,8 @@ takes out only the victims it keeps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from .placement import Placement, usage_on_nodes
 from .quota import Quota
 from .room import Room
 from .runtime import expected_end
+from .standing import Standing, r8_key
 from .types import Types
 
 if TYPE_CHECKING:
@@ -76,7 +78,7 @@ class Held:
 
     __slots__ = ("_make", "_jobs", "_built")
 
-    def __init__(self, make: Callable[[RunningJob], Holder], jobs: list[RunningJob]) -> None:
+    def __init__(self, make: Callable[[RunningJob], Holder], jobs: Sequence[RunningJob]) -> None:
         self._make = make
         self._jobs = jobs
         self._built: list[Holder] = []
@@ -116,7 +118,7 @@ class State:
     to its own type's.
     """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, standing: Standing | None = None) -> None:
         self.now = snapshot.now
         self.settings = snapshot.settings
         nodes = snapshot.nodes
@@ -170,10 +172,20 @@ class State:
         self._made: dict[str, Holder] = {}
         self._unbuilt: dict[str, RunningJob] = {}
         self._fresh: dict[str, Holder] = {}
+        self._taken = False  # whether a victim was taken in this cycle
+        # Teams whose usage or jobs changed in this cycle (an admission, a
+        # victim): what a standing kept of them no longer holds.
+        self._changed: set[str | None] = set()
         # team -> GPU type (None: no type) -> what victim searches' upper
         # bounds counted of it, kept while its jobs and usage stay as they are.
         self._reaches: dict[str | None, dict[int | None, dict[tuple, Reach]]] = {}
-        self._charge_running(snapshot.running)
+        # The running jobs indexed by the caller (standing.py), when they are
+        # this snapshot's: read instead of going over every running job.
+        self._standing: Standing | None = None
+        if standing is not None and self._indexes(standing, snapshot):
+            self._charge_standing(standing)
+        else:
+            self._charge_running(snapshot.running)
 
     def select(self, kind: int | None) -> None:
         """Points `room`, `quota` and `held` at GPU type `kind` (None: all
@@ -248,6 +260,34 @@ class State:
         for (team, steady, kind), (g, c, m) in per_team.items():
             self.charge(team, (g, c, m), steady, kind)
 
+    def _indexes(self, standing: Standing, snapshot: Snapshot) -> bool:
+        """Returns whether `standing` holds this snapshot's running jobs as
+        `_charge_running` would file them: its very `running` tuple, on the
+        nodes of this room, with the snapshot's tiers and settings, every job
+        of a listed team or outside usage, and with GPU types every job
+        holding GPUs naming one of the snapshot's types."""
+        return (snapshot.running is standing.running
+                and standing.names == self.room.names
+                and standing.tiers == self._tiers
+                and standing.settings == self.settings
+                and all(team is None or team in self._running
+                        for team, by_kind in standing.order.items()
+                        if any(ids for _, ids in by_kind.values()))
+                and (self.types is None or not standing.untyped
+                     and all(kind is None or kind in self.types.index for kind in standing.kinds())))
+
+    def _charge_standing(self, standing: Standing) -> None:
+        """Takes the room and charges the usage the running jobs of `standing`
+        hold, as `_charge_running` would from the same jobs, without going
+        over them: held, `own_victims` and the ends read the standing."""
+        self._standing = standing
+        self._unbuilt = standing.jobs  # read only, for `on_nodes` and `touches`
+        self.whole = self.room = standing.room_left(self.whole)
+        types = self.types
+        for (team, steady, gpu_type), (g, c, m) in standing.usage.items():
+            kind = None if types is None or gpu_type is None else types.index.get(gpu_type)
+            self.charge(team, (g, c, m), steady, kind)
+
     def held(self, team: str | None) -> Held | list[Holder]:
         """Returns a team's running jobs as holders, in R8 victim order (never
         the jobs admitted in this cycle); [] for a team the snapshot does not list.
@@ -255,14 +295,19 @@ class State:
         if self.types is None:
             holders = self._held.get(team)
             if holders is None:
-                holders = self._held[team] = self._build(self._running.get(team, ()))
+                holders = self._held[team] = self._team_held(team)
             return holders
         key = (team, self.kind)
         holders = self._held.get(key)
-        if holders is None:
+        if holders is None and self._standing is not None:
+            # The standing keeps each type's jobs in R8 order apart.
+            name = None if self.kind is None else self.types.names[self.kind]
+            holders = self._held[key] = Held(
+                self._holder, self._standing.of_type_in_victim_order(team, name))
+        elif holders is None:
             every = self._held.get((team, "all"))
             if every is None:
-                every = self._held[(team, "all")] = self._build(self._running.get(team, ()))
+                every = self._held[(team, "all")] = self._team_held(team)
             holders = self._held[key] = [h for h in every if h.kind == self.kind]
         return holders
 
@@ -272,8 +317,15 @@ class State:
             return self.held(team)
         key = (team, "all")
         if key not in self._held:
-            self._held[key] = self._build(self._running.get(team, ()))
+            self._held[key] = self._team_held(team)
         return self._held[key]
+
+    def _team_held(self, team: str | None) -> Held:
+        """Returns a team's running jobs as holders in R8 victim order, each
+        built when first read: in the order the standing keeps, else sorted."""
+        if self._standing is not None:
+            return Held(self._holder, self._standing.in_victim_order(team))
+        return self._build(self._running.get(team, ()))
 
     def _build(self, running) -> Held:
         """Returns the holders of `running` in R8 victim order, each built the
@@ -281,12 +333,7 @@ class State:
         team's jobs) and once per cycle, so a job has one holder however it
         was asked for. The order is `Holder.key`, worked out from the jobs."""
         tiers = self._tiers
-        keyed = []
-        for job in running:
-            tier = tiers.get(job.tier) if job.tier else None
-            saved = job.checkpointed
-            keyed.append(((tier.value if tier else 0, -(job.started if saved is None else saved),
-                           id_order(job.id)), job))
+        keyed = [(r8_key(job, tiers), job) for job in running]
         keyed.sort(key=itemgetter(0))  # ids are unique: jobs are never compared
         return Held(self._holder, [job for _, job in keyed])
 
@@ -304,16 +351,28 @@ class State:
         return holder
 
     def own_victims(self, team: str, value: int,
-                    since: int) -> list[tuple[Vector, dict[int, Vector]]]:
+                    since: int) -> list[tuple[Vector, dict[int, Vector]]] | None:
         """Returns (usage, on nodes) of each running job of
         `team` at a preemptible tier below `value`, started by `since` and not
         taken: every job of its own team a preemptor of tier `value` could
-        take (R5), read without building a holder for the jobs not built yet
-        (no type selected: with GPU types a search reads the holders of its
-        type)."""
+        take (R5), read without building a holder for the jobs not built yet;
+        with GPU types, of the selected type, and None without a standing (a
+        search then reads the holders of its type)."""
         tiers, made = self._tiers, self._made
         found = []
-        for job in self._running.get(team, ()):
+        # From a standing, only the team's jobs of tiers below `value`: the
+        # first in R8's order. The order of `found` changes no sum a search takes.
+        standing = self._standing
+        if standing is None:
+            if self.types is not None:
+                return None
+            jobs: Iterable[RunningJob] = self._running.get(team, ())
+        elif self.types is None:
+            jobs = standing.below(team, value)
+        else:
+            jobs = standing.below(team, value, None if self.kind is None
+                                  else self.types.names[self.kind])
+        for job in jobs:
             if not own_candidate(tiers.get(job.tier) if job.tier else None, job.started, value, since):
                 continue
             holder = made.get(job.id)
@@ -364,6 +423,8 @@ class State:
         if self._holders is not None:
             return [(h.end, h.id) for h in self._holders.values()
                     if h.end is not None and not h.taken]
+        if self._standing is not None:
+            return list(self.ends_in_order())
         now, settings = self.now, self.settings
         made, unbuilt = self._made, self._unbuilt
         found = []
@@ -379,6 +440,26 @@ class State:
                     found.append((holder.end, holder.id))
         found.extend((h.end, h.id) for h in self._fresh.values() if h.end is not None)
         return found
+
+    def ends_in_order(self) -> Iterator[tuple[int, str]]:
+        """Returns what `expected_ends` returns, soonest first (then by id),
+        working out only as much of the order as the caller reads: from the
+        ends the standing keeps in order, when there is one, else from a heap."""
+        if self._standing is None or self._holders is not None:
+            return _soonest_first(self.expected_ends())
+        ends = self._standing.ends_from(self.now, self.settings.reservation_slack)
+        fresh = sorted((h.end, h.id) for h in self._fresh.values() if h.end is not None)
+        if fresh:
+            ends = heapq.merge(ends, fresh)
+        return self._not_taken(ends) if self._taken else ends
+
+    def _not_taken(self, ends: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+        """Yields the ends of jobs not taken as victims."""
+        made = self._made
+        for end, job_id in ends:
+            holder = made.get(job_id)
+            if holder is None or not holder.taken:
+                yield end, job_id
 
     def on_nodes(self, job_id: str) -> dict[int, Vector]:
         """Returns what a job `expected_ends` returned holds on each node,
@@ -408,12 +489,31 @@ class State:
             of_kind = kept[self.kind] = {}
         return of_kind
 
+    def lasting_reach(self, team: str, key: tuple) -> Reach | None:
+        """Returns what the standing kept of the team's jobs for `reaches`
+        under `key`, from an earlier cycle with the same jobs, while this
+        cycle has not changed the team; None when it kept nothing that holds
+        (with GPU types, of the selected type)."""
+        standing = self._standing
+        if standing is None or team in self._changed:
+            return None
+        return standing.reach(team, (self.kind, key), self.quota.teams.get(team))
+
+    def keep_reach(self, team: str, key: tuple, reach: Reach) -> None:
+        """Lets the standing keep a reach worked out while this cycle has not
+        changed the team, for later cycles over the same jobs."""
+        standing = self._standing
+        if standing is not None and team not in self._changed:
+            standing.keep_reach(team, (self.kind, key), self.quota.teams.get(team), reach)
+
     def take(self, victims) -> None:
         """Marks a preemptor's victims, already counted as gone, as taken:
         no later preemptor may take them again (R8)."""
         for victim in victims:
             victim.taken = True
+            self._taken = True
             self._reaches.pop(victim.team, None)
+            self._changed.add(victim.team)
 
     @property
     def holders(self) -> dict[str, Holder]:
@@ -429,12 +529,14 @@ class State:
         for i, v in holder.on_nodes.items():
             self.room.give(i, v)
         self.credit(holder.team, holder.usage, holder.steady, holder.kind)
+        self._changed.add(holder.team)
 
     def restore(self, holder: Holder) -> None:
         """Charges a holder's usage to room and quota again (undoes `release`)."""
         for i, v in holder.on_nodes.items():
             self.room.take(i, v)
         self.charge(holder.team, holder.usage, holder.steady, holder.kind)
+        self._changed.add(holder.team)
 
     def admit(self, job_id: str, team: str, tier: Tier, demand: Demand,
               placement: Placement, started: int, end: int | None = None) -> Holder:
@@ -447,6 +549,7 @@ class State:
                            end=end, kind=self.kind)
         self.charge(team, demand.total, holder.steady, self.kind)
         self._reaches.pop(team, None)
+        self._changed.add(team)
         self._keep(holder)
         return holder
 
@@ -457,6 +560,7 @@ class State:
         for i, v in copy.on_nodes.items():
             self.room.take(i, v)
         self.charge(copy.team, copy.usage, copy.steady, copy.kind)
+        self._changed.add(copy.team)
         self._keep(copy)
 
     def _keep(self, holder: Holder) -> None:
@@ -473,6 +577,14 @@ class State:
             extra = (max(0, now[0] - g), max(0, now[1] - c), max(0, now[2] - m))
             if extra != (0, 0, 0):
                 self.room.take(i, extra)
+
+
+def _soonest_first(items: list) -> Iterator:
+    """Yields `items` in ascending order, sorting only as far as it is read
+    (a heap: a walk that stops early pays for what it read)."""
+    heapq.heapify(items)
+    while items:
+        yield heapq.heappop(items)
 
 
 def _expand(replicas):

@@ -114,7 +114,7 @@ def full_twin(fast, world):
 def test_reduced_snapshots_plan_as_the_full_ones(name, estimates, seed, load, monkeypatch):
     tr = synthetic(300, seed=seed, load=load)
     world = build_world(tr, seed=seed, estimates=estimates)
-    a, b, bounded, reserving, merged = replay_twice(monkeypatch, tr, world, name)
+    a, b, bounded, reserving, standing = replay_twice(monkeypatch, tr, world, name)
     assert a.records == b.records
     assert (a.preemptions, a.lost, a.rejected) == (b.preemptions, b.lost, b.rejected)
     assert a.reserved_idle == b.reserved_idle
@@ -122,34 +122,33 @@ def test_reduced_snapshots_plan_as_the_full_ones(name, estimates, seed, load, mo
     assert bounded > 0 or load == 1
     if name == "gangway" and load > 1:
         assert reserving > 0
-    if name == "gangway" and load > 1 and estimates != "oracle":
-        # True durations end jobs at times of their own: nothing to merge.
-        assert merged > 0
+        assert standing > 0
 
 
 def replay_twice(monkeypatch, tr, world, name):
     """Replays `tr` under `name` with reduced snapshots and with full ones;
     returns both outcomes, the passes whose reduced snapshot folded jobs past
     the reclaim bound, the passes that reserved room, and the passes whose
-    reduced snapshot folded several running jobs into one outside job per
-    expected end."""
+    snapshot listed the running jobs the planner keeps in its standing
+    (passes that may reserve room), which `plan` then reads."""
     bounded = [0]
     reserving = [0]
-    merged = [0]
+    standing = [0]
     reduced = Planner._reduced
     planned = planner_module.plan
 
     def counting(self, cluster, now, asked):
         nodes, running = reduced(self, cluster, now, asked)
         bounded[0] += any(job.tier == BEYOND.name for job in running)
-        ends = sum(1 for job in running if job.id.startswith("~end-"))
-        listed = sum(1 for job in running if job.id in cluster.running)
-        merged[0] += 0 < ends < len(cluster.running) - listed
         return nodes, running
 
     def counting_plan(snapshot, **kwargs):
         result = planned(snapshot, **kwargs)
         reserving[0] += bool(result.reservations)
+        kept = kwargs.get("standing")
+        if kept is not None and snapshot.running is kept.running:
+            standing[0] += 1
+            assert sorted(job.id for job in snapshot.running) == sorted(kept.jobs)
         return result
 
     monkeypatch.setattr(Planner, "_reduced", counting)
@@ -158,7 +157,7 @@ def replay_twice(monkeypatch, tr, world, name):
     a = replay(tr.jobs, world, fast)
     monkeypatch.setattr(Planner, "_reduced", reduced)
     b = replay(tr.jobs, world, full_twin(fast, world))
-    return a, b, bounded[0], reserving[0], merged[0]
+    return a, b, bounded[0], reserving[0], standing[0]
 
 
 TYPED = {
@@ -174,13 +173,15 @@ def test_reduced_snapshots_plan_as_the_full_ones_on_a_cluster_of_gpu_types(
         name, types, seed, load, monkeypatch):
     tr = synthetic(250, seed=seed, load=load)
     world = build_world(tr, seed=seed, types=TYPED[types])
-    a, b, bounded, reserving, merged = replay_twice(monkeypatch, tr, world, name)
+    a, b, bounded, reserving, standing = replay_twice(monkeypatch, tr, world, name)
     assert a.records == b.records
     assert (a.preemptions, a.lost, a.rejected) == (b.preemptions, b.lost, b.rejected)
     assert a.reserved_idle == b.reserved_idle
     assert a.type_busy == b.type_busy
     assert a.preemptions > 0
-    assert bounded > 0
+    # gangway's passes with a starving job list every running job: such a
+    # replay may cut no pass at the reclaim bound.
+    assert bounded > 0 or name == "gangway"
     if name == "gangway":
         assert reserving > 0
-        assert merged > 0
+        assert standing > 0

@@ -24,7 +24,6 @@ class Listing:
     marks: Callable[[list[Entry]], list[int]] | None = None
     jobs: list[RunningJob] = field(default_factory=list)
     on_node: dict[int, int] = field(default_factory=dict)
-    ids: set[str] = field(default_factory=set)
 
     def team(self, running: dict[str, dict[str, Entry]], tier_gpus: dict[str, int],
              tiers: tuple[Tier, ...], above: int, own_below: int | None, *, bounded: bool) -> int:
@@ -75,7 +74,6 @@ class Listing:
 
     def _add(self, entries: list[Entry]) -> int:
         self.jobs.extend(self.describe(entries))
-        self.ids.update([entry.id for entry in entries])
         on_node = self.on_node
         gpus = 0
         for entry in entries:

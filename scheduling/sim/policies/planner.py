@@ -25,14 +25,17 @@ second something happens:
   this pass, and only the nodes that matter; every other running job is
   folded into usage no victim search reaches (reduced.py), over all GPUs
   or, with GPU types (`--types`), over each type apart;
+- a pass that may reserve room lists every node and every running job,
+  kept from pass to pass in the policy's `Standing` (running.py), which
+  `plan` reads instead of going over the running jobs;
 - the snapshot's queue is kept by the planner as jobs arrive, start, are
   rejected and are preempted, with counts of what it asks for per team, so
   a pass never walks the cluster's queue to build it.
 
 `tests/sim/test_replay_invariants.py` replays with and without these
-shortcuts and requires the same outcome; `tests/sim/test_replay_ends.py`
-checks the kept groups (ends.py) against a walk over the running jobs in
-every reserving pass.
+shortcuts and requires the same outcome; `tests/sim/test_replay_standing.py`
+checks the kept running jobs (running.py) against the cluster's in every
+reserving pass.
 """
 
 from __future__ import annotations
@@ -41,16 +44,16 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scheduling.policy import RunningJob, Settings, Snapshot, Tier, plan
+from scheduling.policy import RunningJob, Settings, Snapshot, Standing, Tier, plan
 
 from ..engine import Actions, Cluster, Entry, News
 from ..runtimes import Runtimes
 from ..world import World, replicas_of
-from .ends import Ends
 from .listing import Listing
 from .queue import Asked, Queue
 from .quiet import Arrivals
 from .reduced import BEYOND, FOLDED, Reduction
+from .running import Running
 
 NO_GUARD = 10**12
 NEVER = 1 << 62  # a time no replay reaches
@@ -74,8 +77,8 @@ class Planner:
     checkpoints: bool = False  # report the running jobs' checkpoints (R8)
     reservations: tuple = ()  # the last plan's, carried into the next snapshot (R4)
     starving: int = 0  # queued jobs past starvation_after at the last pass
-    # The running jobs by expected end, for reserving passes; None without reservations.
-    ends: Ends | None = None
+    # Every running job as a reserving pass lists it; None without reservations.
+    running: Running | None = None
     # With GPU types: each type's nodes, and team -> type -> nominal GPUs.
     ranges: dict[str, range] = field(default_factory=dict)
     type_nominal: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -88,7 +91,8 @@ class Planner:
         self.index = {n.name: i for i, n in enumerate(world.nodes)}
         self.queue = Queue(self.tiers, self.runtimes, type_of=world.type_of)
         if self.reserve:
-            self.ends = Ends(world, self.settings, self.runtimes)
+            self.running = Running(Standing(world.nodes, self._tiers(), self.settings),
+                                   self.running_jobs, self.runtimes, self.checkpoints)
         self.victim_tiers = tuple(sorted((t for t in self.tiers.values() if t.preemptible),
                                          key=lambda t: t.value))
         if world.capacity > sum(world.nominal.values()):
@@ -111,24 +115,26 @@ class Planner:
         return self.settings.starvation_guard == "reserve"
 
     def admit(self, cluster: Cluster, now: int, news: News, act: Actions) -> None:
-        ends = self.ends
-        if ends is not None:
+        running = self.running
+        if running is not None:
             for entry in news.finished:
-                ends.stop(entry)
+                running.stop(entry)
         if self.runtimes is not None:
             for entry in news.finished:
                 # The loop learns from the last run, start to finish.
                 key = self.runtimes.learn(entry, now - entry.started)
                 if key is not None:
                     self.queue.relearn(key)
-                    if ends is not None:
-                        ends.relearn(key)
+                    if running is not None:
+                        running.relearn(key)
         for entry in news.arrived:
             self.queue.add(entry)
         if not cluster.pending or self._unchanged(cluster, now, news):
             return
         self.passes += 1
-        result = plan(self._snapshot(cluster, now), with_eta=False, with_waits=False)
+        # The standing is read only when the snapshot lists its running jobs.
+        result = plan(self._snapshot(cluster, now), with_eta=False, with_waits=False,
+                      standing=None if running is None else running.standing)
         self.last_pass = now
         self.started = bool(result.admit)
         for rejection in result.reject:
@@ -143,10 +149,10 @@ class Planner:
             self.queue.remove(entry)
             for victim in victims:
                 self.queue.add(victim)  # queued again, with its old queue time
-            if ends is not None:
+            if running is not None:
                 for victim in victims:
-                    ends.stop(victim)
-                ends.start(entry)  # a plan places the whole gang: it runs now
+                    running.stop(victim)
+                running.start(cluster, entry, now)  # a plan places the whole gang: it runs now
             self.starts.append(now)
         if self.reserve:
             self.starving = self.queue.starving(now - self.settings.starvation_after)
@@ -165,12 +171,20 @@ class Planner:
         return gpus
 
     def _snapshot(self, cluster: Cluster, now: int) -> Snapshot:
-        """Returns the reduced snapshot of this pass (reduced.py)."""
-        asked = self.queue.asked()
-        nodes, running = self._reduced(cluster, now, asked)
-        return Snapshot(now, nodes, tuple(self.tiers.values()) + (FOLDED, BEYOND),
-                        self.world.teams, running, tuple(self.queue.jobs.values()), self.settings,
-                        self.reservations, self.world.gpu_types)
+        """Returns the snapshot of this pass: every node and running job when
+        it may reserve room, else the reduced one (reduced.py)."""
+        if self._may_reserve(now):
+            self.running.update(cluster, now)
+            nodes, running = self.world.nodes, self.running.standing.running
+        else:
+            nodes, running = self._reduced(cluster, now, self.queue.asked())
+        return Snapshot(now, nodes, self._tiers(), self.world.teams, running,
+                        tuple(self.queue.jobs.values()), self.settings, self.reservations,
+                        self.world.gpu_types)
+
+    def _tiers(self) -> tuple[Tier, ...]:
+        """Returns the tiers of this planner's snapshots, with those of folded usage."""
+        return tuple(self.tiers.values()) + (FOLDED, BEYOND)
 
     def _may_reserve(self, now: int) -> bool:
         """Returns whether a pass at `now` may reserve room: some queued job
@@ -198,7 +212,7 @@ class Planner:
             checkpointed = self.checkpointed(cluster, entry, now) if self.checkpoints else None
             until = cache["checkpoint"][1] if self.checkpoints else NEVER
             job = None if kept is None or kept[1] != entry.run else kept[0]
-            if job is None or job.estimate != estimate or job.checkpointed != checkpointed:
+            if job is None:
                 names = self.world.nodes
                 job = RunningJob(
                     entry.id, entry.team, entry.tier.name, entry.started,
@@ -206,6 +220,10 @@ class Planner:
                     max_runtime=None if runtimes is None else runtimes.max_runtime(entry),
                     queued=entry.queued, estimate=estimate, checkpointed=checkpointed,
                     gpu_type=entry.gpu_type)
+            elif job.estimate != estimate or job.checkpointed != checkpointed:
+                # The same run, with a new estimate or a new last checkpoint.
+                job = RunningJob(job.id, job.team, job.tier, job.started, job.replicas, job.nodes,
+                                 job.max_runtime, job.queued, estimate, checkpointed, job.gpu_type)
             cache["running"] = (job, entry.run, until)
             found.append(job)
         return found
@@ -242,8 +260,7 @@ class Planner:
         listing = Listing(now - self.settings.min_runtime_before_preemption,
                           lambda entries: self.running_jobs(cluster, entries, now),
                           self._mark(cluster, now))
-        return self.reduction.fold(cluster, now, asks, listing,
-                                   self.ends if self._may_reserve(now) else None)
+        return self.reduction.fold(cluster, now, asks, listing)
 
     def _mark(self, cluster: Cluster, now: int) -> Callable[[list[Entry]], list[int]] | None:
         """Returns what gives, for running entries, the time each one's

@@ -30,22 +30,15 @@ snapshot:
   fewer nodes leave no unassigned capacity to borrow either way;
 - with reservations, a pass where some queued job has waited longer than
   `starvation_after` may reserve room, and a reservation is the earliest
-  time room frees on any node as running jobs end when expected (R14). Such
-  a pass lists every node, and the running jobs it does not list as
-  victims are outside usage (R12), one outside job per expected end
-  holding on each node the GPUs of the jobs that end then (the search for
-  the earliest start frees the room of every job ending at one time before
-  it tries to place), so room frees on the same nodes at the same times as
-  in the full snapshot; only the quota side stays folded (a reservation
-  is about room; quota is judged now). The groups by expected end are
-  kept from pass to pass (ends.py), changed as jobs start, end, are
-  preempted, get a new estimate or come on or off the list of victims, so
-  a pass does not walk the running jobs; which order the outside jobs and
-  their nodes come in changes no plan (room and quota are sums, and
-  holders are ordered by R8's key, which ends in the id). Without such a
-  job no pass reserves anything, and ends are not read. A pass is also due
-  when a queued job starts starving, since it may then reserve room.
-  A team's possible victims are cut in R8's order with checkpoints (least
+  time room frees on any node as running jobs end when expected (R14),
+  which needs every node and every running job's room and end. Such a pass
+  is not reduced: it lists every node and every running job as itself, the
+  full snapshot, kept from pass to pass in the policy's `Standing`
+  (running.py), which `plan` reads instead of going over the running jobs
+  (the policy's standing.py). Without such a job no pass reserves
+  anything. A pass is also due when a queued job starts starving, since it
+  may then reserve room.
+- a team's possible victims are cut in R8's order with checkpoints (least
   unsaved work first); a tier listed whole comes in start order, since the
   policy orders victims itself.
 
@@ -81,7 +74,6 @@ from scheduling.policy import ReplicaGroup, RunningJob, Tier
 
 from ..engine import Cluster, Entry
 from ..world import World
-from .ends import Ends
 from .listing import Listing
 from .queue import Asked
 
@@ -104,16 +96,16 @@ class Reduction:
     ranges: dict[str, range]
     type_nominal: dict[str, dict[str, int]]
 
-    def fold(self, cluster: Cluster, now: int, asks: dict[str | None, Asked], listing: Listing,
-             ends: Ends | None) -> tuple[tuple, tuple[RunningJob, ...]]:
+    def fold(self, cluster: Cluster, now: int, asks: dict[str | None, Asked],
+             listing: Listing) -> tuple[tuple, tuple[RunningJob, ...]]:
         """Returns the nodes and running jobs of a snapshot that plans as the
-        full one does (see the module docstring): over all GPUs, or over
-        each GPU type apart, with what the jobs accepting it ask for.
+        full one does (see the module docstring), for a pass that may not
+        reserve room: over all GPUs, or over each GPU type apart, with what
+        the jobs accepting it ask for.
 
         `asks` is what the queue asks for, per GPU type (None: all of it, on
         a cluster without types); `listing` takes the jobs that may be
-        victims in this pass; `ends`, given when this pass may reserve
-        room, the running jobs by expected end (every node is then listed).
+        victims in this pass.
         """
         world, tiers = self.world, self.tiers
         kinds: tuple[str | None, ...] = world.gpu_types or (None,)
@@ -160,11 +152,6 @@ class Reduction:
                                              gpu_type=kind))
         nodes = world.nodes
         running = listing.jobs
-        if ends is not None:
-            # Every node, and every running job's room with its expected end.
-            running.extend(ends.outside(now, listing.ids))
-            running.extend(folded)
-            return nodes, tuple(running)
         free = cluster.free
         size = len(free.buckets) - 1
         keep = set(listing.on_node)
