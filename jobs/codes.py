@@ -24,6 +24,7 @@ class Because(StrEnum):
     STOP_REFUSED = "stop_refused"  # the cluster refused to suspend or stop a job: deleted instead, or tried again
     # A job it would preempt (or did) could not be stopped: it waits with a backoff, and is never failed for it.
     VICTIM_REFUSED = "victim_refused"
+    RUNS_ON = "runs_on"  # the cluster refused to stop a victim for ADMISSION_TIMEOUT: it runs on, in its quota
     NOT_ADMITTED = "not_admitted"  # found running without an admission: suspended
     ENDED_HERE = "ended_here"  # ended in Gangway (e.g. cancelled) yet still running in the cluster: stopped
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue

@@ -28,8 +28,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     # refuses to create goes back to the queue.
     State.ADMITTED: frozenset({State.QUEUED, State.RUNNING, State.PREEMPTING, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
     State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.PREEMPTING, State.CANCELLING}),
-    # A victim may finish before its suspend lands.
-    State.PREEMPTING: frozenset({State.QUEUED, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
+    # A victim may finish before its suspend lands; one the cluster keeps refusing to stop runs on.
+    State.PREEMPTING: frozenset({State.QUEUED, State.RUNNING, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
     State.CANCELLING: frozenset({State.CANCELLED}),
 }
 

@@ -82,7 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
             shown="`~/.kube/config`"),
     Setting("ADMISSION_INTERVAL", 5, "How often beat runs an admission cycle.", unit="s"),
     Setting("RECONCILE_INTERVAL", 5, "How often beat reconciles job states with the cluster.", unit="s"),
-    Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13).", unit="s"),
+    Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13); a "
+            "job being preempted that the cluster has refused to stop for this long runs on, counted in its team's "
+            "quota.", unit="s"),
     Setting("CYCLE_FAILURES_BEFORE_UNREADY", 3, "`/readyz` fails, and staff see a banner, once this many admission "
             "cycles in a row have failed."),
     Setting("STARVATION_AFTER", 1800, "A job waiting longer than this starves: it holds its team, or reserves room (R4).", unit="s"),

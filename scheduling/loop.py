@@ -42,8 +42,8 @@ from scheduling.locks import try_transaction_lock
 from scheduling.policy import plan as make_plan, team_gpus_to_dict
 from scheduling.policy.model import Admission, Plan
 from scheduling.refusals import (
-    hold_for_victim, hold_refused, log_decision, note_refused, requeue_for_victim, requeue_refused, stop_victim,
-    victim_refused,
+    hold_for_unstopped, hold_for_victim, hold_refused, log_decision, requeue_for_victim, requeue_refused, stop_refused,
+    stop_victim, victim_refused,
 )
 from scheduling.snapshot import World, build_world, claim_namespaces, to_cluster_job
 
@@ -105,8 +105,8 @@ def admission_cycle(*, cluster: Cluster, now: datetime | None = None) -> CycleRe
     2. Plan: the pure policy. Each admission that preempts has its create
        tried first as a dry run, and the suspend of each adopted victim (which
        Gangway can only suspend, never delete); a job the cluster would refuse,
-       or whose victim it would not let stop, backs off, and the plan is made
-       again without it (`_checked`).
+       or whose victim it would not let stop (or refuses to stop already), backs
+       off, and the plan is made again without it (`_checked`).
     3. Commit: preemptions, admissions with their placement, rejections and
        waiting reasons, with their events, in one transaction.
     4. Apply: for each admission, suspend its victims, then create it, only
@@ -188,20 +188,30 @@ def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
     so nobody is preempted, losing their unsaved work, for a job that cannot be created; before, each
     try preempted its victims again. So does a job with an adopted victim whose suspend the cluster would
     refuse (`hold_for_victim`: an admission webhook that forbids it): Gangway never deletes an adopted
-    job, so that victim would keep its room and the job could not start. The new plan's own preempting
-    admissions are tried in turn; each round leaves out at least one job, so this ends. A dry run the
-    cluster cannot answer proves nothing: the plan goes ahead as made, and no more dry runs are tried in
-    the cycle (the apply phase meets the same outage, and reconcile finishes it).
+    job, so that victim would keep its room and the job could not start. So, without asking, does a job
+    whose victim is being preempted already, the cluster refusing to stop it (`hold_for_unstopped`): the
+    snapshot counts such a job as running (`snapshot.UNSTOPPED`), and the policy may pick it. The new
+    plan's own preempting admissions are tried in turn; each round leaves out at least one job, so this
+    ends. A dry run the cluster cannot answer proves nothing: the plan goes ahead as made, and no more dry
+    runs are tried in the cycle (the apply phase meets the same outage, and reconcile finishes it).
     """
     tried: set[str] = set()
     answering = True
     while True:
         refused: set[str] = set()
         for admission in plan.admit:
-            if not (answering and admission.victims) or admission.id in tried:
+            if not admission.victims or admission.id in tried:
                 continue
             tried.add(admission.id)
             job = world.jobs[admission.id]
+            stopping = next((world.jobs[victim_id] for victim_id in admission.victims
+                             if world.jobs[victim_id].state == Job.State.PREEMPTING), None)  # fmt: skip
+            if stopping is not None:
+                hold_for_unstopped(job, stopping, now)
+                refused.add(admission.id)
+                continue
+            if not answering:
+                continue
             try:
                 with on_one_object(cluster):
                     cluster.check_create(to_cluster_job(job, placement=admission.nodes or _expand(admission.placement)))
@@ -263,8 +273,10 @@ def _preempt(world: World, victim: Job, preemptor: Job, usage: records.GpuTally)
     message = records.preemption_sentence(world, victim, preemptor, usage)
     # Reclaim (R6) takes back lent quota; a preemption within the team makes way for a higher tier (R5).
     code = Because.RECLAIMED if victim.team_id != preemptor.team_id else Because.PREEMPTED
+    # `not_before` of a job being preempted says the cluster refused to stop it (`stop_refused`), as a
+    # value left from an earlier backoff would: cleared.
     transition(victim, Job.State.PREEMPTING, message=message, code=code,
-               preemption_count=victim.preemption_count + 1)  # fmt: skip
+               preemption_count=victim.preemption_count + 1, not_before=None)  # fmt: skip
     usage.remove(victim)
     log_decision("preempted", victim, code, message)
     return victim
@@ -310,7 +322,8 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
     Gangway's whose suspend and delete both were) is not created: that victim
     still holds the room, and a job with victims starts once they have
     stopped. It is requeued with a backoff (`requeue_for_victim`); the victim
-    stays preempting, and reconcile asks it to stop again at every pass.
+    stays preempting, counted as running, and reconcile asks it to stop again
+    at every pass until it gives up on it (`stop_refused`).
     """
     for index, item in enumerate(decided):
         try:
@@ -321,7 +334,7 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
                 except ClusterError as error:  # reconcile tries again at every pass, and says so on the victim
                     log.warning("the cluster refused to stop job %s, preempted for job %s: %s", victim.pk,
                                 item.job.pk, error)  # fmt: skip
-                    note_refused(victim, "stop", str(error))
+                    stop_refused(victim, error, now)
                     unstopped = unstopped or (victim, error)
             if unstopped is not None:
                 requeue_for_victim(item.job, *unstopped, now)

@@ -33,7 +33,7 @@ from scheduling.cluster.base import (
     on_one_object,
 )
 from scheduling.locks import lease
-from scheduling.refusals import backoff, note_refused, requeue_for_victim, requeue_refused, stop_victim
+from scheduling.refusals import backoff, note_refused, requeue_for_victim, requeue_refused, stop_refused, stop_victim
 from scheduling.snapshot import own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
@@ -46,8 +46,9 @@ EXPIRED_PER_PASS = 100
 # What a pass reads of a job that is no longer open but that the cluster still lists: its object's
 # namespace and name (`own_statuses`), its state and when it ended (`_stop_leftovers`, `_delete_expired`).
 ENDED_FIELDS = ("id", "name", "cluster_name", "state", "finished_at", "team__slug")
-# The jobs being preempted that the cluster refused to stop in this pass, by each node they were placed on,
-# with the refusal: an admitted job placed there is not created while they still run (`_follow`).
+# The jobs being preempted that the cluster refused to stop in this pass (those it gave up on and runs on among
+# them), by each node they were placed on, with the refusal: an admitted job placed there is not created while
+# they still run (`_follow`).
 Unstopped = dict[str, tuple[Job, ClusterError]]
 
 
@@ -126,15 +127,17 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 break
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
-                _refused(job, error, now)
-                if job.state == Job.State.PREEMPTING:
+                stopping = job.state == Job.State.PREEMPTING
+                if _refused(job, error, now):
+                    result.changed += 1
+                if stopping:  # still preempting, or running on: either way it holds its nodes
                     unstopped.update({node: (job, error) for node in job.placement if node not in unstopped})
         if not result.error:
             _stop_leftovers(statuses, known, others, cluster, result)
         if not result.error:
             _delete_expired(statuses, others, cluster, now, result)
         if result.changed:
-            # A job ended, was requeued or stopped: room may have opened, so plan again soon.
+            # A job ended, was requeued or stopped (room may have opened), or runs on after all: plan again soon.
             triggers.trigger_on_commit(triggers.ADMISSION_CYCLE)
     return result
 
@@ -260,18 +263,22 @@ def _create(job: Job, cluster: Cluster) -> None:
         raise CreateRefused(str(error), failing=isinstance(error, ServerFailing)) from error
 
 
-def _refused(job: Job, refusal: ClusterError, now: datetime) -> None:
+def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
     """A create of an admitted job refused: requeue it with a backoff, counted toward failing it
     unless it was a server error (`requeue_refused`). Any other refusal (a stuck job's suspend, a
     victim's, a resume of a running job) is logged for operators and said once on the job; the
-    next pass tries again."""
+    next pass tries again, except for a victim the cluster has refused to stop for
+    ADMISSION_TIMEOUT, which runs on (`stop_refused`). Returns whether the job went back to running."""
     error = str(refusal)
     job.refresh_from_db()
     if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
         requeue_refused(job, error, now, failing=refusal.failing)
-        return
+        return False
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
+    if job.state == Job.State.PREEMPTING:
+        return stop_refused(job, refusal, now)
     note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error)
+    return False
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
@@ -283,11 +290,12 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         if phase in RUNS:
             # Running though no committed admission stands behind it (a create reported refused that
             # went through after all, or a crash in a version that created before it committed).
-            # Adopting it would skip quota and room; it is suspended instead, keeping its progress,
-            # and resumes when a cycle admits it.
+            # Adopting it would skip quota and room; it is suspended instead, as a preempted job is:
+            # it keeps the work up to its last checkpoint (the simulated cluster too), and resumes
+            # from there when a cycle admits it.
             cluster.suspend_job(to_cluster_job(job))
             note(job, JobEvent.Kind.NOTE, "Stopped in the cluster: it was running without an admission; it "
-                 "resumes, with its progress, when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
+                 "resumes from its last checkpoint when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
             result.suspended += 1
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         _follow(job, status, cluster, now, result, unstopped)
@@ -298,13 +306,15 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             return
         if phase in RUNS:
             # Level-triggered: the cycle committed the preemption but its suspend may never have
-            # reached the cluster (a crash, an outage). Suspending again is harmless.
+            # reached the cluster (a crash, an outage). Suspending again is harmless. A refusal goes
+            # to the caller (`_refused`), which gives up on it in time.
             stop_victim(job, cluster)
             result.suspended += 1
         if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
+            # `not_before` cleared: the cluster may have refused to stop it for a while (`stop_refused`).
             transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
                        f"resume as attempt {job.attempt + 1}.", code=Because.REQUEUED, attempt=F("attempt") + 1,
-                       placement=[], started_at=None, admitted_at=None)  # fmt: skip
+                       placement=[], started_at=None, admitted_at=None, not_before=None)  # fmt: skip
             result.changed += 1
     elif state == Job.State.CANCELLING:
         if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED) and job.adopted:

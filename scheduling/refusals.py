@@ -1,6 +1,7 @@
 """What the loop and reconcile do when the cluster refuses: a job's create (requeued or held with a
 backoff, failed or rejected at last), a victim's stop (deleted instead; for a job from elsewhere, which
-Gangway never deletes, the job it was preempted for is kept from starting), and the events that say so.
+Gangway never deletes, the job it was preempted for is kept from starting, and the victim runs on once
+the cluster has refused to stop it for ADMISSION_TIMEOUT), and the events that say so.
 
 A refused create is a verdict on its job: REFUSALS_BEFORE_FAILING in a row fail it. A server error (a 500
 of one namespace) is none, and a victim's refusal is never counted against the job it was preempted for.
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
@@ -121,6 +125,40 @@ def stop_victim(job: Job, cluster: Cluster) -> None:
              "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip
 
 
+def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
+    """The cluster refused to stop `job`, being preempted (`stop_victim`); returns whether Gangway gave
+    up on its preemption: the job runs on.
+
+    The first refusal sets when Gangway gives up, ADMISSION_TIMEOUT on, in `not_before` (a job being
+    preempted waits for no admission; its preemption clears the field). Until then it stays preempting,
+    asked to stop at every reconcile and saying so once (`note_refused`), and it counts as a running job
+    of its team, in its quota as well as its room (`snapshot.UNSTOPPED`): nothing is admitted into what
+    it still holds, the job it was preempted for included (`requeue_for_victim`). Refused after that, it
+    goes back to running, an event saying why; a later cycle decides again whether it may be a victim
+    (the dry run of its suspend, for a job from elsewhere). A job moved meanwhile is left be.
+    """
+    timeout = timedelta(seconds=settings.ADMISSION_TIMEOUT)
+    if job.not_before is None or now < job.not_before:
+        with transaction.atomic():  # the moment it is given up on, with the event of its first refusal
+            if job.not_before is None:
+                job.not_before = now + timeout
+                Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, not_before__isnull=True).update(
+                    not_before=job.not_before)
+            note_refused(job, "stop", str(error))
+        return False
+    refused_for = int((now - job.not_before + timeout).total_seconds())
+    message = (f"Runs on: the cluster refused to stop it for {refused_for} s ({str(error).rstrip('. ')}), so its "
+               f"preemption is given up; it runs as any job of team {job.team.slug} does, counted in its quota, "
+               "and a later cycle may preempt it again.")  # fmt: skip
+    try:
+        transition(job, Job.State.RUNNING, message=message, code=Because.RUNS_ON, event_kind=JobEvent.Kind.NOTE,
+                   not_before=None)  # fmt: skip
+    except StaleJob:
+        return False  # cancelled, or stopped after all, meanwhile
+    log_decision("kept running", job, Because.RUNS_ON, message)
+    return True
+
+
 def note_refused(job: Job, what: str, error: str) -> None:
     """Says on the job that the cluster refused to `what` it ("stop", "resume"), once until something else
     happens to it, however often it is tried again; Gangway tries again at every reconcile."""
@@ -179,16 +217,35 @@ def hold_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -
                f"it{_why_unstopped(victim, job, error)}, and Gangway never deletes a job from elsewhere, so it "
                f"could not make room. Nobody was preempted for it; tried again in {int(wait.total_seconds())} s, "
                "with its place kept.")  # fmt: skip
+    if _held(job, message, now + wait):
+        log.warning("job %s not admitted: the cluster would refuse to suspend job %s, its victim: %s", job.pk,
+                    victim.pk, error)  # fmt: skip
+
+
+def hold_for_unstopped(job: Job, victim: Job, now: datetime) -> None:
+    """Back off a queued job whose plan preempts `victim`, a job being preempted already that the cluster
+    refuses to stop (`stop_refused`): it counts as running until Gangway gives up on it, yet preempting it
+    again would free nothing. Its place is kept, never counted towards failing it; a job moved meanwhile
+    is left be."""
+    wait = _victim_backoff(job)
+    message = (f"Waiting: it would preempt {_victim_named(victim, job)}, which is being preempted already but "
+               "which the cluster refuses to stop, so it could not make room. Nobody was preempted for it; tried "
+               f"again in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
+    _held(job, message, now + wait)
+
+
+def _held(job: Job, message: str, until: datetime) -> bool:
+    """Keeps a queued job out of the plans until `until`, saying `message` as its reason and in an event;
+    returns whether it was still queued."""
     moved = Job.objects.filter(pk=job.pk, state=Job.State.QUEUED).update(
-        not_before=now + wait, reason=message, reason_code=Because.VICTIM_REFUSED, position=None, team_position=None,
+        not_before=until, reason=message, reason_code=Because.VICTIM_REFUSED, position=None, team_position=None,
         eta=None, reservation=None,
     )  # fmt: skip
     if not moved:
-        return
+        return False
     note(job, JobEvent.Kind.WAITING, message, code=Because.VICTIM_REFUSED)
-    log.warning("job %s not admitted: the cluster would refuse to suspend job %s, its victim: %s", job.pk,
-                victim.pk, error)  # fmt: skip
     log_decision("held", job, Because.VICTIM_REFUSED, message)
+    return True
 
 
 def requeue_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -> None:

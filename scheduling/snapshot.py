@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 
 from jobs import job_tokens
 from jobs.codes import Because
@@ -29,6 +29,12 @@ from scheduling.gpu_types import known_types
 from scheduling.held import Held
 from scheduling.sweeps import HOLDING, within_caps
 from tenants.models import PriorityTier, Quota, Team
+
+
+# Jobs being preempted that the cluster refused to stop (`refusals.stop_refused`, which sets when Gangway
+# gives up on them in `not_before`): they run on, so a cycle counts each as a running job of its team, in
+# its quota as well as its room, and never as a victim again (`loop._checked`).
+UNSTOPPED = Q(state=Job.State.PREEMPTING, not_before__isnull=False)
 
 
 @dataclass
@@ -248,11 +254,12 @@ def build_world(
 ) -> World:
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
-    Admitted and running jobs hold their whole demand, on their placement; a
+    Admitted and running jobs hold their whole demand, on their placement, and so
+    do jobs being preempted that the cluster refused to stop (`UNSTOPPED`); a
     replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
     left, so a job never counts for less than it asks. Pods of cluster jobs
-    the database does not count as admitted or running (a job being
+    the database does not count so (a job being
     preempted or cancelled whose pods have not stopped yet, a job it does not
     know) take room as outside usage (R12), as do `outside`: the pods Gangway
     did not create and those of no job object (`JobStatuses.strays`, which the
@@ -267,7 +274,8 @@ def build_world(
     by_slug = {team.slug: team for team in teams}
     defaults = {team.pk: replica_defaults(team) for team in teams}
     world = World(snapshot=None, teams=by_slug)  # type: ignore[arg-type]
-    active = list(Job.objects.filter(state__in=Job.ACTIVE_STATES).select_related("team", "tier").order_by("id"))
+    active = list(Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED).select_related("team", "tier")
+                  .order_by("id"))  # fmt: skip
     statuses = list(statuses)  # read twice below
     mine = own_statuses(statuses, {job.pk: job for job in active}, orphans=False)
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status

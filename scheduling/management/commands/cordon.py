@@ -2,7 +2,8 @@
 
 A cordoned node keeps its running jobs and takes no new one; the next admission cycle reads it as
 not schedulable: nothing is placed or reserved there, and a job only it could hold waits for it
-instead of being rejected (R10).
+instead of being rejected (R10). A change asks for that cycle now, as a quota change does, so a job
+waiting for the node starts soon after it is uncordoned rather than at beat's next cycle.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from portal import triggers
 from scheduling.cluster import simulated
 from scheduling.models import SimNode
 
@@ -34,8 +36,12 @@ class Command(BaseCommand):
         verb = "uncordoned" if uncordon else "cordoned"
         if not changed:
             self.stdout.write(f"Node {node} was already {verb}; nothing changed.")
-        elif uncordon:
-            self.stdout.write(f"Uncordoned node {node}: the next admission cycle may place jobs there.")
+            return
+        # After `cordon` committed, so the cycle reads the node as it is now; with the broker down, beat's does.
+        triggers.trigger(triggers.ADMISSION_CYCLE)
+        if uncordon:
+            self.stdout.write(f"Uncordoned node {node}: an admission cycle is asked for now, and may place jobs "
+                              "there.")
         else:
-            self.stdout.write(f"Cordoned node {node}: its jobs keep running; the next admission cycle places "
-                              "nothing there, and jobs only it could hold wait for it.")
+            self.stdout.write(f"Cordoned node {node}: its jobs keep running; an admission cycle is asked for now, "
+                              "and places nothing there: jobs only it could hold wait for it.")
