@@ -9,6 +9,9 @@
 # Worker, notifier and beat first wait (SCHEMA_WAIT seconds at most, 600 by default) until the
 # database has every migration they need: during an upgrade the migrate Job runs beside them. The
 # web instead starts at once and answers /readyz 503 until then.
+# Each process runs Django's system checks first and stops on an error, such as a bad setting: the web
+# in gunicorn's on_starting hook (deploy/gunicorn.conf.py), worker, notifier and beat in wait_for_schema,
+# migrate as management commands do.
 # Anything else is executed as given (e.g. a shell for debugging).
 set -eu
 cd "$(dirname "$0")/.."

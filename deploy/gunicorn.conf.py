@@ -1,8 +1,14 @@
-"""gunicorn's settings in the image: port, processes, and logs in Gangway's format (LOG_FORMAT)."""
+"""gunicorn's settings in the image: port, processes, logs in Gangway's format (LOG_FORMAT), and Django's
+system checks before the web starts."""
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 from portal.logging import logging_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
@@ -24,3 +30,14 @@ logconfig_dict = logging_config(
 logconfig_dict["loggers"].update(
     {"gunicorn.error": {"level": "INFO", "propagate": True}, "gunicorn.access": {"level": "WARNING", "propagate": True}}
 )
+
+
+def on_starting(server):
+    """Runs Django's system checks (`manage.py check`) before the master binds its port or starts a worker, as
+    the worker, notifier and beat (`wait_for_schema`) and migrate run them when they start: a setting they
+    refuse (a bad WEBHOOK_DEADLINE, say) stops the web too, the checks' report printed as `manage.py` prints
+    it. Run in a process of their own, so that the master imports no application code and each worker
+    loads it fresh."""
+    checked = subprocess.run([sys.executable, str(ROOT / "manage.py"), "check"], cwd=ROOT, check=False)
+    if checked.returncode != 0:
+        sys.exit("The web did not start: Django's system checks failed (above).")

@@ -11,9 +11,10 @@ a name that resolves elsewhere later (DNS rebinding) reaches nothing private and
 nothing of it. Posts go straight to the receiver, never through HTTP(S)_PROXY (a proxy
 would connect for us, unchecked), and redirects are not followed.
 
-A post keeps to one deadline in all (`Deadline`: connecting, the TLS handshake, posting and reading the
-answer's status and headers), not a timeout per read, so a receiver that trickles its answer cannot hold
-a worker; the connection notes on the try (`attempts.Attempt`) when the request starts to go out.
+A post keeps to one deadline in all (`deadlines.Deadline`: looking up the host, connecting, the TLS handshake,
+posting and reading the answer's status and headers), not a timeout per read, so neither a receiver that
+trickles its answer nor a resolver that never answers can hold a worker; the connection notes on the try
+(`attempts.Attempt`) when the request starts to go out.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import functools
 import http.client
 import io
 import ipaddress
-import socket
-import time
 import urllib.request
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from notifications import deadlines
 from notifications.attempts import Attempt
+from notifications.deadlines import Deadline, Reader, addresses
 
 NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: the last 32 bits are an IPv4 address
 LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # a network's own translation: never public
@@ -69,61 +70,23 @@ def host_problem(url: str) -> str:
     return ""
 
 
-def addresses(host: str, port: int) -> list[str]:
-    """The addresses `host` resolves to (raises OSError when it does not)."""
-    return [info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
-
-
 def _on_private(host: str, private: list[str]) -> str:
     where = "" if private == [host] else f" ({', '.join(private)})"
     return f"{host} is on a private or local network{where}"
 
 
 def _connect(address, _timeout=None, source_address=None, *, deadline: Deadline, public: bool):
-    """Connects to an address `address`'s host resolves to, trying them in turn within what is left of
-    `deadline` for all the tries together: a host with several unreachable addresses holds the worker no
-    longer than one deadline. When `public`, only public addresses are tried (PrivateAddress when the host
-    has none). http.client's hook (`_create_connection`), so its own timeout is not used."""
+    """Connects to an address `address`'s host resolves to, looking it up and trying its addresses in turn within
+    what is left of `deadline` for all of it together: a resolver that never answers (NotResolved) or a host
+    with several unreachable addresses holds the worker no longer than one deadline. When `public`, only the
+    public addresses the lookup found are tried (PrivateAddress when the host has none). http.client's hook
+    (`_create_connection`), so its own timeout is not used."""
     host, port = address[0], address[1]
-    found = addresses(host, port)
+    found = deadlines.resolve(functools.partial(addresses, host, port), host, deadline)
     tried = [ip for ip in found if is_public(ip)] if public else found
     if not tried:
         raise PrivateAddress(_on_private(host, sorted(set(found))))
-    error: OSError | None = None
-    for ip in tried:
-        left = deadline.left()  # DeadlinePassed once the tries before used it up
-        try:
-            sock = socket.create_connection((ip, port), left, source_address)
-        except OSError as exc:
-            error = exc
-            continue
-        try:
-            sock.settimeout(deadline.left())  # over https, the TLS handshake waits only what is left
-        except DeadlinePassed:
-            sock.close()
-            raise
-        return sock
-    raise error
-
-
-class DeadlinePassed(TimeoutError):
-    """The webhook's exchange used up its deadline."""
-
-
-class Deadline:
-    """The time one webhook exchange may take in all: connecting (with the TLS handshake), posting, and
-    reading its answer's status and headers."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self._ends = time.monotonic() + seconds
-
-    def left(self) -> float:
-        """The seconds left; raises DeadlinePassed once there are none."""
-        left = self._ends - time.monotonic()
-        if left <= 0:
-            raise DeadlinePassed(f"timed out: {self.seconds:g} s passed")
-        return left
+    return deadlines.connect(tried, port, deadline, source_address)
 
 
 class _DeadlineSocket:
@@ -145,28 +108,7 @@ class _DeadlineSocket:
     def makefile(self, mode="rb", *args, **kwargs):  # http.client reads the answer through it, as "rb"
         if mode != "rb":
             raise ValueError(f"a webhook's answer is read as bytes, not in mode {mode!r}")
-        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The socket's bytes, each read waiting at most what is left of the deadline."""
-
-    def __init__(self, sock, deadline: Deadline):
-        super().__init__()
-        self._sock, self._deadline = sock, deadline
-        self._raw = sock.makefile("rb", buffering=0)  # keeps the socket open until the answer is closed
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int | None:
-        self._sock.settimeout(self._deadline.left())
-        return self._raw.readinto(buffer)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.close()
-        super().close()
+        return io.BufferedReader(Reader(self._sock, self._deadline))
 
 
 class _KeepsToDeadline:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import math
 import smtplib
 import urllib.error
 import urllib.request
@@ -23,12 +22,10 @@ from django.utils import timezone
 from jobs.models import JobEvent
 from notifications import mail, messages, outbound
 from notifications.attempts import Attempt
+from notifications.deadlines import Deadline, NotResolved, email_deadline, webhook_deadline
 from notifications.models import MOMENTS, Delivery, Subscription, TeamWebhook
 from tenants.permissions import viewers_of
 
-# Seconds a webhook post may take in all, unless the WEBHOOK_DEADLINE setting says otherwise (`webhook_deadline`):
-# a receiver slow to answer, or trickling its answer, holds a notifier no longer than this.
-WEBHOOK_DEADLINE_DEFAULT = 5
 # The longest a receiver's Retry-After is waited: a receiver asking for a day (or for ever) is tried again
 # after a quarter of an hour, within its retries, as a receiver that gave no time would be. Longer
 # countdowns would also outlive the Redis broker's visibility timeout (an hour), which delivers them again.
@@ -126,36 +123,41 @@ def cut_short(channel: str, attempt: Attempt) -> Exception | None:
                       retry=True)
 
 
-def webhook_deadline() -> float:
-    """WEBHOOK_DEADLINE: the seconds one webhook post may take in all (connecting, posting, its answer's status
-    and headers), WEBHOOK_DEADLINE_DEFAULT unless set; at most half the worker's soft time limit, so a receiver
-    that trickles its answer is given up on long before the limit stops the task. A bad value stops every
-    process at startup (`checks.webhook_deadline_is_valid`), and is refused here too."""
-    deadline = getattr(settings, "WEBHOOK_DEADLINE", WEBHOOK_DEADLINE_DEFAULT)
-    soft = getattr(settings, "CELERY_TASK_SOFT_TIME_LIMIT", None)
-    most = soft / 2 if soft else math.inf
-    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not 0 < deadline <= most:
-        within = f" and at most half of CELERY_TASK_SOFT_TIME_LIMIT ({soft} s)" if soft else ""
-        raise ImproperlyConfigured(f"WEBHOOK_DEADLINE must be a number of seconds above 0{within}, not {deadline!r}.")
-    return float(deadline)
-
-
 def _email(address: str, subject: str, body: str, *, attempt: Attempt) -> None:
+    """Sends one e-mail, its whole session within EMAIL_DEADLINE (`mail.py`); raises SendFailed or AnswerUnknown
+    (`_email_failed`) unless the mail server confirmed it."""
+    deadline = Deadline(email_deadline())
     try:
-        send_mail(subject, body, None, [address], connection=mail.connection(attempt))
-        attempt.take()
-    except mail.AnswerLost as error:  # the message went out: sent again, it would arrive twice
+        send_mail(subject, body, None, [address], connection=mail.connection(attempt, deadline))
+    except (mail.AnswerLost, smtplib.SMTPException, OSError) as error:
+        if not attempt.taken:  # else the server confirmed it, and only saying goodbye failed
+            raise _email_failed(address, error, deadline, attempt) from error
+    attempt.take()
+
+
+def _email_failed(address: str, error: Exception, deadline: Deadline, attempt: Attempt) -> SendFailed | AnswerUnknown:
+    """What an e-mail whose send raised `error` is recorded as. A session the deadline cut short is recorded by
+    how far it got, as one the worker's time limit stopped (`cut_short`): AnswerUnknown once the message had
+    begun to go out, else a failure to retry."""
+    if isinstance(error, NotResolved):
+        return SendFailed(f"Could not look up the mail server {error.host} within {deadline.seconds:g} s; the "
+                          "e-mail did not go out.", retry=True)  # fmt: skip
+    if isinstance(error, smtplib.SMTPRecipientsRefused):
+        return SendFailed(f"The mail server refused {address}: {error}", retry=False)
+    if isinstance(error, smtplib.SMTPResponseException):  # 4xx may pass; 5xx (credentials, sender) will not
+        said = error.smtp_error.decode(errors="replace") if isinstance(error.smtp_error, bytes) else error.smtp_error
+        return SendFailed(f"The mail server answered {error.smtp_code} {said}", retry=error.smtp_code < 500)
+    if deadline.passed():
+        if attempt.began:
+            return AnswerUnknown(f"The mail server did not confirm the e-mail within {deadline.seconds:g} s; it "
+                                 "may well have received it, so it is not sent again.")  # fmt: skip
+        return SendFailed(f"Could not hand the e-mail to the mail server within {deadline.seconds:g} s; it did "
+                          "not go out.", retry=True)  # fmt: skip
+    if isinstance(error, mail.AnswerLost):  # the message went out: sent again, it would arrive twice
         late = (f"took longer than {settings.EMAIL_TIMEOUT} s to confirm the e-mail" if error.timed_out
                 else "closed the connection before confirming the e-mail")  # fmt: skip
-        raise AnswerUnknown(f"The mail server {late}; it may well have received it, "
-                            "so it is not sent again.") from error
-    except smtplib.SMTPRecipientsRefused as error:
-        raise SendFailed(f"The mail server refused {address}: {error}", retry=False) from error
-    except smtplib.SMTPResponseException as error:  # 4xx may pass; 5xx (credentials, sender) will not
-        said = error.smtp_error.decode(errors="replace") if isinstance(error.smtp_error, bytes) else error.smtp_error
-        raise SendFailed(f"The mail server answered {error.smtp_code} {said}", retry=error.smtp_code < 500) from error
-    except (smtplib.SMTPException, OSError) as error:
-        raise SendFailed(f"Could not send the e-mail: {error}", retry=True) from error
+        return AnswerUnknown(f"The mail server {late}; it may well have received it, so it is not sent again.")
+    return SendFailed(f"Could not send the e-mail: {error}", retry=True)
 
 
 def _webhook(url: str, text: str, *, attempt: Attempt) -> None:
@@ -163,7 +165,7 @@ def _webhook(url: str, text: str, *, attempt: Attempt) -> None:
     body = {"text": text, "username": "Gangway"}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "gangway"})  # fmt: skip
-    deadline = outbound.Deadline(webhook_deadline())
+    deadline = Deadline(webhook_deadline())
     try:
         with outbound.opener(deadline=deadline, attempt=attempt).open(request, timeout=deadline.seconds):
             attempt.take()  # a 2xx: its status is the answer, its body is not waited for
@@ -175,6 +177,9 @@ def _webhook(url: str, text: str, *, attempt: Attempt) -> None:
         reason = error.reason
         if isinstance(reason, outbound.PrivateAddress):
             raise SendFailed(f"Not sent: {reason}.", retry=False) from error
+        if isinstance(reason, NotResolved):  # as a receiver that cannot be reached: nothing went out
+            raise SendFailed(f"Could not look up the webhook's host {reason.host} within {deadline.seconds:g} s; "
+                             "the message did not go out.", retry=True) from error  # fmt: skip
         if isinstance(reason, TimeoutError):
             raise _late(deadline, attempt) from error
         raise SendFailed(f"Could not reach the webhook: {reason}", retry=True) from error
@@ -185,7 +190,7 @@ def _webhook(url: str, text: str, *, attempt: Attempt) -> None:
                          retry=True) from error
 
 
-def _late(deadline: outbound.Deadline, attempt: Attempt) -> Exception:
+def _late(deadline: Deadline, attempt: Attempt) -> Exception:
     """What a webhook exchange that used up its deadline is recorded as: a failure to retry with backoff when
     the post never went out (connecting took it all, or a TLS handshake that trickled), else AnswerUnknown:
     the receiver may have the message, and is not sent it again."""

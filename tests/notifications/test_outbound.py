@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import urllib.request
 
 import pytest
@@ -41,7 +42,7 @@ def test_posts_never_go_through_a_proxy_from_the_environment(settings, monkeypat
 def test_a_post_connects_only_to_a_public_address_of_its_host(monkeypatch):
     tried = []
     monkeypatch.setattr(outbound, "addresses", lambda host, port: ["10.0.0.5", "127.0.0.1"])
-    monkeypatch.setattr(outbound.socket, "create_connection", lambda *args, **kwargs: tried.append(args))
+    monkeypatch.setattr(socket, "create_connection", lambda *args, **kwargs: tried.append(args))
     with pytest.raises(outbound.PrivateAddress, match=r"^hooks.example.com is on a private or local network "
                                                       r"\(10.0.0.5, 127.0.0.1\)$"):  # fmt: skip
         outbound._connect(("hooks.example.com", 443), deadline=outbound.Deadline(10), public=True)

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from notifications import outbound, services
+from notifications import deadlines, outbound, services
 from notifications.attempts import Attempt
 from notifications.services import SendFailed
 
@@ -30,7 +30,7 @@ def unreachable(monkeypatch):
     """Three addresses for every host name (an address, itself); connecting to each waits out its whole timeout on a fake clock, then
     times out. Returns the timeouts the connects were given."""
     clock, timeouts = Clock(), []
-    monkeypatch.setattr(outbound, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(deadlines, "time", types.SimpleNamespace(monotonic=clock.monotonic))
     monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *args, **kwargs: [
         (socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))
         for ip in ([host] if host in ADDRESSES else ADDRESSES)])  # fmt: skip
