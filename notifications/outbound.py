@@ -55,13 +55,18 @@ def is_public(address: str) -> bool:
 
 
 def host_problem(url: str) -> str:
-    """The sentence saying why `url`'s host may not receive webhooks, or "" when it may."""
+    """The sentence saying why `url`'s host may not receive webhooks, or "" when it may; its lookup waits no
+    longer than WEBHOOK_DEADLINE, as a post's does."""
     if settings.WEBHOOK_ALLOW_PRIVATE:
         return ""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    deadline = Deadline(deadlines.webhook_deadline())  # a resolver that never answers holds no web worker
     try:
-        found = addresses(host, parts.port or (443 if parts.scheme == "https" else 80))
+        found = deadlines.resolve(functools.partial(addresses, host, port), host, deadline)
+    except deadlines.NotResolved:
+        return f"Could not look up the host {host} within {deadline.seconds:g} s; check the URL, or save again later."
     except (OSError, ValueError, UnicodeError):
         return f"Could not find the host {host}; check the URL."
     private = sorted({address for address in found if not is_public(address)})

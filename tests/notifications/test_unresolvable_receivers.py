@@ -13,6 +13,7 @@ import pytest
 from jobs.models import JobEvent
 from notifications import tasks
 from notifications.models import Delivery, Subscription, TeamWebhook
+from tests.notifications.test_settings_page import webhook_post
 
 pytestmark = pytest.mark.django_db
 
@@ -113,3 +114,18 @@ def test_an_email_whose_mail_server_name_never_resolves_is_given_up_on_at_the_de
     assert delivery.error == ("Could not look up the mail server mail.receiver.test within 0.5 s; the e-mail did "
                               "not go out.")  # fmt: skip
     assert len(retries_held) == 1
+
+
+def test_saving_a_webhook_whose_host_name_never_resolves_answers_at_the_deadline_and_saves_nothing(
+        client, login, lead, resolver, settings):  # fmt: skip
+    settings.WEBHOOK_DEADLINE = 0.5
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    lookups = resolver(HANG)
+    login(lead)
+    response = client.post("/notifications/webhooks/maps/", webhook_post("https://hooks.receiver.test/services/x"))
+
+    assert lookups.finished == 0  # the page answered while the lookup still hung
+    assert response.status_code == 422
+    assert ("Could not look up the host hooks.receiver.test within 0.5 s; check the URL, or save again later."
+            in response.content.decode())  # fmt: skip
+    assert not TeamWebhook.objects.exists()
