@@ -21,7 +21,7 @@ import logging
 from celery.signals import task_failure
 from django.conf import settings
 from django.core.cache import caches
-from django.db.models import Count, Min, Sum
+from django.db.models import Count, Min
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -31,9 +31,9 @@ from redis.exceptions import ConnectionError as RedisUnreachable, TimeoutError a
 import scheduling.tasks  # noqa: F401  registers the gangway tasks with the app, so each has a series
 from jobs.models import Job, JobEvent
 from portal.celery import app
-from scheduling.models import ClusterNode, Cycle
+from scheduling.models import Cycle
 from scheduling.records import CYCLE_BUCKETS, cycle_counts, cycle_failures
-from scheduling.selectors import gpus_per_type, reserved_by_node, team_usage
+from scheduling.selectors import cluster_summary, reserved_by_node
 
 log = logging.getLogger("gangway.metrics")
 # Admission cycles take milliseconds on a small cluster and seconds on a large one.
@@ -125,12 +125,13 @@ def _gpus():
         name: GaugeMetricFamily(f"gangway_team_gpus_{name}", f"GPUs {name} per team.", labels=["team"])
         for name in names
     }
-    usages = team_usage()
+    summary = cluster_summary()
+    usages = summary.teams
     for usage in usages:
         for name in names:
             families[name].add_metric([usage.slug], getattr(usage, name))
     yield from families.values()
-    yield from _gpus_by_type(usages, names)
+    yield from _gpus_by_type(summary, names)
 
     reserved = GaugeMetricFamily("gangway_reserved_gpus", "GPUs reserved for starving jobs (R4), per team.",
                                  labels=["team"])  # fmt: skip
@@ -140,18 +141,27 @@ def _gpus():
     for team, gpus in sorted(per_team.items()):
         reserved.add_metric([team], gpus)
     yield reserved
-    nodes = ClusterNode.objects.filter(unschedulable="").aggregate(capacity=Sum("gpu"), outside=Sum("outside_gpu"))
-    cluster = GaugeMetricFamily("gangway_cluster_gpus", "GPUs of the schedulable nodes, as the last cycle saw them.",
-                                labels=["kind"])  # fmt: skip
-    cluster.add_metric(["capacity"], nodes["capacity"] or 0)
-    cluster.add_metric(["outside"], nodes["outside"] or 0)
+    # In use of the capacity: the GPUs jobs hold on the schedulable nodes, as the dashboard's tile counts them; the
+    # teams' `used` also counts their jobs still running on nodes that take no new pods, told apart below.
+    cluster = GaugeMetricFamily("gangway_cluster_gpus", "GPUs of the schedulable nodes, as the last cycle saw them: "
+                                "capacity, used by Gangway jobs, outside Gangway.", labels=["kind"])  # fmt: skip
+    cluster.add_metric(["capacity"], summary.capacity)
+    cluster.add_metric(["used"], summary.in_use)
+    cluster.add_metric(["outside"], summary.outside)
     yield cluster
+    apart = GaugeMetricFamily("gangway_unschedulable_gpus", "GPUs of the nodes that take no new pods (cordoned, "
+                              "tainted), and of them those Gangway jobs still hold.", labels=["kind"])  # fmt: skip
+    apart.add_metric(["capacity"], summary.unschedulable)
+    apart.add_metric(["used"], summary.unschedulable_used)
+    yield apart
 
 
-def _gpus_by_type(usages, names):
-    """On a cluster with GPU types, the team gauges per type and each type's capacity; nothing
-    without types. Their own metric names, not a `gpu_type` label on the totals, so a sum over
-    any metric's series stays meaningful (it never counts a team's GPUs twice)."""
+def _gpus_by_type(summary, names):
+    """On a cluster with GPU types, the team gauges per type and each type's capacity, used and
+    outside, with its GPUs on nodes that take no new pods apart; nothing without types. Their own
+    metric names, not a `gpu_type` label on the totals, so a sum over any metric's series stays
+    meaningful (it never counts a team's GPUs twice)."""
+    usages = summary.teams
     if not any(usage.by_type for usage in usages):
         return
     families = {
@@ -165,11 +175,19 @@ def _gpus_by_type(usages, names):
                 families[name].add_metric([usage.slug, gpu_type], getattr(of_type, name))
     yield from families.values()
     cluster = GaugeMetricFamily("gangway_cluster_type_gpus", "GPUs of the schedulable nodes of each GPU type, "
-                                "as the last cycle saw them.", labels=["gpu_type", "kind"])  # fmt: skip
-    for gpu_type, capacity, outside in gpus_per_type():
-        cluster.add_metric([gpu_type, "capacity"], capacity)
-        cluster.add_metric([gpu_type, "outside"], outside)
+                                "as the last cycle saw them: capacity, used by Gangway jobs, outside Gangway.",
+                                labels=["gpu_type", "kind"])  # fmt: skip
+    apart = GaugeMetricFamily("gangway_unschedulable_type_gpus", "GPUs of each GPU type on the nodes that take no "
+                              "new pods, and of them those Gangway jobs still hold.",
+                              labels=["gpu_type", "kind"])  # fmt: skip
+    for kind in summary.by_type:
+        cluster.add_metric([kind.name, "capacity"], kind.capacity)
+        cluster.add_metric([kind.name, "used"], kind.in_use)
+        cluster.add_metric([kind.name, "outside"], kind.outside)
+        apart.add_metric([kind.name, "capacity"], kind.unschedulable)
+        apart.add_metric([kind.name, "used"], kind.unschedulable_used)
     yield cluster
+    yield apart
 
 
 def _cycles():

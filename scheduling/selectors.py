@@ -46,28 +46,42 @@ class TeamUsage:
 
 @dataclass(frozen=True)
 class TypeSummary:
-    """One GPU type across the cluster: its nodes' GPUs and every team's figures of that type."""
+    """One GPU type across the cluster: its nodes' GPUs and every team's figures of that type.
+
+    `capacity` and `outside` are those of its nodes that take pods; the GPUs of its nodes that take
+    none (cordoned, tainted) are counted apart, with the GPUs Gangway's jobs still hold there, so
+    `in_use` of `capacity` never counts a job on a drained node against room it is not in."""
 
     name: str
     description: str
     capacity: int
     outside: int
     teams: list[TeamUsage] = field(default_factory=list)
+    unschedulable: int = 0  # GPUs of its nodes that take no new pods
+    unschedulable_nodes: int = 0  # how many of its nodes with GPUs take no new pods
+    unschedulable_used: int = 0  # of those GPUs, what Gangway's jobs hold
+    placed: int | None = None  # GPUs jobs are placed on its nodes that take pods; read while some node takes none
 
     @property
     def used(self) -> int:
+        """GPUs of this type the teams use, wherever their jobs run (the teams' own figures added up)."""
         return sum(team.used for team in self.teams)
 
     @property
+    def in_use(self) -> int:
+        """GPUs of this type Gangway's jobs hold on its nodes that take pods: what `capacity` is used by."""
+        return _in_use(self.used, self.unschedulable_used, self.placed)
+
+    @property
     def free(self) -> int:
-        return max(0, self.capacity - self.used - self.outside)
+        return max(0, self.capacity - self.in_use - self.outside)
 
 
 @dataclass(frozen=True)
 class ClusterSummary:
     capacity: int  # of the nodes that take pods
-    used: int  # by Gangway jobs (admitted and running)
-    outside: int  # by pods Gangway did not create
+    used: int  # by Gangway jobs (admitted and running), wherever they run: the teams' figures added up
+    outside: int  # by pods Gangway did not create, on the nodes that take pods
     reserved_idle: int  # nominal quota of teams that is neither used nor lent
     teams: list[TeamUsage] = field(default_factory=list)
     last_cycle: Cycle | None = None
@@ -75,10 +89,28 @@ class ClusterSummary:
     by_type: list[TypeSummary] = field(default_factory=list)
     # GPUs of the nodes that take no new pods (cordoned, tainted): neither capacity nor free.
     unschedulable: int = 0
+    # Of those GPUs, what Gangway's jobs still hold (they keep running through a drain).
+    unschedulable_used: int = 0
+    placed: int | None = None  # GPUs jobs are placed on the nodes that take pods; read while some node takes none
+
+    @property
+    def in_use(self) -> int:
+        """GPUs Gangway's jobs hold on the nodes that take pods: what `capacity` is used by. The node map's
+        headings count the same way; the jobs on the other nodes are `unschedulable_used`."""
+        return _in_use(self.used, self.unschedulable_used, self.placed)
 
     @property
     def free(self) -> int:
-        return max(0, self.capacity - self.used - self.outside)
+        return max(0, self.capacity - self.in_use - self.outside)
+
+
+def _in_use(used: int, apart: int, placed: int | None) -> int:
+    """The GPUs of `used` (the plan's, wherever jobs run) on the nodes that take pods: less the `apart` on
+    the others, and never more than jobs are `placed` there now (None: not read, every node takes pods).
+    The plan's figures hold until the next cycle: a job ending on a drained node in between leaves
+    `apart` at once, and must not move its GPUs into a capacity it was never in."""
+    in_use = max(0, used - apart)
+    return in_use if placed is None else min(in_use, placed)
 
 
 def latest_gpu_usage() -> dict[str, dict]:
@@ -147,11 +179,15 @@ def type_names() -> list[str]:
 def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
     """The cluster's GPUs and every team's figures; `types`: the cluster's GPU type names when the
     caller has read them already (`type_names`). Capacity is that of the nodes that take pods; the
-    GPUs of the others (cordoned, tainted) are counted apart."""
+    GPUs of the others (cordoned, tainted), and what jobs still hold there, are counted apart."""
     taking = Q(unschedulable="")
     nodes = ClusterNode.objects.aggregate(capacity=Sum("gpu", filter=taking), outside=Sum("outside_gpu", filter=taking),
                                           unschedulable=Sum("gpu", filter=~taking))  # fmt: skip
     teams = team_usage(types=types)
+    unschedulable = nodes["unschedulable"] or 0
+    # Where jobs are placed is read only during a drain: while every node takes pods, no query more.
+    held = _held_on(_gpu_nodes()) if unschedulable else None
+    placed, apart = _where_held(held)
     return ClusterSummary(
         capacity=nodes["capacity"] or 0,
         used=sum(team.used for team in teams),
@@ -159,21 +195,87 @@ def cluster_summary(types: list[str] | None = None) -> ClusterSummary:
         reserved_idle=sum(team.idle for team in teams),
         teams=teams,
         last_cycle=Cycle.objects.order_by("-started_at").first(),
-        by_type=_type_summaries(teams, types),
-        unschedulable=nodes["unschedulable"] or 0,
+        by_type=_type_summaries(teams, types, held),
+        unschedulable=unschedulable,
+        unschedulable_used=min(unschedulable, sum(apart.values())),
+        placed=None if held is None else sum(placed.values()),
     )
 
 
-def _type_summaries(teams: list[TeamUsage], types: list[str] | None) -> list[TypeSummary]:
-    """Each GPU type's capacity (its nodes as the last cycle read them) and every team's figures
-    of it, in the order of the teams' `by_type`; [] without types."""
+def _gpu_nodes() -> dict[str, tuple[str, bool]]:
+    """Each node with GPUs, by name: (its GPU type, "" without types; whether it takes new pods)."""
+    rows = ClusterNode.objects.filter(gpu__gt=0).values_list("name", "gpu_type", "unschedulable")
+    return {name: (gpu_type, not why) for name, gpu_type, why in rows}
+
+
+def _where_held(held: dict[tuple[str, tuple[str, bool]], int] | None) -> tuple[dict[str, int], dict[str, int]]:
+    """`held` (`_held_on(_gpu_nodes())`; None: not read) added up per GPU type: (on the nodes that take pods,
+    on the others)."""
+    placed: dict[str, int] = defaultdict(int)
+    apart: dict[str, int] = defaultdict(int)
+    for (_, (gpu_type, taking)), gpus in (held or {}).items():
+        (placed if taking else apart)[gpu_type] += gpus
+    return placed, apart
+
+
+def _type_summaries(teams: list[TeamUsage], types: list[str] | None,
+                    held: dict[tuple[str, tuple[str, bool]], int] | None) -> list[TypeSummary]:
+    """Each GPU type's capacity (its nodes as the last cycle read them), its GPUs on nodes that take no
+    new pods, what `held` (`_held_on(_gpu_nodes())`; None, not read, while every node takes pods) says
+    jobs hold on both, and every team's figures of it, in the order of the teams' `by_type`; [] without types."""
     names = list(teams[0].by_type) if teams else list(types if types is not None else type_names())
     if not names:
         return []
-    nodes = {gpu_type: (capacity, outside) for gpu_type, capacity, outside in gpus_per_type()}
+    taking, gpus = Q(unschedulable=""), Q(gpu__gt=0)
+    rows = (ClusterNode.objects.exclude(gpu_type="").values("gpu_type").order_by("gpu_type")
+            .annotate(capacity=Sum("gpu", filter=taking), outside=Sum("outside_gpu", filter=taking),
+                      out_gpus=Sum("gpu", filter=~taking), out_nodes=Count("pk", filter=~taking & gpus)))  # fmt: skip
+    nodes = {row["gpu_type"]: row for row in rows}
+    placed, apart = _where_held(held)
     described = {gpu_type.name: gpu_type.description for gpu_type in gpu_types()}
-    return [TypeSummary(name, described.get(name, ""), *nodes.get(name, (0, 0)), [team.by_type[name] for team in teams])
-            for name in names]  # fmt: skip
+    summaries = []
+    for name in names:
+        row = nodes.get(name, {})
+        unschedulable = row.get("out_gpus") or 0
+        summaries.append(TypeSummary(
+            name, described.get(name, ""), row.get("capacity") or 0, row.get("outside") or 0,
+            [team.by_type[name] for team in teams], unschedulable=unschedulable,
+            unschedulable_nodes=row.get("out_nodes") or 0,
+            unschedulable_used=min(unschedulable, apart[name]), placed=None if held is None else placed[name],
+        ))  # fmt: skip
+    return summaries
+
+
+def held_on_unschedulable(team: Team | None = None) -> dict[tuple[str, str], int]:
+    """Returns the GPUs Gangway's jobs (admitted and running) hold on the nodes that take no new pods
+    (cordoned, tainted), by (team slug, the node's GPU type: "" without types); `team`: its jobs only.
+    {} when every node takes pods.
+
+    A team's own figures count these GPUs (quota is about what a team holds, not where); the
+    cluster's and each type's "in use" of their capacity leave them out and say them apart.
+    """
+    nodes = dict(ClusterNode.objects.exclude(unschedulable="").filter(gpu__gt=0).values_list("name", "gpu_type"))
+    return _held_on(nodes, team) if nodes else {}
+
+
+def _held_on(nodes: dict, team: Team | None = None) -> dict[tuple, int]:
+    """Returns the GPUs Gangway's jobs (admitted and running; `team`: its jobs only) hold on `nodes`, by
+    (team slug, what `nodes` maps the node's name to), read from where each replica was placed, as the
+    node map reads it."""
+    jobs = Job.objects.filter(state__in=Job.ACTIVE_STATES)
+    if team is not None:
+        jobs = jobs.filter(team=team)
+    held: dict[tuple, int] = defaultdict(int)
+    for slug, replicas, placement in jobs.values_list("team__slug", "replicas", "placement"):
+        for node, gpus in zip(placement, replica_gpus(replicas)):
+            if gpus and node in nodes:
+                held[(slug, nodes[node])] += gpus
+    return dict(held)
+
+
+def replica_gpus(replicas: list[dict]) -> list[int]:
+    """Each replica's GPUs in replica order, as a job's `placement` lists their nodes."""
+    return [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
 
 
 def gpus_per_type() -> list[tuple[str, int, int]]:
@@ -238,7 +340,7 @@ def node_rows() -> list[NodeRow]:
         "team__slug", "id", "name", "replicas", "placement"
     )
     for slug, job_id, name, replicas, placement in active:
-        gpus = [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
+        gpus = replica_gpus(replicas)
         held: dict[str, int] = defaultdict(int)
         for node, count in zip(placement, gpus):
             held[node] += count
@@ -268,7 +370,7 @@ def reserved_by_node() -> dict[str, list[Reserved]]:
         "team__slug", "id", "name", "replicas", "reservation"
     )
     for slug, job_id, name, replicas, held in rows:
-        gpus = [group.get("gpu", 0) for group in replicas for _ in range(group["count"])]
+        gpus = replica_gpus(replicas)
         per_node: dict[str, int] = defaultdict(int)
         for node, count in zip(held.get("nodes") or (), gpus):
             per_node[node] += count

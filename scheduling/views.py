@@ -73,7 +73,7 @@ def _tiles(request):
     seen = (cycle.pk, cycle.started_at, cycle.cluster_reachable, cycle.failed) if cycle else None
     kept = _reserved_free(request)
     figures = (summary.capacity, summary.used, summary.outside, summary.reserved_idle, waiting, seen, kept,
-               summary.unschedulable)
+               summary.unschedulable, summary.unschedulable_used, summary.in_use)
     return fingerprint(request, "tiles", figures), lambda: {"summary": summary, "waiting_total": waiting,
                                                             "reserved_free": kept}  # fmt: skip
 
@@ -93,12 +93,41 @@ def _teams(request):
     each team's figures of that type), else one bar per team as before types."""
     summary = _summary(request)
     colours = palette(request)
-    kinds = [(t.name, t.description, t.capacity, t.outside) for t in summary.by_type]
+    kinds = [(t.name, t.description, t.capacity, t.outside, t.in_use, t.unschedulable, t.unschedulable_nodes,
+              t.unschedulable_used) for t in summary.by_type]  # fmt: skip
     return fingerprint(request, "teams", summary.teams, kinds, colours), lambda: {
         "bars": _team_bars(summary.teams, colours),
-        "type_groups": [{"type": t, "bars": _team_bars([u for u in t.teams if _has_any(u)], colours, t.name)}
+        "type_groups": [{"type": t, "note": _type_note(t),
+                         "bars": _team_bars([u for u in t.teams if _has_any(u)], colours, t.name)}
                         for t in summary.by_type],
     }  # fmt: skip
+
+
+def _type_note(kind) -> str:
+    """What a GPU type's heading over its bars counts, as the node map's heading of the type does: the GPUs jobs
+    hold on its nodes that take new pods, of their capacity, and apart the GPUs of its nodes that take none with
+    what jobs still hold there ("8 of 8 GPUs in use; 8 GPUs more on 1 node that takes no new jobs, 6 of them in
+    use"). Jobs on a drained node are their team's use, never use of a capacity they are not in."""
+    if not kind.unschedulable:
+        return f"{kind.in_use} of {plural(kind.capacity, 'GPU')} in use"
+    if not kind.capacity:
+        return (f"{plural(kind.unschedulable_nodes, 'node')}, none taking new jobs: "
+                f"{plural(kind.unschedulable, 'GPU')}{_held(kind.unschedulable_used)}")
+    return (f"{kind.in_use} of {plural(kind.capacity, 'GPU')} in use; "
+            f"{_more_on_no_new_jobs(kind.unschedulable, kind.unschedulable_nodes, kind.unschedulable_used)}")
+
+
+def _more_on_no_new_jobs(gpus: int, nodes: int, used: int) -> str:
+    """The GPUs of `nodes` nodes that take no new pods, beside the capacity of the others, and how many of them
+    are in use: "8 GPUs more on 1 node that takes no new jobs, 6 of them in use". The node map's group headings
+    and the type bars' headings say them in these words."""
+    takes = "takes" if nodes == 1 else "take"
+    return f"{plural(gpus, 'GPU')} more on {plural(nodes, 'node')} that {takes} no new jobs{_held(used)}"
+
+
+def _held(used: int) -> str:
+    """", 6 of them in use" of the GPUs just named; "" when none is."""
+    return f", {used} of them in use" if used else ""
 
 
 def _has_any(usage) -> bool:
@@ -245,11 +274,9 @@ def _group_note(members) -> str:
     if not out:
         return f"{nodes}, {used} of {plural(gpus, 'GPU')} in use" if gpus else nodes
     out_gpus, out_used = sum(node.gpu for node in out), sum(node.used for node in out)
-    held = f", {out_used} of them in use" if out_used else ""
     if not gpus:
-        return f"{nodes}, none taking new jobs: {plural(out_gpus, 'GPU')}{held}"
-    return (f"{nodes}, {used} of {plural(gpus, 'GPU')} in use; {plural(out_gpus, 'GPU')} more on "
-            f"{plural(len(out), 'node')} that take{'s' if len(out) == 1 else ''} no new jobs{held}")
+        return f"{nodes}, none taking new jobs: {plural(out_gpus, 'GPU')}{_held(out_used)}"
+    return f"{nodes}, {used} of {plural(gpus, 'GPU')} in use; {_more_on_no_new_jobs(out_gpus, len(out), out_used)}"
 
 
 UNTYPED = "untyped — no job can use their GPUs (their labels match no GPU type)"

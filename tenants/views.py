@@ -18,7 +18,7 @@ from jobs.selectors import jobs_of_team, open_jobs_by_tier, sweeps_for, with_wai
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.policy.types import typed_key
 from scheduling.preview import quota_what_if
-from scheduling.selectors import live_version, loans_now, team_usage, usage_series
+from scheduling.selectors import held_on_unschedulable, live_version, loans_now, team_usage, usage_series
 from tenants.auth import rate_limited
 from tenants.forms import QuotaForm, initial_for
 from tenants.models import AuditEntry, Quota, Team
@@ -125,25 +125,32 @@ def team_detail(request, slug: str):
 def _figures(tiles: dict) -> tuple:
     """What the tiles show, as plain values (a Quota's own text leaves its limits out)."""
     quotas = sorted((q.resource, q.nominal, q.borrowing_limit, q.lending_limit) for q in tiles["quotas"].values())
-    return tiles["usage"], quotas, tiles["borrowing_from"], tiles["lending_to"], tiles["by_type"]
+    return (tiles["usage"], quotas, tiles["borrowing_from"], tiles["lending_to"], tiles["by_type"],
+            tiles["on_unschedulable"])  # fmt: skip
 
 
 def _tiles(team: Team) -> dict:
-    """The team's GPUs now: its usage, its quotas and who it borrows from and lends to; on a
-    cluster with GPU types, one row per type (`by_type`) of its figures and quota of that type."""
+    """The team's GPUs now: its usage, its quotas and who it borrows from and lends to, and how many of
+    the GPUs it uses are on nodes that take no new pods (`on_unschedulable`: its usage counts them, as
+    its quota does); on a cluster with GPU types, one row per type (`by_type`) of its figures, quota
+    and GPUs on such nodes of that type."""
     usages = team_usage()
     loans = [loan for loan in loans_now(usages) if team.slug in (loan.lender, loan.borrower)]
     usage = next((u for u in usages if u.slug == team.slug), None)
     quotas = {quota.resource: quota for quota in team.quotas.all()}
     described = {kind.name: kind.description for kind in gpu_types()} if usage and usage.by_type else {}
+    # Where its GPUs are is asked only of a team that uses some: an idle team's page reads no node.
+    on_nodes = held_on_unschedulable(team) if usage and usage.used else {}
+    held = {gpu_type: gpus for (_, gpu_type), gpus in on_nodes.items()}
     return {
         "usage": usage,
         "quotas": quotas,
         "borrowing_from": [loan for loan in loans if loan.borrower == team.slug],
         "lending_to": [loan for loan in loans if loan.lender == team.slug],
-        "by_type": [(name, described.get(name, ""), of_type, quotas.get(typed_key(name)))
-                    for name, of_type in (usage.by_type.items() if usage else ())],
-    }
+        "on_unschedulable": min(usage.used, sum(held.values())) if usage else 0,
+        "by_type": [(name, described.get(name, ""), of_type, quotas.get(typed_key(name)),
+                     min(of_type.used, held.get(name, 0))) for name, of_type in (usage.by_type.items() if usage else ())],
+    }  # fmt: skip
 
 
 def usage_chart(samples: list, now, size: tuple[int, int] = (CHART_WIDTH, CHART_HEIGHT)) -> dict:
