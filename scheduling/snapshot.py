@@ -281,9 +281,11 @@ def build_world(
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
                                for pod in status.pods]  # fmt: skip
     bound = {job_id: status.pods for job_id, status in mine.items() if status.pods}
-    # Only the nodes that take pods hold room; the others are in the snapshot for R10 alone. Pods on them,
-    # and jobs placed there, are charged as where no node is known, as before such nodes were listed.
+    # Only the nodes that take pods hold room; the others are in the snapshot for R10 alone. A job placed or
+    # bound on one of them is charged there: it holds none of the room a plan gives, and its GPUs still count
+    # in its team's quota (the policy takes no room on such a node). Outside pods on them are left out.
     placeable = [node for node in nodes if node.schedulable]
+    closed = {node.name for node in nodes if not node.schedulable}
     node_names = {node.name for node in placeable}
     running: list[policy.RunningJob] = [
         policy.RunningJob(
@@ -298,7 +300,7 @@ def build_world(
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     learned = learned_runtimes(group_of(job) for job in active + queued if not job.max_runtime)
-    placements = _charged_placements(placeable, running, active, replicas_of, bound)
+    placements = _charged_placements(placeable, running, active, replicas_of, bound, closed)
     for job in active:
         if not placements[job.pk]:
             continue  # no node to charge at all (the cluster has none)
@@ -426,11 +428,14 @@ def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:
 def _charged_placements(
     nodes: list[NodeInfo], outside: list[policy.RunningJob], jobs: list[Job],
     replicas_of: dict[int, tuple[policy.ReplicaGroup, ...]], bound: dict[int, tuple[OutsidePod, ...]] | None = None,
+    closed: set[str] | frozenset[str] = frozenset(),
 ) -> dict[int, tuple[str, ...]]:
     """Returns the node each replica of each job is charged to: the node a pod of its size is
     bound to (`bound`, from the cluster: the scheduler may bind elsewhere than the plan), else
     its placement where that node is known, else the node with the most GPUs (then cpu, memory)
-    left, even below zero; empty only when the cluster has no node at all.
+    left, even below zero; empty only when a job has a replica to charge and the cluster has no
+    node that takes pods. A replica on a node of `closed` (known, but taking no new pods) is
+    charged there and takes none of `nodes`' room.
 
     Over-charging a node only keeps other jobs off it until the cluster's next reading;
     under-charging would let a cycle admit into room that is taken.
@@ -441,9 +446,10 @@ def _charged_placements(
     needs = {job.pk: [group for group in replicas_of[job.pk] for _ in range(group.count)] for job in jobs}
     charged: dict[int, list[str | None]] = {}
     for job in jobs:
-        known: list[str | None] = [node if node in free else None for node in job.placement[: len(needs[job.pk])]]
+        known: list[str | None] = [node if node in free or node in closed else None
+                                   for node in job.placement[: len(needs[job.pk])]]  # fmt: skip
         known += [None] * (len(needs[job.pk]) - len(known))
-        pods = [pod for pod in (bound or {}).get(job.pk, ()) if pod.node in free]
+        pods = [pod for pod in (bound or {}).get(job.pk, ()) if pod.node in free or pod.node in closed]
         if pods:
             known = _where_bound(known, needs[job.pk], pods)
         for node, group in zip(known, needs[job.pk]):
@@ -451,7 +457,7 @@ def _charged_placements(
                 _take(free, node, group)
         charged[job.pk] = known
     if not free:
-        return {pk: () for pk in charged}
+        return {pk: () if None in replica_nodes else tuple(replica_nodes) for pk, replica_nodes in charged.items()}  # type: ignore[misc]
     order = {name: index for index, name in enumerate(free)}
     for job in jobs:  # in id order, once every known placement is charged
         for index, group in enumerate(needs[job.pk]):
