@@ -39,8 +39,9 @@ def test_the_figures_per_type_follow_the_teams_access(as_persona, maps_on_a100, 
 
 def test_the_cluster_gives_each_types_gpus_and_each_teams_figures_of_them(as_persona, maps_on_a100):
     body = as_persona("maps_token").get("/api/v1/cluster/").json()
-    assert body["by_type"] == {"l4": {"capacity": 8, "used": 0, "outside": 0, "free": 8},
-                               "a100": {"capacity": 8, "used": 6, "outside": 0, "free": 2}}
+    apart = {"unschedulable": 0, "unschedulable_used": 0}
+    assert body["by_type"] == {"l4": {"capacity": 8, "used": 0, "in_use": 0, "outside": 0, "free": 8, **apart},
+                               "a100": {"capacity": 8, "used": 6, "in_use": 6, "outside": 0, "free": 2, **apart}}
     vision = next(team for team in body["teams"] if team["team"] == "vision")
     assert vision["by_type"]["a100"]["lent"] == 2 and vision["lent"] == 2
 

@@ -23,3 +23,14 @@ def test_every_metric_the_dashboard_queries_is_served(client, busy_world):
 
     assert queried and sorted(queried - served) == []
     assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])
+
+
+def test_the_gpus_in_use_panel_compares_the_capacity_with_what_uses_it():
+    """Beside the schedulable nodes' capacity, the GPUs jobs hold on those nodes: never the teams' own figures,
+    which count their jobs on cordoned nodes too and could show more in use than there is (during a drain)."""
+    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    (panel,) = [panel for panel in dashboard["panels"]
+                if any('kind="capacity"' in target["expr"] for target in panel["targets"])]  # fmt: skip
+    exprs = {target["legendFormat"]: target["expr"] for target in panel["targets"]}
+    assert exprs == {"in use": 'max(gangway_cluster_gpus{kind="used"})',
+                     "capacity": 'max(gangway_cluster_gpus{kind="capacity"})'}  # fmt: skip
