@@ -10,7 +10,7 @@ from collections import Counter
 
 from jobs.models import Job
 from scheduling.cluster.base import Cluster, JobStatus, NodeInfo, Phase
-from scheduling.snapshot import limits_of
+from scheduling.snapshot import UNSTOPPED, limits_of
 from tenants.models import Team
 
 # Phases of a cluster job whose pods may hold or claim room.
@@ -20,7 +20,8 @@ CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
 def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
     """What holds at every moment, faults or not: no over-admission, no duplicate.
 
-    - the jobs the database counts (admitted, running) fit their nodes and their teams' limits;
+    - the jobs the database counts (admitted, running, and those being preempted that the cluster refuses to
+      stop, which still hold their room: `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
     - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has;
     - no Gangway job has two cluster objects.
     """
@@ -29,9 +30,10 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     on_node: Counter = Counter()
     by_team: Counter = Counter()
     gpus_of: dict[int, int] = {}
+    unstopped = set(Job.objects.filter(UNSTOPPED).values_list("pk", flat=True))
     for job in Job.objects.select_related("team").only("pk", "state", "replicas", "placement", "gpu_total", "team"):
         gpus_of[job.pk] = job.gpu_total
-        if job.state not in Job.ACTIVE_STATES:
+        if job.state not in Job.ACTIVE_STATES and job.pk not in unstopped:
             continue
         per_replica = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]
         for node, gpu in zip(job.placement, per_replica):

@@ -169,3 +169,13 @@ def test_a_victim_whose_stop_only_lands_late_is_requeued_as_before_beside_one_th
     assert not second.events.filter(code__in=(Because.RUNS_ON, Because.STOP_REFUSED)).exists()
     assert urgent.state == Job.State.QUEUED and urgent.reason_code == Because.VICTIM_REFUSED
     assert _promises(cluster) == []
+
+
+def test_the_invariants_count_a_victim_the_cluster_refuses_to_stop_in_its_team_and_on_its_node(
+        refused, low, cluster):  # fmt: skip
+    _, urgent = refused
+    assert _promises(cluster) == []
+    # Were the job it was preempted for admitted beside it, on its node, the team would hold twice its quota.
+    Job.objects.filter(pk=urgent.pk).update(state=Job.State.ADMITTED, placement=low.placement)
+    assert _promises(cluster) == [f"node {low.placement[0]} holds 16 GPUs of admitted jobs, above its 8",
+                                  "team maps holds 16 GPUs, above 8 + 0"]  # fmt: skip
