@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import textwrap
@@ -21,6 +22,7 @@ says more about each command.
 """
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 JSON_HELP = "Print the job as the API returns it (GET /api/v1/jobs/{id}/), as one JSON document."
+LINES_MAX = 10**12  # the most lines a download reads on from (the portal's `from`)
 
 
 def parse_duration(text: str) -> float:
@@ -49,6 +51,44 @@ def parse_idempotency_key(text: str) -> str:
     return text
 
 
+def parse_line_count(text: str) -> int:
+    """A whole number of lines, 0 to LINES_MAX; ArgumentTypeError otherwise."""
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(LINES_MAX)) and int(text) <= LINES_MAX):
+        raise argparse.ArgumentTypeError(f"not a number of lines: {text[:40]!r} (e.g. 123456, as a download cut "
+                                         "short says)")  # fmt: skip
+    return int(text)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser that takes options only as they are spelled in full, and names the options an unknown
+    one may have meant: an abbreviation would change meaning the day an option that starts alike is added
+    (`--al` read as `--all` until `--allow-http` came)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        # A command's own options are known here, not to the parser above it, which would say "unrecognized
+        # arguments" alone.
+        unknown = next((arg for arg in extras if re.match(r"--?[A-Za-z]", arg)), None)
+        if unknown is not None:
+            self.error(self._unknown(unknown))
+        return namespace, extras
+
+    def _unknown(self, arg: str) -> str:
+        name = arg.partition("=")[0]
+        options = sorted(option for option in self._option_string_actions if option.startswith("--"))
+        started = [option for option in options if option.startswith(name)] if name.startswith("--") else []
+        alike = started or difflib.get_close_matches(name, options, n=3, cutoff=0.7)
+        if not alike:
+            return f"unknown option {name}; `{self.prog} --help` lists the options."
+        meant = " or ".join(alike) if len(alike) <= 2 else ", ".join(alike[:-1]) + " or " + alike[-1]
+        spelled = " options are spelled in full;" if started else ""
+        return f"unknown option {name}:{spelled} did you mean {meant}?"
+
+
 def build_parser() -> argparse.ArgumentParser:
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--url", default=os.environ.get("GANGWAY_URL"), help="Portal URL (default: $GANGWAY_URL).")
@@ -61,9 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "$GANGWAY_TOKEN_FILE names).")  # fmt: skip
     auth.add_argument("--token", help="The API token itself; prefer $GANGWAY_TOKEN or --token-file, since a flag "
                       "shows in the process list.")  # fmt: skip
-    parser = argparse.ArgumentParser(prog="gangway", description=textwrap.fill(ABOUT, 100),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=CONFIGURATION + "\n" + exits.epilog(*exits.MEANINGS))  # fmt: skip
+    parser = Parser(prog="gangway", description=textwrap.fill(ABOUT, 100),
+                    formatter_class=argparse.RawDescriptionHelpFormatter,
+                    epilog=CONFIGURATION + "\n" + exits.epilog(*exits.MEANINGS))  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str, description: str, codes: tuple[int, ...], parents=(auth,)):
@@ -108,9 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "that writes the whole log. Against a portal too old to read on from a position, new lines are "
                    "told from those printed by their text, and lines that repeat the ones before them, or more than "
                    "--tail written between two reads, may be left out without notice (a warning says so). With "
-                   "--all, writes one replica's whole log, however long, as it comes: `gangway logs 42 --replica "
-                   "worker-0 --all > worker-0.log`; a log the portal could not send whole (it bounds the time of "
-                   "one download) ends with a line saying so, said on standard error too.",
+                   "--all, writes one replica's whole log, however long, as it comes, each line once: `gangway logs "
+                   "42 --replica worker-0 --all > worker-0.log`; where the portal stops a download (it bounds the "
+                   "time of one) or the connection drops, it reads on from the line after the last written, saying "
+                   "so on standard error, and should it still not finish (exit 7) it says how many lines are "
+                   "written and the command that writes the rest (--from).",
                    (E.OK, E.JOB_FAILED, E.USAGE, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
     logs.add_argument("id", type=int, help="The job's id.")
     whole = logs.add_mutually_exclusive_group()
@@ -121,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "one with --replica; exit 6 otherwise, naming them).")  # fmt: skip
     logs.add_argument("--replica", help="Only this replica, e.g. worker-0.")
     logs.add_argument("--tail", type=int, help="Lines of each replica to start from (default 100; not with --all).")
+    logs.add_argument("--from", dest="start", type=parse_line_count, metavar="LINES",
+                      help="With --all: leave out the log's first LINES lines, those already written (as a "
+                      "download cut short says), e.g. `--from 123456 >> worker-0.log`.")  # fmt: skip
     logs.add_argument("--interval", type=parse_duration, default=3.0, help="With --follow: seconds between reads.")
 
     cancel = command("cancel", "Cancel a job.", "A queued job is cancelled at once, an admitted or running one "

@@ -21,6 +21,9 @@ RETRIES = 4  # after the first attempt: 5 in all
 MAX_WAIT = 60.0  # the longest Retry-After waited for; a server asking for longer is reported, not waited on
 BACKOFF_CAP = 20.0
 CHUNK = 64 * 1024  # bytes of a download read and written at a time
+# A download read on from a line starts once the portal has read the log up to that line again, which may take
+# the whole of its time bound (40 s): a download's reads wait this many times as long as other requests'.
+DOWNLOAD_WAIT = 2
 
 
 class ApiError(Exception):
@@ -103,10 +106,13 @@ class Client:
 
     def request(self, method: str, path: str, *, data: bytes | None = None, content_type: str = "application/json",
                 query: dict | None = None, headers: dict | None = None, retry: bool | None = None,
-                deadline: float | None = None, into=None) -> Response:  # fmt: skip
+                deadline: float | None = None, into=None, check=None,
+                read_timeout: float | None = None) -> Response:  # fmt: skip
         """The server's answer; raises ApiError for 3xx/4xx/5xx, for an answer that is not JSON, and for a
         server out of reach. With `into` (a binary file), a 2xx answer's text is copied into it as it
-        comes rather than read as JSON (`download`), and the answer's body is its last bytes.
+        comes rather than read as JSON (`download`), and the answer's body is its last bytes; `check`, when
+        given, is called with its headers before anything is written, and may raise to refuse it.
+        `read_timeout` takes the place of the client's timeout for this request.
 
         GETs, and writes the caller marks safe to repeat (an idempotency key, or an operation the
         server treats as done when done twice), are retried on connection errors, answers cut
@@ -126,7 +132,8 @@ class Client:
         attempts = self.retries + 1 if retry else 1
         for attempt in range(1, attempts + 1):
             request = urllib.request.Request(self.url(path, query), data=data, method=method, headers=all_headers)
-            timeout = self.timeout if deadline is None else max(0.1, min(self.timeout, deadline - time.monotonic()))
+            timeout = self.timeout if read_timeout is None else read_timeout
+            timeout = timeout if deadline is None else max(0.1, min(timeout, deadline - time.monotonic()))
             try:
                 with self.opener.open(request, timeout=timeout) as answer:
                     if into is not None:
@@ -134,6 +141,8 @@ class Client:
                         first = answer.read(CHUNK)
                         if not first and answer.length:
                             raise http.client.IncompleteRead(b"", answer.length)
+                        if check is not None:
+                            check(answer.headers)
                         return Response(answer.status, self._copy(answer, first, into), dict(answer.headers))
                     status, raw, answer_headers = answer.status, answer.read(), dict(answer.headers)
             except urllib.error.HTTPError as error:
@@ -162,9 +171,10 @@ class Client:
         query = {name: value for name, value in query.items() if value is not None}
         return self.request("GET", path, query=query, deadline=deadline).body
 
-    def download(self, path: str, into, **query) -> bytes:
+    def download(self, path: str, into, *, check=None, **query) -> bytes:
         """Copies the text a GET answers (a whole log) into `into`, a binary file, CHUNK bytes at a time as it
-        comes, and returns its last bytes (at most CHUNK).
+        comes, and returns its last bytes (at most CHUNK). `check` is called with the answer's headers before
+        anything is written; what it raises is raised as it is.
 
         Raises ApiError as `request` does. The request is retried as a GET is until its first bytes came,
         never after (what was written would be written again): an answer cut short midway raises ApiError
@@ -173,7 +183,7 @@ class Client:
         query = {name: value for name, value in query.items() if value is not None}
         try:
             return self.request("GET", path, query=query, headers={"Accept": "text/plain, application/json"},
-                                into=into).body  # fmt: skip
+                                into=into, check=check, read_timeout=self.timeout * DOWNLOAD_WAIT).body  # fmt: skip
         except _Unwritten as failed:
             raise failed.error from None
 
@@ -195,8 +205,8 @@ class Client:
                 if not chunk and answer.length:  # a read of some bytes ends quietly where its length is short
                     raise http.client.IncompleteRead(b"", answer.length)
             except (OSError, http.client.HTTPException) as error:
-                raise ApiError(0, None, f"The server stopped sending after {written:,} bytes ({_reason(error)}); "
-                               "what came before is written, once.") from None  # fmt: skip
+                raise ApiError(0, None, f"The server stopped sending after {written:,} bytes "
+                               f"({_reason(error)}).") from None  # fmt: skip
         return last
 
     def _backoff(self, attempt: int) -> float:

@@ -1,5 +1,5 @@
-"""`gangway logs`: print a job's replica logs, with --follow keep printing new lines until the job ends, and with
---all write one replica's whole log."""
+"""`gangway logs`: print a job's replica logs, and with --follow keep printing new lines until the job ends (--all,
+one replica's whole log, is `whole_log.py`)."""
 
 from __future__ import annotations
 
@@ -151,22 +151,3 @@ class LogPrinter:
             if gone:
                 print(f"gangway: reached the server again; following job {self.job_id}.", file=self.err, flush=True)
             return answer
-
-
-# The start of the last line of a download the portal's time bound cut, and of one the cluster stopped sending
-# (`scheduling.logs.log_download`).
-DOWNLOAD_ENDS = ("... the download stopped here", "... the log is cut short here")
-
-
-def write_whole_log(client: Client, job_id: int, *, replica: str | None, out=None, err=None) -> int:
-    """Writes the replica's whole log (of the job's only replica, with None) to `out`, standard output's bytes by
-    default, as the portal sends it, however long; returns the exit code, 0. A log the portal could not send
-    whole ends with a line saying so, which is said on standard error too. Errors raise ApiError: a job of
-    several replicas and none named is refused (400) with their names."""
-    out = out or sys.stdout.buffer
-    last = client.download(f"api/v1/jobs/{job_id}/logs/download/", out, replica=replica)
-    out.flush()
-    end = last.rstrip(b"\n").rpartition(b"\n")[2].decode("utf-8", "replace")
-    if end.startswith(DOWNLOAD_ENDS):
-        print(f"gangway: the log of job {job_id} is cut short; its last line: {end}", file=err or sys.stderr, flush=True)
-    return exits.OK

@@ -16,8 +16,9 @@ from gangway_cli.arguments import build_parser
 from gangway_cli.client import ApiError, Client
 from gangway_cli.connection import Problem, checked_url, token_from
 from gangway_cli.follow import Follower, describe
-from gangway_cli.logs import LogPrinter, write_whole_log
+from gangway_cli.logs import LogPrinter
 from gangway_cli.signals import STOPS, code_for, sigterm_raises, word_for
+from gangway_cli.whole_log import write_whole_log
 
 QUEUE_PAGE = 500  # the API's largest page
 
@@ -106,7 +107,9 @@ def cmd_logs(client: Client, args) -> int:
     if args.all:
         if args.tail is not None:
             return fail("--all writes the whole log; leave out --tail.", exits.USAGE)
-        return write_whole_log(client, args.id, replica=args.replica)
+        return write_whole_log(client, args.id, replica=args.replica, start=args.start or 0)
+    if args.start is not None:
+        return fail("--from goes with --all, the whole log, to leave out the lines already written.", exits.USAGE)
     tail = 100 if args.tail is None else args.tail
     if not 1 <= tail <= 5000:
         return fail("--tail must be from 1 to 5000 lines.", exits.USAGE)

@@ -1,4 +1,5 @@
-"""REST API for a job's logs: each replica's recent lines, read on from a cursor, and one replica's whole log.
+"""REST API for a job's logs: each replica's recent lines, read on from a cursor, and one replica's whole log,
+read on from a line when one download cannot carry it all.
 
 Actions of the jobs viewset (`JobLogsActions`), so that a job's logs have the access rules of the job
 itself: `get_object` answers 404 for a job the caller cannot see, whoever asks (a person, a user token,
@@ -19,12 +20,16 @@ from rest_framework.response import Response
 
 from jobs.serializers import JobLogsSerializer
 from scheduling.logs import (
-    CURSOR_MAX, CURSOR_PATTERN, DOWNLOAD_SECONDS, DOWNLOAD_STOPPED, LOG_TAIL, LOG_TAIL_MAX, REPLICA_NAME,
-    log_cursor, log_download, positions_of, read_cursor, recent_logs,
+    CURSOR_MAX, CURSOR_PATTERN, DIGEST_CHARS, DOWNLOAD_CHANGED, DOWNLOAD_CUT_SHORT, DOWNLOAD_SECONDS,
+    DOWNLOAD_STOPPED, FROM_MAX, LOG_TAIL, LOG_TAIL_MAX, REPLICA_NAME, BadStart, download_start, log_cursor,
+    log_download, positions_of, read_cursor, recent_logs, rest_query,
 )
 from tenants.schema_examples import ERROR
 
 NAMES_LISTED = 10  # replicas a refusal names, of a job that has more
+# The line of the log a download's body starts at (its `from`), sent before the body: a reader that reads on from
+# a line checks it, so that a portal that does not read on (older than `from`) never has it write a line twice.
+FROM_HEADER = "Gangway-Log-From"
 
 
 class LogTextRenderer(renderers.BaseRenderer):
@@ -81,7 +86,7 @@ class JobLogsActions:
         job = self.get_object()
         replica = request.query_params.get("replica", "")
         tail = request.query_params.get("tail", str(LOG_TAIL))
-        if not (tail.isascii() and tail.isdigit() and 1 <= int(tail) <= LOG_TAIL_MAX):
+        if not (tail.isascii() and tail.isdigit() and len(tail) <= 4 and 1 <= int(tail) <= LOG_TAIL_MAX):
             raise exceptions.ValidationError({"tail": [f"Lines per replica, a whole number from 1 to {LOG_TAIL_MAX}."]})
         after = None
         if "cursor" in request.query_params:
@@ -106,19 +111,37 @@ class JobLogsActions:
         description="The replica's whole log, however long, read from the cluster as it is sent (`text/plain`, "
         "UTF-8, as an attachment): its lines as the logs endpoint gives them (a progress bar's `\\r` rewrites "
         "read as their last state, ANSI escape sequences removed, other control characters and bytes that are "
-        f"not UTF-8 as U+FFFD), each ended by a newline. A download takes at most {DOWNLOAD_SECONDS:g} s: one "
-        f"that took longer ends with a line starting `{DOWNLOAD_STOPPED}`, and one the cluster stopped sending "
-        "midway with a line saying so. Without `replica`, a job of one replica gives its log and a job of several "
-        "answers 400 naming them. Another team's job answers 404, as it does everywhere. `gangway logs ID --all` "
-        "writes it to standard output.",
+        "not UTF-8 as U+FFFD), each ended by a newline. Without `replica`, a job of one replica gives its log and "
+        "a job of several answers 400 naming them. Another team's job answers 404, as it does everywhere.\n\n"
+        f"A download takes at most {DOWNLOAD_SECONDS:g} s. One that took longer ends, between two lines, with a "
+        f"line starting `{DOWNLOAD_STOPPED}`, and one the cluster stopped sending midway with a line starting "
+        f"`{DOWNLOAD_CUT_SHORT}`; each says where the rest is, a URL of this endpoint ending "
+        "`from=N&last=DIGEST`: the lines received so far and the digest of the last. Ask for it, and so on until "
+        "an answer ends without such a line: the answers put end to end, less those lines, are the log, each "
+        "line once. `from` counts lines at `\\n`, as the kubelet does, so it is exact for a log that has not "
+        "changed; with `last`, an answer starts only if the line before it is still the one received, and "
+        f"otherwise is one line starting `{DOWNLOAD_CHANGED}` (a container restarted, a pod was replaced or its "
+        "log rotated). The header `" + FROM_HEADER + "` gives the line the body starts at. Each answer reads the "
+        "lines before `from` again from the cluster, without sending them. `gangway logs ID --all` writes the "
+        "whole log to standard output, reading on by itself.",
         tags=["jobs"],
         parameters=[
             OpenApiParameter("replica", str, OpenApiParameter.QUERY, required=False, pattern=f"^{REPLICA_NAME}$",
                              description="The replica, e.g. worker-0; may be left out for a job of one replica."),
+            OpenApiParameter("from", {"type": "integer", "minimum": 0, "maximum": FROM_MAX},
+                             OpenApiParameter.QUERY, required=False,
+                             description="Lines of the log already received (default 0): the answer starts at the "
+                             "line after them. A download cut short says the value to read on with."),
+            OpenApiParameter("last", {"type": "string", "pattern": f"^[0-9a-f]{{{DIGEST_CHARS}}}$"},
+                             OpenApiParameter.QUERY, required=False,
+                             description="With `from` of 1 or more, the digest of the last line received, as a "
+                             f"download cut short gives it (the first {DIGEST_CHARS} hex digits of the SHA-256 of "
+                             "the line's UTF-8, without its newline): the answer then starts only where that line "
+                             "still is. Ignored with no `from`."),
         ],
-        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="The log."),
-                   400: OpenApiResponse(ERROR, description="No replica named, of a job of several; or a name no "
-                                        "replica can have."),
+        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="The log, from line `from`."),
+                   400: OpenApiResponse(ERROR, description="No replica named, of a job of several; a name no "
+                                        "replica can have; a `from` or `last` no download gives."),
                    401: OpenApiResponse(ERROR), 404: OpenApiResponse(ERROR),
                    503: OpenApiResponse(ERROR, description="The cluster could not be read.")},
     )  # fmt: skip
@@ -129,7 +152,15 @@ class JobLogsActions:
     def logs_download(self, request, pk=None):
         job = self.get_object()
         replica = asked_replica(request)
-        found = log_download(job, replica=replica)
+        try:
+            start, last = download_start(request.query_params)
+        except BadStart as bad:
+            raise exceptions.ValidationError({bad.field: [str(bad)]}) from None
+
+        def rest(name: str, lines: int, digest: str) -> str:
+            return request.build_absolute_uri(f"{request.path}?{rest_query(lines, digest, replica=name)}")
+
+        found = log_download(job, replica=replica, start=start, last=last, rest=rest)
         if found.unavailable:
             return Response({"detail": found.unavailable}, status.HTTP_503_SERVICE_UNAVAILABLE)
         if found.replicas:
@@ -143,4 +174,5 @@ class JobLogsActions:
             raise exceptions.NotFound(f"Job {job.pk} has {which} with logs.")
         response = StreamingHttpResponse(found.body, content_type="text/plain; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{job.name}-{job.pk}-{found.replica.replica}.log"'
+        response[FROM_HEADER] = str(start)
         return response

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -29,7 +29,9 @@ from jobs.services import (
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
-from scheduling.logs import PAGE_TAIL, PICK, REPLICA_NAME, has_run, recent_logs
+from scheduling.logs import (
+    PAGE_TAIL, PICK, REPLICA_NAME, BadStart, download_start, has_run, recent_logs, rest_query,
+)
 from scheduling.logs import log_download as whole_log
 from scheduling.preview import Preview, fit_preview
 from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
@@ -294,15 +296,25 @@ def logs(request, job_id: int):
 @login_required
 def log_download(request, job_id: int, replica: str):
     """One replica's whole log as a text file, streamed as it is read (`log_download`: bounded in time, not
-    in length); 404 for a replica the job does not have."""
+    in length), from line `?from=` on as the API's download; 404 for a replica the job does not have. A download
+    the time bound cut ends with a line giving the address of the rest."""
     job = _get_job(request, job_id)
-    found = whole_log(job, replica=replica)
+    try:
+        start, last = download_start(request.GET)
+    except BadStart as bad:
+        return HttpResponseBadRequest(f"{bad.field}: {bad}\n", content_type="text/plain; charset=utf-8")
+
+    def rest(name: str, lines: int, digest: str) -> str:
+        return request.build_absolute_uri(f"{request.path}?{rest_query(lines, digest)}")  # the path names the replica
+
+    found = whole_log(job, replica=replica, start=start, last=last, rest=rest)
     if found.unavailable:
         return HttpResponse(found.unavailable + "\n", status=503, content_type="text/plain; charset=utf-8")
     if found.body is None:
         raise Http404("No such replica.")
     response = StreamingHttpResponse(found.body, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{job.name}-{job.pk}-{found.replica.replica}.log"'
+    part = f"-from-{start}" if start else ""
+    response["Content-Disposition"] = f'attachment; filename="{job.name}-{job.pk}-{found.replica.replica}{part}.log"'
     return response
 
 

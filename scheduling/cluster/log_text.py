@@ -6,7 +6,8 @@ and a tail count it. A line a progress bar rewrote with "\\r" reads as a termina
 escape sequences (colours, cursor moves, window titles) are removed, and other control characters (binary
 garbage) become U+FFFD, as do bytes that are not UTF-8: no page, JSON answer or terminal that prints a line
 is steered by what a job wrote. A log passed on whole (a download) is read the same way as it streams
-(`StreamedLines`), holding a chunk and one line at a time.
+(`StreamedLines`), holding a chunk and one line at a time; a download read on from a line leaves out the lines
+before it uncleaned (`SkippedLines`), each line reading the same whatever came before it.
 
 Read with `timestamps=true`, each line comes after its time; `timed_log_lines` parts them, and a position
 (`LogPosition`: a time, and how many lines of that time) says where a reader stopped, so that the next read
@@ -16,6 +17,7 @@ gives the lines after it, each once, however often their text repeats.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -52,6 +54,14 @@ def readable(line: str) -> str:
 # The longest part of one line a streamed read holds (in characters) before it passes that part on: a log of one
 # endless line (a job that prints progress and never a "\n") would otherwise be held whole.
 LINE_HOLD = 1024**2
+DIGEST_CHARS = 16  # hex digits of a line's digest (`line_digest`)
+
+
+def line_digest(line: str) -> str:
+    """The first DIGEST_CHARS hex digits of the SHA-256 of a line as a person reads it (UTF-8, without its
+    "\\n"): how a download names the last line it gave, so that a read on from there starts only where that
+    line still is (`?last=`)."""
+    return hashlib.sha256(line.encode()).hexdigest()[:DIGEST_CHARS]
 
 
 class StreamedLines:
@@ -61,14 +71,17 @@ class StreamedLines:
     The whole log fed in any chunks reads as `log_lines` reads it at once (a last line without "\\n" gets one).
     Only the line not yet ended is held: of a line a progress bar rewrites with "\\r", the state a terminal
     would show; and past `hold` characters, what came of the line goes out as it is read (each part read by
-    itself, a "\\r" after it no longer taking it back).
+    itself, a "\\r" after it no longer taking it back). `count` is how many lines have been ended, from
+    `start` (the lines of the log before the first fed), and `last` the `line_digest` of the last of them.
     """
 
-    def __init__(self, *, hold: int = LINE_HOLD):
+    def __init__(self, *, hold: int = LINE_HOLD, start: int = 0, last: str = ""):
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.open = ""  # the line not yet ended
         self.under_way = False  # a part of that line was passed on already
         self.hold = hold
+        self.count, self.last = start, last
+        self._parts = hashlib.sha256()  # the parts of the line under way passed on so far
 
     def feed(self, data: bytes) -> str:
         return self._lines(self.decoder.decode(data))
@@ -76,23 +89,85 @@ class StreamedLines:
     def end(self) -> str:
         """The text of the last lines (the one not ended gets its "\\n"); "" when everything was passed on."""
         text = self._lines(self.decoder.decode(b"", final=True))
-        last, ends = self.open, bool(self.open) or self.under_way
+        if not (self.open or self.under_way):
+            return text
+        last = readable(self.open)
+        self._ended([last])
         self.open, self.under_way = "", False
-        return text + (readable(last) + "\n" if ends else "")
+        return text + last + "\n"
 
     def _lines(self, text: str) -> str:
         *ended, self.open = (self.open + text).split("\n")
+        out = ""
         if ended:
+            lines = [readable(line) for line in ended]
+            out = "".join(line + "\n" for line in lines)
+            self._ended(lines)
             self.under_way = False
-        out = "".join(readable(line) + "\n" for line in ended)
         if "\r" in self.open:
             # What readable would show of the line so far, kept as a rewrite: later text still rewrites it.
             before, _, after = self.open.rpartition("\r")
             shown = after or next((part for part in reversed(before.split("\r")) if part), "")
             self.open = "\r" + shown + ("" if after else "\r")
         if len(self.open) > self.hold:
-            out, self.open, self.under_way = out + readable(self.open), "", True
+            part = readable(self.open)
+            self._parts.update(part.encode())
+            out, self.open, self.under_way = out + part, "", True
         return out
+
+    def _ended(self, lines: list[str]) -> None:
+        """Counts `lines`, just ended, and digests the last (with the parts of it passed on before)."""
+        self.count += len(lines)
+        if len(lines) == 1 and self.under_way:
+            self._parts.update(lines[0].encode())
+            self.last = self._parts.hexdigest()[:DIGEST_CHARS]
+        else:
+            self.last = line_digest(lines[-1])
+        self._parts = hashlib.sha256()
+
+
+class SkippedLines:
+    """The first `count` lines of a log read in chunks, left out, as a download read on from a line leaves
+    them: `feed` each chunk's bytes, which returns those after the lines left out (b"" while some remain),
+    and `end` once the log ended.
+
+    Lines are counted at "\\n" alone, as the kubelet and StreamedLines count them, and each line reads the same
+    whatever came before it, so what follows reads as the lines from `count` on of a read of the whole log.
+    The lines are counted, not read, except the last, which is read as StreamedLines reads it for its digest
+    (`last`): a reader checks that it is the line it got there. `remaining` is how many are still to come.
+    """
+
+    def __init__(self, count: int):
+        self.remaining = count
+        self.last = ""  # line_digest of the last line left out, once it was
+        self._line = StreamedLines()  # that line, as a person reads it
+        self._unended = False  # a line before it has begun and not ended
+
+    def feed(self, data: bytes) -> bytes:
+        if self.remaining > 1:
+            found = data.count(b"\n")
+            if found < self.remaining - 1:
+                self.remaining -= found
+                self._unended = not data.endswith(b"\n") if data else self._unended
+                return b""
+            at = -1
+            for _ in range(self.remaining - 1):
+                at = data.index(b"\n", at + 1)
+            data, self.remaining = data[at + 1 :], 1
+        if self.remaining == 1:
+            at = data.find(b"\n")
+            self._line.feed(data if at < 0 else data[: at + 1])
+            if at < 0:
+                return b""
+            data, self.remaining, self.last = data[at + 1 :], 0, self._line.last
+        return data
+
+    def end(self) -> None:
+        """The log ended: a last line without its "\\n" counts as one, as StreamedLines ends it."""
+        if self.remaining == 1 and self._line.end():
+            self.remaining, self.last = 0, self._line.last
+        elif self.remaining > 1 and self._unended:
+            self.remaining -= 1
 
 
 # The kubelet's stamp before each line with `timestamps=true`: RFC 3339 with up to nine digits of fraction
