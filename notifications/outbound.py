@@ -61,9 +61,9 @@ def host_problem(url: str) -> str:
         return ""
     parts = urlsplit(url)
     host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     deadline = Deadline(deadlines.webhook_deadline())  # a resolver that never answers holds no web worker
     try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)  # ValueError for a port past 65535
         found = deadlines.resolve(functools.partial(addresses, host, port), host, deadline)
     except deadlines.NotResolved:
         return f"Could not look up the host {host} within {deadline.seconds:g} s; check the URL, or save again later."

@@ -160,3 +160,12 @@ def test_the_page_lists_the_newest_20_of_the_persons_messages_and_of_the_webhook
     assert listed(staff) == newest(*maps_hook, *vision_hook)  # staff lead every team
     assert listed(owner) == to_owner  # a member who leads no team: their own only
     assert listed(outsider) == []
+
+
+@pytest.mark.parametrize("port", ["99999", "65536"])
+def test_a_webhook_url_with_a_port_out_of_range_is_refused_in_words(client, login, lead, settings, port):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    login(lead)
+    response = client.post("/notifications/webhooks/maps/", webhook_post(f"https://hooks.example.com:{port}/x"))
+    assert response.status_code in (400, 422)
+    assert not TeamWebhook.objects.exists()
