@@ -46,10 +46,23 @@ EXPIRED_PER_PASS = 100
 # What a pass reads of a job that is no longer open but that the cluster still lists: its object's
 # namespace and name (`own_statuses`), its state and when it ended (`_stop_leftovers`, `_delete_expired`).
 ENDED_FIELDS = ("id", "name", "cluster_name", "state", "finished_at", "team__slug")
-# The jobs being preempted that the cluster refused to stop in this pass (those it gave up on and runs on among
-# them), by each node they were placed on, with the refusal: an admitted job placed there is not created while
-# they still run (`_follow`).
-Unstopped = dict[str, tuple[Job, ClusterError]]
+
+
+@dataclass(frozen=True)
+class Unstopped:
+    """A job being preempted that the cluster refused to stop in this pass (or gave up on: it runs on), with the
+    refusal and the event of its preemption: no admitted job is created while it still runs that was admitted
+    after it was preempted or that is placed on its nodes (`_held_back`)."""
+
+    job: Job
+    error: ClusterError
+    preempted: int  # the pk of the event that moved it to preempting, 0 when it has none
+
+    @classmethod
+    def of(cls, job: Job, error: ClusterError) -> Unstopped:
+        moved = job.events.filter(to_state=Job.State.PREEMPTING).exclude(from_state=Job.State.PREEMPTING)  # not a note
+        preempted = moved.order_by("-pk").values_list("pk", flat=True)
+        return cls(job, error, preempted.first() or 0)
 
 
 @dataclass
@@ -114,8 +127,9 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         statuses = own_statuses(listed, {job.pk: job for job in jobs} | others)
         _record_checkpoints(jobs, statuses)
         # Jobs being stopped first: a victim is suspended before the job it made room for is created, and one
-        # the cluster refuses to stop keeps that job from starting on its nodes (`Unstopped`).
-        unstopped: Unstopped = {}
+        # the cluster refuses to stop keeps that job, and any admitted since its preemption, from starting
+        # (`_held_back`).
+        unstopped: list[Unstopped] = []
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             try:
                 with on_one_object(cluster), transaction.atomic():
@@ -130,8 +144,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 stopping = job.state == Job.State.PREEMPTING
                 if _refused(job, error, now):
                     result.changed += 1
-                if stopping:  # still preempting, or running on: either way it holds its nodes
-                    unstopped.update({node: (job, error) for node in job.placement if node not in unstopped})
+                if stopping:  # still preempting, or running on: either way it holds its nodes and its quota
+                    unstopped.append(Unstopped.of(job, error))
         if not result.error:
             _stop_leftovers(statuses, known, others, cluster, result)
         if not result.error:
@@ -282,7 +296,7 @@ def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
-             unstopped: Unstopped) -> None:  # fmt: skip
+             unstopped: list[Unstopped]) -> None:  # fmt: skip
     """Apply the correction for one job: (database state, cluster phase) -> move."""
     phase = status.phase if status else None
     state = job.state
@@ -329,19 +343,21 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
 
 
 def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
-            unstopped: Unstopped) -> None:  # fmt: skip
-    """An admitted or running job: start, finish, re-create, or evict when stuck (R13); an admitted one whose
-    nodes a job being preempted still holds, which the cluster refused to stop, is requeued instead of created."""
+            unstopped: list[Unstopped]) -> None:  # fmt: skip
+    """An admitted or running job: start, finish, re-create, or evict when stuck (R13); an admitted one not
+    created while a job being preempted that the cluster refused to stop still runs is requeued instead
+    (`_held_back`)."""
     phase = status.phase if status else None
     if status is None and job.adopted:
         return  # not labelled yet, or deleted by its owner: the adoption step relabels or cancels it
-    held = next((unstopped[node] for node in job.placement if node in unstopped), None)
-    if held is not None and job.state == Job.State.ADMITTED and (status is None or phase is Phase.SUSPENDED):
-        # Its cycle's apply phase never ran (a crash after the commit): a job with victims starts once they
-        # have stopped, and this one still runs there.
-        requeue_for_victim(job, *held, now)
-        result.changed += 1
-        return
+    if job.state == Job.State.ADMITTED and (status is None or phase is Phase.SUSPENDED):
+        held = _held_back(job, unstopped)
+        if held is not None:
+            # Its cycle's apply phase never ran (a crash or an outage after the commit): a job with victims
+            # starts once they have stopped, and this one still runs.
+            requeue_for_victim(job, held.job, held.error, now)
+            result.changed += 1
+            return
     if status is None:
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
@@ -379,6 +395,27 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if _stuck(job, now):
         _evict_stuck(job, status, cluster, now)
         result.changed += 1
+
+
+def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
+    """The job being preempted, refused its stop in this pass, that keeps admitted `job` from being created;
+    None when nothing does.
+
+    Its victims do: each was preempted in the savepoint that admitted it, just before its admission's event.
+    Nothing records which admission a victim was preempted for (the preemption's sentence names the job only
+    within one team), so every job preempted before the admission counts, wherever it runs: a preemption for
+    quota (R5, R6) may place the job on other nodes than its victim's, and were it created beside a victim
+    that runs on, its team would hold more than its quota. A job whose admission owed nothing to such a
+    victim waits one backoff with it, only while the cluster refuses (ADMISSION_TIMEOUT at most), and the
+    cycle that admits it again counts that victim as running (`snapshot.UNSTOPPED`). A job placed on such a
+    victim's nodes is held back too, whenever that victim was preempted."""
+    if not unstopped:
+        return None
+    moved = job.events.filter(to_state=Job.State.ADMITTED).exclude(from_state=Job.State.ADMITTED)  # not a note
+    admitted = moved.order_by("-pk").values_list("pk", flat=True).first()
+    return next((held for held in unstopped
+                 if held.preempted < (admitted or 0) or not set(held.job.placement).isdisjoint(job.placement)),
+                None)  # fmt: skip
 
 
 def _stuck(job: Job, now: datetime) -> bool:

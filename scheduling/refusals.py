@@ -1,7 +1,8 @@
 """What the loop and reconcile do when the cluster refuses: a job's create (requeued or held with a
 backoff, failed or rejected at last), a victim's stop (deleted instead; for a job from elsewhere, which
 Gangway never deletes, the job it was preempted for is kept from starting, and the victim runs on once
-the cluster has refused to stop it for ADMISSION_TIMEOUT), and the events that say so.
+the cluster has refused to stop it for ADMISSION_TIMEOUT: a server failure is no refusal), and the events
+that say so.
 
 A refused create is a verdict on its job: REFUSALS_BEFORE_FAILING in a row fail it. A server error (a 500
 of one namespace) is none, and a victim's refusal is never counted against the job it was preempted for.
@@ -18,7 +19,7 @@ from django.db import transaction
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
-from scheduling.cluster.base import Cluster, ClusterError, on_one_object
+from scheduling.cluster.base import Cluster, ClusterError, ServerFailing, on_one_object
 from scheduling.policy.model import Admission
 from scheduling.snapshot import World, to_cluster_job
 
@@ -129,24 +130,32 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     """The cluster refused to stop `job`, being preempted (`stop_victim`); returns whether Gangway gave
     up on its preemption: the job runs on.
 
-    The first refusal sets when Gangway gives up, ADMISSION_TIMEOUT on, in `not_before` (a job being
-    preempted waits for no admission; its preemption clears the field). Until then it stays preempting,
-    asked to stop at every reconcile and saying so once (`note_refused`), and it counts as a running job
-    of its team, in its quota as well as its room (`snapshot.UNSTOPPED`): nothing is admitted into what
-    it still holds, the job it was preempted for included (`requeue_for_victim`). Refused after that, it
-    goes back to running, an event saying why; a later cycle decides again whether it may be a victim
-    (the dry run of its suspend, for a job from elsewhere). A job moved meanwhile is left be.
+    The first refusal is remembered in `not_before` (a job being preempted waits for no admission; its
+    preemption clears the field), so that how long the cluster has refused is read from when it began,
+    whatever ADMISSION_TIMEOUT says meanwhile. Until ADMISSION_TIMEOUT has passed since, the job stays
+    preempting, asked to stop at every reconcile and saying so once (`note_refused`), and it counts as a
+    running job of its team, in its quota as well as its room (`snapshot.UNSTOPPED`): nothing is admitted
+    into what it still holds, the job it was preempted for included (`requeue_for_victim`). Refused after
+    that, it goes back to running, an event saying why; a later cycle decides again whether it may be a
+    victim (the dry run of its suspend, for a job from elsewhere). A job moved meanwhile is left be.
+
+    A server failure (`ServerFailing`: a 500 of its namespace, a webhook that cannot be called) is no
+    refusal: like an outage it starts no clock and never makes the job run on; the job stays preempting
+    and is asked again at every reconcile.
     """
-    timeout = timedelta(seconds=settings.ADMISSION_TIMEOUT)
-    if job.not_before is None or now < job.not_before:
-        with transaction.atomic():  # the moment it is given up on, with the event of its first refusal
-            if job.not_before is None:
-                job.not_before = now + timeout
-                Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, not_before__isnull=True).update(
-                    not_before=job.not_before)
+    if isinstance(error, ServerFailing):
+        note_refused(job, "stop", str(error), failing=True)
+        return False
+    if job.not_before is None:
+        with transaction.atomic():  # when the cluster first refused, with the event of that refusal
+            job.not_before = now
+            Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, not_before__isnull=True).update(not_before=now)
             note_refused(job, "stop", str(error))
         return False
-    refused_for = int((now - job.not_before + timeout).total_seconds())
+    refused_for = int((now - job.not_before).total_seconds())
+    if refused_for < settings.ADMISSION_TIMEOUT:
+        note_refused(job, "stop", str(error))
+        return False
     message = (f"Runs on: the cluster refused to stop it for {refused_for} s ({str(error).rstrip('. ')}), so its "
                f"preemption is given up; it runs as any job of team {job.team.slug} does, counted in its quota, "
                "and a later cycle may preempt it again.")  # fmt: skip
@@ -159,10 +168,12 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     return True
 
 
-def note_refused(job: Job, what: str, error: str) -> None:
-    """Says on the job that the cluster refused to `what` it ("stop", "resume"), once until something else
-    happens to it, however often it is tried again; Gangway tries again at every reconcile."""
-    message = f"The cluster refused to {what} it ({error.rstrip('. ')}); Gangway tries again at every reconcile."
+def note_refused(job: Job, what: str, error: str, *, failing: bool = False) -> None:
+    """Says on the job that the cluster refused to `what` it ("stop", "resume"), or failed to (`failing`: a
+    server error), once until something else happens to it, however often it is tried again; Gangway tries
+    again at every reconcile."""
+    did = f"failed to {what} it (a server error, no refusal)" if failing else f"refused to {what} it"
+    message = f"The cluster {did} ({error.rstrip('. ')}); Gangway tries again at every reconcile."
     last = job.events.order_by("-pk").first()
     if last is None or last.message != message:
         note(job, JobEvent.Kind.NOTE, message, code=Because.STOP_REFUSED)
@@ -249,12 +260,13 @@ def _held(job: Job, message: str, until: datetime) -> bool:
 
 
 def requeue_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -> None:
-    """Requeue an admitted job, not created, one of whose victims the cluster refused to stop: that victim
-    still holds the room the job was admitted into. Its place is kept, after a backoff; never counted
-    towards failing it. A job cancelled meanwhile is left be (nothing was created)."""
+    """Requeue an admitted job, not created, one of whose victims the cluster refused (or, a server error,
+    failed) to stop: that victim still holds the room the job was admitted into. Its place is kept, after a
+    backoff; never counted towards failing it. A job cancelled meanwhile is left be (nothing was created)."""
     wait = _victim_backoff(job)
+    did = "failed to stop it (a server error)" if isinstance(error, ServerFailing) else "refused to stop it"
     message = (f"Not started: {_victim_named(victim, job)}, preempted for it, could not be stopped: the cluster "
-               f"refused to stop it{_why_unstopped(victim, job, error)}. A job with victims starts once they have "
+               f"{did}{_why_unstopped(victim, job, error)}. A job with victims starts once they have "
                f"stopped; requeued with its place kept, tried again in {int(wait.total_seconds())} s.")  # fmt: skip
     try:
         transition(job, Job.State.QUEUED, message=message, code=Because.VICTIM_REFUSED, placement=[],

@@ -18,7 +18,7 @@ from scheduling.cluster.job_manifests import job_manifest
 from scheduling.models import ClusterNode, Cycle, UsageSample
 from scheduling.policy.runtime import ESTIMATE_AT_LEAST, learned_estimate
 from scheduling.policy.types import typed_key
-from scheduling.snapshot import group_of, latest_runs, to_cluster_job
+from scheduling.snapshot import UNSTOPPED, group_of, latest_runs, to_cluster_job
 from tenants.models import AuditEntry, Quota, Team
 from tenants.selectors import gpu_types
 
@@ -247,7 +247,7 @@ def _type_summaries(teams: list[TeamUsage], types: list[str] | None,
 
 
 def held_on_unschedulable(team: Team | None = None) -> dict[tuple[str, str], int]:
-    """Returns the GPUs Gangway's jobs (admitted and running) hold on the nodes that take no new pods
+    """Returns the GPUs Gangway's jobs (`holding_jobs`) hold on the nodes that take no new pods
     (cordoned, tainted), by (team slug, the node's GPU type: "" without types); `team`: its jobs only.
     {} when every node takes pods.
 
@@ -258,11 +258,19 @@ def held_on_unschedulable(team: Team | None = None) -> dict[tuple[str, str], int
     return _held_on(nodes, team) if nodes else {}
 
 
+def holding_jobs():
+    """Returns the jobs that hold GPUs where they were placed, as the admission cycle's snapshot counts them:
+    admitted and running ones, and those being preempted that the cluster refuses to stop (`UNSTOPPED`).
+    The node map, its fingerprint and the drain figures read these, so they never show free what a plan
+    counts as taken."""
+    return Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED)
+
+
 def _held_on(nodes: dict, team: Team | None = None) -> dict[tuple, int]:
-    """Returns the GPUs Gangway's jobs (admitted and running; `team`: its jobs only) hold on `nodes`, by
+    """Returns the GPUs Gangway's jobs (`holding_jobs`; `team`: its jobs only) hold on `nodes`, by
     (team slug, what `nodes` maps the node's name to), read from where each replica was placed, as the
     node map reads it."""
-    jobs = Job.objects.filter(state__in=Job.ACTIVE_STATES)
+    jobs = holding_jobs()
     if team is not None:
         jobs = jobs.filter(team=team)
     held: dict[tuple, int] = defaultdict(int)
@@ -336,7 +344,7 @@ def node_rows() -> list[NodeRow]:
     stay plain tuples and a job's GPUs on a node are one run.
     """
     runs: dict[str, list] = defaultdict(list)
-    active = Job.objects.filter(state__in=Job.ACTIVE_STATES).order_by("id").values_list(
+    active = holding_jobs().order_by("id").values_list(
         "team__slug", "id", "name", "replicas", "placement"
     )
     for slug, job_id, name, replicas, placement in active:

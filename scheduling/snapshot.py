@@ -31,10 +31,13 @@ from scheduling.sweeps import HOLDING, within_caps
 from tenants.models import PriorityTier, Quota, Team
 
 
-# Jobs being preempted that the cluster refused to stop (`refusals.stop_refused`, which sets when Gangway
-# gives up on them in `not_before`): they run on, so a cycle counts each as a running job of its team, in
-# its quota as well as its room, and never as a victim again (`loop._checked`).
+# Jobs being preempted that the cluster refused to stop (`refusals.stop_refused`, which keeps when it first
+# refused in `not_before`): they run on, so a cycle counts each as a running job of its team, in
+# its quota as well as its room, and never as a victim again (`RunningJob.stopping`).
 UNSTOPPED = Q(state=Job.State.PREEMPTING, not_before__isnull=False)
+# The node a replica is charged to when no node takes pods and it was placed on none (`_charged_placements`): no
+# node is so named, and the policy gives a node it does not list no room, while the GPUs count in quota.
+UNLISTED = "(no node)"
 
 
 @dataclass
@@ -303,7 +306,7 @@ def build_world(
     placements = _charged_placements(placeable, running, active, replicas_of, bound, closed)
     for job in active:
         if not placements[job.pk]:
-            continue  # no node to charge at all (the cluster has none)
+            continue  # no replica to charge at all
         world.jobs[str(job.pk)] = job
         running.append(
             policy.RunningJob(
@@ -313,6 +316,8 @@ def build_world(
                 estimate=_estimate(job, learned),
                 checkpointed=_checkpointed(job),
                 gpu_type=job.assigned_gpu_type or None,
+                # Only UNSTOPPED jobs are being preempted here: never a victim again, stopping them frees nothing.
+                stopping=job.state == Job.State.PREEMPTING,
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
@@ -433,9 +438,10 @@ def _charged_placements(
     """Returns the node each replica of each job is charged to: the node a pod of its size is
     bound to (`bound`, from the cluster: the scheduler may bind elsewhere than the plan), else
     its placement where that node is known, else the node with the most GPUs (then cpu, memory)
-    left, even below zero; empty only when a job has a replica to charge and the cluster has no
-    node that takes pods. A replica on a node of `closed` (known, but taking no new pods) is
-    charged there and takes none of `nodes`' room.
+    left, even below zero. When the cluster has no node that takes pods, a replica on no known node
+    is charged to the node it was placed on, else to UNLISTED: either holds no room, and the job is
+    never left out of its team's quota. A replica on a node of `closed` (known, but taking no new
+    pods) is charged there and takes none of `nodes`' room.
 
     Over-charging a node only keeps other jobs off it until the cluster's next reading;
     under-charging would let a cycle admit into room that is taken.
@@ -457,7 +463,10 @@ def _charged_placements(
                 _take(free, node, group)
         charged[job.pk] = known
     if not free:
-        return {pk: () if None in replica_nodes else tuple(replica_nodes) for pk, replica_nodes in charged.items()}  # type: ignore[misc]
+        # No node takes pods: a replica on no known node is charged to the node it was placed on, else to
+        # one the snapshot does not list. Either holds no room, and the job still counts in its team's quota.
+        return {job.pk: tuple(node or _placed(job, index) for index, node in enumerate(charged[job.pk]))
+                for job in jobs}  # fmt: skip
     order = {name: index for index, name in enumerate(free)}
     for job in jobs:  # in id order, once every known placement is charged
         for index, group in enumerate(needs[job.pk]):
@@ -466,6 +475,11 @@ def _charged_placements(
                 _take(free, node, group)
                 charged[job.pk][index] = node
     return {pk: tuple(replica_nodes) for pk, replica_nodes in charged.items()}  # type: ignore[misc]
+
+
+def _placed(job: Job, index: int) -> str:
+    """The node a job's replica `index` was placed on, else UNLISTED."""
+    return job.placement[index] if index < len(job.placement) and job.placement[index] else UNLISTED
 
 
 def _where_bound(planned: list[str | None], replicas: list[policy.ReplicaGroup],

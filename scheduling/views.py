@@ -22,7 +22,7 @@ from jobs.selectors import queue_for, sweeps_for, with_waits
 from jobs.templatetags.gangway import palette, plural
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.models import ClusterNode
-from scheduling.selectors import cluster_summary, live_version, node_rows, reserved_by_node, type_names
+from scheduling.selectors import cluster_summary, holding_jobs, live_version, node_rows, reserved_by_node, type_names
 from tenants.permissions import is_admin
 from tenants.selectors import teams_for
 
@@ -343,7 +343,7 @@ def _node_rows() -> tuple[str, list]:
     node changes; two small aggregates tell, where reading every active job's
     placement costs far more on a full cluster polled by every open dashboard.
     """
-    jobs = Job.objects.filter(state__in=Job.ACTIVE_STATES).aggregate(n=Count("id"), ids=Sum("id"), last=Max("admitted_at"))
+    jobs = holding_jobs().aggregate(n=Count("id"), ids=Sum("id"), last=Max("admitted_at"))
     nodes = ClusterNode.objects.aggregate(n=Count("id"), gpu=Sum("gpu"), outside=Sum("outside_gpu"), seen=Max("seen_at"))
     state = ":".join(str(value) for value in (*jobs.values(), *nodes.values()))
     # 3: rows carry the node's GPU type, and why it takes no new pods

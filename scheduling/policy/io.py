@@ -11,6 +11,10 @@ for R10: a job that fits only with such nodes waits, naming them, instead
 of being rejected; nothing is placed or reserved on it, and its capacity is
 neither free room nor R2's unassigned capacity.
 
+A running job may carry `"stopping": true` (absent: false): it is being
+preempted already and the cluster refuses to stop it, so it holds its room
+and counts in its team's quota but is never a victim.
+
 GPU types (types.py), all optional; a snapshot without them reads as ever:
 - `"gpu_types": [{"name": "l4"}, {"name": "a100"}]`: the cluster's order,
   cheapest first (types only nodes or quotas name come after, in the order
@@ -251,7 +255,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
         where = f"running[{k}]"
         item = _obj(item, where, {"id", "team", "tier", "started", "replicas", "nodes",
                                   "max_runtime", "queued", "estimate", "checkpointed",
-                                  "gpu_type"},
+                                  "gpu_type", "stopping"},
                     {"id", "team", "started", "replicas", "nodes"})
         team, tier = team_and_tier(item, where, outside_ok=True)
         replicas = _replicas(item["replicas"], f"{where}.replicas")
@@ -271,6 +275,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             else _time(item["checkpointed"], f"{where}.checkpointed"),
             None if item.get("gpu_type") is None
             else _type_name(item["gpu_type"], f"{where}.gpu_type"),
+            _flag(item, "stopping", where),
         ))
     pending = []
     for k, item in enumerate(_list(data.get("pending", []), "pending")):
@@ -344,6 +349,14 @@ def _reservations(data: Any, nodes: dict[str, int], pending: set[str]) -> tuple[
             kept.append(Reservation(job, start, counts, gpu_type=gpu_type))
     _unique([r.id for r in kept], "reservations", "id")
     return tuple(kept)
+
+
+def _flag(item: dict, name: str, where: str) -> bool:
+    """Returns an optional true-or-false field of `item` (absent: false)."""
+    value = item.get(name, False)
+    if not isinstance(value, bool):
+        raise SnapshotError(f"{where}.{name}", f"must be true or false, got {_shown(value)}")
+    return value
 
 
 def _schedulable(item: dict, where: str) -> tuple[bool, str]:

@@ -82,7 +82,7 @@ class RunningJob:
     no quota and is never a victim; its `tier` is then None too. `nodes` names
     the node of each replica, in the order the replica groups expand; a node
     the snapshot does not list (drained) holds no room but the usage still
-    counts against quota.
+    counts against quota. A `stopping` job is never a victim (R8).
     """
 
     id: str
@@ -101,6 +101,10 @@ class RunningJob:
     # The GPU type it got, its GPUs charged to `gpu:<type>`; None: the type
     # of the first node holding its GPUs, or no type on a cluster without.
     gpu_type: str | None = None
+    # Being preempted already, and the cluster refuses to stop it: it still
+    # holds its room and counts in its team's quota, but is never a victim
+    # again (choosing it would free nothing).
+    stopping: bool = False
 
 
 @dataclass(frozen=True, slots=True)

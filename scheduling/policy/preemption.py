@@ -13,7 +13,8 @@ Victim order, as R8 writes it:
 Within each group: lower tier first, then least unsaved work (the most recent
 reported checkpoint, or start when none was reported), then id. Never
 victims: outside usage (R12), non-preemptible tiers, jobs admitted earlier in
-this cycle, jobs another preemptor already took. A team within its nominal is
+this cycle, jobs another preemptor already took, jobs being stopped already
+that the cluster refuses to stop (`RunningJob.stopping`). A team within its nominal is
 never preempted by another team (R7): its jobs are simply not in group 1.
 
 The set is found as Kueue does: take the first eligible job of the whole
@@ -215,12 +216,13 @@ class _Search:
             self.state.room, self.demand, [self.given], (freed[0], freed[1], freed[2]))
 
     def own_eligible(self, h: Holder) -> bool:
-        return (not h.taken and not h.fresh
+        return (not h.taken and not h.fresh and not h.stopping
                 and own_candidate(h.tier, h.started, self.tier.value, self.guard_since))
 
     @staticmethod
     def other_eligible(h: Holder) -> bool:
-        return not h.taken and not h.fresh and h.tier is not None and h.tier.preemptible
+        return (not h.taken and not h.fresh and not h.stopping
+                and h.tier is not None and h.tier.preemptible)
 
     def may_reclaim(self, gone: Vector = (0, 0, 0)) -> bool:
         """Returns whether the preemptor's team ends within nominal (R6), with

@@ -88,6 +88,7 @@ class Standing:
     module docstring): changed only through `add`, `remove` and `replace`."""
 
     def __init__(self, nodes: tuple[Node, ...], tiers: Iterable[Tier], settings: Settings) -> None:
+        self.nodes = tuple(nodes)
         self.names = [n.name for n in nodes]
         self.index = {n.name: i for i, n in enumerate(nodes)}
         self.tiers = {t.name: t for t in tiers}

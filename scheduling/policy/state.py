@@ -49,15 +49,18 @@ class Holder:
     end: int | None = None
     # The index of the GPU type its GPUs are of (types.py); None: no type.
     kind: int | None = None
+    # Being preempted already by an earlier cycle, the cluster refusing to
+    # stop it (RunningJob.stopping): never a victim.
+    stopping: bool = False
 
     @classmethod
     def of(cls, id: str, team: str | None, tier: Tier | None, started: int, usage: Vector,
            on_nodes: dict[int, Vector], fresh: bool = False, *, end: int | None = None,
-           saved: int | None = None, kind: int | None = None) -> Holder:
+           saved: int | None = None, kind: int | None = None, stopping: bool = False) -> Holder:
         """Returns a holder with its victim order key; `saved` is its last
         reported checkpoint, if any."""
         key = (tier.value if tier else 0, -(started if saved is None else saved), id_order(id))
-        return cls(id, team, tier, started, usage, on_nodes, key, fresh, False, end, kind)
+        return cls(id, team, tier, started, usage, on_nodes, key, fresh, False, end, kind, stopping)
 
     @property
     def steady(self) -> bool:
@@ -224,6 +227,7 @@ class State:
         (cordoned, tainted), holds no room; the usage still counts against quota.
         """
         index, tiers, by_team = self.room.index, self._tiers, self._running
+        every = self.empty.index  # every node, for the type a job naming none counts in
         # Room taken per node, as GPU, CPU and memory columns in node order.
         size = len(self.room.gpu)
         taken_gpu, taken_cpu, taken_memory = [0] * size, [0] * size, [0] * size
@@ -252,7 +256,7 @@ class State:
                         taken_cpu[i] += rc
                         taken_memory[i] += rm
             tier = tiers.get(job.tier) if job.tier else None
-            kind = None if types is None else types.running_kind(job, index)
+            kind = None if types is None else types.running_kind(job, every)
             key = (job.team, tier is not None and not tier.preemptible, kind)
             add_to(per_team, key, g, c, m)
             by_team.get(job.team, by_team[None]).append(job)
@@ -263,10 +267,12 @@ class State:
     def _indexes(self, standing: Standing, snapshot: Snapshot) -> bool:
         """Returns whether `standing` holds this snapshot's running jobs as
         `_charge_running` would file them: its very `running` tuple, on the
-        nodes of this room, with the snapshot's tiers and settings, every job
+        snapshot's nodes as they are (their sizes too, which its kept room
+        is of), all of them schedulable, with the snapshot's tiers and settings, every job
         of a listed team or outside usage, and with GPU types every job
         holding GPUs naming one of the snapshot's types."""
         return (snapshot.running is standing.running
+                and standing.nodes == snapshot.nodes
                 and standing.names == self.room.names
                 and standing.tiers == self._tiers
                 and standing.settings == self.settings
@@ -347,7 +353,8 @@ class State:
                 job.id, job.team, self._tiers.get(job.tier) if job.tier else None, job.started,
                 usage, on_nodes, end=expected_end(job, self.now, self.settings),
                 saved=job.checkpointed,
-                kind=None if types is None else types.running_kind(job, self.room.index))
+                kind=None if types is None else types.running_kind(job, self.empty.index),
+                stopping=job.stopping)
         return holder
 
     def own_victims(self, team: str, value: int,
@@ -373,7 +380,8 @@ class State:
             jobs = standing.below(team, value, None if self.kind is None
                                   else self.types.names[self.kind])
         for job in jobs:
-            if not own_candidate(tiers.get(job.tier) if job.tier else None, job.started, value, since):
+            if job.stopping or not own_candidate(tiers.get(job.tier) if job.tier else None, job.started,
+                                                 value, since):
                 continue
             holder = made.get(job.id)
             if holder is None:

@@ -110,7 +110,10 @@ class Types:
 
     def running_kind(self, job: RunningJob, node_index: dict[str, int]) -> int | None:
         """Returns the type index a running job's GPUs count against, or None
-        for a job without GPUs (or of a type the cluster no longer has)."""
+        for a job without GPUs (or of a type the cluster no longer has).
+        `node_index` places every node of the snapshot, those that take no
+        new pods too (`ever_kinds`): a job naming no type that runs on a
+        cordoned node still counts in its node's type's quota."""
         if not any(g.gpu for g in job.replicas):
             return None
         if job.gpu_type is not None:
@@ -120,7 +123,7 @@ class Types:
             for _ in range(group.count):
                 if group.gpu:
                     i = node_index.get(job.nodes[k])
-                    kind = -1 if i is None else self.node_kinds[i]
+                    kind = -1 if i is None else self.ever_kinds[i]
                     return None if kind < 0 else kind
                 k += 1
         return None

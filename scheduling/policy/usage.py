@@ -42,7 +42,7 @@ def team_gpus(snapshot: Snapshot, admitted: Sequence[Admission], waiting: Iterab
         return _figures(snapshot, snapshot.running, admitted, list(waiting), state.quota)
     quotas = state.quotas
     assert quotas is not None  # a state with types has a quota per type
-    index = state.room.index
+    index = state.empty.index  # every node: a job on a cordoned one counts in its type
     pending = {job.id: job for job in snapshot.pending}
     teams = {t.name: t for t in snapshot.teams}
     waiting = list(waiting)

@@ -55,8 +55,9 @@ def test_its_team_is_not_admitted_into_the_quota_it_holds_while_the_suspend_is_r
     assert victim.state == Job.State.PREEMPTING and not _suspended(fake)
     assert urgent.state == Job.State.QUEUED and _created(fake, "maps") == [], "n2 is free, maps' quota is not"
     assert next(team for team in result.gpu_usage if team["team"] == "maps")["used"] == 8
-    assert urgent.reason.startswith(f"Waiting: it would preempt job bert-kubectl (#{victim.pk}), which is being "
-                                    "preempted already but which the cluster refuses to stop")  # fmt: skip
+    # Never a victim again while it is being stopped (RunningJob.stopping): nobody else to preempt, the job waits.
+    assert urgent.reason.startswith("Waiting for quota: needs 8 GPUs; team maps uses 8 of its 8 nominal")
+    assert victim.preemption_count == 1
     assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
 
 

@@ -93,11 +93,10 @@ def test_while_the_cluster_refuses_to_stop_it_its_team_is_not_admitted_into_the_
     assert low.state == Job.State.PREEMPTING and not SimJob.objects.get(job_id=low.pk).suspended
     assert urgent.state == Job.State.QUEUED and not SimJob.objects.filter(job_id=urgent.pk).exists()
     assert next(team for team in result.gpu_usage if team["team"] == "maps")["used"] == 8
-    assert urgent.reason == (
-        f"Waiting: it would preempt job low (#{low.pk}), which is being preempted already but which the cluster "
-        "refuses to stop, so it could not make room. Nobody was preempted for it; tried again in 60 s, with its "
-        "place kept.")
-    assert urgent.events.last().message == urgent.reason
+    # Never a victim again while it is being stopped (RunningJob.stopping): nobody else to preempt, the job waits.
+    assert urgent.reason == ("Waiting for quota: needs 8 GPUs; team maps uses 8 of its 8 nominal and may borrow only "
+                             "0 more (its borrowing limit is 0); it starts when jobs of the team free 8 GPUs.")
+    assert low.preemption_count == 1
     assert low.events.filter(code=Because.STOP_REFUSED).count() == 1, "said once, however often it is asked"
     assert _promises(cluster) == []
 
@@ -179,3 +178,28 @@ def test_the_invariants_count_a_victim_the_cluster_refuses_to_stop_in_its_team_a
     Job.objects.filter(pk=urgent.pk).update(state=Job.State.ADMITTED, placement=low.placement)
     assert _promises(cluster) == [f"node {low.placement[0]} holds 16 GPUs of admitted jobs, above its 8",
                                   "team maps holds 16 GPUs, above 8 + 0"]  # fmt: skip
+
+
+def test_the_job_it_was_preempted_for_takes_another_victim_instead(maps, submit, cluster, clock):
+    maps.quotas.filter(resource="gpu").update(nominal=16, borrowing_limit=0)
+    first = submit(name="first", tier="experiment", replicas=WHOLE_NODE, simulate={"duration": 72000})
+    second = submit(name="second", tier="experiment", replicas=WHOLE_NODE, simulate={"duration": 72000})
+    admission_cycle(cluster=cluster, now=clock())
+    reconcile(cluster=cluster, now=clock())
+    clock.tick(601)
+    webhook = Webhook(cluster, protected={_object_name(first)})
+    urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 600})
+    admission_cycle(cluster=webhook, now=clock())  # takes `first` (least unsaved work), whose stop is refused
+    first.refresh_from_db()
+    assert first.state == Job.State.PREEMPTING
+
+    for _ in range(3):  # past the first backoff; `first` is never taken again
+        clock.tick(140)
+        reconcile(cluster=webhook, now=clock())
+        admission_cycle(cluster=webhook, now=clock())
+        assert _promises(cluster) == []
+
+    first.refresh_from_db(), second.refresh_from_db(), urgent.refresh_from_db()
+    assert urgent.state in (Job.State.ADMITTED, Job.State.RUNNING)
+    assert second.state == Job.State.QUEUED and second.preemption_count == 1
+    assert first.state == Job.State.PREEMPTING and first.preemption_count == 1
