@@ -7,7 +7,8 @@ job runs there on its placement, each ended one is kept there ended (as for
 ENDED_JOB_RETENTION). Then, on a virtual clock that moves only when a case says so,
 it runs the real loop (`loop.admission_cycle`, `reconcile.reconcile`) and prints,
 per case, the median CPU and wall time, the queries, the rows written (inserted,
-updated or deleted) and what the cycle decided:
+updated or deleted) and what the cycle decided, with a digest of every decision so far
+(`decisions_digest`: two runs that print the same digests decided alike):
 
 - a steady queue: nothing changed since the last cycle (rows written should be ~0);
 - right after a batch of submissions (`--batch`, spread over the teams and tiers);
@@ -61,10 +62,10 @@ PHASES = (
 
 
 class Clock:
-    """Virtual time shared by the simulated cluster and the loop."""
+    """Virtual time shared by the simulated cluster and the loop; `start` is the seeded world's moment."""
 
     def __init__(self, now: datetime):
-        self.now = now
+        self.start = self.now = now
 
     def __call__(self) -> datetime:
         return self.now
@@ -118,6 +119,7 @@ def seed() -> Clock:
     from django.db import connection
     from django.db.models import Prefetch
 
+    from bench.pages_bench import JOBS
     from bench.pages_bench import seed as seed_pages
     from jobs.models import Job
     from scheduling.cluster.job_manifests import job_manifest
@@ -126,7 +128,7 @@ def seed() -> Clock:
     from scheduling.snapshot import to_cluster_job
     from tenants.models import Quota
 
-    seed_pages()
+    seed_pages(JOBS)
     rng, now = random.Random(11), Cycle.objects.get().started_at
     SimNode.objects.bulk_create(SimNode(name=node.name, gpu=node.gpu, cpu=node.cpu, memory=node.memory)
                                 for node in ClusterNode.objects.all())  # fmt: skip
@@ -267,27 +269,27 @@ def measure(clock: Clock, options) -> None:
                 return
 
     first = run(admission_cycle, cluster=cluster, clock=clock)
-    report("first cycle on the seeded world", [first])
+    report("first cycle on the seeded world", [first], clock)
     settle()
     steady = [run(admission_cycle, cluster=cluster, clock=clock) for _ in range(options.runs)]
-    report("cycle, steady queue", steady)
+    report("cycle, steady queue", steady, clock)
     plan_split(cluster, clock)
     passes = [run(reconcile, cluster=cluster, clock=clock) for _ in range(options.runs)]
-    report("reconcile, steady", passes)
+    report("reconcile, steady", passes, clock)
     after_submit = []
     for _ in range(options.runs):
         submit_batch(options.batch, clock, rng, counter)
         after_submit.append(run(admission_cycle, cluster=cluster, clock=clock))
         settle()
-    report(f"cycle after {options.batch} submissions", after_submit)
+    report(f"cycle after {options.batch} submissions", after_submit, clock)
     ends, after_ends = [], []
     for _ in range(options.runs):
         clock.tick(60)
         ends.append(run(reconcile, cluster=cluster, clock=clock))
         after_ends.append(run(admission_cycle, cluster=cluster, clock=clock))
         settle()
-    report("reconcile after a minute of jobs ending", ends)
-    report("cycle after those jobs ended", after_ends)
+    report("reconcile after a minute of jobs ending", ends, clock)
+    report("cycle after those jobs ended", after_ends, clock)
     if options.profile:
         profile("steady cycle", lambda: admission_cycle(cluster=cluster, now=clock()))
         profile("steady reconcile", lambda: reconcile(cluster=cluster, now=clock()))
@@ -318,7 +320,7 @@ def plan_split(cluster, clock: Clock) -> None:
           f"{figures[0]:.3f} s CPU without estimated starts, {figures[1]:.3f} s with\n")  # fmt: skip
 
 
-def report(name: str, runs: list[dict]) -> None:
+def report(name: str, runs: list[dict], clock: Clock) -> None:
     def median(key):
         return statistics.median(r[key] for r in runs)
 
@@ -342,7 +344,30 @@ def report(name: str, runs: list[dict]) -> None:
                 cpu, wall, queries = cpu - record_waits[0], wall - record_waits[1], queries - record_waits[2]
             parts.append(f"{phase} {cpu:.3f}/{wall:.3f} s {queries}q")
         print("  phases of the last run (CPU/wall, queries): " + "; ".join(parts))
+    print(f"  decisions so far: {decisions_digest(clock.start)}")
     print()
+
+
+def decisions_digest(start: datetime) -> str:
+    """Returns a digest of what the loop and the simulated cluster decided so far: each job's state and
+    placement, and each simulated job's nodes, start, end, outcome and suspension (times as seconds from
+    the seeded moment `start`, so that runs on other days compare). Not timed: it is printed after a case."""
+    import hashlib
+
+    from jobs.models import Job
+    from scheduling.models import SimJob
+
+    def since(at: datetime | None) -> float | None:
+        return None if at is None else round((at - start).total_seconds(), 6)
+
+    digest = hashlib.sha256()
+    for row in Job.objects.order_by("pk").values_list("pk", "state", "placement"):
+        digest.update(repr(row).encode())
+    sims = SimJob.objects.order_by("job_id").values_list("job_id", "nodes", "started_at", "finished_at", "suspended",
+                                                          "succeeded")  # fmt: skip
+    for job_id, nodes, started, finished, suspended, succeeded in sims:
+        digest.update(repr((job_id, nodes, since(started), since(finished), suspended, succeeded)).encode())
+    return digest.hexdigest()[:16]
 
 
 def profile(name: str, call) -> None:

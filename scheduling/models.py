@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db import models
+import zlib
+
+from django.db import connections, models, transaction
 from django.db.models import Q
 
 
@@ -139,6 +141,14 @@ class SimNode(models.Model):
     memory = models.BigIntegerField(default=512 * 1024**3)
     schedulable = models.BooleanField(default=True)
     labels = models.JSONField(default=dict, blank=True, help_text="Node labels, e.g. nvidia.com/gpu.product.")
+    # What the jobs running here take, kept by the simulated cluster as they start and stop (under
+    # `lock_simulated_room`), so that a create or a suspend reads the nodes it may use, not every running
+    # job. NULL until counted: a node added since the last pass (by seed_demo, the admin or a test), or
+    # one a delete from outside the cluster left unsure (`SimJobQuerySet.delete`), is counted from the
+    # running jobs at the next pass (`simulated_replicas.count_uncounted`).
+    gpu_used = models.IntegerField(null=True, blank=True, help_text="GPUs its running jobs take; empty: not counted.")
+    cpu_used = models.BigIntegerField(null=True, blank=True, help_text="Millicores its running jobs take.")
+    memory_used = models.BigIntegerField(null=True, blank=True, help_text="Bytes its running jobs take.")
 
     class Meta:
         ordering = ["name"]
@@ -163,8 +173,50 @@ class SimClaim(models.Model):
         return f"{self.namespace}/{self.name}"
 
 
+SIMULATED_ROOM_LOCK = zlib.crc32(b"simulated-cluster-room")  # the key of `lock_simulated_room`
+
+
+def lock_simulated_room(using: str = "default") -> None:
+    """Holds the simulated cluster's room (its jobs' starts and ends, and what they take of its nodes) to
+    the end of the current transaction; waits while another transaction holds it. Returns nothing.
+
+    Every write and every pass of the simulated cluster takes it first: two creates then never both
+    take a node's last room, and no two writers lock job and node rows in opposite orders. Node row
+    locks in a fixed order would not do: reconcile suspends a job and places what its room lets start
+    in one transaction, so it holds that job's nodes while it locks others. On PostgreSQL an advisory
+    lock; SQLite (the demo) runs every transaction IMMEDIATE, which already lets one writer in at a time.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SIMULATED_ROOM_LOCK])
+
+
+class SimJobQuerySet(models.QuerySet):
+    def delete(self):
+        """Deletes these jobs as `QuerySet.delete` does, and leaves the nodes a running one of them ran on
+        to be counted again at the simulated cluster's next pass (their used figures NULL), in the same
+        transaction: a job deleted around the cluster (by the admin, `kubectl delete` of an outside job, a
+        test's hand) then frees its room as it would on Kubernetes. The cluster's own deletes stop a running
+        job first (`SimulatedCluster.delete_job`), giving its room back exactly, and leave nothing to count."""
+        with transaction.atomic(using=self.db, savepoint=False):
+            lock_simulated_room(self.db)
+            running = self.filter(started_at__isnull=False, finished_at__isnull=True).select_for_update()
+            ran_on = {node for nodes in running.values_list("nodes", flat=True) for node in nodes}
+            if ran_on:
+                SimNode.objects.using(self.db).filter(name__in=ran_on).update(gpu_used=None, cpu_used=None,
+                                                                              memory_used=None)  # fmt: skip
+            return super().delete()
+
+    delete.alters_data = True
+    delete.queryset_only = True  # as QuerySet.delete: never `SimJob.objects.delete()`, which would delete them all
+
+
 class SimJob(models.Model):
     """A job as the simulated cluster holds it: created, suspended, running or ended."""
+
+    objects = SimJobQuerySet.as_manager()
 
     job_id = models.BigIntegerField(unique=True)
     namespace = models.CharField(max_length=63)
@@ -197,6 +249,13 @@ class SimJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def delete(self, using=None, keep_parents=False):
+        """Deletes this job through `SimJobQuerySet.delete` (the admin deletes one object so), so that its
+        nodes are counted again if it ran; returns what that returns."""
+        return type(self).objects.using(using or self._state.db).filter(pk=self.pk).delete()
+
+    delete.alters_data = True
 
 
 class SimOutsideJob(models.Model):

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, FloatField, Func, Q, QuerySet
 from django.utils import timezone
 
 from scheduling.cluster import job_manifests, node_types, simulated_logs, simulated_outside, simulated_replicas
@@ -42,7 +42,7 @@ from scheduling.cluster.base import (
     TrialResult,
     check_claims,
 )
-from scheduling.models import SimClaim, SimJob, SimNode
+from scheduling.models import SimClaim, SimJob, SimNode, lock_simulated_room
 
 
 CORDONED = "cordoned"  # why a simulated node takes no new job: the only way it does
@@ -142,6 +142,7 @@ class SimulatedCluster:
                 return
             if sim.started_at:
                 sim.progress = simulated_logs.saved_progress(sim, now)
+                _stop(sim)
             sim.suspended, sim.started_at, sim.nodes = True, None, []
             sim.save(update_fields=["suspended", "started_at", "nodes", "progress"])
         self.advance()
@@ -150,7 +151,13 @@ class SimulatedCluster:
         """Delete the job of that kind and name; one of another kind is left alone, a missing one is success."""
         with transaction.atomic():
             _lock_unfinished()
-            SimJob.objects.filter(namespace=namespace, name=name, kind=kind).delete()
+            doomed = SimJob.objects.filter(namespace=namespace, name=name, kind=kind)
+            # Its pods stop first, giving their room back, so the delete leaves no node to count again.
+            running = doomed.filter(started_at__isnull=False, finished_at__isnull=True)
+            for sim in running.select_for_update().defer("manifest"):
+                _stop(sim)
+                sim.save(update_fields=["started_at", "nodes"])
+            doomed.delete()
         self.advance()
 
     def claims(self, namespace: str) -> list[ClaimInfo]:
@@ -202,13 +209,17 @@ class SimulatedCluster:
     def advance(self) -> None:
         """End the jobs whose time is up, then start, in creation order, the jobs that now fit.
 
-        Every create and suspend passes here over every unfinished job (2,000 running on a busy
-        cluster, 80 such calls in a cycle), so each is read as a few values (`_Pass`), what its replicas
-        need from its row; only the jobs this pass ends or starts are read as models, and written.
+        Every create and suspend passes here (80 such calls in a cycle on a busy cluster), so it reads
+        only the unfinished jobs it may change: those waiting, those whose time is up (found by the
+        database, `_moving`) and those stored without their replicas, each as a few values (`_Pass`); the
+        room left comes from the nodes' kept figures (`simulated_replicas`), read only for the nodes that
+        could take a replica waiting, never summed over the running jobs. The jobs this pass ends or
+        starts are read as models, and written, with their nodes' figures.
         """
         now = self.clock()
         with transaction.atomic():
-            rows = [_Pass(*values) for values in _unfinished().values_list(*_Pass._fields)]
+            _lock_unfinished()
+            rows = [_Pass(*values) for values in _moving(now).values_list(*_Pass._fields)]
             jobs = SimJob.objects.defer("manifest").in_bulk(
                 [row.pk for row in rows if row.replicas is None or row.waiting or row.due(now)])
             for index, row in enumerate(rows):
@@ -217,32 +228,32 @@ class SimulatedCluster:
                     job.replicas = simulated_replicas.from_manifest(job.manifest)
                     job.save(update_fields=["replicas"])
                     rows[index] = row._replace(replicas=job.replicas)
-            ended = set()
-            for row in rows:
-                if row.due(now):
-                    job = jobs[row.pk]
-                    done = job.started_at + timedelta(seconds=job.duration - job.progress)
-                    job.finished_at, job.succeeded = min(done, now), not job.fail
-                    job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
-                    job.nodes = []
-                    job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
-                    ended.add(row.pk)
-            schedulable = list(SimNode.objects.filter(schedulable=True))
-            free = {node.name: [node.gpu, node.cpu, node.memory] for node in schedulable}
-            labels = {node.name: {str(k): str(v) for k, v in (node.labels or {}).items()} for node in schedulable}
-            for row in rows:
-                if row.started_at and row.pk not in ended:
-                    for node, need in zip(row.nodes, simulated_replicas.needs_of(row.replicas)):
-                        if node in free:
-                            _take(free[node], need)
-            for row in rows:
-                if not row.waiting:
-                    continue
+            ending = [row for row in rows if row.due(now)]
+            waiting = [row for row in rows if row.waiting]
+            if ending or waiting:
+                simulated_replicas.count_uncounted()  # before any figure moves: it counts what runs now
+            freed: list[tuple[list[str], list[dict]]] = []
+            for row in ending:
+                job = jobs[row.pk]
+                done = job.started_at + timedelta(seconds=job.duration - job.progress)
+                job.finished_at, job.succeeded = min(done, now), not job.fail
+                job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
+                freed.append((job.nodes, row.replicas))
+                job.nodes = []
+                job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
+            simulated_replicas.give_back(simulated_replicas.taken(freed))
+            if not waiting:
+                return
+            free, labels = simulated_replicas.room(_least(simulated_replicas.needs_of(row.replicas) for row in waiting))
+            placed: list[tuple[list[str], list[dict]]] = []
+            for row in waiting:
                 job = jobs[row.pk]
                 nodes = _place(job, free, labels)
                 if nodes is not None:
                     job.started_at, job.nodes = now, nodes
                     job.save(update_fields=["started_at", "nodes"])
+                    placed.append((nodes, row.replicas))
+            simulated_replicas.take(simulated_replicas.taken(placed))
 
     def _duration(self, job: ClusterJob) -> int:
         if job.sim_duration:
@@ -270,7 +281,7 @@ def cordon(name: str, *, schedulable: bool = False) -> bool:
 
 
 class _Pass(NamedTuple):
-    """What `advance` reads of every unfinished job."""
+    """What `advance` reads of each unfinished job it may change (`_moving`)."""
 
     pk: int
     started_at: datetime | None
@@ -291,20 +302,54 @@ class _Pass(NamedTuple):
 
 
 def _lock_unfinished() -> None:
-    """Locks every unfinished simulated job, in one order (`_unfinished`'s), reading their ids only.
+    """Locks the unfinished simulated jobs and the room they take against every other write, all at once
+    (`lock_simulated_room`), to the end of the caller's transaction.
 
-    Every write takes these locks first, and holds them to the end of the caller's transaction: a
-    write that locked its own job first and the others later, as `advance` does, could deadlock
-    with another transaction doing the same the other way round. A write then calls `advance`,
-    which reads the rows themselves: read here too, every create and suspend of a cycle read every
-    running job's manifest twice.
+    Every write and every pass (`advance`) takes it first, then locks the rows it changes: a write that
+    locked its own job first and the others later could deadlock with another transaction doing the
+    same the other way round. It used to lock every unfinished job row by row (2,000 on a busy cluster,
+    at each of a cycle's 80 creates and suspends); one lock costs the same for any number of jobs.
     """
-    list(_unfinished().values_list("pk", flat=True))
+    lock_simulated_room()
 
 
-def _unfinished() -> QuerySet[SimJob]:
-    """The unfinished simulated jobs in creation order, each locked as it is read (`_lock_unfinished`)."""
-    return SimJob.objects.select_for_update().filter(finished_at__isnull=True).order_by("created_at", "job_id")
+def _moving(now: datetime) -> QuerySet[SimJob]:
+    """The unfinished simulated jobs a pass at `now` may change, in creation order, each locked as it is read:
+    those waiting for room, those stored without their replicas, and those whose time is up by the
+    database's reckoning, with a second to spare (`_Pass.due` then decides to the microsecond)."""
+    waiting = Q(started_at__isnull=True, suspended=False)
+    due = Q(started_at__isnull=False, ends__lte=now.timestamp() + 1)
+    unfinished = SimJob.objects.select_for_update().filter(finished_at__isnull=True)
+    ends = _Epoch(F("started_at")) + F("duration") - F("progress")
+    return unfinished.alias(ends=ends).filter(waiting | due | Q(replicas__isnull=True)).order_by("created_at", "job_id")
+
+
+class _Epoch(Func):
+    """Seconds from 1970 to a datetime, in SQL: PostgreSQL's EXTRACT, or SQLite's julianday (the demo's
+    database, which stores a datetime as text)."""
+
+    output_field = FloatField()
+    template = "EXTRACT(EPOCH FROM %(expressions)s)"
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, template="((julianday(%(expressions)s) - 2440587.5) * 86400.0)",
+                           **extra_context)  # fmt: skip
+
+
+def _least(needs: Iterable[list[simulated_replicas.Need]]) -> simulated_replicas.Need:
+    """Returns the least GPUs, CPU and memory (each on its own) that one of these replicas needs (of each
+    job's, `needs_of`); (0, 0, 0) when there are none."""
+    every = [need for job in needs for need in job]
+    if not every:
+        return 0, 0, 0
+    return min(need[0] for need in every), min(need[1] for need in every), min(need[2] for need in every)
+
+
+def _stop(sim: SimJob) -> None:
+    """Stops a running job's pods: gives their room back to its nodes, and clears its start and nodes on the
+    row as read (the caller saves them)."""
+    simulated_replicas.give_back(simulated_replicas.taken_by(sim))
+    sim.started_at, sim.nodes = None, []
 
 
 def _take(room: list[int], need: tuple[int, int, int]) -> None:

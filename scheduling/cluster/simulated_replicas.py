@@ -1,19 +1,28 @@
 """What each replica of a simulated job needs, kept on its row (`SimJob.replicas`) so the cluster never
-parses a manifest to run a pass.
+parses a manifest to run a pass, and what the running replicas take of each node (`SimNode.gpu_used`,
+`cpu_used`, `memory_used`), so a pass never sums them over every running job.
 
-Every create, suspend and status read of the simulated cluster places or counts every unfinished job's
-replicas: reading them from 2,000 stored manifests at each of a cycle's creates and suspends cost that
-cycle 20 s of CPU (docs/loop-bench.md). They are read from the manifest once, when the job is created
-or resumed, in the shape below, and each pass reads those few numbers.
+Reading the replicas from 2,000 stored manifests at each of a cycle's creates and suspends cost that
+cycle 20 s of CPU, and summing them over the 2,000 running jobs to find the room left still cost it 7 s
+(docs/loop-bench.md). The replicas are read from the manifest once, when the job is created or resumed,
+in the shape below; what they take is added to their nodes when the job starts and taken off when it
+ends, is suspended or deleted, in the transaction that starts or stops it, under
+`models.lock_simulated_room`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from django.db.models import BigIntegerField, F, Value
+
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
 from scheduling.cluster import job_manifests
-from scheduling.models import SimJob
+from scheduling.models import SimJob, SimNode
 
 Need = tuple[int, int, int]  # (GPUs, CPU millicores, memory bytes) of one replica
+Room = list[int]  # [GPUs, CPU millicores, memory bytes] left on a node, or taken there
+USED = ("gpu_used", "cpu_used", "memory_used")  # SimNode's figures of what its running jobs take, as Room
 
 
 def from_manifest(manifest: dict) -> list[dict]:
@@ -57,3 +66,77 @@ def terms(job: SimJob) -> list[list[dict]]:
 def names(job: SimJob) -> list[str]:
     """Returns "worker-0", "worker-1", ... for every replica, in the manifest's order."""
     return [f"{group['role'].lower()}-{index}" for group in groups(job) for index in range(group["count"])]
+
+
+def taken(running: Iterable[tuple[list[str], list[dict]]]) -> dict[str, Room]:
+    """Returns what the replicas of these jobs take on each node, summed: each job as its nodes (one per
+    replica, in order) and its replica groups (`SimJob.replicas`, as read)."""
+    result: dict[str, Room] = {}
+    for nodes, stored in running:
+        for node, need in zip(nodes, needs_of(stored)):
+            room = result.setdefault(node, [0, 0, 0])
+            for index, amount in enumerate(need):
+                room[index] += amount
+    return result
+
+
+def taken_by(job: SimJob) -> dict[str, Room]:
+    """Returns what a running job takes on each of its nodes (its replicas read from its manifest for a row
+    written without them)."""
+    return taken([(job.nodes, groups(job))])
+
+
+def count_uncounted() -> None:
+    """Counts what runs on each node not counted yet (its used figures NULL: added since, or left unsure by a
+    delete from outside the cluster) from every running job; returns nothing. The one pass over them all,
+    made only when such a node exists. The caller holds `lock_simulated_room`."""
+    uncounted = list(SimNode.objects.filter(gpu_used__isnull=True).order_by("name").only("name"))
+    if not uncounted:
+        return
+    running = SimJob.objects.filter(started_at__isnull=False, finished_at__isnull=True)
+    stored = list(running.filter(replicas__isnull=False).values_list("nodes", "replicas"))
+    legacy = [(job.nodes, groups(job)) for job in running.filter(replicas__isnull=True).only("nodes", "manifest")]
+    counted = taken(stored + legacy)
+    for node in uncounted:
+        node.gpu_used, node.cpu_used, node.memory_used = counted.get(node.name, [0, 0, 0])
+    SimNode.objects.bulk_update(uncounted, list(USED), batch_size=500)
+
+
+def take(placed: dict[str, Room]) -> None:
+    """Adds what jobs that start take to their nodes (`taken`); returns nothing. Node by node in name order;
+    one that is gone is left gone, one not counted yet stays so."""
+    _add(placed, 1)
+
+
+def give_back(freed: dict[str, Room]) -> None:
+    """Takes what jobs that stop took off their nodes (`taken`), as `take` adds it; returns nothing."""
+    _add(freed, -1)
+
+
+def _add(amounts: dict[str, Room], sign: int) -> None:
+    for name in sorted(amounts):
+        if any(amounts[name]):
+            changes = {field: F(field) + _big(sign * amount) for field, amount in zip(USED, amounts[name])}
+            SimNode.objects.filter(name=name).update(**changes)
+
+
+def _big(amount: int) -> Value:
+    """`amount` as a 64-bit SQL value: Django sends a bare int in an expression as a 32-bit integer on
+    PostgreSQL, which wrapped 4 GiB of memory round to 0."""
+    return Value(amount, output_field=BigIntegerField())
+
+
+def room(smallest: Need) -> tuple[dict[str, Room], dict[str, dict[str, str]]]:
+    """Returns the room left on each schedulable node with room for `smallest` (the least, in each figure,
+    that a replica to place needs: a node with less can take none of them, so it is not read), and those
+    nodes' labels. Nodes are counted first (`count_uncounted`)."""
+    least_gpu, least_cpu, least_memory = smallest
+    nodes = SimNode.objects.filter(schedulable=True, gpu__gte=F("gpu_used") + _big(least_gpu),
+                                   cpu__gte=F("cpu_used") + _big(least_cpu),
+                                   memory__gte=F("memory_used") + _big(least_memory))  # fmt: skip
+    free, labels = {}, {}
+    for name, gpu, cpu, memory, gpu_used, cpu_used, memory_used, node_labels in nodes.values_list(
+            "name", "gpu", "cpu", "memory", *USED, "labels"):  # fmt: skip
+        free[name] = [gpu - gpu_used, cpu - cpu_used, memory - memory_used]
+        labels[name] = {str(k): str(v) for k, v in (node_labels or {}).items()}
+    return free, labels
