@@ -44,7 +44,7 @@ from .eta import estimate_starts
 from .eta_typed import estimate_typed
 from .hopeless import Hopeless
 from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
-from .order import admission_order, first_quota, r3_sorted
+from .order import R3Queue, admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
 from .reasons import Code, amounts, replicas_text
@@ -66,7 +66,7 @@ class Fit(IntEnum):
 
 
 def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True,
-         standing: Standing | None = None) -> Plan:
+         standing: Standing | None = None, queue: R3Queue | None = None) -> Plan:
     """Returns the plan for `snapshot`: who is admitted (with placement and
     victims), who waits (position, reason, estimated start), who is rejected,
     and the room reserved for starving jobs.
@@ -77,10 +77,13 @@ def plan(snapshot: Snapshot, *, with_eta: bool = True, with_waits: bool = True,
     `standing`, given by a caller that keeps its running jobs indexed from
     one cycle to the next (standing.py, the trace replay), is read instead
     of going over every running job when `snapshot.running` is its
-    `running`; the plan is the same.
+    `running`; the plan is the same. `queue`, given by a caller that keeps
+    its pending jobs in R3 order from one cycle to the next (order.py),
+    saves sorting them when `snapshot.pending` is its `pending`; the plan
+    is the same.
     Pure and deterministic: the same snapshot always gives the same plan.
     """
-    made = decide(snapshot, with_waits=with_waits, standing=standing)
+    made = decide(snapshot, with_waits=with_waits, standing=standing, queue=queue)
     state, holds, waiting = made.state, made.holds, made.waiting
 
     # 4. Positions among waiting jobs, in R3 order.
@@ -135,10 +138,10 @@ class Decisions:
 
 
 def decide(snapshot: Snapshot, *, with_waits: bool = True,
-           standing: Standing | None = None) -> Decisions:
+           standing: Standing | None = None, queue: R3Queue | None = None) -> Decisions:
     """Returns the admissions, rejections, waits and reservations of one
-    cycle, before positions and estimates (phases 1-3); `standing` as `plan`
-    reads it."""
+    cycle, before positions and estimates (phases 1-3); `standing` and
+    `queue` as `plan` reads them."""
     tiers = {t.name: t for t in snapshot.tiers}
     teams = {t.name: t for t in snapshot.teams}
     now = snapshot.now
@@ -158,7 +161,9 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
     # (shape, GPU type) -> whether it fits only with nodes that take no new pods, and why
     unplaceable: dict[tuple[Demand, int | None], tuple[Code, str] | None] = {}
     rejected: list[Rejection] = []
-    queue: list[PendingJob] = []
+    # Already in R3 order when the caller's queue vouches for the snapshot's.
+    in_order = queue is not None and queue.orders(snapshot.pending, tiers)
+    kept: list[PendingJob] = []
     for job in snapshot.pending:
         demand = job.demand
         kinds = (None,) if types is None else types.candidates(job, teams[job.team])
@@ -174,7 +179,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
             verdict = verdicts[key] = reject_typed(job, kinds, teams[job.team], tiers[job.tier],
                                                    state, empty)
         if verdict is None:
-            queue.append(job)
+            kept.append(job)
             kinds_of[job.id] = kinds if types is None else tuple(k for k in kinds if k != -1)
             if state.open is not None:
                 found = closed_types(demand, kinds_of[job.id], state, unplaceable)
@@ -182,7 +187,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
                     closed[job.id] = found
         else:
             rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
-    queue = r3_sorted(queue, tiers)
+    ordered = kept if in_order else r3_sorted(kept, tiers)
 
     # 3. Admit in order.
     admitted: list[Admission] = []
@@ -213,7 +218,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
                 job=holder.id, waited=duration(now - holder.queued))
         return reason
 
-    order = admission_order(queue, tiers, state.quota, skip_team,
+    order = admission_order(ordered, tiers, state.quota, skip_team,
                             None if types is None else first_quota(state, kinds_of))
     for job in order:
         demand = job.demand
@@ -328,7 +333,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
 
     state.select(None)
     rejected.sort(key=lambda r: r.id)
-    return Decisions(admitted, waiting, rejected, queue, state, holds.holds, kinds_of, closed)
+    return Decisions(admitted, waiting, rejected, ordered, state, holds.holds, kinds_of, closed)
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,

@@ -5,6 +5,16 @@ R9: within one tier value, when the next job would borrow and so competes for
 borrowable capacity, the first job of another team that would also borrow goes
 first if its team has a lower weighted dominant share (ties keep R3's order).
 Jobs that do not borrow keep R3's order.
+
+A caller that plans again and again over a queue that changes little from one
+plan to the next (the trace replay: a pass at every second something happens,
+over thousands of queued jobs) keeps its pending jobs in an `R3Queue` as they
+arrive and leave, and hands `plan` the snapshot whose `pending` is the queue's
+`pending` together with the queue: the cycle then takes that order as R3's
+instead of sorting the whole queue again. The plan is the same as without it:
+the cycle reads the queue only for the snapshot whose `pending` is the very
+tuple `pending` returned, on the tiers it was made for.
+`tests/policy/test_policy_r3_queue.py` compares plans with and without it.
 """
 
 from __future__ import annotations
@@ -12,13 +22,15 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .model import PendingJob, Tier
 from .quota import Quota
 
+R3Key = tuple[int, int, tuple[bool, int, str]]
 
-def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> tuple[int, int, tuple[bool, int, str]]:
+
+def r3_key(job: PendingJob, tiers: dict[str, Tier]) -> R3Key:
     """Returns the R3 sort key of a pending job."""
     return (-tiers[job.tier].value, job.queued, job.order)
 
@@ -30,6 +42,66 @@ def r3_sorted(jobs: list[PendingJob], tiers: dict[str, Tier]) -> list[PendingJob
     keyed = [(value[job.tier], job.queued, job.order, job) for job in jobs]
     keyed.sort()  # ids are unique: the job itself is never compared
     return [k[3] for k in keyed]
+
+
+class R3Queue:
+    """Pending jobs kept in R3 order as they come and go (see the module
+    docstring): changed only through `add`, `remove` and `replace`."""
+
+    def __init__(self, tiers: Iterable[Tier]) -> None:
+        self.tiers = {t.name: t for t in tiers}
+        self.keys: list[R3Key] = []  # R3 keys, in order
+        self.jobs: list[PendingJob] = []  # the job of each key
+        self.marks: dict[str, R3Key] = {}  # id -> its R3 key
+        self._pending: tuple[PendingJob, ...] | None = ()
+
+    @property
+    def pending(self) -> tuple[PendingJob, ...]:
+        """Returns the jobs in R3 order: the same tuple until one changes."""
+        if self._pending is None:
+            self._pending = tuple(self.jobs)
+        return self._pending
+
+    def orders(self, pending: tuple[PendingJob, ...], tiers: dict[str, Tier]) -> bool:
+        """Returns whether `pending` is the tuple `pending` returned while the
+        jobs stayed as they are, and `tiers` those the queue was made for:
+        whether `pending` is in R3 order under `tiers`."""
+        return pending is self._pending and tiers == self.tiers
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __contains__(self, job_id: str) -> bool:
+        return job_id in self.marks
+
+    def add(self, job: PendingJob) -> None:
+        """Adds a job that queued (again); raises ValueError when its id is held already."""
+        if job.id in self.marks:
+            raise ValueError(f"job {job.id} is queued already")
+        key = self.marks[job.id] = r3_key(job, self.tiers)
+        k = bisect_left(self.keys, key)
+        self.keys.insert(k, key)
+        self.jobs.insert(k, job)
+        self._pending = None
+
+    def remove(self, job_id: str) -> PendingJob:
+        """Takes out a job that started or was rejected; returns it."""
+        k = bisect_left(self.keys, self.marks.pop(job_id))
+        del self.keys[k]
+        self._pending = None
+        return self.jobs.pop(k)
+
+    def replace(self, job: PendingJob) -> None:
+        """Puts `job` in place of the queued job of the same id (a new estimate)."""
+        key = r3_key(job, self.tiers)
+        if key != self.marks[job.id]:  # another tier or queue time: another place
+            self.remove(job.id)
+            self.add(job)
+            return
+        k = bisect_left(self.keys, key)
+        if self.jobs[k] is not job:
+            self.jobs[k] = job
+            self._pending = None
 
 
 def admission_order(

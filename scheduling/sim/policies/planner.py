@@ -30,7 +30,8 @@ second something happens:
   `plan` reads instead of going over the running jobs;
 - the snapshot's queue is kept by the planner as jobs arrive, start, are
   rejected and are preempted, with counts of what it asks for per team, so
-  a pass never walks the cluster's queue to build it.
+  a pass never walks the cluster's queue to build it, and in R3's order,
+  which `plan` takes instead of sorting it (queue.py).
 
 `tests/sim/test_replay_invariants.py` replays with and without these
 shortcuts and requires the same outcome; `tests/sim/test_replay_standing.py`
@@ -45,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduling.policy import RunningJob, Settings, Snapshot, Standing, Tier, plan
+from scheduling.policy.order import R3Queue
 
 from ..engine import Actions, Cluster, Entry, News
 from ..runtimes import Runtimes
@@ -89,7 +91,7 @@ class Planner:
     def __post_init__(self) -> None:
         world = self.world
         self.index = {n.name: i for i, n in enumerate(world.nodes)}
-        self.queue = Queue(self.tiers, self.runtimes, type_of=world.type_of)
+        self.queue = Queue(self.tiers, R3Queue(self._tiers()), self.runtimes, type_of=world.type_of)
         if self.reserve:
             self.running = Running(Standing(world.nodes, self._tiers(), self.settings),
                                    self.running_jobs, self.runtimes, self.checkpoints)
@@ -132,9 +134,11 @@ class Planner:
         if not cluster.pending or self._unchanged(cluster, now, news):
             return
         self.passes += 1
-        # The standing is read only when the snapshot lists its running jobs.
+        # The standing is read only when the snapshot lists its running jobs;
+        # the queue, whose order the snapshot lists, saves sorting it.
         result = plan(self._snapshot(cluster, now), with_eta=False, with_waits=False,
-                      standing=None if running is None else running.standing)
+                      standing=None if running is None else running.standing,
+                      queue=self.queue.jobs)
         self.last_pass = now
         self.started = bool(result.admit)
         for rejection in result.reject:
@@ -179,7 +183,7 @@ class Planner:
         else:
             nodes, running = self._reduced(cluster, now, self.queue.asked())
         return Snapshot(now, nodes, self._tiers(), self.world.teams, running,
-                        tuple(self.queue.jobs.values()), self.settings, self.reservations,
+                        self.queue.jobs.pending, self.settings, self.reservations,
                         self.world.gpu_types)
 
     def _tiers(self) -> tuple[Tier, ...]:

@@ -1,6 +1,8 @@
 """The planner's queue: the pending jobs as its snapshots list them, kept
 up to date as jobs arrive, start, are rejected and are preempted, with
-counts of what the queue asks for so a pass never walks it."""
+counts of what the queue asks for so a pass never walks it. The jobs are
+kept in R3's order (the policy's `R3Queue`), which `plan` then takes
+instead of sorting the whole queue in every pass."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from bisect import bisect_left, insort
 from dataclasses import dataclass, field, replace
 
 from scheduling.policy import PendingJob, Tier
+from scheduling.policy.order import R3Queue
 
 from ..engine import Entry
 from ..runtimes import Runtimes
@@ -21,10 +24,12 @@ class Queue:
     asks for without a pass over it."""
 
     tiers: dict[str, Tier]
+    # The jobs in R3 order, made for the tiers of the snapshots (those of
+    # folded usage too, which no queued job has).
+    jobs: R3Queue
     runtimes: Runtimes | None = None
     # job id -> the GPU types it accepts (the world's; empty without types)
     type_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    jobs: dict[str, PendingJob] = field(default_factory=dict)
     # (team, GPUs) -> the queued entries R14 learns one estimate for, by id
     by_kind: dict[tuple[str, int], dict[str, Entry]] = field(default_factory=dict)
     times: list[int] = field(default_factory=list)  # queue times, sorted
@@ -35,7 +40,7 @@ class Queue:
 
     def add(self, entry: Entry) -> None:
         job = self._pending(entry)
-        self.jobs[job.id] = job
+        self.jobs.add(job)
         self.by_kind.setdefault((entry.team, entry.gpus), {})[job.id] = entry
         insort(self.times, entry.queued)
         self._count(job, entry, 1)
@@ -43,7 +48,7 @@ class Queue:
     def remove(self, entry: Entry) -> None:
         del self.by_kind[(entry.team, entry.gpus)][entry.id]
         del self.times[bisect_left(self.times, entry.queued)]
-        self._count(self.jobs.pop(entry.id), entry, -1)
+        self._count(self.jobs.remove(entry.id), entry, -1)
 
     def starving(self, before: int) -> int:
         """Returns how many queued jobs queued before `before`."""
@@ -51,8 +56,8 @@ class Queue:
 
     def relearn(self, key: tuple[str, int]) -> None:
         """Lists the queued jobs of `key` (team, GPUs) with their new estimate."""
-        for job_id, entry in self.by_kind.get(key, {}).items():
-            self.jobs[job_id] = self._pending(entry)
+        for entry in self.by_kind.get(key, {}).values():
+            self.jobs.replace(self._pending(entry))
 
     def _pending(self, entry: Entry) -> PendingJob:
         runtimes = self.runtimes
