@@ -769,7 +769,11 @@ def _handler(server: FakeApiServer):
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                try:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                except (BrokenPipeError, ConnectionResetError):  # the reader stopped reading: a download cut short
+                    self.close_connection = True
+                    return
                 sent += len(piece)
             self.wfile.write(b"0\r\n\r\n")
 
