@@ -3,7 +3,7 @@
 The worker's soft time limit (CELERY_TASK_SOFT_TIME_LIMIT) can stop a send anywhere: while connecting,
 while the message is going out, or while its receiver's answer is awaited. A try that sent nothing of
 its message is tried again; one whose message had begun to go out may have reached its receiver, and is
-recorded as sent, its answer unknown, so that nobody gets it twice (`services.cut_short`). A send its own
+recorded as sent, its answer unknown, so that nobody gets it twice (`outcomes.cut_short`). A send its own
 deadline cuts short (WEBHOOK_DEADLINE, EMAIL_DEADLINE: `deadlines.py`) is recorded the same way. The mail
 connection (`mail.py`) and the webhook's (`outbound.py`) mark the try as the message leaves.
 """

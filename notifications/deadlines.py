@@ -21,7 +21,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 # Seconds a webhook post may take in all, unless the WEBHOOK_DEADLINE setting says otherwise (`webhook_deadline`):
-# a receiver slow to answer, or trickling its answer, holds a notifier no longer than this.
+# a receiver slow to answer, or trickling its answer, holds a notifier no longer than this. The settings read
+# both from environment variables of the same names, with these defaults (`portal/settings.py`).
 WEBHOOK_DEADLINE_DEFAULT = 5
 # Seconds an e-mail's SMTP session may take in all, unless the EMAIL_DEADLINE setting says otherwise
 # (`email_deadline`): longer than a webhook's, as many mail servers scan a message before they confirm it.

@@ -105,7 +105,7 @@ class Delivery(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True,
                                       help_text="When a worker last took it to send: a claim older than a "
                                                 "send could take was lost with its worker, and is taken again.")  # fmt: skip
-    # Also set on a pending delivery held for its receiver's retry (`services.held_for_retry`): when it is due.
+    # Also set on a pending delivery held for its receiver's retry (`batching.held_for_retry`): when it is due.
     retry_at = models.DateTimeField(null=True, blank=True,
                                     help_text="When its retry is due: one long overdue never reached the broker, "
                                               "and is sent again.")  # fmt: skip
@@ -123,7 +123,7 @@ class Delivery(models.Model):
         ]
         indexes = [
             # `notify` asks, for each delivery it makes, whether another to the same receiver came just before
-            # (`services.gathering_wait`): one look in an index, however many deliveries were ever recorded.
+            # (`batching.gathering_wait`): one look in an index, however many deliveries were ever recorded.
             models.Index(fields=["target", "channel", "created_at"], name="delivery_to_receiver"),
             # The settings page's latest deliveries (`selectors.recent_deliveries`): a person's, newest first,
             # and the webhooks', newest first; beat's pruning reads the second from the oldest end.

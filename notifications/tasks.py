@@ -10,7 +10,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
 from jobs.models import JobEvent
-from notifications import retention, services
+from notifications import audience, batching, claims, outcomes, retention, sending
 from notifications.attempts import Attempt
 from notifications.models import Delivery, PendingEvent
 
@@ -25,15 +25,15 @@ def notify(event_id: int) -> int:
 
     Returns 0 when the event is gone. A second run finds the same deliveries and enqueues
     only those still waiting, so nobody is told twice. A delivery to a receiver waiting for a retry
-    goes with that retry (`services.held_for_retry`); else one with others to its receiver close by
+    goes with that retry (`batching.held_for_retry`); else one with others to its receiver close by
     waits NOTIFY_BATCH_SECONDS, so that a burst goes out as one digest (`deliver`).
     """
     event = JobEvent.objects.select_related("job__team").filter(pk=event_id).first()
     if event is None:
         return 0
-    waiting = [d for d in services.deliveries_for(event) if d.state == Delivery.State.PENDING]
+    waiting = [d for d in audience.deliveries_for(event) if d.state == Delivery.State.PENDING]
     for delivery in waiting:
-        wait = services.held_for_retry(delivery) or services.gathering_wait(delivery)
+        wait = batching.held_for_retry(delivery) or batching.gathering_wait(delivery)
         deliver.apply_async((delivery.pk, 0), countdown=wait)
     PendingEvent.objects.filter(event_id=event_id).delete()  # worked out: resend_lost leaves it be
     return len(waiting)
@@ -44,36 +44,36 @@ def notify(event_id: int) -> int:
 @shared_task(bind=True, name="notifications.deliver", ignore_result=True, max_retries=None)
 def deliver(self, delivery_id: int, tried: int | None = None) -> str:
     """Sends one delivery, and with it, as one message (a digest), the others to the same receiver that
-    wait and are due (`services.gather`); retried with backoff (30 s, 1, 2, 4, 8 min, a fifth more or
+    wait and are due (`claims.gather`); retried with backoff (30 s, 1, 2, 4, 8 min, a fifth more or
     less so that a burst's retries spread out, and never before a 429's Retry-After, up to
-    `services.RETRY_AFTER_MOST`) while the failure may pass.
+    `webhooks.RETRY_AFTER_MOST`) while the failure may pass.
 
     Returns the state the delivery's message reached; "skipped" when it was not waiting (sent, failed,
     being sent, or `tried` shows it went out since in another task's digest). Every delivery of the
     digest is recorded as a single one would be: a retry first drops each no longer wanted
-    (`services.why_not_wanted`), and a failure retries together those with tries left (the same
+    (`audience.why_not_wanted`), and a failure retries together those with tries left (the same
     retry_at) and fails the rest; an error nobody foresaw is recorded and retried like any other, so
     a delivery never stays "sending", and a send the worker's soft time limit stops is recorded by how
     far it got (`_send`). Tries are counted by each delivery's claims, not the task's
     retries: a delivery `resend_lost` enqueues anew is a retry too.
     """
-    lead = services.claim(delivery_id, tried=tried)
+    lead = claims.claim(delivery_id, tried=tried)
     if lead is None:
         return "skipped"
-    digest = services.still_wanted([lead, *services.gather(lead)])
+    digest = audience.still_wanted([lead, *claims.gather(lead)])
     if not digest:
         return Delivery.State.FAILED
     digest.sort(key=lambda delivery: (delivery.created_at, delivery.pk))
     error = _send(digest)
-    if error is None or isinstance(error, services.AnswerUnknown):
-        services.record(digest, error=error, digest_size=len(digest))
+    if error is None or isinstance(error, outcomes.AnswerUnknown):
+        outcomes.record(digest, error=error, digest_size=len(digest))
         return Delivery.State.SENT
     most_tried = max(delivery.attempts for delivery in digest) - 1  # the backoff follows the most tried
     wait = max(30 * 2**most_tried * random.uniform(0.8, 1.2), error.after or 0)
     again = [d for d in digest if error.retry and d.attempts - 1 < MAX_RETRIES]
     done = [d for d in digest if d not in again]
-    services.record(done, error=error, final=True, digest_size=len(digest))
-    services.record(again, error=error, final=False, retry_in=wait, digest_size=len(digest))
+    outcomes.record(done, error=error, final=True, digest_size=len(digest))
+    outcomes.record(again, error=error, final=False, retry_in=wait, digest_size=len(digest))
     log.warning("notification %s to %s (%d in its message): %s", lead.pk, lead.channel, len(digest), error)
     if not again:
         return Delivery.State.FAILED
@@ -81,44 +81,44 @@ def deliver(self, delivery_id: int, tried: int | None = None) -> str:
     raise self.retry(args=(again[0].pk, again[0].attempts), countdown=wait)
 
 
-def _send(digest: list[Delivery]) -> services.SendFailed | services.AnswerUnknown | None:
+def _send(digest: list[Delivery]) -> outcomes.SendFailed | outcomes.AnswerUnknown | None:
     """Sends the digest's message; returns None once its receiver took it, else AnswerUnknown (it may have
     it: never sent again) or SendFailed (saying whether a retry may help).
 
     The worker's soft time limit may stop the send anywhere: how far it got tells what to record
-    (`services.cut_short`), so that a message that may have reached its receiver is never retried and one
+    (`outcomes.cut_short`), so that a message that may have reached its receiver is never retried and one
     that never left is. An error nobody foresaw is a failure to retry, so a delivery never stays "sending".
     """
     attempt = Attempt()
     try:
-        services.send(digest, attempt)
-    except (services.AnswerUnknown, services.SendFailed) as error:
+        sending.send(digest, attempt)
+    except (outcomes.AnswerUnknown, outcomes.SendFailed) as error:
         return error
     except SoftTimeLimitExceeded:
-        return services.cut_short(digest[0].channel, attempt)
+        return outcomes.cut_short(digest[0].channel, attempt)
     except Exception as error:  # noqa: BLE001 - recorded and retried: never left "sending"
-        return services.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
+        return outcomes.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
     return None
 
 
 @shared_task(name="notifications.resend_lost", ignore_result=True)
 def resend_lost() -> int:
-    """Sends again what no task will run: the deliveries of `services.lost` (their worker died while
+    """Sends again what no task will run: the deliveries of `claims.lost` (their worker died while
     sending them, or their first send or retry never reached the broker) and the events whose
     `notify` never ran to its end (`PendingEvent`s older than STALE_CLAIM: the broker refused the
     task, or its worker died); returns how many tasks were enqueued. Nothing made more than STALE_NEWS
-    ago is sent: such a delivery is recorded as failed, saying so (`services.too_old`). Beat runs it
+    ago is sent: such a delivery is recorded as failed, saying so (`claims.too_old`). Beat runs it
     every few minutes."""
     now = timezone.now()
-    if old := Delivery.objects.filter(services.too_old(now)).update(
+    if old := Delivery.objects.filter(claims.too_old(now)).update(
             state=Delivery.State.FAILED, retry_at=None, error=NOT_SENT_OLD_NEWS):  # fmt: skip
-        log.warning("recorded %d deliveries as failed, never sent within %s: old news", old, services.STALE_NEWS)
-    lost = list(Delivery.objects.filter(services.lost(now)).values_list("pk", "attempts"))
+        log.warning("recorded %d deliveries as failed, never sent within %s: old news", old, claims.STALE_NEWS)
+    lost = list(Delivery.objects.filter(claims.lost(now)).values_list("pk", "attempts"))
     for delivery_id, tried in lost:
         deliver.delay(delivery_id, tried)
-    pending = PendingEvent.objects.filter(created_at__lt=now - services.STALE_CLAIM)
-    if old := pending.filter(created_at__lt=now - services.STALE_NEWS).delete()[0]:
-        log.warning("dropped the notifications of %d events older than %s: old news", old, services.STALE_NEWS)
+    pending = PendingEvent.objects.filter(created_at__lt=now - claims.STALE_CLAIM)
+    if old := pending.filter(created_at__lt=now - claims.STALE_NEWS).delete()[0]:
+        log.warning("dropped the notifications of %d events older than %s: old news", old, claims.STALE_NEWS)
     events = list(pending.values_list("event_id", flat=True))
     for event_id in events:
         notify.delay(event_id)

@@ -60,6 +60,17 @@ def integer(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def number(name: str, default: float) -> float:
+    """A number, whole or not (`0.5`); its range is the caller's to check. Returns `default` when unset."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}.") from None
+
+
 def choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name, default)
     if value not in choices:

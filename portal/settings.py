@@ -153,6 +153,11 @@ if 0 < DELIVERY_RETENTION < 86400:
 # Webhooks go to https URLs only, unless this is on (the demo, and tests with a local receiver).
 WEBHOOK_ALLOW_HTTP = env.flag("WEBHOOK_ALLOW_HTTP", DEBUG)
 WEBHOOK_ALLOW_PRIVATE = env.flag("WEBHOOK_ALLOW_PRIVATE", DEBUG)  # notifications/outbound.py
+# Seconds one webhook post, and one e-mail's whole SMTP session, may take in all (notifications/deadlines.py). Each
+# must be above 0 and at most half of CELERY_TASK_SOFT_TIME_LIMIT: the system checks refuse any other value at
+# every process's start (notifications.E001, E002), naming the variable.
+WEBHOOK_DEADLINE = env.number("WEBHOOK_DEADLINE", 5)
+EMAIL_DEADLINE = env.number("EMAIL_DEADLINE", 30)
 
 # --- Celery -----------------------------------------------------------------
 # The default broker is kombu's file-system transport: no server to run, shared

@@ -156,6 +156,13 @@ SETTINGS: tuple[Setting, ...] = (
             "addresses (off: refused when saved and when sent, and posts go straight to the receiver, never "
             "through `HTTPS_PROXY`; no redirects are followed either way).",
             shown="on in debug, else off"),
+    Setting("WEBHOOK_DEADLINE", 5, "How long one webhook post may take in all: looking up the host, connecting, "
+            "posting and its answer. A post given up on before it went out is retried; one given up on after is "
+            "recorded as sent, its answer unknown. Above 0, at most half the worker's soft time limit (50 s).",
+            unit="s"),
+    Setting("EMAIL_DEADLINE", 30, "How long one e-mail's whole SMTP session may take: looking up the mail server, "
+            "connecting, STARTTLS, the commands, the message and its confirmation. Given up on as a webhook post "
+            "is. Above 0, at most half the worker's soft time limit (50 s).", unit="s"),
     # -- Login and browser security -------------------------------------------------
     Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),
     Setting("AXES_COOLOFF_MINUTES", 15, "How long a lockout lasts; staff can clear it in the admin.", unit="min"),

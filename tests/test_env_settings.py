@@ -17,6 +17,7 @@ from portal import env
         (lambda: env.flag("X_FLAG", False), "maybe", "X_FLAG must be one of"),
         (lambda: env.integer("X_INT", 1), "ten", "X_INT must be a whole number"),
         (lambda: env.integer("X_INT", 1, minimum=1), "0", "X_INT must be at least 1"),
+        (lambda: env.number("X_NUMBER", 1), "5s", "X_NUMBER must be a number, got '5s'"),
         (lambda: env.choice("X_CHOICE", "a", ("a", "b")), "c", "X_CHOICE must be one of a, b"),
     ],
 )

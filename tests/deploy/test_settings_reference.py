@@ -10,7 +10,7 @@ from portal.settings_reference import APP, BY_NAME, COMPUTED, SETTINGS, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("portal", "jobs", "scheduling", "tenants", "notifications")
-READERS = {"text", "flag", "integer", "choice", "items"}
+READERS = {"text", "flag", "integer", "number", "choice", "items"}
 NOT_SETTINGS = {"portal/test_settings.py"}  # the test suite's own defaults
 
 

@@ -16,6 +16,7 @@ import pytest
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from notifications import outbound, tasks
+from notifications.models import Subscription
 from portal.celery import app
 
 
@@ -288,3 +289,18 @@ def retries_held(monkeypatch) -> list[float]:
 
     monkeypatch.setattr(tasks.deliver, "retry", held)
     return waits
+
+
+@pytest.fixture
+def owner_with_address(owner):
+    """The owner persona with an e-mail address, subscribed to nothing yet: the test says what they ask to hear."""
+    owner.email = "owner@example.com"
+    owner.save()
+    return owner
+
+
+@pytest.fixture
+def mailed_owner(owner_with_address):
+    """The owner with an e-mail address, subscribed to hear when their own jobs fail."""
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
+    return owner_with_address

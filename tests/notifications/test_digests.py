@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobEvent
 from jobs.transitions import transition
-from notifications import services, tasks
+from notifications import audience, batching, claims, outcomes, sending, tasks
 from notifications.models import Delivery, Subscription, TeamWebhook
 
 pytestmark = pytest.mark.django_db
@@ -177,15 +177,15 @@ def test_a_retried_digest_drops_a_delivery_no_longer_wanted_and_sends_the_others
     maps_jobs = trials(submit, 3)
     vision_job = submit(name="detector", team=vision, user=member)
     deliveries = [d for event in events([*maps_jobs, vision_job], JobEvent.Kind.FAILED, "Failed: boom")
-                  for d in services.deliveries_for(event)]  # fmt: skip
-    sent = services.send
+                  for d in audience.deliveries_for(event)]  # fmt: skip
+    sent = sending.send
 
     def down_then_left(digest, attempt):
-        monkeypatch.setattr(services, "send", sent)
+        monkeypatch.setattr(sending, "send", sent)
         member.memberships.filter(team=vision).delete()
-        raise services.SendFailed("Could not send the e-mail: connection refused", retry=True)
+        raise outcomes.SendFailed("Could not send the e-mail: connection refused", retry=True)
 
-    monkeypatch.setattr(services, "send", down_then_left)
+    monkeypatch.setattr(sending, "send", down_then_left)
     tasks.deliver.delay(deliveries[0].pk)
 
     (message,) = mail.outbox
@@ -201,7 +201,7 @@ def test_a_retried_digest_drops_a_delivery_no_longer_wanted_and_sends_the_others
 def test_a_429_on_a_digest_retries_all_of_it_no_sooner_than_it_asks(submit, receiver, monkeypatch):
     jobs = trials(submit, 10)
     TeamWebhook.objects.create(team=jobs[0].team, url=receiver.url, on_start=True)
-    deliveries = [d for event in events(jobs) for d in services.deliveries_for(event)]
+    deliveries = [d for event in events(jobs) for d in audience.deliveries_for(event)]
     receiver.answer((429, 120))
     seen = []
     retry = tasks.deliver.retry
@@ -229,8 +229,8 @@ def test_a_lost_digest_is_sent_again_as_one_message(submit, receiver):
     jobs = trials(submit, 5)
     TeamWebhook.objects.create(team=jobs[0].team, url=receiver.url, on_start=True)
     for event in events(jobs):
-        services.deliveries_for(event)
-    Delivery.objects.update(state="sending", attempts=1, claimed_at=timezone.now() - services.STALE_CLAIM * 2)
+        audience.deliveries_for(event)
+    Delivery.objects.update(state="sending", attempts=1, claimed_at=timezone.now() - claims.STALE_CLAIM * 2)
 
     assert tasks.resend_lost() == 5
 
@@ -248,7 +248,7 @@ def test_with_no_batch_window_nothing_waits_yet_what_already_waits_goes_together
     assert held == [] and len(receiver.posts) == 3  # each sent as it came: nothing was waiting beside it
 
     # Three made while the notifier was busy: the first task to run takes all three, the others find nothing.
-    waiting = [d for event in events(jobs[3:]) for d in services.deliveries_for(event)]
+    waiting = [d for event in events(jobs[3:]) for d in audience.deliveries_for(event)]
     for delivery in waiting:
         tasks.deliver.delay(delivery.pk)
     assert len(receiver.posts) == 4 and receiver.posts[3]["text"].startswith("3 jobs of team maps started:")
@@ -258,7 +258,7 @@ def test_with_no_batch_window_nothing_waits_yet_what_already_waits_goes_together
 def test_a_batch_window_that_is_not_seconds_is_refused_naming_the_setting(settings, window):
     settings.NOTIFY_BATCH_SECONDS = window
     with pytest.raises(ImproperlyConfigured, match="^NOTIFY_BATCH_SECONDS must be a number of seconds, 0 or more"):
-        services.batch_seconds()
+        batching.batch_seconds()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -266,16 +266,16 @@ def test_two_workers_gathering_the_same_burst_at_once_send_each_delivery_once(su
     """Both have listed the same 38 waiting deliveries before either claims one (real PostgreSQL, two connections)."""
     jobs = trials(submit, 40)
     TeamWebhook.objects.create(team=jobs[0].team, url=receiver.url, on_start=True)
-    first, second, *_ = [d for event in events(jobs) for d in services.deliveries_for(event)]
+    first, second, *_ = [d for event in events(jobs) for d in audience.deliveries_for(event)]
     listed = threading.Barrier(2, timeout=10)
-    waiting_for = services._waiting_for
+    waiting_for = claims._waiting_for
 
     def listing_together(*args):
         found = waiting_for(*args)
         listed.wait()
         return found
 
-    monkeypatch.setattr(services, "_waiting_for", listing_together)
+    monkeypatch.setattr(claims, "_waiting_for", listing_together)
     outcomes = []
 
     def worker(delivery_id):

@@ -8,7 +8,7 @@ import pytest
 from django.core import checks
 from django.test import override_settings
 
-from notifications import services
+from notifications import deadlines
 
 
 def deadline_errors() -> list[checks.CheckMessage]:
@@ -27,9 +27,9 @@ def test_an_email_deadline_not_above_0_and_at_most_half_the_soft_time_limit_fail
 def test_an_email_deadline_within_its_range_passes_the_checks():
     with override_settings(CELERY_TASK_SOFT_TIME_LIMIT=100, EMAIL_DEADLINE=50):
         assert deadline_errors() == []
-        assert services.email_deadline() == 50.0
+        assert deadlines.email_deadline() == 50.0
 
 
 def test_the_email_deadline_is_thirty_seconds_unless_set(settings):
     del settings.EMAIL_DEADLINE
-    assert services.email_deadline() == 30.0
+    assert deadlines.email_deadline() == 30.0

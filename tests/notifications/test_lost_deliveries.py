@@ -15,7 +15,7 @@ from kombu.exceptions import OperationalError
 
 from jobs.models import Job, JobEvent
 from jobs.transitions import transition
-from notifications import services, tasks
+from notifications import audience, tasks
 from notifications.models import Delivery, PendingEvent, Subscription, TeamWebhook
 from portal import triggers
 
@@ -41,7 +41,7 @@ def failed_event(job) -> JobEvent:
 def test_a_retry_the_broker_never_took_is_sent_again_once_overdue(submit, receiver, later):
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
-    (delivery,) = services.deliveries_for(failed_event(job))
+    (delivery,) = audience.deliveries_for(failed_event(job))
     receiver.answer(503)
     # The worker runs it (not eagerly), the receiver answers 503, and the retry cannot be published:
     # Celery rejects the message, so nothing will ever run it again.
@@ -65,7 +65,7 @@ def test_deliveries_made_but_never_enqueued_are_sent(submit, receiver, later):
     """notify made the deliveries, then its worker was killed (or the broker refused) before enqueueing them."""
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
-    (delivery,) = services.deliveries_for(failed_event(job))
+    (delivery,) = audience.deliveries_for(failed_event(job))
 
     assert later(1) == 0  # just made: notify may be enqueueing it now
     assert later(60) == 1
@@ -79,7 +79,7 @@ def test_a_delivery_sent_again_is_not_sent_to_someone_who_left_the_team(submit, 
     member.save()
     job = submit()
     Subscription.objects.create(user=member, team=job.team, on_fail=True)
-    (delivery,) = services.deliveries_for(failed_event(job))
+    (delivery,) = audience.deliveries_for(failed_event(job))
     # Claimed, then its worker was killed mid-send; meanwhile the member leaves the team.
     Delivery.objects.filter(pk=delivery.pk).update(state="sending", attempts=1, claimed_at=timezone.now())
     member.memberships.all().delete()
@@ -124,7 +124,7 @@ def test_old_news_is_not_sent_again(submit, receiver, later, caplog):
     """A broker down for days, or rows left from long ago: a job that failed last week is old news."""
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
-    (delivery,) = services.deliveries_for(failed_event(job))
+    (delivery,) = audience.deliveries_for(failed_event(job))
     PendingEvent.objects.create(event=failed_event(job))
 
     assert later(60 * 25) == 0
@@ -137,7 +137,7 @@ def test_a_retry_from_before_retries_were_timed_is_sent_again(submit, receiver, 
     """Deliveries retrying when migration notifications/0003 came have no retry_at: their retry may be lost too."""
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
-    (delivery,) = services.deliveries_for(failed_event(job))
+    (delivery,) = audience.deliveries_for(failed_event(job))
     Delivery.objects.filter(pk=delivery.pk).update(state="retrying", attempts=1, retry_at=None)
 
     assert later(1) == 0
@@ -151,8 +151,8 @@ def test_a_delivery_lost_longer_than_a_day_is_recorded_as_failed_not_sent(submit
     (and, not ended, was never pruned)."""
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=receiver.url, on_fail=True)
-    (stranded,) = services.deliveries_for(failed_event(job))
-    (waiting,) = services.deliveries_for(failed_event(job))
+    (stranded,) = audience.deliveries_for(failed_event(job))
+    (waiting,) = audience.deliveries_for(failed_event(job))
     Delivery.objects.filter(pk=waiting.pk).update(state=Delivery.State.RETRYING,
                                                   retry_at=timezone.now() + timedelta(days=3))  # fmt: skip
 

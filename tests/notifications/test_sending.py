@@ -8,7 +8,7 @@ from kombu.exceptions import OperationalError
 
 from jobs.models import Job
 from jobs.transitions import transition
-from notifications import tasks
+from notifications import audience, claims, outcomes, sending, tasks
 from notifications.models import Delivery, Subscription, TeamWebhook
 
 pytestmark = pytest.mark.django_db
@@ -26,15 +26,8 @@ def fail(job, capture, message="Replica worker-0 exited with code 1 (Error): Run
         capture=capture)  # fmt: skip
 
 
-@pytest.fixture
-def mailed_owner(owner):
-    owner.email = "owner@example.com"
-    owner.save()
-    return owner
-
-
-def test_the_owner_is_emailed_when_their_job_fails(submit, mailed_owner, smtp, django_capture_on_commit_callbacks):
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+def test_the_owner_is_emailed_when_their_job_fails(submit, owner_with_address, smtp, django_capture_on_commit_callbacks):
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
     job = submit()
     fail(job, django_capture_on_commit_callbacks)
 
@@ -47,10 +40,10 @@ def test_the_owner_is_emailed_when_their_job_fails(submit, mailed_owner, smtp, d
     assert (delivery.channel, delivery.state, delivery.attempts, delivery.event.kind) == ("email", "sent", 1, "failed")
 
 
-def test_only_the_moments_asked_for_are_sent(submit, mailed_owner, member, smtp, django_capture_on_commit_callbacks):
+def test_only_the_moments_asked_for_are_sent(submit, owner_with_address, member, smtp, django_capture_on_commit_callbacks):
     member.email = "member@example.com"
     member.save()
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=False, on_start=True)
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=False, on_start=True)
     Subscription.objects.create(user=member, team=submit().team, on_fail=False, on_success=True)
     fail(Job.objects.get(), django_capture_on_commit_callbacks)
     assert [recipients for recipients, _ in smtp.messages] == [["owner@example.com"]]
@@ -119,7 +112,7 @@ def test_a_webhook_that_redirects_is_not_followed(submit, receiver, django_captu
     assert len(receiver.posts) == 1
 
 
-def test_a_mail_server_that_is_down_is_retried_then_recorded_as_failed(submit, mailed_owner, settings,
+def test_a_mail_server_that_is_down_is_retried_then_recorded_as_failed(submit, owner_with_address, settings,
                                                                          django_capture_on_commit_callbacks):  # fmt: skip
     import socket
 
@@ -127,15 +120,15 @@ def test_a_mail_server_that_is_down_is_retried_then_recorded_as_failed(submit, m
         closed.bind(("127.0.0.1", 0))
         settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
         settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", closed.getsockname()[1]  # nothing listens
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
     fail(submit(), django_capture_on_commit_callbacks)
     delivery = Delivery.objects.get()
     assert (delivery.state, delivery.attempts) == ("failed", tasks.MAX_RETRIES + 1)
     assert "Could not send the e-mail" in delivery.error
 
 
-def test_a_second_notify_run_sends_nothing_again(submit, mailed_owner, smtp, django_capture_on_commit_callbacks):
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+def test_a_second_notify_run_sends_nothing_again(submit, owner_with_address, smtp, django_capture_on_commit_callbacks):
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
     job = submit()
     fail(job, django_capture_on_commit_callbacks)
     event = job.events.get(kind="failed")
@@ -143,8 +136,8 @@ def test_a_second_notify_run_sends_nothing_again(submit, mailed_owner, smtp, dja
     assert len(smtp.messages) == 1 and Delivery.objects.count() == 1
 
 
-def test_a_rolled_back_transition_tells_nobody(submit, mailed_owner, smtp, django_capture_on_commit_callbacks):
-    Subscription.objects.create(user=mailed_owner, team=None, on_start=True)
+def test_a_rolled_back_transition_tells_nobody(submit, owner_with_address, smtp, django_capture_on_commit_callbacks):
+    Subscription.objects.create(user=owner_with_address, team=None, on_start=True)
     job = submit()
     with django_capture_on_commit_callbacks(execute=True):
         with pytest.raises(RuntimeError), transaction.atomic():
@@ -171,23 +164,23 @@ def test_events_nobody_can_ask_about_enqueue_nothing(submit, monkeypatch, django
     assert sent == []
 
 
-def test_an_owner_who_left_the_team_hears_nothing_more_of_its_jobs(submit, mailed_owner, smtp,
+def test_an_owner_who_left_the_team_hears_nothing_more_of_its_jobs(submit, owner_with_address, smtp,
                                                                    django_capture_on_commit_callbacks):  # fmt: skip
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
     job = submit()
-    mailed_owner.memberships.all().delete()
+    owner_with_address.memberships.all().delete()
     fail(job, django_capture_on_commit_callbacks)
     assert smtp.messages == []
 
 
-def test_staff_subscribed_to_a_team_hear_of_it_and_each_person_once(submit, mailed_owner, staff, smtp,
+def test_staff_subscribed_to_a_team_hear_of_it_and_each_person_once(submit, owner_with_address, staff, smtp,
                                                                     django_capture_on_commit_callbacks):  # fmt: skip
     staff.email = "ops@example.com"
     staff.save()
     job = submit()
     Subscription.objects.create(user=staff, team=job.team, on_fail=True)
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
-    Subscription.objects.create(user=mailed_owner, team=job.team, on_fail=True)
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
+    Subscription.objects.create(user=owner_with_address, team=job.team, on_fail=True)
     fail(job, django_capture_on_commit_callbacks)
     assert sorted(recipients[0] for recipients, _ in smtp.messages) == ["ops@example.com", "owner@example.com"]
 
@@ -226,20 +219,18 @@ def test_a_429_is_retried_no_sooner_than_it_asks(submit, receiver, retries, djan
 
 def test_a_retry_is_not_sent_to_someone_who_left_the_team(submit, member, smtp, settings, monkeypatch,
                                                           django_capture_on_commit_callbacks):  # fmt: skip
-    from notifications import services
-
     member.email = "member@example.com"
     member.save()
     job = submit()
     Subscription.objects.create(user=member, team=job.team, on_fail=True)
-    sent = services.send
+    sent = sending.send
 
     def down_then_left(digest, attempt):  # the mail server fails once; meanwhile the member leaves the team
-        monkeypatch.setattr(services, "send", sent)
+        monkeypatch.setattr(sending, "send", sent)
         member.memberships.all().delete()
-        raise services.SendFailed("Could not send the e-mail: connection refused", retry=True)
+        raise outcomes.SendFailed("Could not send the e-mail: connection refused", retry=True)
 
-    monkeypatch.setattr(services, "send", down_then_left)
+    monkeypatch.setattr(sending, "send", down_then_left)
     fail(job, django_capture_on_commit_callbacks)
     delivery = Delivery.objects.get()
     assert smtp.messages == []
@@ -264,22 +255,21 @@ def test_a_retry_is_not_posted_to_a_webhook_the_lead_replaced(submit, receiver, 
     assert (delivery.state, delivery.error) == ("failed", "Not sent: team maps's webhook was changed or removed since.")
 
 
-def test_a_delivery_whose_worker_died_while_sending_is_sent_again(submit, mailed_owner, smtp):
+def test_a_delivery_whose_worker_died_while_sending_is_sent_again(submit, owner_with_address, smtp):
     from datetime import timedelta
 
     from django.utils import timezone
 
     from jobs.models import JobEvent
-    from notifications import services
 
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
     job = submit()
     event = JobEvent.objects.create(job=job, kind=JobEvent.Kind.FAILED, message="Failed: boom")
-    (delivery,) = services.deliveries_for(event)
+    (delivery,) = audience.deliveries_for(event)
     Delivery.objects.filter(pk=delivery.pk).update(state="sending", attempts=1,  # claimed, then the worker died
                                                    claimed_at=timezone.now() - timedelta(minutes=3))
-    assert tasks.resend_lost() == 0 and services.claim(delivery.pk) is None  # it may still be sending
-    Delivery.objects.filter(pk=delivery.pk).update(claimed_at=timezone.now() - services.STALE_CLAIM - timedelta(seconds=1))
+    assert tasks.resend_lost() == 0 and claims.claim(delivery.pk) is None  # it may still be sending
+    Delivery.objects.filter(pk=delivery.pk).update(claimed_at=timezone.now() - claims.STALE_CLAIM - timedelta(seconds=1))
     assert tasks.resend_lost() == 1
     delivery.refresh_from_db()
     assert (delivery.state, delivery.attempts) == ("sent", 2) and len(smtp.messages) == 1
@@ -289,10 +279,10 @@ def test_a_delivery_whose_worker_died_while_sending_is_sent_again(submit, mailed
     ("553 5.7.1 Sender address rejected: not owned by user", "failed", 1),  # permanent: the settings are wrong
     ("451 4.3.0 Temporary local problem, try again", "failed", tasks.MAX_RETRIES + 1),  # may pass: retried
 ], ids=["5xx is not retried", "4xx is retried"])
-def test_a_mail_server_refusal_is_retried_only_when_it_may_pass(submit, mailed_owner, smtp, answer, state, attempts,
+def test_a_mail_server_refusal_is_retried_only_when_it_may_pass(submit, owner_with_address, smtp, answer, state, attempts,
                                                                 django_capture_on_commit_callbacks):  # fmt: skip
     smtp.sender_answer = answer
-    Subscription.objects.create(user=mailed_owner, team=None, on_fail=True)
+    Subscription.objects.create(user=owner_with_address, team=None, on_fail=True)
     fail(submit(), django_capture_on_commit_callbacks)
     delivery = Delivery.objects.get()
     assert (delivery.state, delivery.attempts) == (state, attempts)

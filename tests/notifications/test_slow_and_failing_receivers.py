@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from jobs.models import Job, JobEvent
 from jobs.transitions import transition
-from notifications import services, tasks
-from notifications.models import Delivery, Subscription, TeamWebhook
+from notifications import audience, tasks
+from notifications.models import Delivery, TeamWebhook
 
 pytestmark = pytest.mark.django_db
 
@@ -24,14 +24,6 @@ def fail(job, capture) -> None:
         for to, message in ((Job.State.ADMITTED, "Admitted."), (Job.State.RUNNING, "Running."),
                             (Job.State.FAILED, "Failed: Replica worker-0 exited with code 1 (Error).")):  # fmt: skip
             transition(job, to, message=message)
-
-
-@pytest.fixture
-def mailed_owner(owner):
-    owner.email = "owner@example.com"
-    owner.save()
-    Subscription.objects.create(user=owner, team=None, on_fail=True)
-    return owner
 
 
 def test_a_mail_server_slow_to_confirm_a_message_gets_it_once(submit, mailed_owner, smtp, settings,
@@ -80,7 +72,7 @@ def test_a_429_asking_to_wait_too_long_is_retried_within_the_cap(submit, receive
     receiver.answer((429, asked))
     fail(job, django_capture_on_commit_callbacks)
 
-    assert retries == [15 * 60]  # services.RETRY_AFTER_MOST: a quarter of an hour
+    assert retries == [15 * 60]  # webhooks.RETRY_AFTER_MOST: a quarter of an hour
     delivery = Delivery.objects.get()
     assert (delivery.state, delivery.attempts) == ("sent", 2) and len(receiver.posts) == 2
 
@@ -175,7 +167,7 @@ def test_news_for_a_receiver_waiting_for_a_retry_goes_with_that_retry(submit, re
     TeamWebhook.objects.create(team=first.team, url=receiver.url, on_fail=True)
     monkeypatch.setattr(tasks.deliver, "retry", lambda *args, countdown=None, **kwargs: Retry(when=countdown))
     receiver.answer(refusal)
-    (refused,) = services.deliveries_for(JobEvent.objects.create(job=first, kind="failed", message="Failed: boom"))
+    (refused,) = audience.deliveries_for(JobEvent.objects.create(job=first, kind="failed", message="Failed: boom"))
     tasks.deliver.delay(refused.pk, 0)
     refused.refresh_from_db()
     assert refused.state == "retrying" and len(receiver.posts) == 1

@@ -7,21 +7,13 @@ import pytest
 
 from jobs.models import JobEvent
 from notifications import tasks
-from notifications.models import Delivery, Subscription, TeamWebhook
+from notifications.models import Delivery, TeamWebhook
 
 SENT_UNKNOWN = ("Stopped at the worker's time limit while the {} was going out or awaiting {}'s answer; it may "
                 "well have been received, so it is not sent again.")  # fmt: skip
 NOT_SENT = "Stopped at the worker's time limit before the {} went out; it is tried again."
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def mailed_owner(owner):
-    owner.email = "owner@example.com"
-    owner.save()
-    Subscription.objects.create(user=owner, team=None, on_fail=True)
-    return owner
 
 
 def failed(job) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from jobs.models import JobEvent
 from notifications import tasks
-from notifications.models import Delivery, Subscription
+from notifications.models import Delivery
 
 pytestmark = pytest.mark.django_db
 
@@ -120,14 +120,6 @@ def mail_server(settings):
     yield _mail_server
     for server in made:
         server.stop()
-
-
-@pytest.fixture
-def mailed_owner(owner):
-    owner.email = "owner@example.com"
-    owner.save()
-    Subscription.objects.create(user=owner, team=None, on_fail=True)
-    return owner
 
 
 def failed(job) -> None:

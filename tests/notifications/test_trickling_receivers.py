@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from jobs.models import JobEvent
-from notifications import services, tasks
+from notifications import deadlines, tasks
 from notifications.models import Delivery, TeamWebhook
 
 pytestmark = pytest.mark.django_db
@@ -70,9 +70,9 @@ def test_a_webhook_deadline_that_is_not_well_under_the_soft_time_limit_is_refuse
     settings.WEBHOOK_DEADLINE = deadline
     with pytest.raises(ImproperlyConfigured, match=r"^WEBHOOK_DEADLINE must be a number of seconds above 0 and at "
                                                    r"most half of CELERY_TASK_SOFT_TIME_LIMIT \(100 s\), not "):  # fmt: skip
-        services.webhook_deadline()
+        deadlines.webhook_deadline()
 
 
 def test_the_webhook_deadline_is_five_seconds_unless_set(settings):
     del settings.WEBHOOK_DEADLINE
-    assert services.webhook_deadline() == 5.0
+    assert deadlines.webhook_deadline() == 5.0

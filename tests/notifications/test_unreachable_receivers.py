@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
-from notifications import deadlines, outbound, services
+from notifications import deadlines, outbound, webhooks
 from notifications.attempts import Attempt
-from notifications.services import SendFailed
+from notifications.outcomes import SendFailed
 
 ADDRESSES = ["93.184.215.14", "8.8.8.8", "1.1.1.1"]  # of every host not in example.com (see conftest)
 
@@ -61,7 +61,7 @@ def test_a_host_none_of_whose_addresses_answers_is_given_up_on_within_one_deadli
     settings.WEBHOOK_ALLOW_PRIVATE = allow_private
     settings.WEBHOOK_DEADLINE = 0.3
     with pytest.raises(SendFailed, match=r"^Could not reach the webhook within 0.3 s; the message did not go out"):
-        services._webhook(url, "hello", attempt=Attempt())
+        webhooks.post(url, "hello", attempt=Attempt())
     assert unreachable  # it did try to connect
     assert sum(unreachable) <= 0.3 + 1e-9
 

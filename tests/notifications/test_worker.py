@@ -9,7 +9,7 @@ import pytest
 
 from jobs.models import Job, JobEvent
 from jobs.transitions import transition
-from notifications import services
+from notifications import audience
 from notifications.models import Delivery, Subscription, TeamWebhook
 from notifications.tasks import deliver
 from tests.notifications.conftest import Trickler
@@ -67,7 +67,7 @@ def test_a_worker_whose_time_limit_comes_while_a_webhook_holds_the_post_records_
     job = submit()
     TeamWebhook.objects.create(team=job.team, url=silent_webhook.url, on_fail=True)
     event = JobEvent.objects.create(job=job, kind=JobEvent.Kind.FAILED, message="Failed: boom")
-    (delivery,) = services.deliveries_for(event)
+    (delivery,) = audience.deliveries_for(event)
     with celery_worker(queues=("notifications",), pool="prefork", WEBHOOK_ALLOW_HTTP="1",
                        WEBHOOK_ALLOW_PRIVATE="1") as worker:  # fmt: skip
         deliver.apply_async((delivery.pk, 0), soft_time_limit=2, time_limit=60)
