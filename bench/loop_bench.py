@@ -52,7 +52,7 @@ PHASES = (
     ("build world", "scheduling.loop", "build_world"),
     ("plan", "scheduling.loop", "make_plan"),
     ("commit", "scheduling.loop", "_commit"),
-    ("record waits", "scheduling.loop", "_record_waits"),
+    ("record waits", "scheduling.loop", "record_waits"),
     ("apply", "scheduling.loop", "_apply"),
     ("record nodes", "scheduling.records", "nodes_seen"),
     ("record cycle", "scheduling.records", "cycle_done"),

@@ -191,7 +191,7 @@ class Chaos:
         if self.random.random() < self.fault_rate:
             if loop_faults and self.random.random() < 0.3:
                 target = self.random.choice(((loop, "make_plan"), (loop, "_commit"), (loop, "_apply"),
-                                             (loop, "_record_waits"), (records, "usage_sample")))  # fmt: skip
+                                             (loop, "record_waits"), (records, "usage_sample")))  # fmt: skip
                 phase = (*target, self.random.choice((Killed("killed"), DatabaseError("connection lost"))))
             else:
                 error = self.random.choice((ClusterUnavailable, ClusterUnavailable, Killed, ClusterError))

@@ -19,14 +19,15 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from jobs.codes import Because
-from jobs.models import Job, JobEvent
-from jobs.transitions import StaleJob, noted, transition
+from jobs.models import Job
+from jobs.transitions import StaleJob, transition
 from scheduling import cluster_words, records
 from scheduling.cluster.base import (
     Cluster,
@@ -46,6 +47,7 @@ from scheduling.refusals import (
     stop_victim, victim_refused,
 )
 from scheduling.snapshot import World, build_world, claim_namespaces, to_cluster_job
+from scheduling.waits import record_waits
 
 log = logging.getLogger("gangway.admission")
 CYCLE_LOCK = "gangway.admission_cycle"
@@ -264,7 +266,7 @@ def _commit(world: World, plan: Plan, now: datetime, result: CycleResult) -> lis
             continue
         log_decision("rejected", job, rejection.code, rejection.reason)
         result.rejected += 1
-    result.waiting, result.written = _record_waits(world, plan, now)
+    result.waiting, result.written = record_waits(world, plan, now)
     return decided
 
 
@@ -275,8 +277,9 @@ def _preempt(world: World, victim: Job, preemptor: Job, usage: records.GpuTally)
     code = Because.RECLAIMED if victim.team_id != preemptor.team_id else Because.PREEMPTED
     # `not_before` of a job being preempted says the cluster refused to stop it (`stop_refused`), as a
     # value left from an earlier backoff would: cleared.
+    # Counted with F(): taken back with F() if the cluster refuses to stop it for good (`stop_refused`).
     transition(victim, Job.State.PREEMPTING, message=message, code=code,
-               preemption_count=victim.preemption_count + 1, not_before=None)  # fmt: skip
+               preemption_count=F("preemption_count") + 1, not_before=None)  # fmt: skip
     usage.remove(victim)
     log_decision("preempted", victim, code, message)
     return victim
@@ -362,86 +365,3 @@ def _creation_pending(jobs: list[Job]) -> None:
 
 def _expand(placement: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
     return tuple(node for node, count in placement for _ in range(count))
-
-
-ETA_DRIFT = timedelta(seconds=60)  # what an estimated start may move before it is written again
-WAIT_FIELDS = ["reason", "reason_code", "position", "team_position", "eta", "reservation"]
-PLACE_FIELDS = ("position", "team_position")  # written with every waiting row written: what moves most
-
-
-def _record_waits(world: World, plan: Plan, now: datetime) -> tuple[int, int]:
-    """Store every waiting job's reason (as its owner reads it), positions, ETA and
-    reservation (R4); an event when its reason changes. Returns how many wait, and
-    how many of them were written.
-
-    Only the rows whose figures changed are written, and only they are locked: a steady queue of
-    thousands costs no writes, and a cancel never waits behind a cycle for a row it does not change.
-    """
-    teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
-    reserved = {held.id: held for held in plan.reservations}
-    waits: list[tuple[Job, str, str, dict]] = []  # (job, event sentence or "", its code, new figures)
-    for wait in plan.wait:
-        job = world.jobs[wait.id]
-        reason = records.readable_reason(wait.reason, team=job.team.slug, teams_of=teams_of, now=now)
-        held = reserved.get(wait.id)
-        reservation = None if held is None else {
-            "start": _moment(held.start).isoformat(), "placement": dict(held.placement), "nodes": list(held.nodes),
-        }  # fmt: skip
-        says = reason if wait.code != job.reason_code or _moved(job.reservation, reservation) else ""
-        waits.append((job, says, wait.code, {
-            "reason": reason, "reason_code": wait.code, "position": wait.position,
-            "team_position": wait.team_position, "eta": _moment(wait.eta) if wait.eta is not None else None,
-            "reservation": reservation,
-        }))  # fmt: skip
-    for job, held in world.held.values():  # never offered to the policy: tier not allowed, sweep cap, missing claims
-        says = held.reason if held.starts_waiting(job.reason_code) else ""
-        waits.append((job, says, held.code, {
-            "reason": held.reason, "reason_code": held.code, "position": None, "team_position": None, "eta": None,
-            "reservation": None,
-        }))  # fmt: skip
-    waits = [item for item in waits if item[1] or _changed(item[0], item[3])]
-    # Only jobs still queued: one cancelled since the snapshot keeps no position. Their rows are
-    # locked to the commit; one a cancel holds is left to the next cycle.
-    queued = set(Job.objects.select_for_update(skip_locked=True).filter(
-        pk__in=[job.pk for job, *_ in waits], state=Job.State.QUEUED).order_by("pk").values_list("pk", flat=True))
-    events, by_fields = [], {}
-    for job, says, code, figures in waits:
-        if job.pk not in queued:
-            continue
-        if says:
-            events.append(noted(job, JobEvent.Kind.WAITING, says, code=code))
-        moved = PLACE_FIELDS + tuple(name for name in WAIT_FIELDS
-                                     if name not in PLACE_FIELDS and getattr(job, name) != figures[name])  # fmt: skip
-        for name, value in figures.items():
-            setattr(job, name, value)
-        by_fields.setdefault(moved, []).append(job)
-    # One insert for every event, and each row written with its places and the figures that moved:
-    # after a submission thousands of rows move one place, and writing all six figures of each, the
-    # reason and reservation among them, cost the cycle seconds of building SQL.
-    JobEvent.objects.bulk_create(events, batch_size=1000)
-    for fields, jobs in by_fields.items():
-        Job.objects.bulk_update(jobs, list(fields), batch_size=500)
-    return len(plan.wait) + len(world.held), sum(len(jobs) for jobs in by_fields.values())
-
-
-def _changed(job: Job, figures: dict) -> bool:
-    """Whether a waiting job's stored figures differ from `figures`; an estimated start that moved
-    by less than ETA_DRIFT is not a change (behind a job past its expected end, it moves with the clock)."""
-    for name, value in figures.items():
-        stored = getattr(job, name)
-        if name == "eta" and stored is not None and value is not None:
-            if abs(stored - value) >= ETA_DRIFT:
-                return True
-        elif stored != value:
-            return True
-    return False
-
-
-def _moved(before: dict | None, after: dict | None) -> bool:
-    """Whether a reservation kept from cycle to cycle moved to other nodes, which the job's timeline says;
-    its start drifting as running jobs' expected ends change is not a move."""
-    return bool(before and after) and before.get("placement") != after["placement"]
-
-
-def _moment(seconds: int) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=dt_timezone.utc)

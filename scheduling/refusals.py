@@ -15,7 +15,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
+from django.utils import timezone
 
+from core.durations import clock_time
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
@@ -150,33 +154,67 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
         with transaction.atomic():  # when the cluster first refused, with the event of that refusal
             job.not_before = now
             Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, not_before__isnull=True).update(not_before=now)
-            note_refused(job, "stop", str(error))
+            note_refused(job, "stop", str(error), until=_trying_until(job))
         return False
     refused_for = int((now - job.not_before).total_seconds())
     if refused_for < settings.ADMISSION_TIMEOUT:
-        note_refused(job, "stop", str(error))
+        note_refused(job, "stop", str(error), until=_trying_until(job))
         return False
     message = (f"Runs on: the cluster refused to stop it for {refused_for} s ({str(error).rstrip('. ')}), so its "
                f"preemption is given up; it runs as any job of team {job.team.slug} does, counted in its quota, "
                "and a later cycle may preempt it again.")  # fmt: skip
     try:
+        # Never stopped, so never preempted: the count the loop raised (`loop._preempt`) is taken back with the move.
         transition(job, Job.State.RUNNING, message=message, code=Because.RUNS_ON, event_kind=JobEvent.Kind.NOTE,
-                   not_before=None)  # fmt: skip
+                   not_before=None, preemption_count=Greatest(F("preemption_count") - 1, Value(0)))  # fmt: skip
     except StaleJob:
         return False  # cancelled, or stopped after all, meanwhile
     log_decision("kept running", job, Because.RUNS_ON, message)
     return True
 
 
-def note_refused(job: Job, what: str, error: str, *, failing: bool = False) -> None:
+def note_refused(job: Job, what: str, error: str, *, failing: bool = False, until: str = "") -> None:
     """Says on the job that the cluster refused to `what` it ("stop", "resume"), or failed to (`failing`: a
     server error), once until something else happens to it, however often it is tried again; Gangway tries
-    again at every reconcile."""
+    again at every reconcile, and `until` (`_trying_until`: a victim's stop) says when it gives up."""
     did = f"failed to {what} it (a server error, no refusal)" if failing else f"refused to {what} it"
-    message = f"The cluster {did} ({error.rstrip('. ')}); Gangway tries again at every reconcile."
+    message = f"The cluster {did} ({error.rstrip('. ')}); Gangway tries again at every reconcile{until}."
     last = job.events.order_by("-pk").first()
     if last is None or last.message != message:
         note(job, JobEvent.Kind.NOTE, message, code=Because.STOP_REFUSED)
+
+
+def gives_up_at(job: Job) -> datetime:
+    """When Gangway gives up on stopping `job`, an UNSTOPPED victim (`stop_refused`): ADMISSION_TIMEOUT after
+    the cluster's first refusal, which `not_before` keeps."""
+    return job.not_before + timedelta(seconds=settings.ADMISSION_TIMEOUT)
+
+
+def _trying_until(job: Job) -> str:
+    """The words that end a victim's refusal note: until when Gangway asks, and what happens then. The same at
+    every refusal of one preemption (read from its first), so the note is said once."""
+    until = clock_time(timezone.localtime(gives_up_at(job)), timezone.localtime(job.not_before).date())
+    return (f" until {until}, {settings.ADMISSION_TIMEOUT} s after its first refusal; refused then, its preemption "
+            f"is given up and it runs on, counted in the quota of team {job.team.slug}")  # fmt: skip
+
+
+def still_held(world: World, now: datetime) -> dict[str, str]:
+    """Sentences on the jobs being preempted that the cluster refuses to stop (`snapshot.UNSTOPPED`), by team:
+    each still holds its GPUs in its team's quota until Gangway gives up on it (`stop_refused`). For a job of
+    that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is named: the
+    reader is of its team."""
+    today = timezone.localtime(now).date()
+    said: dict[str, list[str]] = {}
+    for job in world.jobs.values():
+        if job.state != Job.State.PREEMPTING or job.not_before is None or not job.gpu_total:
+            continue
+        gpus = f"{job.gpu_total} {job.assigned_gpu_type + ' ' if job.assigned_gpu_type else ''}GPU"
+        gpus += "" if job.gpu_total == 1 else "s"
+        until = clock_time(timezone.localtime(gives_up_at(job)), today)
+        said.setdefault(job.team.slug, []).append(
+            f"Job {job.name} (#{job.pk}), being preempted, still holds {gpus} of the team's quota: the cluster "
+            f"refuses to stop it; Gangway tries until {until}, then lets it run on.")  # fmt: skip
+    return {team: " ".join(sentences) for team, sentences in said.items()}
 
 
 def victim_refused(world: World, admission: Admission, cluster: Cluster) -> tuple[Job, ClusterError] | None:

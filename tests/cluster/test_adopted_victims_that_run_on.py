@@ -83,7 +83,8 @@ def test_refused_for_the_admission_timeout_it_runs_on_and_the_next_dry_run_decid
 
     victim.refresh_from_db(), urgent.refresh_from_db()
     assert ("PATCH", "/apis/kubeflow.org/v1/namespaces/maps/tfjobs/bert-kubectl") in fake.dry_runs
-    assert result.preempted == 0 and victim.state == Job.State.RUNNING and victim.preemption_count == 1
+    # It was never stopped, so never preempted: its count went back when it ran on.
+    assert result.preempted == 0 and victim.state == Job.State.RUNNING and victim.preemption_count == 0
     assert urgent.state == Job.State.QUEUED and urgent.reason.startswith(
         f"Waiting: it would preempt job bert-kubectl (#{victim.pk}), but the cluster would refuse to suspend it")
     assert _created(fake, "maps") == []

@@ -18,6 +18,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.durations import clock_time
 from jobs.codes import Because
 from jobs.models import Job
 from jobs.services import job_submit
@@ -139,8 +140,11 @@ def test_a_victim_whose_suspend_is_refused_after_its_dry_run_passed_keeps_the_pr
     assert _created(fake, "maps") == [], "never created while its victim runs"
     assert victim.state == Job.State.PREEMPTING and not _suspended(fake)
     refusal = f"suspend TFJob maps/bert-kubectl: 403 Forbidden: {DENIED}"
+    until = clock_time(timezone.localtime(later + timedelta(seconds=600)), timezone.localtime(later).date())
     assert victim.events.get(code=Because.STOP_REFUSED).message == (
-        f"The cluster refused to stop it ({refusal}); Gangway tries again at every reconcile.")
+        f"The cluster refused to stop it ({refusal}); Gangway tries again at every reconcile until {until}, 600 s "
+        "after its first refusal; refused then, its preemption is given up and it runs on, counted in the quota of "
+        "team maps.")  # fmt: skip
     assert urgent.state == Job.State.QUEUED and urgent.placement == [] and urgent.admitted_at is None
     assert urgent.not_before == later + timedelta(seconds=30) and urgent.reason_code == Because.VICTIM_REFUSED
     assert urgent.reason == (

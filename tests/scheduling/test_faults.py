@@ -107,7 +107,7 @@ def _raises_once(error: BaseException):
 LOOP_FAULTS = [
     pytest.param((loop, "make_plan"), Killed("after read"), id="killed after reading"),
     pytest.param((loop, "_commit"), Killed("after plan"), id="killed after planning"),
-    pytest.param((loop, "_record_waits"), DatabaseError("connection lost"), id="database lost before the waits"),
+    pytest.param((loop, "record_waits"), DatabaseError("connection lost"), id="database lost before the waits"),
     pytest.param((loop, "_apply"), Killed("after commit"), id="killed after the commit"),
     pytest.param((records, "usage_sample"), DatabaseError("integer out of range"), id="record phase raises"),
     pytest.param((records, "cycle_done"), Killed("before the cycle row"), id="killed before the cycle row"),

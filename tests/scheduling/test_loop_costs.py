@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from jobs.models import Job
 from scheduling.cluster.base import Phase
-from scheduling.loop import WAIT_FIELDS
+from scheduling.waits import WAIT_FIELDS
 from scheduling.models import SimJob
 from scheduling.reconcile import reconcile
 from scheduling.snapshot import to_cluster_job
