@@ -22,7 +22,7 @@ CONTINUATIONS = 50  # downloads after the first: at most 40 s each, more than ha
 HOLD = 4 * 1024**2
 DIGEST_CHARS = 16  # hex digits of the portal's digest of a line
 
-# The starts of the last line of a download that does not end with the log (`scheduling.logs`): its time bound
+# The starts of the last line of a download that does not end with the log (`scheduling.log_download`): its time bound
 # or the cluster cut it (the rest's address then ends with `from=N&last=DIGEST`), or the lines it was to read
 # on from are no longer the log's.
 STOPPED = "... the download stopped here"

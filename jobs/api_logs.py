@@ -3,7 +3,7 @@ read on from a line when one download cannot carry it all.
 
 Actions of the jobs viewset (`JobLogsActions`), so that a job's logs have the access rules of the job
 itself: `get_object` answers 404 for a job the caller cannot see, whoever asks (a person, a user token,
-a team token). Thin shells over `scheduling.logs`.
+a team token). Thin shells over `scheduling.logs`, `scheduling.log_cursor` and `scheduling.log_download`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from jobs.serializers import JobLogsSerializer
-from scheduling.logs import (
-    CURSOR_MAX, CURSOR_PATTERN, DIGEST_CHARS, DOWNLOAD_CHANGED, DOWNLOAD_CUT_SHORT, DOWNLOAD_SECONDS,
-    DOWNLOAD_STOPPED, FROM_MAX, LOG_TAIL, LOG_TAIL_MAX, REPLICA_NAME, BadStart, download_start, log_cursor,
-    log_download, positions_of, read_cursor, recent_logs, rest_query,
+from scheduling.log_cursor import CURSOR_MAX, CURSOR_PATTERN, log_cursor, positions_of, read_cursor
+from scheduling.log_download import (
+    DIGEST_CHARS, DOWNLOAD_CHANGED, DOWNLOAD_CUT_SHORT, DOWNLOAD_SECONDS, DOWNLOAD_STOPPED, FROM_MAX, BadStart,
+    download_start, log_download, rest_query,
 )
+from scheduling.logs import LOG_TAIL, LOG_TAIL_MAX, REPLICA_NAME, recent_logs
 from tenants.schema_examples import ERROR
 
 NAMES_LISTED = 10  # replicas a refusal names, of a job that has more

@@ -29,10 +29,9 @@ from jobs.services import (
 from jobs.spec import SpecError
 from jobs.yaml_import import spec_from_yaml
 from portal.live import VARY, fingerprint, live, unchanged
-from scheduling.logs import (
-    PAGE_TAIL, PICK, REPLICA_NAME, BadStart, download_start, has_run, recent_logs, rest_query,
-)
-from scheduling.logs import log_download as whole_log
+from scheduling.log_download import BadStart, download_start, rest_query
+from scheduling.log_download import log_download as whole_log
+from scheduling.logs import PAGE_TAIL, PICK, REPLICA_NAME, has_run, recent_logs
 from scheduling.preview import Preview, fit_preview
 from scheduling.selectors import expected_runtime_of, gpu_type_offers, manifest_of
 from tenants.auth import rate_limited

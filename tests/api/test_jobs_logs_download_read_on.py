@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 import jobs.api_logs
 from scheduling.cluster.log_text import line_digest
 from scheduling.cluster.simulated import SimulatedCluster
-from scheduling.logs import DOWNLOAD_CHANGED, DOWNLOAD_STOPPED, log_download
+from scheduling.log_download import DOWNLOAD_CHANGED, DOWNLOAD_STOPPED, log_download
 from scheduling.models import SimJob
 from scheduling.reconcile import reconcile
 from tests.api.conftest import PERSONAS
@@ -46,8 +46,8 @@ def long_job(submit, cycle):
 
 
 def bound_downloads(monkeypatch, module, name: str = "log_download") -> None:
-    """Bounds the downloads of the view whose module reads `scheduling.logs.log_download` as `name` to SECONDS, on
-    a clock that moves a second for each chunk a download sends (as its reader takes it)."""
+    """Bounds the downloads of the view whose module reads `scheduling.log_download.log_download` as `name` to
+    SECONDS, on a clock that moves a second for each chunk a download sends (as its reader takes it)."""
     now = [0.0]
 
     def ticking(job, **options):

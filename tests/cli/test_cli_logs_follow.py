@@ -32,8 +32,9 @@ def apiserver():
 
 @pytest.fixture
 def running(submit, apiserver, monkeypatch):
-    """A job of two replicas running on the fake API server, which the live portal reads."""
-    from scheduling import logs
+    """A job of two replicas running on the fake API server, which the live portal reads (its logs page and API
+    through `scheduling.logs`, its downloads through `scheduling.log_download`)."""
+    from scheduling import log_download, logs
 
     job = submit(name="chatty", replicas=[{"role": "Worker", "count": 2, "gpu": 1}])
     Job.objects.filter(pk=job.pk).update(state="running", admitted_at=T0, started_at=T0)
@@ -41,7 +42,8 @@ def running(submit, apiserver, monkeypatch):
         pod = _replica_pod(index, {"running": {}}, job_id=job.pk)
         apiserver.add(pod)
     api = Configuration(host=apiserver.url)
-    monkeypatch.setattr(logs, "get_cluster", lambda: KubernetesCluster(client_for(api), retry_budget=0.5))
+    for module in (logs, log_download):
+        monkeypatch.setattr(module, "get_cluster", lambda: KubernetesCluster(client_for(api), retry_budget=0.5))
     job.refresh_from_db()
     return job
 

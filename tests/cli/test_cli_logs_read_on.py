@@ -12,7 +12,7 @@ import pytest
 
 import jobs.api_logs
 from scheduling.cluster.simulated import SimulatedCluster
-from scheduling.logs import log_download
+from scheduling.log_download import log_download
 from scheduling.models import SimJob
 from scheduling.reconcile import reconcile
 from tests.api.test_jobs_logs_download_read_on import bound_downloads

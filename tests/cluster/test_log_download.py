@@ -1,5 +1,5 @@
 """A replica's whole log streamed over real HTTP from the fake API server (the port's `log_stream`) and passed on as
-a download (`scheduling.logs.log_download`): a log of any length read and sent a bounded chunk at a time, never
+a download (`scheduling.log_download.log_download`): a log of any length read and sent a bounded chunk at a time, never
 held whole, its lines read as a person reads them, and its end said when the time bound or the cluster cut it;
 the simulated cluster's logs the same way through the port."""
 
@@ -14,7 +14,7 @@ import pytest
 from jobs.models import Job
 from scheduling.cluster.base import LOG_CHUNK_BYTES, LOG_LIMIT_BYTES
 from scheduling.cluster.log_text import StreamedLines, log_lines
-from scheduling.logs import DOWNLOAD_STOPPED, log_download
+from scheduling.log_download import DOWNLOAD_STOPPED, log_download
 from tests.cluster.test_kubernetes_adapter import _replica_pod
 
 MIB = 1024**2

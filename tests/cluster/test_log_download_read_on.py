@@ -1,5 +1,5 @@
-"""A download read on from a line (`scheduling.logs.log_download` with `start` and `last`), over real HTTP from the
-fake API server: the lines before it counted at "\\n" and left out, each cut falling between two lines and saying
+"""A download read on from a line (`scheduling.log_download.log_download` with `start` and `last`), over real HTTP from
+the fake API server: the lines before it counted at "\\n" and left out, each cut falling between two lines and saying
 where the rest is, so that the pieces put end to end are the download of the whole log, byte for byte; and the
 counting and digests of `scheduling.cluster.log_text` that make it exact, whatever the chunks."""
 
@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from scheduling.cluster.log_text import LINE_HOLD, SkippedLines, StreamedLines, line_digest, log_lines
-from scheduling.logs import DOWNLOAD_CHANGED, DOWNLOAD_CUT_SHORT, DOWNLOAD_STOPPED, log_download
+from scheduling.log_download import DOWNLOAD_CHANGED, DOWNLOAD_CUT_SHORT, DOWNLOAD_STOPPED, log_download
 from tests.cluster.test_log_download import running  # noqa: F401  (the fixture)
 
 NOTE = re.compile(rb"(?:^|\n)(\.\.\. [^\n]*)\n$")

@@ -9,7 +9,7 @@ import re
 import pytest
 
 import jobs.views
-from scheduling.logs import DOWNLOAD_STOPPED, log_download
+from scheduling.log_download import DOWNLOAD_STOPPED, log_download
 from tests.api.test_jobs_logs_download_read_on import SECONDS, bound_downloads, long_job  # noqa: F401  (the fixture)
 
 NOTE = re.compile(r"\n(\.\.\. [^\n]*)\n$")
