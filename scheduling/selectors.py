@@ -45,6 +45,27 @@ class TeamUsage:
 
 
 @dataclass(frozen=True)
+class GpuRoom:
+    """The GPUs of some nodes as the dashboard says them, the same way over a GPU type's team bars and over its
+    group of the node map (`scheduling.views.room_words`): what Gangway's jobs hold of the nodes that take new
+    pods, and apart what pods Gangway did not create hold there (a GPU held by anything is not free), then
+    the GPUs of the nodes that take none (cordoned, tainted) and what Gangway's jobs still hold there.
+    A GPU type's is its `TypeSummary.room`, the figures /api/v1/cluster and /metrics give; `room_of` is
+    that of nodes no type matches."""
+
+    capacity: int  # GPUs of its nodes that take new pods
+    in_use: int  # of those, what Gangway's jobs hold
+    outside: int  # of those, what pods Gangway did not create hold
+    unschedulable: int = 0  # GPUs of its nodes that take no new pods
+    unschedulable_nodes: int = 0  # how many of its nodes with GPUs take no new pods
+    unschedulable_used: int = 0  # of those GPUs, what Gangway's jobs hold
+
+    @property
+    def free(self) -> int:
+        return max(0, self.capacity - self.in_use - self.outside)
+
+
+@dataclass(frozen=True)
 class TypeSummary:
     """One GPU type across the cluster: its nodes' GPUs and every team's figures of that type.
 
@@ -75,6 +96,12 @@ class TypeSummary:
     @property
     def free(self) -> int:
         return max(0, self.capacity - self.in_use - self.outside)
+
+    @property
+    def room(self) -> GpuRoom:
+        """This type's GPUs as its heading over the team bars and its group of the node map say them."""
+        return GpuRoom(self.capacity, self.in_use, self.outside, self.unschedulable, self.unschedulable_nodes,
+                       self.unschedulable_used)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -333,8 +360,29 @@ class NodeRow:
     unschedulable: str = ""  # why it takes no new pods ("cordoned", "tainted <key>"); "" when it takes them
 
     @property
+    def held(self) -> int:
+        """GPUs Gangway's jobs hold here (never more than it has): the node's GPUs in use."""
+        return min(self.gpu, sum(run[3] for run in self.runs))
+
+    @property
+    def outside_used(self) -> int:
+        """GPUs pods Gangway did not create hold here, of those its jobs leave: what the map draws "outside"."""
+        return min(self.outside, self.gpu - self.held)
+
+    @property
     def used(self) -> int:
-        return min(self.gpu, sum(run[3] for run in self.runs) + self.outside)
+        """GPUs held here by anything, Gangway's jobs or pods it did not create: none of them is free."""
+        return self.held + self.outside_used
+
+
+def room_of(rows: list[NodeRow]) -> GpuRoom:
+    """The GPUs of these nodes (`node_rows`) as a `GpuRoom`, read from where jobs are placed now: for a group
+    of the node map no GPU type's summary covers (GPU nodes whose labels match no type)."""
+    taking = [row for row in rows if not row.unschedulable]
+    out = [row for row in rows if row.unschedulable and row.gpu]
+    return GpuRoom(sum(row.gpu for row in taking), sum(row.held for row in taking),
+                   sum(row.outside_used for row in taking), sum(row.gpu for row in out), len(out),
+                   sum(row.held for row in out))  # fmt: skip
 
 
 def node_rows() -> list[NodeRow]:

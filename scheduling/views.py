@@ -22,7 +22,8 @@ from jobs.selectors import queue_for, sweeps_for, with_waits
 from jobs.templatetags.gangway import palette, plural
 from portal.live import VARY, fingerprint, held_at, live, remember, unchanged
 from scheduling.models import ClusterNode
-from scheduling.selectors import cluster_summary, holding_jobs, live_version, node_rows, reserved_by_node, type_names
+from scheduling.selectors import (cluster_summary, holding_jobs, live_version, node_rows, reserved_by_node, room_of,
+                                  type_names)
 from tenants.permissions import is_admin
 from tenants.selectors import teams_for
 
@@ -104,23 +105,39 @@ def _teams(request):
 
 
 def _type_note(kind) -> str:
-    """What a GPU type's heading over its bars counts, as the node map's heading of the type does: the GPUs jobs
-    hold on its nodes that take new pods, of their capacity, and apart the GPUs of its nodes that take none with
-    what jobs still hold there ("8 of 8 GPUs in use; 8 GPUs more on 1 node that takes no new jobs, 6 of them in
-    use"). Jobs on a drained node are their team's use, never use of a capacity they are not in."""
-    if not kind.unschedulable:
-        return f"{kind.in_use} of {plural(kind.capacity, 'GPU')} in use"
-    if not kind.capacity:
-        return (f"{plural(kind.unschedulable_nodes, 'node')}, none taking new jobs: "
-                f"{plural(kind.unschedulable, 'GPU')}{_held(kind.unschedulable_used)}")
-    return (f"{kind.in_use} of {plural(kind.capacity, 'GPU')} in use; "
-            f"{_more_on_no_new_jobs(kind.unschedulable, kind.unschedulable_nodes, kind.unschedulable_used)}")
+    """What a GPU type's heading over its bars counts: its `room` in the words of the node map's heading of the
+    type (`room_words`), with its nodes named first when none of them takes new jobs."""
+    room = kind.room
+    if room.unschedulable and not room.capacity:
+        return f"{plural(room.unschedulable_nodes, 'node')}, {room_words(room)}"
+    return room_words(room)
+
+
+def room_words(room) -> str:
+    """A `GpuRoom` in words, the same over a GPU type's team bars and over its group of the node map: the GPUs
+    Gangway's jobs hold on its nodes that take new pods, of their capacity, and apart what pods Gangway did
+    not create hold there (none of those is free either), then the GPUs of its nodes that take none with what
+    jobs still hold there ("3 of 8 GPUs in use, 2 more used outside Gangway; 8 GPUs more on 1 node that takes
+    no new jobs, 6 of them in use"). Jobs on a drained node are their team's use, never use of a capacity
+    they are not in."""
+    if room.unschedulable and not room.capacity:
+        return f"none taking new jobs: {plural(room.unschedulable, 'GPU')}{_held(room.unschedulable_used)}"
+    words = _in_use(room.in_use, room.capacity, room.outside)
+    if not room.unschedulable:
+        return words
+    return f"{words}; {_more_on_no_new_jobs(room.unschedulable, room.unschedulable_nodes, room.unschedulable_used)}"
+
+
+def _in_use(in_use: int, capacity: int, outside: int) -> str:
+    """"3 of 8 GPUs in use" by Gangway's jobs, then ", 2 more used outside Gangway" when pods it did not create
+    hold some: the figure of a type, a group of the map and a node alike."""
+    words = f"{in_use} of {plural(capacity, 'GPU')} in use"
+    return f"{words}, {outside} more used outside Gangway" if outside else words
 
 
 def _more_on_no_new_jobs(gpus: int, nodes: int, used: int) -> str:
     """The GPUs of `nodes` nodes that take no new pods, beside the capacity of the others, and how many of them
-    are in use: "8 GPUs more on 1 node that takes no new jobs, 6 of them in use". The node map's group headings
-    and the type bars' headings say them in these words."""
+    are in use: "8 GPUs more on 1 node that takes no new jobs, 6 of them in use" (`room_words`)."""
     takes = "takes" if nodes == 1 else "take"
     return f"{plural(gpus, 'GPU')} more on {plural(nodes, 'node')} that {takes} no new jobs{_held(used)}"
 
@@ -140,8 +157,11 @@ def _nodes(request):
     state, rows = _rows(request)
     reserved = _reserved(request)
     kinds = _kinds(request)
-    etag = fingerprint(request, "nodes", state, kinds, sorted(reserved.items()), sorted(mine), palette(request))
-    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved, kinds),
+    # A type's heading on the map is its summary's room, as over its bars: read only on a cluster with types.
+    rooms = {kind.name: kind.room for kind in _summary(request).by_type} if kinds else {}
+    etag = fingerprint(request, "nodes", state, kinds, sorted(rooms.items()), sorted(reserved.items()), sorted(mine),
+                       palette(request))  # fmt: skip
+    return etag, lambda: {"node_map": _node_map_html(request, mine, rows, reserved, kinds, rooms),
                           "map_teams": _map_teams(rows)}
 
 
@@ -244,10 +264,11 @@ def _team_bars(teams, colours: dict[str, str], gpu_type: str = "") -> list[dict]
     return bars
 
 
-def _node_map_html(request, mine: set[str], rows, reserved, kinds: list[str]) -> str:
+def _node_map_html(request, mine: set[str], rows, reserved, kinds: list[str], rooms: dict) -> str:
     """One cell per GPU, coloured by the team whose job holds it; a job's cells on a node share one tooltip.
     On a cluster with GPU types (`kinds`, in its order), the nodes come in groups under a heading per
-    type, then the GPU nodes no type matches, then the nodes without GPUs.
+    type (its `rooms` entry: the type summary's, the figures over its bars), then the GPU nodes no type
+    matches, then the nodes without GPUs.
 
     Built as a string rather than template loops: 500 nodes of 8 GPUs are 4,000
     cells, which a template loop renders too slowly for a page polled every few seconds.
@@ -257,26 +278,18 @@ def _node_map_html(request, mine: set[str], rows, reserved, kinds: list[str]) ->
         return mark_safe("".join(_node_cells(request, mine, rows, reserved)))
     html = []
     for heading, members in _node_groups(rows, kinds):
-        html.append(f'<h3 class="node-group">{escape(heading)} <span class="muted">· {_group_note(members)}</span></h3>')
+        note = _group_note(members, rooms.get(heading) or room_of(members))
+        html.append(f'<h3 class="node-group">{escape(heading)} <span class="muted">· {note}</span></h3>')
         html.extend(_node_cells(request, mine, members, reserved))
     return mark_safe("".join(html))
 
 
-def _group_note(members) -> str:
-    """What a group heading of the map counts: its nodes, and the GPUs in use of those on its nodes that take
-    new pods, the capacity the tiles and the type bars count. The GPUs of its nodes that take none (cordoned,
-    tainted) are counted apart, never as if a job could have them: "2 nodes, 3 of 8 GPUs in use; 8 GPUs more
-    on 1 node that takes no new jobs, 6 of them in use". Just the nodes for a group without GPUs."""
+def _group_note(members, room) -> str:
+    """What a group heading of the map counts: its nodes, then its `room` in the words over the type bars
+    (`room_words`): "2 nodes, 3 of 8 GPUs in use, 2 more used outside Gangway; 8 GPUs more on 1 node that
+    takes no new jobs, 6 of them in use". Just the nodes for a group without GPUs."""
     nodes = plural(len(members), "node")
-    taking = [node for node in members if not node.unschedulable]
-    gpus, used = sum(node.gpu for node in taking), sum(node.used for node in taking)
-    out = [node for node in members if node.unschedulable and node.gpu]
-    if not out:
-        return f"{nodes}, {used} of {plural(gpus, 'GPU')} in use" if gpus else nodes
-    out_gpus, out_used = sum(node.gpu for node in out), sum(node.used for node in out)
-    if not gpus:
-        return f"{nodes}, none taking new jobs: {plural(out_gpus, 'GPU')}{_held(out_used)}"
-    return f"{nodes}, {used} of {plural(gpus, 'GPU')} in use; {_more_on_no_new_jobs(out_gpus, len(out), out_used)}"
+    return f"{nodes}, {room_words(room)}" if room.capacity or room.unschedulable else nodes
 
 
 UNTYPED = "untyped — no job can use their GPUs (their labels match no GPU type)"
@@ -327,11 +340,11 @@ def _node_cells(request, mine: set[str], rows, reserved) -> list[str]:
             if free:
                 cells.append(f'<span class="unschedulable" title="not free: the node takes no new jobs">{"<i></i>" * free}</span>')
             html.append(f'<div class="node unschedulable" title="{escape(node.name)} ({escape(node.unschedulable)}, takes no new jobs): '
-                        f'{node.used} of {node.gpu} GPUs in use"><span class="node-name">{escape(node.name)} · '
+                        f'{_in_use(node.held, node.gpu, node.outside_used)}"><span class="node-name">{escape(node.name)} · '
                         f'{escape(node.unschedulable)}</span><span class="gpus">{"".join(cells)}</span></div>')
             continue
         cells.append('<i class="free"></i>' * free)
-        html.append(f'<div class="node" title="{escape(node.name)}: {node.used} of {node.gpu} GPUs in use">'
+        html.append(f'<div class="node" title="{escape(node.name)}: {_in_use(node.held, node.gpu, node.outside_used)}">'
                     f'<span class="node-name">{escape(node.name)}</span><span class="gpus">{"".join(cells)}</span></div>')
     return html
 
