@@ -10,6 +10,7 @@ from collections import Counter
 
 from jobs.models import Job
 from scheduling.cluster.base import Cluster, JobStatus, NodeInfo, Phase
+from scheduling.cluster.simulated_replicas import kept_room_drift
 from scheduling.snapshot import UNSTOPPED, limits_of
 from tenants.models import Team
 
@@ -75,7 +76,9 @@ def out_of_line(statuses: list[JobStatus]) -> list[str]:
 
 
 def check(cluster: Cluster, *, settled: bool) -> list[str]:
-    """Both checks against a healthy cluster's reading; `settled` adds the one-to-one match."""
+    """Both checks against a healthy cluster's reading, and the simulated cluster's kept figures against what runs
+    (`kept_room_drift`: [] on any other cluster); `settled` adds the one-to-one match."""
     statuses = cluster.job_statuses()
-    problems = broken_promises(cluster.nodes(), statuses)
+    problems = broken_promises(cluster.nodes(), statuses) + kept_room_drift()
     return problems + out_of_line(statuses) if settled else problems
+

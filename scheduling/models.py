@@ -193,7 +193,32 @@ def lock_simulated_room(using: str = "default") -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SIMULATED_ROOM_LOCK])
 
 
+# The columns of a simulated job that say what room it takes, and where (`simulated_replicas.taken_by`): a write
+# of one of them around the cluster's own path leaves its nodes to be counted again.
+ROOM_FIELDS = frozenset({"started_at", "finished_at", "nodes", "replicas", "manifest"})
+
+
+def _uncount(nodes: set[str], using: str) -> None:
+    """Leaves these simulated nodes to be counted again from the running jobs at the cluster's next pass (their
+    used figures NULL: `simulated_replicas.count_uncounted`); returns nothing. The caller holds
+    `lock_simulated_room`, in the transaction that moved what runs there."""
+    if nodes:
+        SimNode.objects.using(using).filter(name__in=nodes).update(gpu_used=None, cpu_used=None, memory_used=None)
+
+
+def _ran_on(jobs: models.QuerySet) -> set[str]:
+    """The nodes the running ones of these simulated jobs run on, their rows locked."""
+    running = jobs.filter(started_at__isnull=False, finished_at__isnull=True).select_for_update()
+    return {node for nodes in running.values_list("nodes", flat=True) for node in nodes or ()}
+
+
 class SimJobQuerySet(models.QuerySet):
+    """Writes around the simulated cluster's own path (the admin, a benchmark's seed, a test's hand) keep the
+    nodes' used figures right: the nodes a running job they touch ran on, or runs on after, are counted again
+    at the next pass, in the same transaction. The cluster itself writes through `Model.save` with its
+    figures (`simulated_replicas.take`, `give_back`), never through these; `invariants.kept_room_drift` tells
+    a write that went around both."""
+
     def delete(self):
         """Deletes these jobs as `QuerySet.delete` does, and leaves the nodes a running one of them ran on
         to be counted again at the simulated cluster's next pass (their used figures NULL), in the same
@@ -202,15 +227,56 @@ class SimJobQuerySet(models.QuerySet):
         job first (`SimulatedCluster.delete_job`), giving its room back exactly, and leave nothing to count."""
         with transaction.atomic(using=self.db, savepoint=False):
             lock_simulated_room(self.db)
-            running = self.filter(started_at__isnull=False, finished_at__isnull=True).select_for_update()
-            ran_on = {node for nodes in running.values_list("nodes", flat=True) for node in nodes}
-            if ran_on:
-                SimNode.objects.using(self.db).filter(name__in=ran_on).update(gpu_used=None, cpu_used=None,
-                                                                              memory_used=None)  # fmt: skip
+            _uncount(_ran_on(self), self.db)
             return super().delete()
 
     delete.alters_data = True
     delete.queryset_only = True  # as QuerySet.delete: never `SimJob.objects.delete()`, which would delete them all
+
+    def update(self, **kwargs):
+        """Updates these jobs as `QuerySet.update` does; returns the rows changed. One that writes what room a
+        job takes or where (`ROOM_FIELDS`: a running job moved, stopped or started by hand) leaves the nodes
+        the running ones ran on before and run on after to be counted again, in the same transaction."""
+        if not ROOM_FIELDS & kwargs.keys():
+            return super().update(**kwargs)
+        with transaction.atomic(using=self.db, savepoint=False):
+            lock_simulated_room(self.db)
+            pks = list(self.values_list("pk", flat=True))
+            touched = type(self)(self.model, using=self.db).filter(pk__in=pks)
+            before = _ran_on(touched)
+            changed = super().update(**kwargs)
+            _uncount(before | _ran_on(touched), self.db)
+            return changed
+
+    update.alters_data = True
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        """`QuerySet.bulk_update`, leaving the nodes of the running jobs among `objs`, before and after, to be
+        counted again when `fields` name what room a job takes or where (`update`)."""
+        if not ROOM_FIELDS & set(fields):
+            return super().bulk_update(objs, fields, batch_size=batch_size)
+        objs = list(objs)
+        with transaction.atomic(using=self.db, savepoint=False):
+            lock_simulated_room(self.db)
+            touched = type(self)(self.model, using=self.db).filter(pk__in=[obj.pk for obj in objs])
+            before = _ran_on(touched)
+            changed = super().bulk_update(objs, fields, batch_size=batch_size)
+            _uncount(before | _ran_on(touched), self.db)
+            return changed
+
+    bulk_update.alters_data = True
+
+    def bulk_create(self, objs, *args, **kwargs):
+        """`QuerySet.bulk_create`, leaving the nodes the running jobs among `objs` run on to be counted again."""
+        objs = list(objs)
+        with transaction.atomic(using=self.db, savepoint=False):
+            lock_simulated_room(self.db)
+            made = super().bulk_create(objs, *args, **kwargs)
+            _uncount({node for obj in objs if obj.started_at and not obj.finished_at for node in obj.nodes or ()},
+                     self.db)  # fmt: skip
+            return made
+
+    bulk_create.alters_data = True
 
 
 class SimJob(models.Model):

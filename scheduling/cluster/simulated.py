@@ -203,6 +203,9 @@ class SimulatedCluster:
                 f"Teams' nominal GPU quotas sum to {nominal}, above the {capacity} GPUs of the cluster.",
                 "Lower some nominal quotas so every team's guarantee can be kept.",
             ))  # fmt: skip
+        findings += [Finding(f"The {problem}: a write went around the simulated cluster.",
+                             "Empty the node's used figures in the admin: the next pass counts them again from what runs.")
+                     for problem in simulated_replicas.kept_room_drift()]  # fmt: skip
         return findings + node_types.type_findings(nodes, tenants)
 
     # --- the passage of time ------------------------------------------------------

@@ -86,6 +86,26 @@ def fits_somewhere(job: SimJob) -> bool:
     return True
 
 
+def move_by_hand(job_id: int, node: str, bulk: bool) -> None:
+    """Moves every replica of job `job_id`, if it runs, to `node` with a raw write (`QuerySet.update`, or
+    `bulk_update` with `bulk`), when they all fit there beside what else runs on it; else changes nothing."""
+    job = SimJob.objects.filter(job_id=job_id, started_at__isnull=False, finished_at__isnull=True).first()
+    target = SimNode.objects.filter(name=node).first()
+    if job is None or target is None:
+        return
+    taken = fresh_sum().get(node, [0, 0, 0])
+    mine = simulated_replicas.taken_by(job).get(node, [0, 0, 0])
+    needs = [sum(need[index] for need in simulated_replicas.needs(job)) for index in range(3)]
+    room = [target.gpu, target.cpu, target.memory]
+    if any(taken[index] - mine[index] + needs[index] > room[index] for index in range(3)):
+        return
+    job.nodes = [node] * len(job.nodes)
+    if bulk:
+        SimJob.objects.bulk_update([job], ["nodes"])
+    else:
+        SimJob.objects.filter(pk=job.pk).update(nodes=job.nodes)
+
+
 NODE_NAMES = [f"node-{index:02d}" for index in range(1, 5)]
 JOB_IDS = st.integers(1, 4)
 CREATE = st.tuples(st.just("create"), JOB_IDS, st.integers(1, 3), st.sampled_from([0, 1, 2, 4, 8]),
@@ -98,6 +118,8 @@ STEPS = st.one_of(
     st.tuples(st.just("delete"), JOB_IDS),
     st.tuples(st.just("delete by hand"), JOB_IDS),
     st.tuples(st.just("tick"), st.floats(0.5, 300)),
+    st.tuples(st.just("move by hand"), JOB_IDS, st.sampled_from(NODE_NAMES), st.booleans()),
+    st.tuples(st.just("stop by hand"), JOB_IDS),
     st.tuples(st.just("cordon"), st.sampled_from(NODE_NAMES), st.booleans()),
     st.tuples(st.just("add node"), st.sampled_from(NODE_NAMES)),
     st.tuples(st.just("remove node"), st.sampled_from(NODE_NAMES)),
@@ -108,8 +130,9 @@ STEPS = st.one_of(
                                                                   HealthCheck.too_slow])  # fmt: skip
 @given(steps=st.lists(STEPS, min_size=4, max_size=25))
 def test_the_kept_figures_are_the_sum_of_what_runs_after_any_sequence_of_writes(db, steps):
-    """Random creates (some hinted), suspends, resumes, deletes (by the cluster and by hand), the passing
-    of time (jobs end), cordons and nodes added and removed: after each, every counted node keeps the sum
+    """Random creates (some hinted), suspends, resumes, deletes (by the cluster and by hand), running jobs
+    moved or stopped by a raw write, the passing of time (jobs end), cordons and nodes added and removed:
+    after each, every counted node keeps the sum
     of what runs there, no node holds more than it has, and after each pass no waiting job could start."""
     with transaction.atomic():
         clock = Clock()
@@ -138,6 +161,12 @@ def test_the_kept_figures_are_the_sum_of_what_runs_after_any_sequence_of_writes(
             elif kind == "tick":
                 clock.tick(step[1])
                 cluster.job_statuses()
+            elif kind == "move by hand":  # a raw write of where a running job runs (a test's hand, a seed)
+                move_by_hand(*step[1:])
+                passed = False
+            elif kind == "stop by hand":  # its pods never started, as a test says with a raw update
+                SimJob.objects.filter(job_id=step[1]).update(started_at=None, nodes=[])
+                passed = False
             elif kind == "cordon":
                 SimNode.objects.filter(name=step[1]).update(schedulable=step[2])
                 passed = False
