@@ -43,18 +43,22 @@ from .demand import Demand
 from .eta import estimate_starts
 from .eta_typed import estimate_typed
 from .hopeless import Hopeless
-from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Wait
+from .model import Admission, PendingJob, Plan, Rejection, Reservation, Snapshot, Team, Tier, Wait
 from .order import R3Queue, admission_order, first_quota, r3_sorted
 from .placement import place, replica_nodes, usage_on_nodes
 from .quota import Refusal
 from .reasons import Code, amounts, replicas_text
 from .rejection import closed_types, reject_reason, reject_typed, reject_untyped
 from .reservation import Hold, Holds, earliest_hold, outside_without_end, preempt_around
+from .room import Room
 from .runtime import expected_runtime
 from .standing import Standing
 from .state import State
 from .usage import team_gpus
 from .waiting import QuotaQueue, reserving, type_name, typed, why_waiting
+
+
+NO_TYPE = (None,)  # the GPU types a job tries on a cluster without types
 
 
 class Fit(IntEnum):
@@ -130,7 +134,9 @@ class Decisions:
     queue: list[PendingJob]
     state: State
     holds: list[Hold]
-    # job id -> the GPU types it tries, in order (None: no type)
+    # job id -> the GPU types it tries, in order (None: no type); on a
+    # cluster without types only when some node takes no new pods (`closed`
+    # reads it), every job trying (None,)
     kinds: dict[str, tuple[int | None, ...]]
     # job id -> its GPU types (None: no type) it fits only with nodes that
     # take no new pods now -> the code and sentence saying so
@@ -163,30 +169,35 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
     rejected: list[Rejection] = []
     # Already in R3 order when the caller's queue vouches for the snapshot's.
     in_order = queue is not None and queue.orders(snapshot.pending, tiers)
+    # Without GPU types, every job tries (None,), kept only for `closed`.
+    each_kind = types is not None or state.open is not None
     kept: list[PendingJob] = []
-    for job in snapshot.pending:
-        demand = job.demand
-        kinds = (None,) if types is None else types.candidates(job, teams[job.team])
-        key = (job.team, job.tier, demand, job.gpu_type)  # its types follow from these
-        if key in verdicts:
-            verdict = verdicts[key]
-        elif types is None and job.gpu_type and demand.total[0]:
-            verdict = verdicts[key] = reject_untyped(job)
-        elif types is None:
-            verdict = verdicts[key] = reject_reason(job, demand, teams[job.team],
-                                                    tiers[job.tier], state.quota, empty, cache)
-        else:
-            verdict = verdicts[key] = reject_typed(job, kinds, teams[job.team], tiers[job.tier],
-                                                   state, empty)
-        if verdict is None:
-            kept.append(job)
-            kinds_of[job.id] = kinds if types is None else tuple(k for k in kinds if k != -1)
-            if state.open is not None:
-                found = closed_types(demand, kinds_of[job.id], state, unplaceable)
-                if found:
-                    closed[job.id] = found
-        else:
-            rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
+    if queue is not None and in_order and not each_kind and all(
+            _untyped_verdict(job, teams, tiers, state, empty, cache, verdicts) is None
+            for _, job in queue.shapes.values()):
+        kept = list(snapshot.pending)  # R10 reads a job's shape alone, and passes every one
+    else:
+        for job in snapshot.pending:
+            demand = job.demand
+            kinds = NO_TYPE if types is None else types.candidates(job, teams[job.team])
+            key = (job.team, job.tier, demand, job.gpu_type)  # its types follow from these
+            if key in verdicts:
+                verdict = verdicts[key]
+            elif types is None:
+                verdict = _untyped_verdict(job, teams, tiers, state, empty, cache, verdicts)
+            else:
+                verdict = verdicts[key] = reject_typed(job, kinds, teams[job.team], tiers[job.tier],
+                                                       state, empty)
+            if verdict is None:
+                kept.append(job)
+                if each_kind:
+                    kinds_of[job.id] = kinds if types is None else tuple(k for k in kinds if k != -1)
+                if state.open is not None:
+                    found = closed_types(demand, kinds_of[job.id], state, unplaceable)
+                    if found:
+                        closed[job.id] = found
+            else:
+                rejected.append(Rejection(job.id, str(verdict[0]), verdict[1]))
     ordered = kept if in_order else r3_sorted(kept, tiers)
 
     # 3. Admit in order.
@@ -230,7 +241,7 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
             if with_waits:
                 waiting[job.id] = (Code.HELD, held_sentence(holder))
             continue
-        every = kinds_of[job.id]
+        every = kinds_of[job.id] if each_kind else NO_TYPE
         kinds = every
         # Its types closed to it -> why: only nodes taking no pods could hold
         # it there, or a starving job holds the type (the sentence naming the holder).
@@ -334,6 +345,23 @@ def decide(snapshot: Snapshot, *, with_waits: bool = True,
     state.select(None)
     rejected.sort(key=lambda r: r.id)
     return Decisions(admitted, waiting, rejected, ordered, state, holds.holds, kinds_of, closed)
+
+
+def _untyped_verdict(job: PendingJob, teams: dict[str, Team], tiers: dict[str, Tier], state: State,
+                     empty: Room, cache: dict, verdicts: dict[tuple, tuple[Code, str] | None]
+                     ) -> tuple[Code, str] | None:
+    """Returns R10's rejection of a job on a cluster without GPU types, or
+    None; kept in `verdicts` for its shape, which is all it reads."""
+    key = (job.team, job.tier, job.demand, job.gpu_type)
+    if key in verdicts:
+        return verdicts[key]
+    verdict: tuple[Code, str] | None
+    if job.gpu_type and job.demand.total[0]:
+        verdict = reject_untyped(job)
+    else:
+        verdict = reject_reason(job, job.demand, teams[job.team], tiers[job.tier], state.quota, empty, cache)
+    verdicts[key] = verdict
+    return verdict
 
 
 def _admit(state: State, job: PendingJob, tier, demand: Demand, placement, end: int,

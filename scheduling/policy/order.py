@@ -14,6 +14,9 @@ arrive and leave, and hands `plan` the snapshot whose `pending` is the queue's
 instead of sorting the whole queue again. The plan is the same as without it:
 the cycle reads the queue only for the snapshot whose `pending` is the very
 tuple `pending` returned, on the tiers it was made for.
+The queue also counts its jobs per shape (team, tier, demand, GPU types),
+which is all R10's rejection reads: a cycle given the queue judges each shape
+once instead of each job, and goes over the jobs only when one is rejected.
 `tests/policy/test_policy_r3_queue.py` compares plans with and without it.
 """
 
@@ -53,6 +56,9 @@ class R3Queue:
         self.keys: list[R3Key] = []  # R3 keys, in order
         self.jobs: list[PendingJob] = []  # the job of each key
         self.marks: dict[str, R3Key] = {}  # id -> its R3 key
+        # shape (team, tier, demand, GPU types) -> [how many jobs have it, one
+        # job of it, perhaps gone since: R10 reads only its shape]
+        self.shapes: dict[tuple, list] = {}
         self._pending: tuple[PendingJob, ...] | None = ()
 
     @property
@@ -82,6 +88,7 @@ class R3Queue:
         k = bisect_left(self.keys, key)
         self.keys.insert(k, key)
         self.jobs.insert(k, job)
+        self._count(job, 1)
         self._pending = None
 
     def remove(self, job_id: str) -> PendingJob:
@@ -89,7 +96,9 @@ class R3Queue:
         k = bisect_left(self.keys, self.marks.pop(job_id))
         del self.keys[k]
         self._pending = None
-        return self.jobs.pop(k)
+        job = self.jobs.pop(k)
+        self._count(job, -1)
+        return job
 
     def replace(self, job: PendingJob) -> None:
         """Puts `job` in place of the queued job of the same id (a new estimate)."""
@@ -100,8 +109,20 @@ class R3Queue:
             return
         k = bisect_left(self.keys, key)
         if self.jobs[k] is not job:
+            self._count(self.jobs[k], -1)
+            self._count(job, 1)
             self.jobs[k] = job
             self._pending = None
+
+    def _count(self, job: PendingJob, step: int) -> None:
+        shape = (job.team, job.tier, job.demand, job.gpu_type)
+        counted = self.shapes.get(shape)
+        if counted is None:
+            self.shapes[shape] = [step, job]
+        elif counted[0] + step:
+            counted[0] += step
+        else:
+            del self.shapes[shape]
 
 
 def admission_order(
@@ -156,6 +177,7 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
         rival = _Ranks(jobs, done, by_team, quota, skip_team)
     else:
         rival = _Scan(jobs, done, by_team, skip_team, quota_of)
+    rivals = len(by_team) > 1  # one team alone has no rival
     k = 0
     while k < len(jobs):
         if done[k]:
@@ -167,7 +189,7 @@ def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJ
         if quota_of is not None:
             quota = quota_of(job)
         if (
-            len(by_team) > 1
+            rivals
             and not skip_team(job.team)
             and quota.borrows(job.team, need)
             and quota.refuse(job.team, need, not tiers[job.tier].preemptible) is None
@@ -225,7 +247,9 @@ class _Ranks:
         self.jobs, self.done, self.by_team = jobs, done, by_team
         self.quota, self.skip_team = quota, skip_team
         self.ranks: list[tuple[float, int, str]] = []  # (share, head, team), some stale
-        self.current: dict[str, tuple[float, int] | None] = {}  # team -> its live rank
+        # team -> its live rank, the very tuple in `ranks` (a rank equal to a
+        # stale one is still another tuple)
+        self.current: dict[str, tuple[float, int, str] | None] = {}
         self.stale = set(by_team)  # teams whose rank must be worked out again
         quota.touched.clear()
 
@@ -234,10 +258,12 @@ class _Ranks:
         self._rerank()
         ranks, current = self.ranks, self.current
         while ranks:
-            share, head, team = ranks[0]
-            if current.get(team) != (share, head) or self.skip_team(team):
+            rank = ranks[0]
+            share, head, team = rank
+            live = current.get(team) is rank
+            if not live or self.skip_team(team):
                 heapq.heappop(ranks)  # stale, or held for good
-                if current.get(team) == (share, head):
+                if live:
                     current[team] = None
                 continue
             # The least rank: another team's head goes first if it is below
@@ -262,8 +288,8 @@ class _Ranks:
             rank = None
             if heads and not self.skip_team(team) and quota.borrows(
                     team, self.jobs[heads[0]].demand.total):
-                rank = (quota.dominant_share(team), heads[0])
-                heapq.heappush(self.ranks, (rank[0], rank[1], team))
+                rank = (quota.dominant_share(team), heads[0], team)
+                heapq.heappush(self.ranks, rank)
             self.current[team] = rank
         stale.clear()
 

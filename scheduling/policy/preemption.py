@@ -326,11 +326,15 @@ class _Search:
             return [h for h in held if self.other_eligible(h)]
         quota = self.state.quota
         used, nominal, named = list(quota.usage[team]), quota.nominal[team], quota.named[team]
+        relevant = [r for r in self.relevant if r in named]
         reach = []
         for h in held:
             if not self.other_eligible(h):
                 continue
-            if not any(r in named and used[r] > nominal[r] for r in self.relevant):
+            for r in relevant:
+                if used[r] > nominal[r]:
+                    break
+            else:  # within nominal in every resource the preemptor needs: reclaim stops here
                 break
             reach.append(h)
             for r in range(3):

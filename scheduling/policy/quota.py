@@ -164,7 +164,11 @@ class Quota:
     def borrows(self, team: str, need: Vector) -> bool:
         """Returns whether admitting `need` takes `team` above its nominal."""
         used, nominal = self.usage[team], self.nominal[team]
-        return any(need[r] > 0 and used[r] + need[r] > nominal[r] for r in self.named[team])
+        for r in self.named[team]:  # a loop, not any(): called for each queued job at each step of R9
+            q = need[r]
+            if q > 0 and used[r] + q > nominal[r]:
+                return True
+        return False
 
     def above_nominal(self, team: str, resources: tuple[int, ...]) -> bool:
         """Returns whether `team` uses more than its nominal in one of `resources`."""

@@ -17,6 +17,8 @@ work out again from every running job in every cycle:
 - their expected ends (R14) in order, each kept as start plus expected
   runtime, so that a cycle reads the ends at or before its `now` as R14
   expects them, `reservation_slack` from now;
+- what each job holds in all and on each node (`held`), worked out the
+  first time a cycle reads it;
 - what a victim search's upper bound counted of a team's jobs (preemption.py,
   `Reach`), which depends on those jobs alone, for the cycles after it while
   the team's jobs stay the same.
@@ -25,7 +27,7 @@ The plan is the same as without it: `plan` reads a standing only for the
 snapshot whose `running` is the very tuple `running` returned (which the
 standing builds from the jobs it holds), on the nodes, tiers and settings it
 was made for. It never changes the jobs; it leaves there what it worked out
-from them alone (the room they leave, a team's reach), which the standing
+from them alone (the room they leave, what a job holds, a team's reach), which the standing
 drops as the jobs it was worked out from change. The caller must not change
 the standing while a plan runs. `tests/policy/test_policy_standing.py`
 compares plans with and without a standing over random sequences of starts,
@@ -114,6 +116,9 @@ class Standing:
         # team -> key -> (its quota, what victim searches' upper bounds
         # counted of its jobs), kept while its jobs stay as they are
         self._reaches: dict[str | None, dict[tuple, tuple[Team | None, Reach]]] = {}
+        # id -> what the job holds in all and on each node by index, once a
+        # cycle's state worked it out (`State._usage`); dropped when its room changes
+        self.held: dict[str, tuple[tuple[int, int, int], dict[int, tuple[int, int, int]]]] = {}
 
     def reach(self, team: str, key: tuple, quota: Team | None) -> Reach | None:
         """Returns what a cycle kept with `keep_reach` of the team's jobs under
@@ -167,6 +172,7 @@ class Standing:
     def remove(self, job_id: str) -> RunningJob:
         """Takes out a job that stopped; returns it."""
         job = self.jobs.pop(job_id)
+        self.held.pop(job_id, None)
         key, end, kind = self.marks.pop(job_id)
         keys, ids = self.order[job.team][kind]
         k = bisect_left(keys, key)
@@ -207,6 +213,22 @@ class Standing:
             ids.insert(k, job.id)
             self._reaches.pop(job.team, None)
         if end != moved:
+            ends = self.ends
+            if end is not None:
+                del ends[bisect_left(ends, (end, job.id))]
+            if moved is not None:
+                insort(ends, (moved, job.id))
+        self._running = None
+
+    def reestimate(self, job: RunningJob) -> None:
+        """Puts `job` in place of the running job of the same id that it
+        differs from in its estimate alone (R14): only its end moves. What
+        `replace` does then, without comparing the rest."""
+        key, end, kind = self.marks[job.id]
+        self.jobs[job.id] = job
+        moved = self._end(job)
+        if end != moved:
+            self.marks[job.id] = (key, moved, kind)
             ends = self.ends
             if end is not None:
                 del ends[bisect_left(ends, (end, job.id))]

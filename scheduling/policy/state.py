@@ -392,7 +392,18 @@ class State:
         return found
 
     def _usage(self, job: RunningJob) -> tuple[Vector, dict[int, Vector]]:
-        """Returns what a running job holds in all, and on each listed node."""
+        """Returns what a running job holds in all, and on each listed node;
+        of a standing's job, worked out once while the job stays the same
+        (the standing's nodes are the room's, `_indexes`)."""
+        standing = self._standing
+        if standing is None or standing.jobs.get(job.id) is not job:
+            return self._add_up(job)
+        kept = standing.held.get(job.id)
+        if kept is None:
+            kept = standing.held[job.id] = self._add_up(job)
+        return kept
+
+    def _add_up(self, job: RunningJob) -> tuple[Vector, dict[int, Vector]]:
         index = self.room.index
         replicas = job.replicas
         if len(replicas) == 1 and replicas[0].count == 1:  # most jobs: one replica

@@ -13,6 +13,8 @@ rejections, preempted jobs queued again and new estimates, give the plan
   some jobs a new estimate and moving the clock, the queue kept by those
   changes alone plans as a snapshot listing the same jobs does; with a
   standing for the running jobs too.
+- The queue counts its jobs per shape as they come and go, which the
+  cycle reads to judge R10 once per shape, not per job.
 - A queue is not read for a tuple it did not return (even an equal one, or
   one shuffled), nor for other tiers.
 """
@@ -20,6 +22,7 @@ rejections, preempted jobs queued again and new estimates, give the plan
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import replace
 
 from hypothesis import given
@@ -108,6 +111,15 @@ def in_r3_order(queue: R3Queue, tiers) -> bool:
     return list(queue.pending) == r3_sorted(list(queue.pending), {t.name: t for t in tiers})
 
 
+def shapes_counted(queue: R3Queue) -> bool:
+    """Whether the queue's count of jobs per shape (R10 judges each shape
+    once) is that of its jobs, each with a job of that shape."""
+    fresh = Counter((job.team, job.tier, job.demand, job.gpu_type) for job in queue.pending)
+    return ({shape: count for shape, (count, _) in queue.shapes.items()} == fresh
+            and all((job.team, job.tier, job.demand, job.gpu_type) == shape
+                    for shape, (_, job) in queue.shapes.items()))
+
+
 @PROFILE
 @given(snapshots(), st.integers(0, 2**32))
 def test_a_queue_filled_through_churn_lists_its_jobs_in_r3_order(snapshot, seed):
@@ -116,6 +128,7 @@ def test_a_queue_filled_through_churn_lists_its_jobs_in_r3_order(snapshot, seed)
     assert set(queue.pending) == set(snapshot.pending)
     assert list(queue.pending) == r3_sorted(list(snapshot.pending), {t.name: t for t in snapshot.tiers})
     assert queue.pending is queue.pending  # the same tuple until a job changes
+    assert shapes_counted(queue)
 
 
 @PROFILE
@@ -177,6 +190,7 @@ def test_a_queue_kept_over_cycles_by_their_changes_plans_as_their_snapshots(snap
         for job in rng.sample(queue.pending, min(len(queue), rng.randint(0, 3))):
             queue.replace(replace(job, estimate=rng.choice((None, 30, 3000, 40_000))))
         assert in_r3_order(queue, snapshot.tiers)
+        assert shapes_counted(queue)
         reservations = fast.reservations
         now += rng.choice((1, 60, 900, 5000))
 

@@ -90,7 +90,7 @@ class Running:
                 continue
             job = RunningJob(old.id, old.team, old.tier, old.started, old.replicas, old.nodes,
                              old.max_runtime, old.queued, estimate, old.checkpointed, old.gpu_type)
-            standing.replace(job)
+            standing.reestimate(job)
             cached = entry.cache["running"]  # (job, run, valid until), as `describe` leaves it
             entry.cache["running"] = (job, cached[1], cached[2])
 
