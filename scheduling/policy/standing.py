@@ -212,12 +212,7 @@ class Standing:
             keys.insert(k, new)
             ids.insert(k, job.id)
             self._reaches.pop(job.team, None)
-        if end != moved:
-            ends = self.ends
-            if end is not None:
-                del ends[bisect_left(ends, (end, job.id))]
-            if moved is not None:
-                insort(ends, (moved, job.id))
+        self._move_end(job.id, end, moved)
         self._running = None
 
     def reestimate(self, job: RunningJob) -> None:
@@ -229,12 +224,18 @@ class Standing:
         moved = self._end(job)
         if end != moved:
             self.marks[job.id] = (key, moved, kind)
-            ends = self.ends
-            if end is not None:
-                del ends[bisect_left(ends, (end, job.id))]
-            if moved is not None:
-                insort(ends, (moved, job.id))
+            self._move_end(job.id, end, moved)
         self._running = None
+
+    def _move_end(self, job_id: str, end: int | None, moved: int | None) -> None:
+        """Moves a job's expected end from `end` to `moved` in `ends` (None: it has none)."""
+        if end == moved:
+            return
+        ends = self.ends
+        if end is not None:
+            del ends[bisect_left(ends, (end, job_id))]
+        if moved is not None:
+            insort(ends, (moved, job_id))
 
     def below(self, team: str | None, value: int, *kind: str | None) -> list[RunningJob]:
         """Returns a team's jobs of a tier value below `value` (jobs of no

@@ -7,7 +7,8 @@ descriptions, give the plan `plan` gives without it (hypothesis).
   jobs that come and go and jobs described anew, plans as the snapshot does.
 - Over random sequences of cycles, each applying the last plan (its
   admissions start, its victims stop), ending some jobs, describing others
-  anew (a checkpoint, an estimate) and moving the clock, the standing kept
+  anew (a checkpoint, an estimate, or an estimate alone as the replay gives
+  it, `reestimate`) and moving the clock, the standing kept
   by those changes alone plans as a snapshot listing the same jobs does.
 - On clusters with GPU types, the same; a standing that cannot say a job's
   type (a job naming none) is not read, and neither is one of another snapshot.
@@ -117,6 +118,8 @@ def test_a_standing_kept_over_cycles_by_their_changes_plans_as_their_snapshots(s
                 standing.replace(replace(job, checkpointed=now))
             elif draw < 0.3:
                 standing.replace(replace(job, estimate=rng.choice((None, 30, 3000, 40_000))))
+            elif draw < 0.35:  # the replay's way for an estimate alone
+                standing.reestimate(replace(job, estimate=rng.choice((None, 30, 3000, 40_000))))
         snapshot = replace(current, pending=tuple(j for j in pending.values() if j.id not in rejected))
         reservations = fast.reservations
         now += rng.choice((1, 60, 900, 5000))
