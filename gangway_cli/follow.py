@@ -6,9 +6,9 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from core.durations import duration
 from gangway_cli import exits
 from gangway_cli.client import ApiError, Client
+from gangway_cli.durations import duration
 
 SUCCESS = {"succeeded"}
 FAILURE = {"failed", "cancelled", "rejected"}

@@ -1,5 +1,6 @@
-"""`gangway_cli/pyproject.toml` installs the `gangway` command alone: a wheel of the CLI and `core`,
-depending on nothing, that runs where Django is not installed (a CI runner, a training image)."""
+"""`gangway_cli/pyproject.toml` installs the `gangway` command alone: a wheel of the CLI, carrying
+`core` inside it (`gangway_cli.shared_core`), depending on nothing, that runs where Django is not
+installed (a CI runner, a training image)."""
 
 from __future__ import annotations
 
@@ -35,8 +36,9 @@ def test_its_wheel_holds_the_cli_and_core_only_and_runs_without_site_packages(tm
     assert built.returncode == 0, built.stdout + built.stderr
     [wheel] = (tmp_path / "dist").glob("gangway_cli-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert {name.split("/")[0] for name in names if not name.startswith("gangway_cli-")} == {"gangway_cli", "core"}
-    assert "gangway_cli/signals.py" in names and "core/durations.py" in names
+    # `core` rides inside the CLI's package: no top-level `core` to clash with a project's own.
+    assert {name.split("/")[0] for name in names if not name.startswith("gangway_cli-")} == {"gangway_cli"}
+    assert "gangway_cli/signals.py" in names and "gangway_cli/shared_core/durations.py" in names
     metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
     assert "Requires-Dist" not in zipfile.ZipFile(wheel).read(metadata).decode()
 
@@ -45,3 +47,13 @@ def test_its_wheel_holds_the_cli_and_core_only_and_runs_without_site_packages(tm
                            cwd=tmp_path, env={"PYTHONPATH": str(wheel)}, timeout=60)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert "143  terminated" in shown.stdout
+
+    # A training image's own `core` package, first on the path, neither hides the CLI's nor is replaced.
+    (tmp_path / "project" / "core").mkdir(parents=True)
+    (tmp_path / "project" / "core" / "__init__.py").write_text("MINE = True\n")
+    read = subprocess.run([sys.executable, "-S", "-c", "import core, gangway_cli.follow as f; "
+                           "print(core.MINE, f.duration.__module__, f.duration(5400))"], capture_output=True,
+                          text=True, cwd=tmp_path, env={"PYTHONPATH": f"{tmp_path / 'project'}:{wheel}"},
+                          timeout=60)  # fmt: skip
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.split(" ", 2)[:2] == ["True", "gangway_cli.shared_core.durations"]
