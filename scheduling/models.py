@@ -267,13 +267,18 @@ class SimJobQuerySet(models.QuerySet):
     bulk_update.alters_data = True
 
     def bulk_create(self, objs, *args, **kwargs):
-        """`QuerySet.bulk_create`, leaving the nodes the running jobs among `objs` run on to be counted again."""
+        """`QuerySet.bulk_create`, leaving the nodes the running jobs among `objs` run on to be counted again;
+        with `update_conflicts` (an upsert), those the rows it may rewrite ran on before too."""
         objs = list(objs)
         with transaction.atomic(using=self.db, savepoint=False):
             lock_simulated_room(self.db)
+            before: set[str] = set()
+            if kwargs.get("update_conflicts"):  # a row of the same job id or pk is rewritten in place
+                same = Q(job_id__in=[obj.job_id for obj in objs]) | Q(pk__in=[obj.pk for obj in objs if obj.pk])
+                before = _ran_on(type(self)(self.model, using=self.db).filter(same))
             made = super().bulk_create(objs, *args, **kwargs)
-            _uncount({node for obj in objs if obj.started_at and not obj.finished_at for node in obj.nodes or ()},
-                     self.db)  # fmt: skip
+            _uncount(before | {node for obj in objs if obj.started_at and not obj.finished_at
+                               for node in obj.nodes or ()}, self.db)  # fmt: skip
             return made
 
     bulk_create.alters_data = True

@@ -152,8 +152,11 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
         return False
     if job.not_before is None:
         with transaction.atomic():  # when the cluster first refused, with the event of that refusal
-            job.not_before = now
-            Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, not_before__isnull=True).update(not_before=now)
+            first = Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, not_before__isnull=True)
+            if first.update(not_before=now):
+                job.not_before = now
+            else:  # recorded meanwhile: its time says until when Gangway asks
+                job.not_before = Job.objects.filter(pk=job.pk).values_list("not_before", flat=True).first() or now
             note_refused(job, "stop", str(error), until=_trying_until(job))
         return False
     refused_for = int((now - job.not_before).total_seconds())

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import transaction
 from django.db.models import BigIntegerField, F, Value
 
 from core.quantities import cpu_millicores, memory_bytes, parse_quantity
 from scheduling.cluster import job_manifests
-from scheduling.models import SimJob, SimNode
+from scheduling.models import SimJob, SimNode, lock_simulated_room
 
 Need = tuple[int, int, int]  # (GPUs, CPU millicores, memory bytes) of one replica
 Room = list[int]  # [GPUs, CPU millicores, memory bytes] left on a node, or taken there
@@ -114,12 +115,15 @@ def kept_room_drift() -> list[str]:
     `SimJobQuerySet` (a `save` of a running job's nodes or times by hand), which would otherwise go unseen,
     placing jobs on room that is not there or leaving room unused. A node not counted yet is left out; [] when
     every figure holds, and on a cluster without simulated nodes. `invariants.check` and the simulated
-    cluster's `doctor` report them."""
-    kept = {name: figures for name, *figures in
-            SimNode.objects.filter(gpu_used__isnull=False).order_by("name").values_list("name", *USED)}
-    if not kept:
-        return []
-    summed = running_taken()
+    cluster's `doctor` report them. Both are read under the cluster's lock, in one transaction, so that a pass
+    ending a job between the two reads is not taken for drift."""
+    with transaction.atomic():
+        lock_simulated_room()
+        kept = {name: figures for name, *figures in
+                SimNode.objects.filter(gpu_used__isnull=False).order_by("name").values_list("name", *USED)}
+        if not kept:
+            return []
+        summed = running_taken()
     problems = []
     for name, (gpu, cpu, memory) in kept.items():
         runs = summed.get(name, [0, 0, 0])

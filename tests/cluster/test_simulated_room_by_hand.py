@@ -1,14 +1,19 @@
 """Writes of simulated jobs around the simulated cluster's own path (a raw `update` or `bulk_update` of a running
 job's nodes or times, as tests and seeds write them) leave the nodes' kept figures right: the nodes they touch are
 counted again at the next pass. A write that goes around that too (a `save` by hand) is told, never silent: by
-the loop's invariants and by `manage.py doctor`."""
+the loop's invariants and by `manage.py doctor`, which read the figures and the running jobs under the cluster's
+lock, so that a pass ending a job meanwhile is not taken for drift."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import connection
 
 from scheduling.cluster.base import Tenants
 from scheduling.cluster.simulated import SimulatedCluster
+from scheduling.cluster import simulated_replicas
 from scheduling.cluster.simulated_replicas import kept_room_drift
 from scheduling.invariants import check
 from scheduling.models import SimJob, SimNode
@@ -91,3 +96,44 @@ def test_a_save_around_the_cluster_is_told_by_the_invariants_and_the_doctor(runn
     findings = running.doctor(Tenants(teams=(), tiers=()))
     assert [finding.problem for finding in findings if "keeps" in finding.problem] == [
         f"The {problem}: a write went around the simulated cluster." for problem in drift]
+
+
+def test_an_upsert_that_moves_a_running_job_counts_its_old_node_again_too(running):
+    job = SimJob.objects.get(job_id=1)
+    job.pk, job.nodes = None, ["node-02"]
+    SimJob.objects.bulk_create([job], update_conflicts=True, unique_fields=["job_id"], update_fields=["nodes"])
+
+    assert kept() == {"node-01": None, "node-02": None}
+    running.create_job(a_job(2, gpu=8, duration=3600))  # the next pass counts them: node-01 is all free
+    assert SimJob.objects.get(job_id=2).nodes == ["node-01"]
+    assert kept_room_drift() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_ending_a_job_while_the_figures_are_checked_is_no_drift(monkeypatch):
+    SimNode.objects.create(name="node-01", **NODE)
+    clock = Clock()
+    cluster = SimulatedCluster(clock=clock, seed=1, failure_rate=0)
+    cluster.create_job(a_job(1, gpu=4, duration=100))
+    clock.tick(200)  # job 1 is due: the next pass ends it, giving its room back in one transaction
+    passes: list[threading.Thread] = []
+    read_running = simulated_replicas.running_taken
+
+    def a_pass_meanwhile():
+        """Another worker's pass between the check's two reads: it waits for the check's lock (or, without
+        one, ends the job before the second read)."""
+        def run():
+            try:
+                cluster.advance()
+            finally:
+                connection.close()
+        passes.append(threading.Thread(target=run))
+        passes[0].start()
+        passes[0].join(timeout=2)
+        return read_running()
+
+    monkeypatch.setattr(simulated_replicas, "running_taken", a_pass_meanwhile)
+    assert kept_room_drift() == []
+    passes[0].join(timeout=30)
+    assert not passes[0].is_alive()
+    assert kept()["node-01"] == [0, 0, 0]  # the pass went on once the check let go

@@ -17,9 +17,11 @@ from core.durations import clock_time
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
+from scheduling.cluster.base import ClusterError
 from scheduling.loop import admission_cycle
 from scheduling.policy.reasons import Code
 from scheduling.reconcile import reconcile
+from scheduling.refusals import stop_refused
 from tests.scheduling.test_victims_that_run_on import (  # noqa: F401 (low, refused: fixtures)
     DENIED, WHOLE_NODE, Webhook, _object_name, low, refused,
 )
@@ -133,3 +135,19 @@ def test_once_the_victim_runs_on_a_job_waiting_for_its_quota_reads_the_quota_sen
 
     patient.refresh_from_db()
     assert patient.reason_code == Code.BORROWING_LIMIT and patient.reason == QUOTA_HELD
+
+
+def test_a_first_refusal_recorded_meanwhile_by_another_worker_keeps_its_time_in_the_note(refused, low, clock):
+    """The loop and reconcile may both meet a victim's first refusal: the one that finds it recorded already
+    says the time recorded, so both say the same and it is said once."""
+    webhook, _ = refused
+    recorded = low.not_before
+    said = low.events.get(code=Because.STOP_REFUSED).message
+    stale = Job.objects.get(pk=low.pk)
+    stale.not_before = None  # as read before the other worker recorded the first refusal
+    clock.tick(120)
+
+    stop_refused(stale, ClusterError(f"delete TFJob maps/{_object_name(low)}: 403 Forbidden: {DENIED}"), clock())
+
+    assert stale.not_before == recorded
+    assert list(low.events.filter(code=Because.STOP_REFUSED).values_list("message", flat=True)) == [said]
