@@ -1,17 +1,33 @@
-"""gunicorn's settings in the image: port, processes, logs in Gangway's format (LOG_FORMAT), and Django's
-system checks before the web starts."""
+"""gunicorn's settings in the image: port, processes and their threads, logs in Gangway's format (LOG_FORMAT),
+and Django's system checks before the web starts."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
+from portal import env
 from portal.logging import logging_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+# Threaded workers: a request that waits (a whole log's download streams for up to 40 s, a read of the
+# cluster, a slow query) holds one of a process's WEB_THREADS threads, not the process, so the pages' polls
+# and the probes go on being answered beside it. Each thread keeps its own database connection
+# (CONN_MAX_AGE): a pod holds up to WEB_CONCURRENCY x WEB_THREADS of them (README, "Deploying").
+# A bad value stops the web before it listens, naming the variable, as the Django settings do.
+try:
+    workers = env.integer("WEB_CONCURRENCY", 2, minimum=1)
+    threads = env.integer("WEB_THREADS", 8, minimum=1)
+except ImproperlyConfigured as error:
+    sys.exit(f"The web did not start: {error}")
+worker_class = "gthread"
+# A threaded worker's main loop tells the master it is alive while its threads serve: `timeout` restarts a
+# worker whose loop is stuck, it no longer ends a long request. Requests bound their own waits (the download's
+# 40 s, the cluster's and Redis's timeouts, the webhook deadline).
 timeout = 60
 graceful_timeout = 30
 # Worker heartbeats in memory: the root file system may be read-only.

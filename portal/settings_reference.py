@@ -177,7 +177,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("TRUST_X_FORWARDED_PROTO", False, "Behind a TLS-terminating proxy: trust its `X-Forwarded-Proto`."),
     # -- Container -----------------------------------------------------------------
     Setting("PORT", "8000", "Port gunicorn listens on in the image.", shown="8000", read_by=IMAGE),
-    Setting("WEB_CONCURRENCY", "2", "gunicorn worker processes per web container.", shown="2", read_by=IMAGE),
+    Setting("WEB_CONCURRENCY", 2, "gunicorn worker processes per web container.", read_by=IMAGE),
+    Setting("WEB_THREADS", 8, "Threads per gunicorn worker process: requests one web container serves at once "
+            "are `WEB_CONCURRENCY` x `WEB_THREADS`, so a long download or a slow read holds one thread, not the "
+            "pages' polls. Each thread keeps a PostgreSQL connection of its own, reused for 60 s: a web container may "
+            "hold as many (16 by default).", read_by=IMAGE),
     Setting("WORKER_CONCURRENCY", "2", "Celery worker processes per worker or notifier container.", shown="2", read_by=IMAGE),
     Setting("SCHEMA_WAIT", "600", "How long a worker, notifier or beat container waits at start for the database to "
             "have every migration it needs (an upgrade's migrate Job) before it gives up and restarts.", shown="600 s",

@@ -19,8 +19,9 @@ from scheduling.logs import has_run
 # DIGEST_CHARS is the length of a line's digest, a download's `last`; the API reads it from here.
 
 # A download passes a replica's whole log on as it is read, however long, within DOWNLOAD_SECONDS from its start
-# (the pods listed and the log opened included): gunicorn ends a request at 60 s, and the read of one chunk may
-# wait up to the adapter's read timeout (10 s) beyond the bound. A log longer than that reads on from a line:
+# (the pods listed and the log opened included): a download holds one of the web's threads all along (gunicorn's
+# threaded worker ends no request itself), and the read of one chunk may wait up to the adapter's read timeout
+# (10 s) beyond the bound. A log longer than that reads on from a line:
 # the Kubernetes API reads a log from its start, a time or its end, so each download reads the lines before its
 # first again and counts them (`SkippedLines`); a line count is exact whatever the chunks, and what a reader
 # of the text can count itself.
@@ -98,7 +99,7 @@ def log_download(job: Job, *, replica: str = "", start: int = 0, last: str = "",
         return LogDownload()
     seconds = DOWNLOAD_SECONDS if seconds is None else seconds
     clock = clock or time.monotonic
-    deadline = clock() + seconds  # the opening read counts too: the request's time is what gunicorn bounds
+    deadline = clock() + seconds  # the opening read counts too: the request's time is what holds a thread
     cluster = cluster or get_cluster()
     own = job.cluster_name or cluster_name(job.pk, job.name)
     try:

@@ -30,7 +30,7 @@ from scheduling.cluster.kubernetes_pods import controller_name, main_container, 
 from scheduling.cluster.log_text import STAMP_BYTES, lines_after, log_lines, position_after, timed_log_lines
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
-# A job's logs are read while a person waits (and gunicorn times a request out at 60 s): each pod's
+# A job's logs are read while a person waits (and a web thread with them): each pod's
 # log gets a short read timeout, and the whole job's read a deadline, past which it is unavailable.
 LOG_READ_TIMEOUT = (5.0, 10.0)
 LOGS_DEADLINE = 20.0
@@ -50,7 +50,7 @@ def read_logs(api: Api, namespace: str, job_id: int, *, seconds: float, name: st
     says has not started (400) has no lines. `timed` and `after` read the kubelet's time of each
     line (`timestamps=true`); `after` reads from a position (`_log_after`).
     """
-    # A person waits on the page (and the web worker's own timeout on it): a slow server gets a
+    # A person waits on the page (and a web thread with them): a slow server gets a
     # bounded time for the whole read, the pod list included, not a read timeout per call.
     deadline = time.monotonic() + seconds
     timed = timed or after is not None
