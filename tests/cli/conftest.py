@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -118,8 +119,11 @@ def gangway_process(fake_portal):
     def _start(*args: str, env: dict | None = None) -> subprocess.Popen:
         environment = {name: value for name, value in os.environ.items() if name not in CLI_ENV}
         environment.update({"GANGWAY_URL": fake_portal.url, "GANGWAY_TOKEN": "gw_test", **(env or {})})
+        # Ctrl-C as at a terminal, whichever way the tests were started: a runner started in the background
+        # of a shell without job control ignores SIGINT, and a process inherits that.
         process = subprocess.Popen([sys.executable, "-m", "gangway_cli.main", *args], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=environment)  # fmt: skip
+                                   stderr=subprocess.PIPE, text=True, env=environment,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
         started.append(process)
         return process
 
