@@ -488,7 +488,9 @@ def main() -> int:
         start_product(processes, args.web_workers)
         wait_ready(args.port)
         time.sleep(3)  # beat's first cycle
-        print(f"gunicorn {args.web_workers} sync workers, Celery worker and notifier (2 processes each) and beat; "
+        threads = os.environ.get("WEB_THREADS", "8")  # the image's default, read by deploy/gunicorn.conf.py
+        print(f"gunicorn {args.web_workers} workers of {threads} threads, Celery worker and notifier (2 processes "
+              "each) and beat; "
               f"{args.users} people over {args.clients} client processes and {len(TEAMS)} CI threads for "
               f"{args.seconds:.0f} s; {os.cpu_count()} CPUs, load average before "
               f"{', '.join(f'{x:.2f}' for x in load_before)}")  # fmt: skip
