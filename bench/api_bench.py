@@ -16,10 +16,11 @@ encoding per request took the load generator half a millisecond of CPU a
 request, which the server has to share on a 2-CPU machine. Both endpoints
 get the same client and the same body (a job spec with a new name each time).
 
-Workers are sync (`-k sync`), as the image's were before it ran threaded
-workers (WEB_THREADS): this bench measures what a request costs, which threads
-do not change, and its figures stay comparable; a sync worker closes the
-connection after each answer, so clients reconnect. A request is CPU-bound apart from its waits
+Workers are sync (`-k sync --threads 1`: more threads would make gunicorn run
+threaded workers), as the image's were before it ran threaded ones
+(WEB_THREADS): this bench measures what a request costs, which threads do not
+change, so its figures stay comparable. A sync worker closes the connection
+after each answer, so clients reconnect. A request is CPU-bound apart from its waits
 on PostgreSQL and Redis, so one worker more than there are CPUs keeps them
 busy during those waits; on an idle 2-CPU machine 3, 4 and 5 workers gave
 the same rate within the noise, and more only add processes contending for
@@ -212,8 +213,9 @@ def main() -> int:
         manage(env, "shell", "-c", SEED)
         token = manage(env, "create_token", "--team", "maps", "--name", "bench")
         server = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "--config", "deploy/gunicorn.conf.py", "-k", "sync",
-             "-w", str(args.workers), "-b", f"127.0.0.1:{args.port}", "portal.wsgi:application"],
+            [str(Path(sys.executable).parent / "gunicorn"), "--config", "deploy/gunicorn.conf.py",
+             "-k", "sync", "--threads", "1", "-w", str(args.workers), "-b", f"127.0.0.1:{args.port}",
+             "portal.wsgi:application"],
             cwd=ROOT, env=env,
         )  # fmt: skip
         wait_ready(args.port)
