@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.ports import closed_port
-from tests.deploy.test_web_checks import listening
+from tests.deploy.test_web_checks import start_web
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_SECONDS = 3.0
@@ -140,25 +140,10 @@ def test_the_web_refuses_to_start_with_a_bad_count_and_says_which(tmp_path, name
     port = closed_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1", "PORT": str(port),
            "WEB_CONCURRENCY": "1", "WEB_THREADS": "8", "GANGWAY_VAR_DIR": str(tmp_path), name: value}  # fmt: skip
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    output = tmp_path / "output"
-    with output.open("w") as written:
-        server = subprocess.Popen([str(gunicorn), "--config", "deploy/gunicorn.conf.py", "portal.wsgi:application"],
-                                  cwd=ROOT, env=env, stdout=written, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while server.poll() is None and not listening(port):
-            assert time.monotonic() < deadline, "gunicorn neither stopped nor listened"
-            time.sleep(0.2)
-        started = server.poll() is None
-    finally:
-        if server.poll() is None:
-            server.terminate()
-            server.wait(timeout=30)
-    printed = output.read_text()
+    started, code, printed = start_web(env, port, tmp_path)
 
     assert not started, f"gunicorn started despite {name}={value!r}:\n{printed}"
-    assert server.returncode != 0
+    assert code != 0
     assert f"The web did not start: {said}" in printed
     assert "Traceback" not in printed
     assert "Booting worker" not in printed
