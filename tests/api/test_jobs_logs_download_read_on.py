@@ -32,8 +32,7 @@ def download(job, **query) -> str:
     return f"/api/v1/jobs/{job.pk}/logs/download/" + (f"?{suffix}" if suffix else "")
 
 
-@pytest.fixture
-def long_job(submit, cycle):
+def a_day_of_training(submit, cycle):
     """A job of one replica that trained a day on the simulated cluster and ended: a log of 8,600 lines, 800 KB."""
     job = submit(name="long", replicas=[{"role": "Worker", "count": 1, "gpu": 1}], simulate={"duration": 86_400})
     cycle()
@@ -41,6 +40,13 @@ def long_job(submit, cycle):
     SimJob.objects.filter(pk=sim.pk).update(started_at=sim.started_at - timedelta(days=2))
     reconcile(cluster=SimulatedCluster())
     job.refresh_from_db()
+    return job
+
+
+@pytest.fixture
+def long_job(submit, cycle):
+    """`a_day_of_training`'s job."""
+    job = a_day_of_training(submit, cycle)
     assert job.state == "succeeded"
     return job
 

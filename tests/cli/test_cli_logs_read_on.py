@@ -6,16 +6,12 @@ Against the live portal with its time bound lowered, and against a scripted one 
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
 
 import pytest
 
 import jobs.api_logs
-from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.log_download import log_download
-from scheduling.models import SimJob
-from scheduling.reconcile import reconcile
-from tests.api.test_jobs_logs_download_read_on import bound_downloads
+from tests.api.test_jobs_logs_download_read_on import a_day_of_training, bound_downloads
 from tests.cli.fake_portal import Answer
 
 LOG = "/api/v1/jobs/7/logs/download/"
@@ -155,14 +151,8 @@ def test_from_goes_with_all_only(cli, fake_portal):
 
 @pytest.fixture
 def long_job(submit, cycle, transactional_db):
-    """A job of one replica that trained a day on the simulated cluster and ended, which the live portal reads."""
-    job = submit(name="long", replicas=[{"role": "Worker", "count": 1, "gpu": 1}], simulate={"duration": 86_400})
-    cycle()
-    sim = SimJob.objects.get(job_id=job.pk)
-    SimJob.objects.filter(pk=sim.pk).update(started_at=sim.started_at - timedelta(days=2))
-    reconcile(cluster=SimulatedCluster())
-    job.refresh_from_db()
-    return job
+    """`a_day_of_training`'s job, which the live portal reads."""
+    return a_day_of_training(submit, cycle)
 
 
 def test_the_live_portal_s_cut_downloads_are_read_on_into_the_whole_log(gangway, long_job, monkeypatch):

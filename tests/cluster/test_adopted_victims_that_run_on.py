@@ -32,11 +32,17 @@ REFUSAL = f"suspend TFJob maps/bert-kubectl: 403 Forbidden: {DENIED}"
 
 @pytest.fixture
 def refused(world, fake, cluster, victim):
-    """A second node of 8 GPUs, free; production work of maps preempts the victim, whose suspend the webhook
-    (which cannot be dry-run) denies. Returns (the job preempted for, the cycle's time)."""
+    """The victim preempted behind a webhook that denies its suspend (`preempted_behind`)."""
+    return preempted_behind(world, fake, cluster, victim, 403, DENIED)
+
+
+def preempted_behind(world, fake, cluster, victim, status: int, message: str):
+    """A second node of 8 GPUs, free; production work of maps preempts the victim, whose suspend the API server
+    answers with `status` and `message` once the webhook's dry run cannot be made. Returns (the job preempted
+    for, the cycle's time)."""
     fake.add(busy.node("n2"))
     fake.fail(400, method="PATCH", path=VICTIM_PATCHES, times=1, message=NO_DRY_RUN)
-    fake.fail(403, method="PATCH", path=VICTIM_PATCHES, times=10**6, message=DENIED)
+    fake.fail(status, method="PATCH", path=VICTIM_PATCHES, times=10**6, message=message)
     urgent = _urgent(world["maps"])
     later = timezone.now() + timedelta(hours=1)  # past the thrash guard
     admission_cycle(cluster=cluster, now=later)

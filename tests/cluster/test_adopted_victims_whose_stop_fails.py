@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.utils import timezone
-
 from jobs.codes import Because
 from jobs.models import Job
-from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
-from tests.cluster import busy_cluster as busy
 from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
+from tests.cluster.test_adopted_victims_that_run_on import preempted_behind
 from tests.cluster.test_refused_victims import (  # noqa: F401 (victim: a fixture)
-    DENIED, NO_DRY_RUN, VICTIM_PATCHES, _created, _suspended, _urgent, victim,
+    DENIED, VICTIM_PATCHES, _created, _suspended, victim,
 )
 
 FAILING = 'Internal error occurred: failed calling webhook "protect.example.com": connection refused'
@@ -28,14 +25,7 @@ FAILING = 'Internal error occurred: failed calling webhook "protect.example.com"
 
 def test_a_victim_whose_suspend_the_server_fails_stays_preempting_until_the_cluster_really_refuses(
         world, fake, cluster, victim):  # fmt: skip
-    fake.add(busy.node("n2"))
-    fake.fail(400, method="PATCH", path=VICTIM_PATCHES, times=1, message=NO_DRY_RUN)
-    fake.fail(500, method="PATCH", path=VICTIM_PATCHES, times=10**6, message=FAILING)
-    urgent = _urgent(world["maps"])
-    later = timezone.now() + timedelta(hours=1)  # past the thrash guard
-    admission_cycle(cluster=cluster, now=later)
-    victim.refresh_from_db(), urgent.refresh_from_db()
-    assert victim.state == Job.State.PREEMPTING and urgent.reason_code == Because.VICTIM_REFUSED
+    _, later = preempted_behind(world, fake, cluster, victim, 500, FAILING)
 
     for seconds in (300, 601, 1200):
         reconcile(cluster=cluster, now=later + timedelta(seconds=seconds))
