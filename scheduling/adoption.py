@@ -71,6 +71,9 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     4. A new one, suspended, in a team namespace, not refused before and not finished: adopt it,
        or refuse it with the reason written back. One not suspended skipped the queue: it is
        never touched (its pods count as outside usage, R12, and `doctor` reports it).
+       A refused job of a kind whose operator keeps it is also marked Failed in its status, at a later
+       pass if that mark did not go through, so that its Katib trial or Pipelines step fails instead of
+       waiting for ever (`JobKind.failed_when_refused`).
     5. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
 
     Katib's Trials are listed in a team's namespace only, at most once a pass, and only when a step needs
@@ -139,12 +142,16 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
         pk, state, reason = known[item.uid]
         if item.job_id != pk:
             cluster.mark_outside(item, job_id=pk)
-        if state == Job.State.REJECTED and not item.rejected:
+        if state == Job.State.REJECTED and _left_to_mark(item):
             # The first cycle found it can never fit (R10): its owner reads why on the object.
-            cluster.mark_outside(item, rejected=f"Refused by Gangway: {reason}")
+            cluster.mark_outside(item, rejected=item.rejected or f"Refused by Gangway: {reason}")
         return
     team = teams.get(item.namespace)
-    if team is None or not item.suspended or item.rejected or item.finished:
+    if team is None or not item.suspended or item.finished:
+        return
+    if item.rejected:
+        if _left_to_mark(item):  # refused at an earlier pass whose mark of its status did not go through
+            cluster.mark_outside(item, rejected=item.rejected)
         return
     if item.trial and not item.experiment:
         item = outside.with_experiment(item, experiments(item.namespace))  # Katib labels the Trial, not its job
@@ -158,6 +165,12 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
     cluster.mark_outside(item, job_id=job.pk)
     log.info("adopted %s %s/%s as job %s (%s)", item.kind, item.namespace, item.name, job.pk, item.origin)
     result.adopted += 1
+
+
+def _left_to_mark(item: OutsideJob) -> bool:
+    """Whether a refused job from elsewhere still lacks part of its refusal: the annotation saying why, or
+    the Failed condition in its status that its kind's operator keeps (`JobKind.failed_when_refused`)."""
+    return not item.rejected or (outside.outside_kind(item.kind).failed_when_refused and not item.finished)
 
 
 def _end_deleted(job: Job, outcome: str, now: datetime) -> int:

@@ -2,7 +2,8 @@
 
 Every call goes through `kubernetes_api.Api.call`, each list through `Api.list_all`, which reads it in
 pages; Katib's Trials are listed per team namespace, never across the cluster. Nothing here deletes: an
-outside job is only ever patched (labels, the scheduling fields Gangway owns, `suspend`) or annotated.
+outside job is only ever patched (labels, the scheduling fields Gangway owns, `suspend`), annotated, or,
+refused, marked Failed in its status.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ log = logging.getLogger("gangway.adoption")
 # The ValidatingAdmissionPolicy and its binding deploy/kubernetes ships (admission-policy.yaml), of one name.
 POLICY_NAME = "gangway-queue-required"
 ADMISSION_GROUP, ADMISSION_VERSION = "admissionregistration.k8s.io", "v1"
-EVENT_REASON = "GangwayRejected"
 # How many times a patch answered 409 Conflict (its owner's controller, Katib's or the Training Operator's,
 # wrote the object at the same moment) is sent again, built from the object as it is then.
 CONFLICT_ATTEMPTS = 3
@@ -70,7 +70,7 @@ def outside_jobs(api: Api, *, labelled: dict[str, list[dict] | None] | None = No
     return OutsideJobs(jobs=tuple(jobs), kinds=frozenset(listed))
 
 
-def _read(api: Api, job: ClusterJob) -> dict | None:
+def _read(api: Api, job: OutsideJob | ClusterJob) -> dict | None:
     kind = outside.outside_kind(job.kind)
     return api.call(
         "read", kind.kind, f"{job.namespace}/{job.name}", api.custom.get_namespaced_custom_object,
@@ -110,12 +110,55 @@ def _marked(api: Api, job: OutsideJob, verb: str, body: dict) -> bool:
 
 def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str) -> None:
     """Labels the job with the Gangway job that adopted it, or annotates why it was refused and says so
-    in a Warning event on it (what `kubectl describe` shows). Returns nothing; a job deleted meanwhile
-    gets neither label nor event (its owner took it away: the next pass cancels what adopted it)."""
+    in a Warning event on it (what `kubectl describe` shows) and, for a kind whose operator keeps it, in a
+    Failed condition in its status (`fail`). Returns nothing; a job deleted meanwhile gets neither label
+    nor event (its owner took it away: the next pass cancels what adopted it)."""
     if job_id is not None and not _marked(api, job, "label", outside.adoption_labels(job_id)):
         return
-    if rejected and _marked(api, job, "annotate", outside.rejection_patch(rejected)):
+    if not rejected:
+        return
+    # One annotated at an earlier pass has its annotation and event: only its status may be left to mark.
+    if not job.rejected:
+        if not _marked(api, job, "annotate", outside.rejection_patch(rejected)):
+            return
         _event(api, job, rejected)
+    if outside.outside_kind(job.kind).failed_when_refused and not job.finished:
+        fail(api, job, rejected)
+
+
+def fail(api: Api, job: OutsideJob, reason: str) -> None:
+    """Marks a refused job Failed in its status (`outside.failure_patch`), so that what waits on it sees it
+    fail: a Katib trial then fails and gives its experiment's parallel place to the next trial (one left
+    suspended would hold it for ever), a Pipelines step fails its run. Returns nothing; a job gone or
+    finished meanwhile is left as it is.
+
+    The patch carries the resourceVersion it was built on: a 409 Conflict (the operator wrote the status at
+    the same moment) reads the object again, at most CONFLICT_ATTEMPTS times. The refusal is on the object
+    already (its annotation and event), so a mark that does not go through (still conflicting, refused,
+    or the server unavailable) is logged and stops nothing: the next pass finds the job refused and not
+    finished, and marks it then."""
+    kind = outside.outside_kind(job.kind)
+    try:
+        for _ in range(CONFLICT_ATTEMPTS):
+            current = _read(api, job)
+            body = None if current is None else outside.failure_patch(current, reason, datetime.now(timezone.utc))
+            if body is None:
+                return
+            try:
+                api.call(
+                    "mark failed", kind.kind, f"{job.namespace}/{job.name}",
+                    api.custom.patch_namespaced_custom_object_status, kind.group, kind.version, job.namespace,
+                    kind.plural, job.name, body, tolerate=(NOT_FOUND,), one_object=True,
+                )  # fmt: skip
+                return
+            except ClusterError as error:
+                if not _conflict(error):
+                    raise
+        log.warning("%s %s/%s: its status still conflicting after %d attempts; the next pass marks it failed",
+                    job.kind, job.namespace, job.name, CONFLICT_ATTEMPTS)  # fmt: skip
+    except (ClusterError, ClusterUnavailable) as error:
+        log.warning("%s %s/%s not marked failed: %s; the next pass tries again", job.kind, job.namespace, job.name,
+                    error)  # fmt: skip
 
 
 def _event(api: Api, job: OutsideJob, message: str) -> None:
@@ -126,7 +169,7 @@ def _event(api: Api, job: OutsideJob, message: str) -> None:
         "metadata": {"name": f"{job.name[:200]}.gangway-rejected-{job.uid[:8]}", "namespace": job.namespace},
         "involvedObject": {"apiVersion": f"{kind.group}/{kind.version}", "kind": kind.kind,
                            "name": job.name, "namespace": job.namespace, "uid": job.uid},
-        "reason": EVENT_REASON, "message": message[:1000], "type": "Warning",
+        "reason": outside.REFUSED_REASON, "message": message[:1000], "type": "Warning",
         "source": {"component": "gangway"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
     }  # fmt: skip
     # 409: the event of an earlier refusal of the same job is there already.

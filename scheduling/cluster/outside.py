@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 
 from jobs import kinds, origins
 from scheduling.cluster import trainjob_manifests
@@ -29,6 +30,8 @@ from scheduling.cluster.manifests import (
 QUEUE_LABEL = "gangway.io/queue"
 TIER_LABEL = "gangway.io/tier"
 REJECTED_ANNOTATION = "gangway.io/rejected"
+# The reason of the Warning event on a refused outside job, and of the Failed condition written in its status.
+REFUSED_REASON = "GangwayRejected"
 # Who created it, when the cluster stamps it (a mutating admission policy) or the person writes it.
 CREATOR_ANNOTATION = "gangway.io/created-by"
 KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
@@ -50,6 +53,7 @@ class OutsideKind:
     layout: kinds.Layout
     replica_specs: str = ""  # REPLICA_SPECS: the spec field holding role -> replica spec
     suspend_path: tuple[str, ...] = ("spec", "runPolicy", "suspend")
+    failed_when_refused: bool = False  # `kinds.JobKind.failed_when_refused`
 
 
 def outside_kinds() -> tuple[OutsideKind, ...]:
@@ -57,7 +61,8 @@ def outside_kinds() -> tuple[OutsideKind, ...]:
     `ADMISSIONS` knows how to admit (TFJob and PyTorchJob, Kubeflow Trainer's TrainJob)."""
     return tuple(
         OutsideKind(kind=kind.name, group=kind.group, version=kind.version, plural=kind.plural, layout=kind.layout,
-                    replica_specs=kind.replica_specs, suspend_path=kind.suspend)  # fmt: skip
+                    replica_specs=kind.replica_specs, suspend_path=kind.suspend,
+                    failed_when_refused=kind.failed_when_refused)  # fmt: skip
         for kind in kinds.all_kinds() if kind.layout in ADMISSIONS
     )
 
@@ -161,6 +166,28 @@ def adoption_labels(job_id: int) -> dict:
 def rejection_patch(reason: str) -> dict:
     """Returns the merge patch that writes back why Gangway refused an outside job."""
     return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000]}}}
+
+
+def failure_patch(current: dict, reason: str, now: datetime) -> dict | None:
+    """Returns the status patch that marks a refused outside job Failed, as its operator marks a job that
+    failed: a true `Failed` condition (reason REFUSED_REASON, the refusal as its message) after the
+    conditions it has, any earlier `Failed` one replaced. None when the job has finished already.
+
+    A merge patch replaces the whole list, so it is built from the object as read (`current`) and carries
+    that object's resourceVersion: should the operator write the status meanwhile, the API server answers
+    409 Conflict instead of losing what it wrote."""
+    conditions = list(_at(current, ("status", "conditions")) or ())
+    if any(c.get("type") in ("Failed", "Succeeded") and c.get("status") == "True" for c in conditions):
+        return None
+    stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    failed = {"type": "Failed", "status": "True", "reason": REFUSED_REASON, "message": reason[:1000],
+              "lastUpdateTime": stamp, "lastTransitionTime": stamp}  # fmt: skip
+    kept = [condition for condition in conditions if condition.get("type") != "Failed"]
+    patch: dict = {"status": {"conditions": [*kept, failed]}}
+    version = current.get("metadata", {}).get("resourceVersion")
+    if version:
+        patch["metadata"] = {"resourceVersion": version}
+    return patch
 
 
 def _replica_specs_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dict:

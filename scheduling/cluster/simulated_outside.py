@@ -12,6 +12,7 @@ import uuid
 from datetime import datetime
 
 from django.db import transaction
+from django.utils import timezone
 
 from scheduling.cluster import outside
 from scheduling.cluster.base import ClusterJob, OutsideJob, OutsideJobs, TrialResult
@@ -91,10 +92,21 @@ def patch(namespace: str, name: str, body: dict) -> None:
 
 
 def mark(job: OutsideJob, *, job_id: int | None, rejected: str) -> None:
+    """Labels or refuses a job as the Kubernetes adapter does (`kubernetes_outside.mark`): refused, it is
+    annotated and, of a kind whose operator keeps it, marked Failed in its status."""
     if job_id is not None:
         patch(job.namespace, job.name, outside.adoption_labels(job_id))
-    if rejected:
+    if not rejected:
+        return
+    if not job.rejected:
         patch(job.namespace, job.name, outside.rejection_patch(rejected))
+    if outside.outside_kind(job.kind).failed_when_refused and not job.finished:
+        with transaction.atomic():
+            row = SimOutsideJob.objects.select_for_update().filter(namespace=job.namespace, name=job.name).first()
+            body = None if row is None else outside.failure_patch(row.manifest, rejected, timezone.now())
+            if body is not None:
+                row.manifest = merge(row.manifest, body)
+                row.save(update_fields=["manifest"])
 
 
 def exists(job: ClusterJob) -> bool:
@@ -122,7 +134,8 @@ def adopted_ids() -> set[int]:
 
 
 def trials(seed: int, namespace: str) -> list[TrialResult]:
-    """Every simulated Katib trial of `namespace`; one whose job succeeded reports an accuracy drawn from the seed."""
+    """Every simulated Katib trial of `namespace`; one whose job succeeded reports an accuracy drawn from the seed,
+    one whose job Gangway refused and marked Failed fails, as Katib's default failure condition reads it."""
     done = _ended()
     result = []
     for row in SimOutsideJob.objects.filter(namespace=namespace):
@@ -134,6 +147,8 @@ def trials(seed: int, namespace: str) -> list[TrialResult]:
         if ended:
             value = round(random.Random(f"{seed}:{row.namespace}/{trial}").uniform(0.70, 0.95), 4)
         outcome = "" if ended is None else ("Succeeded" if ended else "Failed")
+        if not outcome and outside.read_outside(row.manifest, _kind(row)).finished:
+            outcome = "Failed"  # marked Failed when refused: it never ran
         result.append(TrialResult(namespace=row.namespace, experiment=labels.get(outside.KATIB_EXPERIMENT_LABEL, ""),
                                   trial=trial, objective=OBJECTIVE, maximize=True, value=value, outcome=outcome))  # fmt: skip
     return result

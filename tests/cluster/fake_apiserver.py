@@ -5,9 +5,11 @@ real server does: resourceVersion, uid and creationTimestamp assigned on
 write; LIST with labelSelector, fieldSelector (the fields the real server
 selects on for each resource, 400 for others) and pages (`limit` and
 `continue`, every page from the snapshot of the first; 410 Gone once etcd
-would have compacted past it); POST answering 409 AlreadyExists; PUT
-answering 409 Conflict on a stale resourceVersion; merge, strategic-merge
-(treated as a merge: enough for the maps Gangway patches) and JSON patches;
+would have compacted past it); POST answering 409 AlreadyExists; PUT, and a
+merge patch carrying metadata.resourceVersion, answering 409 Conflict on a
+stale one; merge, strategic-merge (treated as a merge: enough for the maps
+Gangway patches) and JSON patches; the status subresource (`{name}/status`)
+writing only the status, the object itself every field but the status;
 DELETE answering 404 NotFound; watches that end at once and answer 410 Gone
 for a compacted resourceVersion; a pod's log as the kubelet serves it (`pods/{name}/log`: bytes, lines
 counted by "\n" alone, with tailLines, limitBytes cutting the bytes wherever it falls, sinceSeconds and
@@ -592,6 +594,12 @@ class FakeApiServer:
             if content_type == "application/json-patch+json":
                 obj = json_patch(current, patch)
             elif content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                # A resourceVersion in the patch is a precondition, as for a PUT.
+                sent = (patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch, dict) else None
+                if sent and sent != current["metadata"]["resourceVersion"]:
+                    raise ApiError(409, f'Operation cannot be fulfilled on {resource} "{name}": the object '
+                                   "has been modified; please apply your changes to the latest version and try again",
+                                   details=details)
                 obj = merge_patch(current, patch)
             else:
                 raise ApiError(415, f"the body of the request was in an unknown format - accepted media "
@@ -604,7 +612,7 @@ class FakeApiServer:
                 obj["metadata"][kept] = current["metadata"][kept]
         if sub == "status":
             obj = {**current, "status": obj.get("status")}
-        elif "status" in current and method == "PUT":
+        elif "status" in current:
             obj["status"] = current["status"]  # the main resource ignores status changes
         if dry_run:
             return 200, self._dry(key, obj), {}

@@ -117,7 +117,16 @@ def used() -> set[tuple[str, str, str]]:
         cluster.trials("maps")
         cluster.mark_outside(found, job_id=3)
         cluster.create_job(dataclasses.replace(job("TFJob", 3), name="tune-x1", adopted=True))
-        cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")
+        cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")  # annotated and marked Failed
+        # One of every kind whose refusal is written in its status too (`JobKind.failed_when_refused`).
+        for kind in kinds.all_kinds():
+            if kind.failed_when_refused and kind.name != "TFJob":
+                fake.add({"apiVersion": kind.api_version, "kind": kind.name, "metadata": {
+                    "name": "refused", "namespace": "maps", "labels": {"gangway.io/queue": "maps"}},
+                    "spec": {"runPolicy": {"suspend": True}, kind.replica_specs: {}}})  # fmt: skip
+        for refused in cluster.outside_jobs().jobs:
+            if refused.name == "refused":
+                cluster.mark_outside(refused, rejected="Refused by Gangway: no tier.")
         return {rbac_check(method, path) for method, path in fake.log}
     finally:
         fake.stop()

@@ -230,3 +230,21 @@ def test_a_trial_held_for_a_missing_claim_takes_none_of_its_sweeps_cap(maps, clo
     first.refresh_from_db()
     assert first.state == Job.State.QUEUED and first.reason_code == "missing_claim"
     assert _held_gpus() == 8  # the two trials behind it, which its wait for a claim no longer holds back
+
+
+def test_refused_trials_fail_as_katib_reads_them(maps, clock, cluster, cycle):
+    """A trial Gangway refuses is marked Failed, so Katib gives its parallel place to the next trial."""
+    for manifest in outside_examples.katib_trials(team="maps", experiment="tune-lr", trials=2, gpu=1):
+        manifest["metadata"]["labels"]["gangway.io/tier"] = "overnight"  # a tier Gangway does not have
+        simulated_outside.add(manifest, now=clock())
+
+    cycle()
+    cycle()
+
+    assert not Job.objects.exists()  # refused when adopted
+    for row in SimOutsideJob.objects.all():
+        [failed] = [c for c in row.manifest["status"]["conditions"] if c["type"] == "Failed"]
+        assert failed["status"] == "True" and failed["reason"] == "GangwayRejected"
+        assert failed["message"].startswith("Refused by Gangway")
+    assert {trial.trial: trial.outcome for trial in cluster.trials("maps")} == {
+        "tune-lr-t000": "Failed", "tune-lr-t001": "Failed"}

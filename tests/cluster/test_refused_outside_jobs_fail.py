@@ -1,0 +1,167 @@
+"""A job from elsewhere that Gangway refuses is marked Failed, so that what waits on it does not wait for ever.
+
+Katib counts a trial whose job stays suspended as running: it holds one of the experiment's
+`parallelTrialCount` places for ever, and a sweep whose trials Gangway refuses would stall with
+every place taken. A `Failed` condition in the job's status, which the Training Operator keeps on
+a finished job, fails the trial (Katib's default failure condition) and its place goes to the next.
+Over real HTTP to the fake API server, which writes a status only through the status subresource.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+from tests.cluster.test_outside_jobs import _deletes, outside_job
+from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
+from tests.cluster.test_outside_trainjobs import outside_trainjob
+
+TRIAL_OWNER = [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-lr-x7k2", "controller": True}]
+STATUS = r"/tfjobs/[^/]+/status$"
+
+
+def _refused_trial(fake, world, tiers, *, conditions=()):
+    """A Katib trial's TFJob asking for a tier team maps may not use, as Katib creates it; returns its name."""
+    world["maps"].tiers.set([tiers["standard"]])
+    job = outside_job(name="tune-lr-x7k2", gpu=1, labels={"gangway.io/tier": "production"},
+                      ownerReferences=TRIAL_OWNER)  # fmt: skip
+    if conditions:
+        job["status"] = {"conditions": list(conditions)}
+    fake.add(job)
+    return "tune-lr-x7k2"
+
+
+def _conditions(fake, name, kind="TFJob"):
+    return (fake.get(kind, name, "maps").get("status") or {}).get("conditions") or []
+
+
+def _failed(fake, name, kind="TFJob"):
+    return [c for c in _conditions(fake, name, kind) if c["type"] == "Failed" and c["status"] == "True"]
+
+
+def _status_patches(fake):
+    return [path for method, path in fake.log if method == "PATCH" and path.endswith("/status")]
+
+
+def test_a_refused_trial_is_marked_failed_with_the_refusal_as_its_message(world, fake, cluster, tiers):
+    suspended = {"type": "Suspended", "status": "True", "reason": "TFJobSuspended", "message": "suspended"}
+    name = _refused_trial(fake, world, tiers, conditions=[suspended])
+
+    result = reconcile(cluster=cluster)
+
+    assert result.refused == 1 and not Job.objects.exists()
+    [failed] = _failed(fake, name)
+    assert failed["reason"] == "GangwayRejected"
+    assert failed["message"] == fake.get("TFJob", name, "maps")["metadata"]["annotations"]["gangway.io/rejected"]
+    assert "may not use tier 'production'" in failed["message"]
+    assert failed["lastTransitionTime"].endswith("Z")
+    assert _conditions(fake, name)[0] == suspended  # the operator's conditions stay, the failure comes last
+    assert fake.get("TFJob", name, "maps")["spec"]["runPolicy"]["suspend"] is True  # never started
+    assert _deletes(fake) == []
+
+
+def test_a_refused_job_is_marked_once(world, fake, cluster, tiers):
+    name = _refused_trial(fake, world, tiers)
+    reconcile(cluster=cluster)
+    fake.log.clear()
+
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    assert len(_failed(fake, name)) == 1
+    assert _status_patches(fake) == [] and len(fake.list("Event")) == 1
+
+
+def test_a_job_a_cycle_rejects_is_marked_failed_too(world, fake, cluster):
+    fake.add(outside_job(gpu=8, replicas=2))  # 16 GPUs: no cycle has read the nodes yet, the first rejects it
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+
+    reconcile(cluster=cluster)
+
+    job = Job.objects.get()
+    assert job.state == Job.State.REJECTED
+    [failed] = _failed(fake, "bert-kubectl")
+    assert failed["message"] == f"Refused by Gangway: {job.reason}"
+    assert _deletes(fake) == []
+
+
+@pytest.mark.parametrize("code", [500, 403])
+def test_a_status_the_server_would_not_write_is_marked_at_the_next_pass(world, fake, cluster, tiers, code):
+    name = _refused_trial(fake, world, tiers)
+    fake.fail(code, path=STATUS, method="PATCH", times=10)
+
+    first = reconcile(cluster=cluster)  # annotated and told in an event; the status is refused
+
+    assert not first.error and first.refused == 1  # the pass went on
+    assert fake.get("TFJob", name, "maps")["metadata"]["annotations"]["gangway.io/rejected"]
+    assert _failed(fake, name) == []
+    fake.heal()
+
+    reconcile(cluster=cluster)
+
+    assert len(_failed(fake, name)) == 1
+    assert len(fake.list("Event")) == 1  # the refusal is told once
+
+
+def test_an_operator_writing_the_status_meanwhile_is_not_overwritten(world, fake, cluster, tiers):
+    name = _refused_trial(fake, world, tiers)
+    created = {"type": "Created", "status": "True", "reason": "TFJobCreated", "message": "created"}
+
+    def operator_writes():
+        obj = fake.get("TFJob", name, "maps")
+        obj["status"] = {"conditions": [created]}
+        fake.add(obj)
+
+    fake.before(operator_writes, path=STATUS, method="PATCH")
+
+    reconcile(cluster=cluster)
+
+    # The first patch, built before the operator's write, answered 409: the second was built on it.
+    assert [c["type"] for c in _conditions(fake, name)] == ["Created", "Failed"]
+    assert len(_status_patches(fake)) == 2
+
+
+def test_a_job_that_finished_meanwhile_is_left_as_it_is(world, fake, cluster, tiers):
+    succeeded = {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded", "message": "done"}
+    name = _refused_trial(fake, world, tiers)
+
+    def operator_finishes():
+        obj = fake.get("TFJob", name, "maps")
+        obj["status"] = {"conditions": [succeeded]}
+        fake.add(obj)
+
+    fake.before(operator_finishes, path=r"/tfjobs/tune-lr-x7k2$", method="GET")
+
+    reconcile(cluster=cluster)
+
+    assert _conditions(fake, name) == [succeeded] and _status_patches(fake) == []
+
+
+def test_a_job_refused_before_it_was_marked_failed_is_marked_without_a_second_event(world, fake, cluster, tiers):
+    """A job refused by an earlier Gangway, which only annotated it, fails at the next pass."""
+    name = _refused_trial(fake, world, tiers)
+    obj = fake.get("TFJob", name, "maps")
+    obj["metadata"]["annotations"] = {"gangway.io/rejected": "Refused by Gangway: an earlier refusal."}
+    fake.add(obj)
+
+    reconcile(cluster=cluster)
+
+    [failed] = _failed(fake, name)
+    assert failed["message"] == "Refused by Gangway: an earlier refusal."
+    assert fake.list("Event") == []
+
+
+def test_a_refused_trainjob_is_only_annotated(world, fake, cluster, tiers):
+    """Kubeflow Trainer works a TrainJob's status out again from its JobSet: a condition written there is lost."""
+    world["maps"].tiers.set([tiers["standard"]])
+    fake.add(outside_trainjob(labels={"gangway.io/tier": "production"}))
+
+    reconcile(cluster=cluster)
+
+    assert fake.get("TrainJob", "llama-kubectl", "maps")["metadata"]["annotations"]["gangway.io/rejected"]
+    assert _status_patches(fake) == []
+    reconcile(cluster=cluster)
+    assert _status_patches(fake) == []
