@@ -216,7 +216,7 @@ CYCLE_RETENTION = env.integer("CYCLE_RETENTION", 604800, minimum=86400)  # 7 day
 # Every queued job is planned in every admission cycle, so one team's backlog slows every team's.
 MAX_QUEUED_PER_TEAM = env.integer("MAX_QUEUED_PER_TEAM", 1000)
 SIM_DEFAULT_DURATION = env.integer("SIM_DEFAULT_DURATION", 180, minimum=1)
-SIM_FAILURE_RATE = float(env.text("SIM_FAILURE_RATE", "0"))
+SIM_FAILURE_RATE = env.number("SIM_FAILURE_RATE", 0)
 if not 0 <= SIM_FAILURE_RATE <= 1:
     raise ImproperlyConfigured(f"SIM_FAILURE_RATE must be between 0 and 1, got {SIM_FAILURE_RATE}.")
 SIM_SEED = env.integer("SIM_SEED", 7)

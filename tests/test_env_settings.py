@@ -54,6 +54,21 @@ def test_an_unknown_cluster_backend_is_refused(tmp_path):
     assert "CLUSTER_BACKEND must be one of simulated, kubernetes, got 'nomad'" in result.stderr
 
 
+@pytest.mark.parametrize(("value", "said"), [
+    ("five percent", "SIM_FAILURE_RATE must be a number, got 'five percent'."),
+    ("1.5", "SIM_FAILURE_RATE must be between 0 and 1, got 1.5."),
+])
+def test_a_bad_simulated_failure_rate_is_refused_naming_the_variable(tmp_path, value, said):
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.INSTALLED_APPS"],
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1",
+             "SIM_FAILURE_RATE": value, "GANGWAY_VAR_DIR": str(tmp_path)},
+        capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert said in result.stderr
+
+
 def test_demo_traffic_is_refused_on_a_real_cluster(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", "from django.conf import settings; settings.INSTALLED_APPS"],
