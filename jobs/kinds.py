@@ -68,11 +68,12 @@ class JobKind:
     nodes: bool = False
     # Its object names must start with a letter (RFC 1035), not only be DNS labels.
     letter_first: bool = False
-    # A refused job from elsewhere of this kind is also marked Failed in its status, which its operator keeps:
-    # the Training Operator leaves a finished job's status as it is. Whatever waits on the job (a Katib trial
-    # holding one of its experiment's parallel places, a Pipelines step, `kubectl wait`) then sees it fail.
-    # Kubeflow Trainer works a TrainJob's status out again from its JobSet, so a condition written there is lost.
-    failed_when_refused: bool = False
+    # Its operator keeps a Failed condition Gangway writes in a job's status: the Training Operator leaves a
+    # finished job's status as it is. A job from elsewhere of such a kind that Gangway refuses, or that a person
+    # cancels in Gangway, is marked so, and whatever waits on it (a Katib trial holding one of its experiment's
+    # parallel places, a Pipelines step, `kubectl wait`) sees it end. Kubeflow Trainer works a TrainJob's
+    # status out again from its JobSet, so a condition written there would be lost.
+    keeps_written_failure: bool = False
     example_image: str = ""
 
     @property
@@ -110,13 +111,13 @@ _BUILT_IN = (
         roles=(Role("Chief", singleton=True), Role("Master", singleton=True), Role("PS"), Role("Worker"),
                Role("Evaluator", singleton=True)),
         container="tensorflow", operator=TRAINING_OPERATOR, replica_specs="tfReplicaSpecs",
-        failed_when_refused=True, example_image="tensorflow/tensorflow:2.12.0-gpu",
+        keeps_written_failure=True, example_image="tensorflow/tensorflow:2.12.0-gpu",
     ),
     JobKind(
         name="PyTorchJob", group="kubeflow.org", version="v1", plural="pytorchjobs", layout=Layout.REPLICA_SPECS,
         roles=(Role("Master", singleton=True), Role("Worker")),
         container="pytorch", operator=TRAINING_OPERATOR, replica_specs="pytorchReplicaSpecs",
-        failed_when_refused=True, example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+        keeps_written_failure=True, example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
     ),
     # Kubeflow Trainer v2, the Training Operator's successor (trainer `pkg/apis/trainer/v1alpha1`): a TrainJob
     # runs numNodes nodes on a ClusterTrainingRuntime; its conditions are Suspended, Complete and Failed (no

@@ -73,7 +73,7 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
        never touched (its pods count as outside usage, R12, and `doctor` reports it).
        A refused job of a kind whose operator keeps it is also marked Failed in its status, at a later
        pass if that mark did not go through, so that its Katib trial or Pipelines step fails instead of
-       waiting for ever (`JobKind.failed_when_refused`).
+       waiting for ever (`JobKind.keeps_written_failure`); so is one a person cancelled here (3).
     5. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
 
     Katib's Trials are listed in a team's namespace only, at most once a pass, and only when a step needs
@@ -145,6 +145,9 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
         if state == Job.State.REJECTED and _left_to_mark(item):
             # The first cycle found it can never fit (R10): its owner reads why on the object.
             cluster.mark_outside(item, rejected=item.rejected or f"Refused by Gangway: {reason}")
+        elif state == Job.State.CANCELLED and _keeps_failure(item):
+            # A person cancelled it here (one deleted or taken out of the queue is not listed): it ends there too.
+            cluster.mark_outside(item, cancelled=f"Cancelled in Gangway (job #{pk}).")
         return
     team = teams.get(item.namespace)
     if team is None or not item.suspended or item.finished:
@@ -169,8 +172,14 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
 
 def _left_to_mark(item: OutsideJob) -> bool:
     """Whether a refused job from elsewhere still lacks part of its refusal: the annotation saying why, or
-    the Failed condition in its status that its kind's operator keeps (`JobKind.failed_when_refused`)."""
-    return not item.rejected or (outside.outside_kind(item.kind).failed_when_refused and not item.finished)
+    the Failed condition in its status that its kind's operator keeps (`JobKind.keeps_written_failure`)."""
+    return not item.rejected or _keeps_failure(item)
+
+
+def _keeps_failure(item: OutsideJob) -> bool:
+    """Whether a job from elsewhere is not finished and its kind's operator keeps a Failed condition written
+    in its status (`JobKind.keeps_written_failure`): whether marking it Failed would end it."""
+    return outside.outside_kind(item.kind).keeps_written_failure and not item.finished
 
 
 def _end_deleted(job: Job, outcome: str, now: datetime) -> int:

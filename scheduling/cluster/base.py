@@ -452,10 +452,14 @@ class Cluster(Protocol):
         """Every job of the adopted kinds Gangway did not create that carries `gangway.io/queue`, adopted
         or not, and the kinds whose list the cluster answered. Reads no Katib Trial."""
 
-    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
-        """Label an outside job with the Gangway job that adopted it, or write back why it was refused.
+    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
+                     cancelled: str = "") -> None:
+        """Label an outside job with the Gangway job that adopted it, or write back why it was refused
+        (annotation, Warning event and, for a kind whose operator keeps it, a Failed condition in its status,
+        reason GangwayRejected), or that a person cancelled it in Gangway (`cancelled`: only that Failed
+        condition, reason GangwayCancelled; `JobKind.keeps_written_failure`).
 
-        Idempotent; a job deleted meanwhile is success.
+        Idempotent; a job deleted or finished meanwhile is success.
         """
 
     def trials(self, namespace: str) -> list[TrialResult]:

@@ -107,8 +107,8 @@ class FaultyCluster:
     def outside_jobs(self):
         return self.inner.outside_jobs()
 
-    def mark_outside(self, job, *, job_id=None, rejected=""):
-        return self.inner.mark_outside(job, job_id=job_id, rejected=rejected)
+    def mark_outside(self, job, *, job_id=None, rejected="", cancelled=""):
+        return self.inner.mark_outside(job, job_id=job_id, rejected=rejected, cancelled=cancelled)
 
     def trials(self, namespace: str):
         return self.inner.trials(namespace)

@@ -108,13 +108,17 @@ def _marked(api: Api, job: OutsideJob, verb: str, body: dict) -> bool:
     return False  # not reached: the last attempt returns or raises
 
 
-def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str) -> None:
+def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "") -> None:
     """Labels the job with the Gangway job that adopted it, or annotates why it was refused and says so
     in a Warning event on it (what `kubectl describe` shows) and, for a kind whose operator keeps it, in a
-    Failed condition in its status (`fail`). Returns nothing; a job deleted meanwhile gets neither label
-    nor event (its owner took it away: the next pass cancels what adopted it)."""
+    Failed condition in its status (`fail`); `cancelled`, a person cancelled it in Gangway: only that
+    condition, saying so. Returns nothing; a job deleted meanwhile gets neither label nor event (its owner
+    took it away: the next pass cancels what adopted it)."""
     if job_id is not None and not _marked(api, job, "label", outside.adoption_labels(job_id)):
         return
+    keeps = outside.outside_kind(job.kind).keeps_written_failure and not job.finished
+    if cancelled and keeps:
+        fail(api, job, cancelled, outside.CANCELLED_REASON)
     if not rejected:
         return
     # One annotated at an earlier pass has its annotation and event: only its status may be left to mark.
@@ -122,15 +126,15 @@ def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str) -> Non
         if not _marked(api, job, "annotate", outside.rejection_patch(rejected)):
             return
         _event(api, job, rejected)
-    if outside.outside_kind(job.kind).failed_when_refused and not job.finished:
-        fail(api, job, rejected)
+    if keeps:
+        fail(api, job, rejected, outside.REFUSED_REASON)
 
 
-def fail(api: Api, job: OutsideJob, reason: str) -> None:
-    """Marks a refused job Failed in its status (`outside.failure_patch`), so that what waits on it sees it
-    fail: a Katib trial then fails and gives its experiment's parallel place to the next trial (one left
-    suspended would hold it for ever), a Pipelines step fails its run. Returns nothing; a job gone or
-    finished meanwhile is left as it is.
+def fail(api: Api, job: OutsideJob, message: str, reason: str) -> None:
+    """Marks a refused (or cancelled) job Failed in its status (`outside.failure_patch`), so that what waits
+    on it sees it end: a Katib trial then fails and gives its experiment's parallel place to the next trial
+    (one left suspended would hold it for ever), a Pipelines step fails its run. Returns nothing; a job gone
+    or finished meanwhile is left as it is.
 
     The patch carries the resourceVersion it was built on: a 409 Conflict (the operator wrote the status at
     the same moment) reads the object again, at most CONFLICT_ATTEMPTS times. The refusal is on the object
@@ -141,7 +145,7 @@ def fail(api: Api, job: OutsideJob, reason: str) -> None:
     try:
         for _ in range(CONFLICT_ATTEMPTS):
             current = _read(api, job)
-            body = None if current is None else outside.failure_patch(current, reason, datetime.now(timezone.utc))
+            body = None if current is None else outside.failure_patch(current, message, datetime.now(timezone.utc), reason)
             if body is None:
                 return
             try:

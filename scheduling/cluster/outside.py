@@ -30,8 +30,10 @@ from scheduling.cluster.manifests import (
 QUEUE_LABEL = "gangway.io/queue"
 TIER_LABEL = "gangway.io/tier"
 REJECTED_ANNOTATION = "gangway.io/rejected"
-# The reason of the Warning event on a refused outside job, and of the Failed condition written in its status.
+# The reason of the Warning event on a refused outside job, and of the Failed condition written in its status;
+# that of the Failed condition of one a person cancelled in Gangway.
 REFUSED_REASON = "GangwayRejected"
+CANCELLED_REASON = "GangwayCancelled"
 # Who created it, when the cluster stamps it (a mutating admission policy) or the person writes it.
 CREATOR_ANNOTATION = "gangway.io/created-by"
 KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
@@ -53,7 +55,7 @@ class OutsideKind:
     layout: kinds.Layout
     replica_specs: str = ""  # REPLICA_SPECS: the spec field holding role -> replica spec
     suspend_path: tuple[str, ...] = ("spec", "runPolicy", "suspend")
-    failed_when_refused: bool = False  # `kinds.JobKind.failed_when_refused`
+    keeps_written_failure: bool = False  # `kinds.JobKind.keeps_written_failure`
 
 
 def outside_kinds() -> tuple[OutsideKind, ...]:
@@ -62,7 +64,7 @@ def outside_kinds() -> tuple[OutsideKind, ...]:
     return tuple(
         OutsideKind(kind=kind.name, group=kind.group, version=kind.version, plural=kind.plural, layout=kind.layout,
                     replica_specs=kind.replica_specs, suspend_path=kind.suspend,
-                    failed_when_refused=kind.failed_when_refused)  # fmt: skip
+                    keeps_written_failure=kind.keeps_written_failure)  # fmt: skip
         for kind in kinds.all_kinds() if kind.layout in ADMISSIONS
     )
 
@@ -168,10 +170,11 @@ def rejection_patch(reason: str) -> dict:
     return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000]}}}
 
 
-def failure_patch(current: dict, reason: str, now: datetime) -> dict | None:
-    """Returns the status patch that marks a refused outside job Failed, as its operator marks a job that
-    failed: a true `Failed` condition (reason REFUSED_REASON, the refusal as its message) after the
-    conditions it has, any earlier `Failed` one replaced. None when the job has finished already.
+def failure_patch(current: dict, message: str, now: datetime, reason: str = REFUSED_REASON) -> dict | None:
+    """Returns the status patch that marks an outside job Gangway refused (or a person cancelled in Gangway:
+    `reason` CANCELLED_REASON) Failed, as its operator marks a job that failed: a true `Failed` condition
+    (`reason`, `message`) after the conditions it has, any earlier `Failed` one replaced. None when the job
+    has finished already.
 
     A merge patch replaces the whole list, so it is built from the object as read (`current`) and carries
     that object's resourceVersion: should the operator write the status meanwhile, the API server answers
@@ -180,7 +183,7 @@ def failure_patch(current: dict, reason: str, now: datetime) -> dict | None:
     if any(c.get("type") in ("Failed", "Succeeded") and c.get("status") == "True" for c in conditions):
         return None
     stamp = now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    failed = {"type": "Failed", "status": "True", "reason": REFUSED_REASON, "message": reason[:1000],
+    failed = {"type": "Failed", "status": "True", "reason": reason, "message": message[:1000],
               "lastUpdateTime": stamp, "lastTransitionTime": stamp}  # fmt: skip
     kept = [condition for condition in conditions if condition.get("type") != "Failed"]
     patch: dict = {"status": {"conditions": [*kept, failed]}}

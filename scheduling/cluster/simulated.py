@@ -89,8 +89,9 @@ class SimulatedCluster:
         self.advance()
         return simulated_outside.outside_jobs()
 
-    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "") -> None:
-        simulated_outside.mark(job, job_id=job_id, rejected=rejected)
+    def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
+                     cancelled: str = "") -> None:
+        simulated_outside.mark(job, job_id=job_id, rejected=rejected, cancelled=cancelled)
 
     def trials(self, namespace: str) -> list[TrialResult]:
         self.advance()

@@ -1,4 +1,5 @@
-"""A job from elsewhere that Gangway refuses is marked Failed, so that what waits on it does not wait for ever.
+"""A job from elsewhere that Gangway refuses, or that a person cancels in Gangway, is marked Failed, so that
+what waits on it does not wait for ever.
 
 Katib counts a trial whose job stays suspended as running: it holds one of the experiment's
 `parallelTrialCount` places for ever, and a sweep whose trials Gangway refuses would stall with
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
+from jobs.services import job_cancel
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from tests.cluster.test_outside_jobs import _deletes, outside_job
@@ -164,4 +166,39 @@ def test_a_refused_trainjob_is_only_annotated(world, fake, cluster, tiers):
     assert fake.get("TrainJob", "llama-kubectl", "maps")["metadata"]["annotations"]["gangway.io/rejected"]
     assert _status_patches(fake) == []
     reconcile(cluster=cluster)
+    assert _status_patches(fake) == []
+
+
+@pytest.mark.parametrize("admitted", [True, False], ids=["admitted", "queued"])
+def test_a_pipelines_step_cancelled_in_gangway_is_marked_failed_so_its_run_ends(world, fake, cluster, staff,
+                                                                               admitted):  # fmt: skip
+    fake.add(outside_job(labels={"pipeline/runid": "5c1f0e"}))
+    reconcile(cluster=cluster)
+    if admitted:
+        admission_cycle(cluster=cluster)
+    job = Job.objects.get()
+
+    job_cancel(job=job, actor=staff)
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    assert Job.objects.get().state == Job.State.CANCELLED
+    [failed] = _failed(fake, "bert-kubectl")
+    assert (failed["reason"], failed["message"]) == ("GangwayCancelled", f"Cancelled in Gangway (job #{job.pk}).")
+    assert fake.get("TFJob", "bert-kubectl", "maps")["spec"]["runPolicy"]["suspend"] is True
+    assert "gangway.io/rejected" not in (fake.get("TFJob", "bert-kubectl", "maps")["metadata"].get("annotations") or {})
+    assert fake.list("Event") == [] and _deletes(fake) == []
+    fake.log.clear()
+    reconcile(cluster=cluster)
+    assert _status_patches(fake) == []  # marked once
+
+
+def test_a_job_still_queued_or_running_is_never_marked(world, fake, cluster):
+    fake.add(outside_job(name="queued"))
+    fake.add(outside_job(name="running"))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    assert sorted(Job.objects.values_list("state", flat=True)) == [Job.State.ADMITTED, Job.State.QUEUED]
     assert _status_patches(fake) == []

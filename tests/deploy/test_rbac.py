@@ -118,9 +118,9 @@ def used() -> set[tuple[str, str, str]]:
         cluster.mark_outside(found, job_id=3)
         cluster.create_job(dataclasses.replace(job("TFJob", 3), name="tune-x1", adopted=True))
         cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")  # annotated and marked Failed
-        # One of every kind whose refusal is written in its status too (`JobKind.failed_when_refused`).
+        # One of every kind whose refusal is written in its status too (`JobKind.keeps_written_failure`).
         for kind in kinds.all_kinds():
-            if kind.failed_when_refused and kind.name != "TFJob":
+            if kind.keeps_written_failure and kind.name != "TFJob":
                 fake.add({"apiVersion": kind.api_version, "kind": kind.name, "metadata": {
                     "name": "refused", "namespace": "maps", "labels": {"gangway.io/queue": "maps"}},
                     "spec": {"runPolicy": {"suspend": True}, kind.replica_specs: {}}})  # fmt: skip
