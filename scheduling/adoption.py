@@ -21,11 +21,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs import origins
 from jobs.codes import Because
 from jobs.models import Job, JobEvent, Sweep
 from jobs.services import NeverFits, job_submit
 from jobs.spec import NAME_MAX, SpecError, parse_spec
-from jobs.transitions import StaleJob, can_move, transition
+from jobs.transitions import StaleJob, can_move, note, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
 from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, OutsideJobs, TrialResult
@@ -142,12 +143,15 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
         pk, state, reason = known[item.uid]
         if item.job_id != pk:
             cluster.mark_outside(item, job_id=pk)
+        marked = False
         if state == Job.State.REJECTED and _left_to_mark(item):
             # The first cycle found it can never fit (R10): its owner reads why on the object.
-            cluster.mark_outside(item, rejected=item.rejected or f"Refused by Gangway: {reason}")
+            marked = cluster.mark_outside(item, rejected=item.rejected or f"Refused by Gangway: {reason}")
         elif state == Job.State.CANCELLED and _keeps_failure(item):
             # A person cancelled it here (one deleted or taken out of the queue is not listed): it ends there too.
-            cluster.mark_outside(item, cancelled=f"Cancelled in Gangway (job #{pk}).")
+            marked = cluster.mark_outside(item, cancelled=f"Cancelled in Gangway (job #{pk}).")
+        if marked:
+            _note_marked(pk, item)
         return
     team = teams.get(item.namespace)
     if team is None or not item.suspended or item.finished:
@@ -174,6 +178,19 @@ def _left_to_mark(item: OutsideJob) -> bool:
     """Whether a refused job from elsewhere still lacks part of its refusal: the annotation saying why, or
     the Failed condition in its status that its kind's operator keeps (`JobKind.keeps_written_failure`)."""
     return not item.rejected or _keeps_failure(item)
+
+
+def _note_marked(pk: int, item: OutsideJob) -> None:
+    """Tells on the job's timeline that its object was marked Failed in the cluster, and what that ends."""
+    if item.trial:
+        ends = "its Katib trial fails and Katib goes on with the experiment's next trial"
+    elif item.origin.startswith(origins.PIPELINES_RUN):
+        ends = "its Pipelines step fails its run"
+    else:
+        ends = "whatever waits on it sees it end"
+    job = Job.objects.get(pk=pk)
+    note(job, JobEvent.Kind.NOTE, f"Its {item.kind} {item.name} was marked Failed in the cluster, so that {ends} "
+         "instead of waiting for it for ever.", code=Because.MARKED_FAILED)  # fmt: skip
 
 
 def _keeps_failure(item: OutsideJob) -> bool:

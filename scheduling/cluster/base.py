@@ -453,11 +453,12 @@ class Cluster(Protocol):
         or not, and the kinds whose list the cluster answered. Reads no Katib Trial."""
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
-                     cancelled: str = "") -> None:
+                     cancelled: str = "") -> bool:
         """Label an outside job with the Gangway job that adopted it, or write back why it was refused
         (annotation, Warning event and, for a kind whose operator keeps it, a Failed condition in its status,
         reason GangwayRejected), or that a person cancelled it in Gangway (`cancelled`: only that Failed
-        condition, reason GangwayCancelled; `JobKind.keeps_written_failure`).
+        condition, reason GangwayCancelled; `JobKind.keeps_written_failure`). Returns whether this call
+        wrote the Failed condition.
 
         Idempotent; a job deleted or finished meanwhile is success.
         """

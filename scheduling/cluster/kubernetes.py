@@ -314,10 +314,10 @@ class KubernetesCluster:
         return kubernetes_outside.outside_jobs(self.api)
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
-                     cancelled: str = "") -> None:
+                     cancelled: str = "") -> bool:
         """Labels an outside job with its Gangway job, or writes back that it was refused or cancelled.
-        Returns nothing."""
-        kubernetes_outside.mark(self.api, job, job_id=job_id, rejected=rejected, cancelled=cancelled)
+        Returns whether it marked the job Failed."""
+        return kubernetes_outside.mark(self.api, job, job_id=job_id, rejected=rejected, cancelled=cancelled)
 
     def trials(self, namespace: str) -> list[TrialResult]:
         """Returns the Katib trials of one namespace with their objective; empty when Katib is not installed."""

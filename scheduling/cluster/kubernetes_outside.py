@@ -108,33 +108,32 @@ def _marked(api: Api, job: OutsideJob, verb: str, body: dict) -> bool:
     return False  # not reached: the last attempt returns or raises
 
 
-def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "") -> None:
+def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "") -> bool:
     """Labels the job with the Gangway job that adopted it, or annotates why it was refused and says so
     in a Warning event on it (what `kubectl describe` shows) and, for a kind whose operator keeps it, in a
     Failed condition in its status (`fail`); `cancelled`, a person cancelled it in Gangway: only that
-    condition, saying so. Returns nothing; a job deleted meanwhile gets neither label nor event (its owner
-    took it away: the next pass cancels what adopted it)."""
+    condition, saying so. Returns whether it marked the job Failed; a job deleted meanwhile gets neither
+    label nor event (its owner took it away: the next pass cancels what adopted it)."""
     if job_id is not None and not _marked(api, job, "label", outside.adoption_labels(job_id)):
-        return
+        return False
     keeps = outside.outside_kind(job.kind).keeps_written_failure and not job.finished
-    if cancelled and keeps:
-        fail(api, job, cancelled, outside.CANCELLED_REASON)
+    if cancelled:
+        return keeps and fail(api, job, cancelled, outside.CANCELLED_REASON)
     if not rejected:
-        return
+        return False
     # One annotated at an earlier pass has its annotation and event: only its status may be left to mark.
     if not job.rejected:
         if not _marked(api, job, "annotate", outside.rejection_patch(rejected)):
-            return
+            return False
         _event(api, job, rejected)
-    if keeps:
-        fail(api, job, rejected, outside.REFUSED_REASON)
+    return keeps and fail(api, job, rejected, outside.REFUSED_REASON)
 
 
-def fail(api: Api, job: OutsideJob, message: str, reason: str) -> None:
+def fail(api: Api, job: OutsideJob, message: str, reason: str) -> bool:
     """Marks a refused (or cancelled) job Failed in its status (`outside.failure_patch`), so that what waits
     on it sees it end: a Katib trial then fails and gives its experiment's parallel place to the next trial
-    (one left suspended would hold it for ever), a Pipelines step fails its run. Returns nothing; a job gone
-    or finished meanwhile is left as it is.
+    (one left suspended would hold it for ever), a Pipelines step fails its run. Returns whether it did; a
+    job gone or finished meanwhile is left as it is.
 
     The patch carries the resourceVersion it was built on: a 409 Conflict (the operator wrote the status at
     the same moment) reads the object again, at most CONFLICT_ATTEMPTS times. The refusal is on the object
@@ -147,14 +146,14 @@ def fail(api: Api, job: OutsideJob, message: str, reason: str) -> None:
             current = _read(api, job)
             body = None if current is None else outside.failure_patch(current, message, datetime.now(timezone.utc), reason)
             if body is None:
-                return
+                return False
             try:
-                api.call(
+                marked = api.call(
                     "mark failed", kind.kind, f"{job.namespace}/{job.name}",
                     api.custom.patch_namespaced_custom_object_status, kind.group, kind.version, job.namespace,
                     kind.plural, job.name, body, tolerate=(NOT_FOUND,), one_object=True,
                 )  # fmt: skip
-                return
+                return marked is not None
             except ClusterError as error:
                 if not _conflict(error):
                     raise
@@ -163,6 +162,7 @@ def fail(api: Api, job: OutsideJob, message: str, reason: str) -> None:
     except (ClusterError, ClusterUnavailable) as error:
         log.warning("%s %s/%s not marked failed: %s; the next pass tries again", job.kind, job.namespace, job.name,
                     error)  # fmt: skip
+    return False
 
 
 def _event(api: Api, job: OutsideJob, message: str) -> None:

@@ -90,8 +90,8 @@ class SimulatedCluster:
         return simulated_outside.outside_jobs()
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
-                     cancelled: str = "") -> None:
-        simulated_outside.mark(job, job_id=job_id, rejected=rejected, cancelled=cancelled)
+                     cancelled: str = "") -> bool:
+        return simulated_outside.mark(job, job_id=job_id, rejected=rejected, cancelled=cancelled)
 
     def trials(self, namespace: str) -> list[TrialResult]:
         self.advance()

@@ -91,29 +91,31 @@ def patch(namespace: str, name: str, body: dict) -> None:
             row.save(update_fields=["manifest"])
 
 
-def mark(job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "") -> None:
+def mark(job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "") -> bool:
     """Labels, refuses or ends a job as the Kubernetes adapter does (`kubernetes_outside.mark`): refused, it
-    is annotated and, of a kind whose operator keeps it, marked Failed in its status; cancelled, only that."""
+    is annotated and, of a kind whose operator keeps it, marked Failed in its status; cancelled, only that.
+    Returns whether it marked the job Failed."""
     if job_id is not None:
         patch(job.namespace, job.name, outside.adoption_labels(job_id))
     keeps = outside.outside_kind(job.kind).keeps_written_failure and not job.finished
-    if cancelled and keeps:
-        _fail(job, cancelled, outside.CANCELLED_REASON)
+    if cancelled:
+        return keeps and _fail(job, cancelled, outside.CANCELLED_REASON)
     if not rejected:
-        return
+        return False
     if not job.rejected:
         patch(job.namespace, job.name, outside.rejection_patch(rejected))
-    if keeps:
-        _fail(job, rejected, outside.REFUSED_REASON)
+    return keeps and _fail(job, rejected, outside.REFUSED_REASON)
 
 
-def _fail(job: OutsideJob, message: str, reason: str) -> None:
+def _fail(job: OutsideJob, message: str, reason: str) -> bool:
     with transaction.atomic():
         row = SimOutsideJob.objects.select_for_update().filter(namespace=job.namespace, name=job.name).first()
         body = None if row is None else outside.failure_patch(row.manifest, message, timezone.now(), reason)
-        if body is not None:
-            row.manifest = merge(row.manifest, body)
-            row.save(update_fields=["manifest"])
+        if body is None:
+            return False
+        row.manifest = merge(row.manifest, body)
+        row.save(update_fields=["manifest"])
+        return True
 
 
 def exists(job: ClusterJob) -> bool:

@@ -88,6 +88,11 @@ def test_a_job_a_cycle_rejects_is_marked_failed_too(world, fake, cluster):
     [failed] = _failed(fake, "bert-kubectl")
     assert failed["message"] == f"Refused by Gangway: {job.reason}"
     assert _deletes(fake) == []
+    [told] = job.events.filter(code="marked_failed")  # its timeline says so, once
+    assert told.message == ("Its TFJob bert-kubectl was marked Failed in the cluster, so that whatever waits on it "
+                            "sees it end instead of waiting for it for ever.")  # fmt: skip
+    reconcile(cluster=cluster)
+    assert job.events.filter(code="marked_failed").count() == 1
 
 
 @pytest.mark.parametrize("code", [500, 403])
@@ -188,6 +193,8 @@ def test_a_pipelines_step_cancelled_in_gangway_is_marked_failed_so_its_run_ends(
     assert fake.get("TFJob", "bert-kubectl", "maps")["spec"]["runPolicy"]["suspend"] is True
     assert "gangway.io/rejected" not in (fake.get("TFJob", "bert-kubectl", "maps")["metadata"].get("annotations") or {})
     assert fake.list("Event") == [] and _deletes(fake) == []
+    [told] = job.events.filter(code="marked_failed")
+    assert "so that its Pipelines step fails its run" in told.message
     fake.log.clear()
     reconcile(cluster=cluster)
     assert _status_patches(fake) == []  # marked once
