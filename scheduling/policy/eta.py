@@ -30,10 +30,12 @@ How a cycle avoids re-walking the queue: see lines.py.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections.abc import Sequence
+from functools import partial
 
 from .lines import Lines
-from .model import Admission, PendingJob, RunningJob, Snapshot
+from .model import Admission, PendingJob, RunningJob, Snapshot, Tier
 from .order import r3_key
 from .placement import place, usage_on_nodes
 from .reservation import Hold, Holds
@@ -46,9 +48,9 @@ HORIZON = 30 * 86400
 def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
                     admitted: list[Admission], planned: State,
                     holds: Sequence[Hold] = ()) -> dict[str, int | None]:
-    """Returns the estimated start of each waiting job, None when unknown;
-    a job holding one of `holds` (the plan's reservations) starts at its
-    start."""
+    """Returns the estimated start of each waiting job (`waiting`, in R3
+    order), None when unknown; a job holding one of `holds` (the plan's
+    reservations) starts at its start."""
     if not waiting:
         return {}
     now = snapshot.now
@@ -59,17 +61,18 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
     running = [job for job in snapshot.running if job.id not in victims]
     requeued = [requeue(j) for j in snapshot.running if j.id in victims]
     pending.update((job.id, job) for job in requeued)
-    reserving = {h.id: h for h in holds}
-    queue = sorted((job for job in waiting + requeued if job.id not in reserving),
-                   key=lambda job: r3_key(job, tiers))
+    reserving = {h.id for h in holds}
+    queue = [job for job in merged(waiting, requeued, tiers) if job.id not in reserving]
     replay = Snapshot(now, snapshot.nodes, snapshot.tiers, snapshot.teams,
                       tuple(running), (), settings)
     state = State(replay)
     for a in admitted:
-        state.hold(planned.holders[a.id])
+        state.hold(planned.admitted(a.id))
+    # Every holder by job id, the same dict as the state admits and releases.
+    holders = state.holders
     # (time, 0: a job ends / 1: a reservation starts, job id)
     events: list[tuple[int, int, str]] = [
-        (h.end, 0, h.id) for h in state.holders.values() if h.end is not None]
+        (h.end, 0, h.id) for h in holders.values() if h.end is not None]
     heapq.heapify(events)
     kept = Holds(state.room)
     for h in holds:
@@ -77,14 +80,15 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
                       {i: list(v) for i, v in h.headroom.items()}, h.ending, h.end))
         heapq.heappush(events, (h.start, 1, h.id))
 
-    estimates: dict[str, int | None] = {job.id: None for job in waiting}
+    estimates: dict[str, int | None] = dict.fromkeys(job.id for job in waiting)
     for h in holds:
         if h.id in estimates:
             estimates[h.id] = h.start
     reserve = settings.starvation_guard == "reserve"
     lines = Lines(queue, tiers, reserve, events)
-    smallest = min((min((g[1] for g in j.demand.groups), default=0)
-                    for j in queue), default=0)
+    # The lines' shapes are the queue's demands, each once.
+    smallest = min((min((g[1] for g in demand.groups), default=0)
+                    for demand in lines.shapes), default=0)
     limit = now + HORIZON
     left = len(queue)
     while left and events and events[0][0] <= limit:
@@ -94,9 +98,9 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
             if kind == 1:
                 _start_reserved(state, kept, job_id, pending, tiers, settings, events)
                 continue
-            holder = state.holders.pop(job_id)
+            holder = holders.pop(job_id)
             state.release(holder)
-            if kept and any(i in kept.nodes for i in holder.on_nodes):
+            if not kept.nodes.isdisjoint(holder.on_nodes):  # without holds, no nodes
                 kept.refresh()
             lines.ended(holder.team)
         # Nothing can start while no node has room for the smallest replica,
@@ -110,7 +114,7 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
         for job in started:
             if job.id in estimates:
                 estimates[job.id] = t
-            end = state.holders[job.id].end
+            end = holders[job.id].end
             assert end is not None  # started for its expected runtime
             heapq.heappush(events, (end, 0, job.id))
         for hold in reserved:
@@ -118,6 +122,32 @@ def estimate_starts(snapshot: Snapshot, waiting: list[PendingJob],
                 estimates[hold.id] = hold.start
             heapq.heappush(events, (hold.start, 1, hold.id))
     return estimates
+
+
+def merged(waiting: list[PendingJob], requeued: list[PendingJob],
+           tiers: dict[str, Tier]) -> list[PendingJob]:
+    """Returns `waiting + requeued` in R3 order, as a stable sort of it
+    would (`waiting` itself when no victim waits again).
+
+    `waiting` comes in R3 order already (the plan's queue), so only the
+    victims that wait again are sorted, and each goes in after the waiting
+    jobs whose keys are not above its own (bisect_right: on a tie the
+    waiting job stays first, as in the sort), found by bisection. R3's key
+    is worked out for the victims and the few waiting jobs each bisection
+    reads, not for the whole queue."""
+    if not requeued:
+        return waiting
+    key = partial(r3_key, tiers=tiers)
+    requeued = sorted(requeued, key=key)
+    queue: list[PendingJob] = []
+    at = 0
+    for job in requeued:
+        k = bisect_right(waiting, key(job), at, key=key)
+        queue.extend(waiting[at:k])
+        queue.append(job)
+        at = k
+    queue.extend(waiting[at:])
+    return queue
 
 
 def requeue(victim: RunningJob) -> PendingJob:

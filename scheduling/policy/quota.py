@@ -88,19 +88,20 @@ class Quota:
             self.pool[r] += self.unassigned[r]
             self.ever_pool[r] += max(0, (capacity if ever is None else ever)[r] - assigned[r])
 
-    def _above(self, team: str, r: int, used: int) -> int:
-        return max(0, used - self.guaranteed[team][r])
-
     def charge(self, team: str | None, v: Vector, steady: bool) -> None:
         """Adds `v` to a team's usage; `steady` marks a non-preemptible tier."""
         if team is None or team not in self.usage:
             return
         self.touched.add(team)
-        used, nominal = self.usage[team], self.nominal[team]
+        used, nominal, guaranteed = self.usage[team], self.nominal[team], self.guaranteed[team]
+        above = self.above
         for r in self.named[team]:
-            before = self._above(team, r, used[r])
+            # What it draws from the pool: its usage above its guaranteed
+            # share. Called at every admission and end: comparisons, not max().
+            before = used[r] - guaranteed[r]
             used[r] += v[r]
-            self.above[r] += self._above(team, r, used[r]) - before
+            after = used[r] - guaranteed[r]
+            above[r] += (after if after > 0 else 0) - (before if before > 0 else 0)
             if used[r] > nominal[r]:
                 self.over[r].add(team)
             else:
@@ -147,7 +148,10 @@ class Quota:
             ceiling = self.ceiling[team][r]
             if ceiling is not None and used[r] + q > ceiling:
                 return Refusal(Code.BORROWING_LIMIT, r, q, used[r], nominal[r], ceiling - nominal[r])
-            available = self._available(team, r, used[r], above[r])
+            # `_available`, written out: R2 is asked for every job a cycle visits.
+            own = self.guaranteed[team][r] - used[r]
+            left = self.pool[r] - above[r]
+            available = (own if own > 0 else 0) + (left if left > 0 else 0)
             if q > available:
                 return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], available)
         return None

@@ -542,6 +542,11 @@ class State:
             self._holders.update(self._fresh)
         return self._holders
 
+    def admitted(self, job_id: str) -> Holder:
+        """Returns the holder of a job admitted in this cycle, without
+        building the running jobs' holders as `holders` does."""
+        return self._fresh[job_id]
+
     def release(self, holder: Holder) -> None:
         """Takes a holder's usage out of room and quota for good (a job
         ended, or a victim was chosen)."""
