@@ -104,7 +104,7 @@ SETTINGS: tuple[Setting, ...] = (
             "the team page's chart shows the last 24 h.", unit="s"),
     # -- Simulated cluster and demo ------------------------------------------------
     Setting("SIM_DEFAULT_DURATION", 180, "How long a simulated job runs unless it says otherwise.", unit="s"),
-    Setting("SIM_FAILURE_RATE", "0", "Share of simulated jobs that fail, 0 to 1.", shown="0"),
+    Setting("SIM_FAILURE_RATE", 0, "Share of simulated jobs that fail, 0 to 1.", shown="0"),
     Setting("SIM_SEED", 7, "Seed of the simulated cluster's randomness."),
     Setting("DEMO_TRAFFIC", 0, "The demo's made-up traffic: seconds between two looks at the queue, each "
             "submitting a job while fewer than four wait (a Katib sweep once in a while); 0: none. Simulated "

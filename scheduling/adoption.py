@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from jobs import origins
@@ -86,8 +86,12 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     found = found if found is not None else cluster.outside_jobs()
     result = Adopted()
     listed = {job.uid for job in found.jobs}
-    known = {uid: (pk, state, reason) for uid, pk, state, reason in
-             Job.objects.filter(cluster_uid__in=listed).values_list("cluster_uid", "pk", "state", "reason")}  # fmt: skip
+    # With each, whether it was cancelled because its object left the queue or the cluster (DELETED_OUTSIDE):
+    # its owner's again, as reconcile's `_ours_to_stop` says, and never marked as cancelled here.
+    left = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
+    known = {uid: (pk, state, reason, gone) for uid, pk, state, reason, gone in
+             Job.objects.filter(cluster_uid__in=listed).annotate(left=left)
+             .values_list("cluster_uid", "pk", "state", "reason", "left")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=Job.OPEN_STATES, kind__in=found.kinds).exclude(cluster_uid="")
                 .exclude(cluster_uid__in=listed).select_related("team"))  # fmt: skip
     trials = cache(lambda namespace: _katib_trials(cluster, namespace))  # one list a pass per namespace
@@ -140,15 +144,16 @@ def _sweep_namespaces(now: datetime) -> list[str]:
 def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str, Team], cluster: Cluster,
                      result: Adopted, experiments: Callable[[str], dict[tuple[str, str], str]]) -> None:  # fmt: skip
     if item.uid in known:
-        pk, state, reason = known[item.uid]
+        pk, state, reason, left = known[item.uid]
         if item.job_id != pk:
             cluster.mark_outside(item, job_id=pk)
         marked = False
         if state == Job.State.REJECTED and _left_to_mark(item):
             # The first cycle found it can never fit (R10): its owner reads why on the object.
             marked = cluster.mark_outside(item, rejected=item.rejected or f"Refused by Gangway: {reason}")
-        elif state == Job.State.CANCELLED and _keeps_failure(item):
-            # A person cancelled it here (one deleted or taken out of the queue is not listed): it ends there too.
+        elif state == Job.State.CANCELLED and not left and _keeps_failure(item):
+            # A person cancelled it here: it ends there too. One cancelled as it left the queue (and put back
+            # since) is its owner's again.
             marked = cluster.mark_outside(item, cancelled=f"Cancelled in Gangway (job #{pk}).")
         if marked:
             _note_marked(pk, item)
@@ -168,7 +173,7 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
         log.info("refused %s %s/%s: %s", item.kind, item.namespace, item.name, reason)
         result.refused += 1
         return
-    known[item.uid] = (job.pk, job.state, "")
+    known[item.uid] = (job.pk, job.state, "", False)
     cluster.mark_outside(item, job_id=job.pk)
     log.info("adopted %s %s/%s as job %s (%s)", item.kind, item.namespace, item.name, job.pk, item.origin)
     result.adopted += 1

@@ -123,7 +123,7 @@ def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancel
         return False
     # One annotated at an earlier pass has its annotation and event: only its status may be left to mark.
     if not job.rejected:
-        if not _marked(api, job, "annotate", outside.rejection_patch(rejected)):
+        if not _marked(api, job, "annotate", outside.rejection_patch(rejected, job.uid)):
             return False
         _event(api, job, rejected)
     return keeps and fail(api, job, rejected, outside.REFUSED_REASON)
@@ -133,7 +133,8 @@ def fail(api: Api, job: OutsideJob, message: str, reason: str) -> bool:
     """Marks a refused (or cancelled) job Failed in its status (`outside.failure_patch`), so that what waits
     on it sees it end: a Katib trial then fails and gives its experiment's parallel place to the next trial
     (one left suspended would hold it for ever), a Pipelines step fails its run. Returns whether it did; a
-    job gone or finished meanwhile is left as it is.
+    job gone or finished meanwhile is left as it is, and so is a new object created under its name since
+    the pass listed it (another uid).
 
     The patch carries the resourceVersion it was built on: a 409 Conflict (the operator wrote the status at
     the same moment) reads the object again, at most CONFLICT_ATTEMPTS times. The refusal is on the object
@@ -144,7 +145,9 @@ def fail(api: Api, job: OutsideJob, message: str, reason: str) -> bool:
     try:
         for _ in range(CONFLICT_ATTEMPTS):
             current = _read(api, job)
-            body = None if current is None else outside.failure_patch(current, message, datetime.now(timezone.utc), reason)
+            if current is None or current["metadata"].get("uid") != job.uid:
+                return False  # gone, or deleted and created anew under its name: not the job Gangway judged
+            body = outside.failure_patch(current, message, datetime.now(timezone.utc), reason)
             if body is None:
                 return False
             try:

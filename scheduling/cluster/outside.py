@@ -30,6 +30,9 @@ from scheduling.cluster.manifests import (
 QUEUE_LABEL = "gangway.io/queue"
 TIER_LABEL = "gangway.io/tier"
 REJECTED_ANNOTATION = "gangway.io/rejected"
+# The uid of the object the refusal was written on: a copy of it (`kubectl get -o yaml`, then create) carries the
+# annotations but is another object, judged anew. An annotation without it was written before it existed.
+REJECTED_UID_ANNOTATION = "gangway.io/rejected-uid"
 # The reason of the Warning event on a refused outside job, and of the Failed condition written in its status;
 # that of the Failed condition of one a person cancelled in Gangway.
 REFUSED_REASON = "GangwayRejected"
@@ -127,9 +130,18 @@ def read_outside(obj: dict, kind: OutsideKind) -> OutsideJob:
         kind=kind.kind, namespace=meta.get("namespace", ""), name=meta["name"], uid=meta.get("uid", ""),
         queue=labels.get(QUEUE_LABEL, ""), suspended=bool(_at(obj, kind.suspend_path)),
         finished=bool(conditions & {"Succeeded", "Failed"}), manifest=obj,
-        job_id=int(job_id) if job_id.isdigit() else None, rejected=annotations.get(REJECTED_ANNOTATION, ""),
+        job_id=int(job_id) if job_id.isdigit() else None, rejected=_refusal(annotations, meta.get("uid", "")),
         origin=origin(obj, experiment=experiment), trial=trial, experiment=experiment,
     )  # fmt: skip
+
+
+def _refusal(annotations: dict, uid: str) -> str:
+    """Returns why Gangway refused this object, "" when it did not: a refusal copied from another object
+    (its uid annotation names another) is that object's."""
+    refused_uid = annotations.get(REJECTED_UID_ANNOTATION)
+    if refused_uid is not None and refused_uid != uid:
+        return ""
+    return annotations.get(REJECTED_ANNOTATION, "")
 
 
 def with_experiment(job: OutsideJob, experiments: dict[tuple[str, str], str]) -> OutsideJob:
@@ -165,16 +177,18 @@ def adoption_labels(job_id: int) -> dict:
     return {"metadata": {"labels": {JOB_ID_LABEL: str(job_id)}}}
 
 
-def rejection_patch(reason: str) -> dict:
-    """Returns the merge patch that writes back why Gangway refused an outside job."""
-    return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000]}}}
+def rejection_patch(reason: str, uid: str) -> dict:
+    """Returns the merge patch that writes back why Gangway refused an outside job, and which object it
+    refused (its uid)."""
+    return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000], REJECTED_UID_ANNOTATION: uid}}}
 
 
 def failure_patch(current: dict, message: str, now: datetime, reason: str = REFUSED_REASON) -> dict | None:
     """Returns the status patch that marks an outside job Gangway refused (or a person cancelled in Gangway:
     `reason` CANCELLED_REASON) Failed, as its operator marks a job that failed: a true `Failed` condition
-    (`reason`, `message`) after the conditions it has, any earlier `Failed` one replaced. None when the job
-    has finished already.
+    (`reason`, `message`) after the conditions it has, any earlier `Failed` one replaced, and the time it
+    ended (`completionTime`, which the Training Operator needs to apply `ttlSecondsAfterFinished`). None
+    when the job has finished already.
 
     A merge patch replaces the whole list, so it is built from the object as read (`current`) and carries
     that object's resourceVersion: should the operator write the status meanwhile, the API server answers
@@ -187,6 +201,8 @@ def failure_patch(current: dict, message: str, now: datetime, reason: str = REFU
               "lastUpdateTime": stamp, "lastTransitionTime": stamp}  # fmt: skip
     kept = [condition for condition in conditions if condition.get("type") != "Failed"]
     patch: dict = {"status": {"conditions": [*kept, failed]}}
+    if not _at(current, ("status", "completionTime")):
+        patch["status"]["completionTime"] = stamp
     version = current.get("metadata", {}).get("resourceVersion")
     if version:
         patch["metadata"] = {"resourceVersion": version}

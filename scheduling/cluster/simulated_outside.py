@@ -103,13 +103,14 @@ def mark(job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str =
     if not rejected:
         return False
     if not job.rejected:
-        patch(job.namespace, job.name, outside.rejection_patch(rejected))
+        patch(job.namespace, job.name, outside.rejection_patch(rejected, job.uid))
     return keeps and _fail(job, rejected, outside.REFUSED_REASON)
 
 
 def _fail(job: OutsideJob, message: str, reason: str) -> bool:
     with transaction.atomic():
-        row = SimOutsideJob.objects.select_for_update().filter(namespace=job.namespace, name=job.name).first()
+        row = SimOutsideJob.objects.select_for_update().filter(namespace=job.namespace, name=job.name,
+                                                               uid=job.uid).first()  # fmt: skip
         body = None if row is None else outside.failure_patch(row.manifest, message, timezone.now(), reason)
         if body is None:
             return False

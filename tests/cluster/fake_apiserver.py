@@ -614,6 +614,8 @@ class FakeApiServer:
             obj = {**current, "status": obj.get("status")}
         elif "status" in current:
             obj["status"] = current["status"]  # the main resource ignores status changes
+        else:
+            obj.pop("status", None)  # even on an object with no status yet
         if dry_run:
             return 200, self._dry(key, obj), {}
         return 200, self._write(key, obj, "MODIFIED"), {}

@@ -69,6 +69,37 @@ def test_it_applies_merge_strategic_and_json_patches(fake, core, custom):
     assert fake.get("TFJob", "j", "maps")["spec"]["runPolicy"] == {"suspend": True}
 
 
+def test_a_merge_patch_with_a_stale_resource_version_is_a_conflict(core, custom):
+    core.create_namespace({"metadata": {"name": "maps"}})
+    job = custom.create_namespaced_custom_object("kubeflow.org", "v1", "maps", "tfjobs", {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "j"}, "spec": {}})
+    stale = job["metadata"]["resourceVersion"]
+    custom.patch_namespaced_custom_object("kubeflow.org", "v1", "maps", "tfjobs", "j",
+                                          {"metadata": {"resourceVersion": stale, "labels": {"a": "1"}}})
+
+    with pytest.raises(ApiException) as error:
+        custom.patch_namespaced_custom_object("kubeflow.org", "v1", "maps", "tfjobs", "j",
+                                              {"metadata": {"resourceVersion": stale, "labels": {"a": "2"}}})
+
+    assert (error.value.status, _status(error.value)["reason"]) == (409, "Conflict")
+
+
+def test_a_status_is_written_through_its_subresource_only(fake, core, custom):
+    core.create_namespace({"metadata": {"name": "maps"}})
+    custom.create_namespaced_custom_object("kubeflow.org", "v1", "maps", "tfjobs", {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "j"}, "spec": {}})
+    failed = {"conditions": [{"type": "Failed", "status": "True"}]}
+
+    custom.patch_namespaced_custom_object("kubeflow.org", "v1", "maps", "tfjobs", "j",
+                                          {"status": failed, "spec": {"x": 1}})
+    assert "status" not in fake.get("TFJob", "j", "maps")  # even on an object with no status yet
+    custom.patch_namespaced_custom_object_status("kubeflow.org", "v1", "maps", "tfjobs", "j",
+                                                 {"status": failed, "spec": {"x": 2}})
+
+    assert fake.get("TFJob", "j", "maps")["status"] == failed
+    assert fake.get("TFJob", "j", "maps")["spec"] == {"x": 1}  # the subresource writes the status alone
+
+
 def test_it_lists_by_label_selector_across_namespaces(fake, core):
     for namespace, labels in (("a", {"gangway.io/job-id": "1"}), ("b", {}), ("c", {"gangway.io/job-id": "2"})):
         fake.add({"kind": "Namespace", "metadata": {"name": namespace}})

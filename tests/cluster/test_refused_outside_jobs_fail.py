@@ -10,10 +10,13 @@ Over real HTTP to the fake API server, which writes a status only through the st
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 
 from jobs.models import Job
 from jobs.services import job_cancel
+from scheduling.cluster import outside
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from tests.cluster.test_outside_jobs import _deletes, outside_job
@@ -209,3 +212,78 @@ def test_a_job_still_queued_or_running_is_never_marked(world, fake, cluster):
 
     assert sorted(Job.objects.values_list("state", flat=True)) == [Job.State.ADMITTED, Job.State.QUEUED]
     assert _status_patches(fake) == []
+
+
+def test_the_failure_says_when_the_job_ended_as_the_operator_does():
+    """The Training Operator applies ttlSecondsAfterFinished from completionTime, and cannot clean up a
+    finished job without one."""
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    patch = outside.failure_patch({"metadata": {"resourceVersion": "7"}, "status": {"conditions": []}}, "x", at)
+    assert patch["status"]["completionTime"] == "2026-01-01T00:00:00Z"
+    kept = outside.failure_patch({"metadata": {}, "status": {"completionTime": "2025-12-31T00:00:00Z"}}, "x", at)
+    assert "completionTime" not in kept["status"]  # one it has stays
+
+
+def test_a_new_object_created_under_the_name_of_a_cancelled_one_is_not_marked(world, fake, cluster, staff):
+    """Its owner deletes and creates it again (kubectl delete -f, create -f) between the pass's list and
+    the mark: the new object is not the job Gangway cancelled."""
+    fake.add(outside_job())
+    reconcile(cluster=cluster)
+    job_cancel(job=Job.objects.get(), actor=staff)
+    old = fake.get("TFJob", "bert-kubectl", "maps")["metadata"]["uid"]
+
+    def recreate():
+        fake.objects.pop(next(key for key in fake.objects if key[1:] == ("tfjobs", "maps", "bert-kubectl")))
+        fake.add(outside_job())
+
+    fake.before(recreate, path=r"/tfjobs/bert-kubectl$", method="GET")
+
+    reconcile(cluster=cluster)
+
+    assert fake.get("TFJob", "bert-kubectl", "maps")["metadata"]["uid"] != old
+    assert _failed(fake, "bert-kubectl") == [] and _status_patches(fake) == []
+    assert not Job.objects.get().events.filter(code="marked_failed").exists()
+
+
+@pytest.mark.parametrize("admitted", [False, True], ids=["queued", "running"])
+def test_a_job_taken_out_of_the_queue_and_put_back_is_never_marked(world, fake, cluster, admitted):
+    """Cancelled here as it left the queue (its owner's again, `reconcile._ours_to_stop`), not by a person:
+    put back in the queue, it is listed again, and still nobody cancelled it in Gangway."""
+    fake.add(outside_job())
+    reconcile(cluster=cluster)
+    if admitted:
+        admission_cycle(cluster=cluster)
+        reconcile(cluster=cluster)
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    del obj["metadata"]["labels"]["gangway.io/queue"]
+    fake.add(obj)
+    reconcile(cluster=cluster)
+    assert Job.objects.get().events.filter(code="deleted_outside").exists()
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    obj["metadata"]["labels"]["gangway.io/queue"] = "maps"
+    fake.add(obj)
+    fake.log.clear()
+
+    reconcile(cluster=cluster)
+
+    assert _failed(fake, "bert-kubectl") == [] and _status_patches(fake) == []
+
+
+def test_a_copy_of_a_refused_job_is_judged_anew(world, fake, cluster, tiers):
+    """`kubectl get -o yaml` of a refused job, its tier fixed, created again: the refusal it carries was
+    written on another object, so it is adopted, not taken for refused (nor marked Failed)."""
+    name = _refused_trial(fake, world, tiers)
+    reconcile(cluster=cluster)
+    copy = fake.get("TFJob", name, "maps")
+    assert copy["metadata"]["annotations"]["gangway.io/rejected-uid"] == copy["metadata"]["uid"]
+    fake.objects.pop(next(key for key in fake.objects if key[1:] == ("tfjobs", "maps", name)))
+    copy["metadata"] = {key: value for key, value in copy["metadata"].items()
+                        if key not in ("uid", "resourceVersion", "creationTimestamp")}  # fmt: skip
+    copy["metadata"]["labels"]["gangway.io/tier"] = "standard"
+    del copy["status"]
+    fake.add(copy)
+
+    result = reconcile(cluster=cluster)
+
+    assert result.adopted == 1 and Job.objects.get().tier.name == "standard"
+    assert _failed(fake, name) == []
