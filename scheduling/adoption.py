@@ -88,10 +88,10 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     listed = {job.uid for job in found.jobs}
     # With each, whether it was cancelled because its object left the queue or the cluster (DELETED_OUTSIDE):
     # its owner's again, as reconcile's `_ours_to_stop` says, and never marked as cancelled here.
-    left = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
-    known = {uid: (pk, state, reason, gone) for uid, pk, state, reason, gone in
-             Job.objects.filter(cluster_uid__in=listed).annotate(left=left)
-             .values_list("cluster_uid", "pk", "state", "reason", "left")}  # fmt: skip
+    left_queue = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
+    known = {uid: (pk, state, reason, left) for uid, pk, state, reason, left in
+             Job.objects.filter(cluster_uid__in=listed).annotate(left_queue=left_queue)
+             .values_list("cluster_uid", "pk", "state", "reason", "left_queue")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=Job.OPEN_STATES, kind__in=found.kinds).exclude(cluster_uid="")
                 .exclude(cluster_uid__in=listed).select_related("team"))  # fmt: skip
     trials = cache(lambda namespace: _katib_trials(cluster, namespace))  # one list a pass per namespace
@@ -144,14 +144,14 @@ def _sweep_namespaces(now: datetime) -> list[str]:
 def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str, Team], cluster: Cluster,
                      result: Adopted, experiments: Callable[[str], dict[tuple[str, str], str]]) -> None:  # fmt: skip
     if item.uid in known:
-        pk, state, reason, left = known[item.uid]
+        pk, state, reason, left_queue = known[item.uid]
         if item.job_id != pk:
             cluster.mark_outside(item, job_id=pk)
         marked = False
         if state == Job.State.REJECTED and _left_to_mark(item):
             # The first cycle found it can never fit (R10): its owner reads why on the object.
             marked = cluster.mark_outside(item, rejected=item.rejected or f"Refused by Gangway: {reason}")
-        elif state == Job.State.CANCELLED and not left and _keeps_failure(item):
+        elif state == Job.State.CANCELLED and not left_queue and outside.ends_when_failed(item):
             # A person cancelled it here: it ends there too. One cancelled as it left the queue (and put back
             # since) is its owner's again.
             marked = cluster.mark_outside(item, cancelled=f"Cancelled in Gangway (job #{pk}).")
@@ -181,8 +181,8 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
 
 def _left_to_mark(item: OutsideJob) -> bool:
     """Whether a refused job from elsewhere still lacks part of its refusal: the annotation saying why, or
-    the Failed condition in its status that its kind's operator keeps (`JobKind.keeps_written_failure`)."""
-    return not item.rejected or _keeps_failure(item)
+    the Failed condition in its status that its kind's operator keeps (`outside.ends_when_failed`)."""
+    return not item.rejected or outside.ends_when_failed(item)
 
 
 def _note_marked(pk: int, item: OutsideJob) -> None:
@@ -196,12 +196,6 @@ def _note_marked(pk: int, item: OutsideJob) -> None:
     job = Job.objects.get(pk=pk)
     note(job, JobEvent.Kind.NOTE, f"Its {item.kind} {item.name} was marked Failed in the cluster, so that {ends} "
          "instead of waiting for it for ever.", code=Because.MARKED_FAILED)  # fmt: skip
-
-
-def _keeps_failure(item: OutsideJob) -> bool:
-    """Whether a job from elsewhere is not finished and its kind's operator keeps a Failed condition written
-    in its status (`JobKind.keeps_written_failure`): whether marking it Failed would end it."""
-    return outside.outside_kind(item.kind).keeps_written_failure and not item.finished
 
 
 def _end_deleted(job: Job, outcome: str, now: datetime) -> int:

@@ -3,7 +3,7 @@
 Every call goes through `kubernetes_api.Api.call`, each list through `Api.list_all`, which reads it in
 pages; Katib's Trials are listed per team namespace, never across the cluster. Nothing here deletes: an
 outside job is only ever patched (labels, the scheduling fields Gangway owns, `suspend`), annotated, or,
-refused, marked Failed in its status.
+refused or cancelled in Gangway, marked Failed in its status.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancel
     label nor event (its owner took it away: the next pass cancels what adopted it)."""
     if job_id is not None and not _marked(api, job, "label", outside.adoption_labels(job_id)):
         return False
-    keeps = outside.outside_kind(job.kind).keeps_written_failure and not job.finished
+    keeps = outside.ends_when_failed(job)
     if cancelled:
         return keeps and fail(api, job, cancelled, outside.CANCELLED_REASON)
     if not rejected:

@@ -183,6 +183,12 @@ def rejection_patch(reason: str, uid: str) -> dict:
     return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000], REJECTED_UID_ANNOTATION: uid}}}
 
 
+def ends_when_failed(job: OutsideJob) -> bool:
+    """Whether marking the job Failed in its status would end it: it has not finished, and its kind's
+    operator keeps a Failed condition Gangway writes (`kinds.JobKind.keeps_written_failure`)."""
+    return outside_kind(job.kind).keeps_written_failure and not job.finished
+
+
 def failure_patch(current: dict, message: str, now: datetime, reason: str = REFUSED_REASON) -> dict | None:
     """Returns the status patch that marks an outside job Gangway refused (or a person cancelled in Gangway:
     `reason` CANCELLED_REASON) Failed, as its operator marks a job that failed: a true `Failed` condition

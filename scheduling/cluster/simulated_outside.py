@@ -97,7 +97,7 @@ def mark(job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str =
     Returns whether it marked the job Failed."""
     if job_id is not None:
         patch(job.namespace, job.name, outside.adoption_labels(job_id))
-    keeps = outside.outside_kind(job.kind).keeps_written_failure and not job.finished
+    keeps = outside.ends_when_failed(job)
     if cancelled:
         return keeps and _fail(job, cancelled, outside.CANCELLED_REASON)
     if not rejected:
