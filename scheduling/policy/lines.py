@@ -29,9 +29,10 @@ Two more shortcuts once a cycle has settled, exact for the same reasons:
   room, and not refused by R2 while starving) are passed in one scan, R2's
   answers kept per (team, need, tier preemptible) until a job starts; when
   one starts and draws more from the pool of borrowable quota (the only
-  thing it changes that R2's answers to other teams read), every team is
-  sent back to the first head it passed that comes after that job, since
-  R2 may refuse it now (`Lines._recheck`);
+  thing it changes that R2's answers to other teams read), R2 is asked
+  again for the heads passed that come after that job, and a team is sent
+  back to the first of them that starves and is refused now, which holds
+  it (`Lines._recheck`);
 - a team none of whose lines has a shape with room, or held after heads
   that found none, leaves the walk until a cycle begins in which one of
   those shapes fits (`Lines._rouse`), or another of its wakes comes.
@@ -45,13 +46,70 @@ from collections.abc import Iterator
 
 from .demand import Demand
 from .model import PendingJob, Tier
-from .order import rewound
 from .placement import place
 from .quota import Quota, Refusal
 from .reasons import Code
 from .reservation import Hold, Holds, earliest_hold, heap_in_order
 from .runtime import expected_runtime
 from .state import State
+
+
+class Passed:
+    """Per team waiting in a settled cycle's walk, the range of its sorted
+    heads passed over on the way (`Lines._pass`), and when R2 must be asked
+    about them again after a start (`Lines._recheck`): at the first start
+    after the range was passed, then only once the pool's draw of a
+    resource passes the limit up to which R2's test of what is available
+    passes every starving head left in it (`Quota.draw_limits`, worked out
+    for the most any of them needs). R2's other tests read only the team's
+    own usage, which does not change while it waits."""
+
+    __slots__ = ("ranges", "fresh", "limits", "count")
+
+    def __init__(self) -> None:
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.fresh: list[str] = []  # teams whose range is new since the last start
+        # Per resource, a heap of (draw limit, count, team, range): the entry
+        # stands while the range is the team's.
+        self.limits: tuple[list, list, list] = ([], [], [])
+        self.count = 0
+
+    def add(self, team: str, c0: int, c1: int) -> None:
+        """Notes that the walk passed a team's heads `c0` to `c1` (not
+        included), not yet asked about after a start."""
+        self.ranges[team] = (c0, c1)
+        self.fresh.append(team)
+
+    def keep(self, team: str, c0: int, c1: int, limits: list[tuple[int, int]]) -> None:
+        """Keeps a team's range `c0` to `c1`, asked about after a start,
+        with the draw limits up to which R2 admits every starving head in it."""
+        span = self.ranges[team] = (c0, c1)
+        for r, most in limits:
+            self.count += 1
+            heapq.heappush(self.limits[r], (most, self.count, team, span))
+
+    def drop(self, team: str) -> None:
+        """Forgets a team's range: the walk is at the team, or sent it back."""
+        self.ranges.pop(team, None)
+
+    def due(self, above: list[int]) -> list[tuple[str, tuple[int, int]]]:
+        """Returns, after a start that drew `above` from the pool, the teams
+        whose range R2 must be asked about again, with their ranges: the
+        new ones, and those whose draw limit `above` passed."""
+        ranges = self.ranges
+        due: dict[str, tuple[int, int]] = {}
+        for team in self.fresh:
+            fresh = ranges.get(team)
+            if fresh is not None:
+                due[team] = fresh
+        self.fresh.clear()
+        for r, heap in enumerate(self.limits):
+            while heap and heap[0][0] < above[r]:
+                _, _, team, span = heapq.heappop(heap)
+                held = ranges.get(team)
+                if held is not None and held is span:  # else the entry is stale
+                    due[team] = held
+        return list(due.items())
 
 
 class Lines:
@@ -233,20 +291,16 @@ class Lines:
         answers: dict[int, Refusal | None] = {}  # R2's answers since the last start
         since = t - starvation_after  # queued before then: starving
         # Per team waiting in `later`: the key it waits at, and the range of its
-        # sorted heads passed over on the way there (see _pass).
-        passed: dict[str, tuple[int, int]] = {}
-        recheck = None  # the key of a head that started since the last step
+        # sorted heads passed over on the way there (see _pass and Passed).
+        passed = Passed()
         i = 0
         while True:
-            if recheck is not None:
-                self._recheck(recheck, passed, cursor, expect, later)
-                recheck = None
             if later and (i == len(order) or later[0] < order[i]):
                 key, team = heapq.heappop(later)
                 if expect.get(team) != key:
                     continue  # moved earlier by _recheck
                 del expect[team]
-                passed.pop(team, None)
+                passed.drop(team)
                 marks = maybe.pop(team, None)
                 sleep = drowsy.pop(team, None)
                 if marks is not None or sleep is not None:
@@ -309,7 +363,9 @@ class Lines:
                 fits_at_all.clear()
                 answers.clear()
                 if drew:  # other teams' R2 answers change only with the pool's draw
-                    recheck = keys[n][at[n]]
+                    if passed.ranges:  # teams are waiting after heads passed over
+                        self._recheck(keys[n][at[n]], passed, cursor, expect, later, answers,
+                                      quota, since)
             elif tried and settled:
                 if not spare:
                     nothing = self._nothing_fits(state.room, no_room, fits)
@@ -363,7 +419,7 @@ class Lines:
             if settled:
                 skip = self._pass(team, heads, c, up, dead, answers, quota, since)
                 if skip > c:
-                    passed[team] = (c, skip)
+                    passed.add(team, c, skip)
                     cursor[team] = c = skip
             if up and (c == len(heads) or up[0] < heads[c]):
                 expect[team] = up[0][0]
@@ -423,15 +479,58 @@ class Lines:
             c += 1
         return c
 
-    def _recheck(self, key: int, passed: dict, cursor: dict, expect: dict, later: list) -> None:
-        """After a job with key `key` started, sends every team back to
-        the first head it passed over that comes after that job: R2 may
-        refuse that head now, which holds the team."""
-        for team, k in rewound(passed, self.team_heads, (key,)):
-            head = self.team_heads[team][k][0]
-            cursor[team] = k
-            expect[team] = head
-            heapq.heappush(later, (head, team))
+    def _recheck(self, key: int, passed: Passed, cursor: dict, expect: dict, later: list,
+                 answers: dict, quota: Quota, since: int) -> None:
+        """After a job with key `key` started and drew more from the pool,
+        sends each team back to the first head it passed over after that
+        job that starves and that R2 refuses now: the walk holds the team
+        there. A team with no such head waits where it was.
+
+        Exact: a head passed over has a shape without room, which stays so
+        to the cycle's end, so only a team hold there could change the
+        walk, and that needs a starving head that R2 refuses at its turn.
+        R2's answer to a team that is not visited changes only as the pool's
+        draw grows, that is at a start that draws more (each rechecks here,
+        and the range passed over is kept for the next); so a head R2
+        admits now is admitted at its turn unless a later start rechecks it
+        first. Heads passed over before `key` come before every later start
+        too, so they are dropped from the range. Only the ranges new since
+        the last start and those whose draw limits the pool's draw passed
+        are asked again (`Passed.due`). A team left waiting sleeps, should
+        its walk have no effect, on what a walk before that start met."""
+        team_heads, jobs, at, ask, demand, tier = (self.team_heads, self.jobs, self.at, self.ask,
+                                                  self.demand, self.tier)
+        for team, (c0, c1) in passed.due(quota.above):
+            heads = team_heads[team]
+            k = first = bisect_left(heads, (key,), c0, c1)
+            g = c = m = 0  # the most any starving head left in the range needs
+            while k < c1:
+                n = heads[k][1]
+                if jobs[n][at[n]].queued < since:
+                    a = ask[n]
+                    if a in answers:
+                        refusal = answers[a]
+                    else:
+                        refusal = answers[a] = quota.refuse(team, demand[n].total,
+                                                            not tier[n].preemptible)
+                    if refusal is not None:
+                        break
+                    total = demand[n].total
+                    if total[0] > g:
+                        g = total[0]
+                    if total[1] > c:
+                        c = total[1]
+                    if total[2] > m:
+                        m = total[2]
+                k += 1
+            if k > first:
+                passed.keep(team, first, k, quota.draw_limits(team, (g, c, m)))
+            else:
+                passed.drop(team)
+            if k < c1:
+                cursor[team] = k
+                expect[team] = heads[k][0]
+                heapq.heappush(later, (heads[k][0], team))
 
     def _roomless(self, heads, refused: set[int]) -> set[int]:
         """Returns the shapes of `heads` (sorted heads a walk met) not refused

@@ -299,7 +299,8 @@ def rewound(passed: dict, lines, probe) -> list[tuple[str, int]]:
     `passed[team] = (c0, c1)` indices into `lines[team]` (sorted in R3 order), back to the jobs
     before that one; returns (team, k) for each team that had passed over a later job, k the
     index of the first: R2 may refuse that job now, which holds the team, so the walk goes back
-    to it. Used by the estimate replays with and without GPU types.
+    to it. Used by the typed estimate replay (typed_queue.py); lines.py asks R2 again instead
+    (`Lines._recheck`).
 
     A range wholly before `probe` is dropped: the walks go in R3 order, so every later start
     comes after `probe`, and after that range too."""

@@ -156,6 +156,26 @@ class Quota:
                 return Refusal(Code.NOTHING_TO_BORROW, r, q, used[r], nominal[r], available)
         return None
 
+    def draw_limits(self, team: str, need: Vector) -> list[tuple[int, int]]:
+        """Returns `(resource, most)` for each resource the team's nominal
+        names that `need` asks for beyond what is left of the team's
+        guaranteed share: R2's test of what is available (that share left
+        plus the pool left) passes `need` while borrowers draw at most
+        `most` of that resource from the pool (`above`), the team's usage
+        the same. That test is the one part of R2 that reads what other
+        teams draw; anything no larger than `need` passes it too."""
+        used, guaranteed, pool = self.usage[team], self.guaranteed[team], self.pool
+        limits = []
+        for r in self.named[team]:
+            q = need[r]
+            if q <= 0:
+                continue
+            own = guaranteed[r] - used[r]
+            short = q - (own if own > 0 else 0)
+            if short > 0:
+                limits.append((r, pool[r] - short))
+        return limits
+
     def regained_at(self, team: str, refusal: Refusal) -> int:
         """Returns, for a NOTHING_TO_BORROW refusal, how much borrowers may draw
         from the pool of its resource (`above`) for that need to fit again,
