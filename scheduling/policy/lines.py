@@ -64,13 +64,16 @@ class Passed:
     for the most any of them needs). R2's other tests read only the team's
     own usage, which does not change while it waits."""
 
-    __slots__ = ("ranges", "fresh", "limits", "count")
+    __slots__ = ("ranges", "kept", "fresh", "limits", "count")
 
     def __init__(self) -> None:
         self.ranges: dict[str, tuple[int, int]] = {}
+        # team -> the number of the `keep` that gave its range its limits
+        # (a number, not the range itself: ranges are compared by value)
+        self.kept: dict[str, int] = {}
         self.fresh: list[str] = []  # teams whose range is new since the last start
-        # Per resource, a heap of (draw limit, count, team, range): the entry
-        # stands while the range is the team's.
+        # Per resource, a heap of (draw limit, keep's number, team): the
+        # entry stands while the team's range is the one that keep gave it.
         self.limits: tuple[list, list, list] = ([], [], [])
         self.count = 0
 
@@ -78,19 +81,22 @@ class Passed:
         """Notes that the walk passed a team's heads `c0` to `c1` (not
         included), not yet asked about after a start."""
         self.ranges[team] = (c0, c1)
+        self.kept.pop(team, None)
         self.fresh.append(team)
 
     def keep(self, team: str, c0: int, c1: int, limits: list[tuple[int, int]]) -> None:
         """Keeps a team's range `c0` to `c1`, asked about after a start,
         with the draw limits up to which R2 admits every starving head in it."""
-        span = self.ranges[team] = (c0, c1)
+        self.ranges[team] = (c0, c1)
+        self.count += 1
+        self.kept[team] = self.count
         for r, most in limits:
-            self.count += 1
-            heapq.heappush(self.limits[r], (most, self.count, team, span))
+            heapq.heappush(self.limits[r], (most, self.count, team))
 
     def drop(self, team: str) -> None:
         """Forgets a team's range: the walk is at the team, or sent it back."""
         self.ranges.pop(team, None)
+        self.kept.pop(team, None)
 
     def due(self, above: list[int]) -> list[tuple[str, tuple[int, int]]]:
         """Returns, after a start that drew `above` from the pool, the teams
@@ -105,10 +111,9 @@ class Passed:
         self.fresh.clear()
         for r, heap in enumerate(self.limits):
             while heap and heap[0][0] < above[r]:
-                _, _, team, span = heapq.heappop(heap)
-                held = ranges.get(team)
-                if held is not None and held is span:  # else the entry is stale
-                    due[team] = held
+                _, count, team = heapq.heappop(heap)
+                if self.kept.get(team) == count:  # else the entry is stale
+                    due[team] = ranges[team]
         return list(due.items())
 
 
@@ -447,9 +452,13 @@ class Lines:
         if self.events is None:
             return None
         holders = state.holders
-        fresh = sorted((holders[job.id].end, job.id) for job in started)
-        running = ((end, name) for end, kind, name in heap_in_order(self.events) if kind == 0)
-        return heapq.merge(running, fresh)
+        fresh: list[tuple[int, str]] = []
+        for job in started:
+            end = holders[job.id].end
+            assert end is not None  # started for its expected runtime
+            fresh.append((end, job.id))
+        fresh.sort()
+        return heapq.merge(_job_ends(self.events), fresh)
 
     def _pass(self, team: str, heads, c: int, up, dead: set[int], answers: dict, quota: Quota,
               since: int) -> int:
@@ -660,3 +669,13 @@ class Lines:
         for team in changed:
             if team_heads[team]:
                 insort(order, (team_heads[team][0][0], team))
+
+
+def _job_ends(events: list[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
+    """Yields (expected end, job id) of the jobs ending in the replay's events
+    heap, soonest first, leaving the heap as it is. A generator function, not
+    an expression: a compiled policy (policy_build.py) reads a generator
+    expression whole, and the walk reads only the ends it passes."""
+    for end, kind, name in heap_in_order(events):
+        if kind == 0:
+            yield end, name

@@ -246,10 +246,11 @@ class _Ranks:
     def __init__(self, jobs, done, by_team, quota: Quota, skip_team) -> None:
         self.jobs, self.done, self.by_team = jobs, done, by_team
         self.quota, self.skip_team = quota, skip_team
-        self.ranks: list[tuple[float, int, str]] = []  # (share, head, team), some stale
-        # team -> its live rank, the very tuple in `ranks` (a rank equal to a
-        # stale one is still another tuple)
-        self.current: dict[str, tuple[float, int, str] | None] = {}
+        # (share, head, number, team), some stale: `number` counts the ranks
+        # worked out, so a stale rank is told from an equal live one
+        self.ranks: list[tuple[float, int, int, str]] = []
+        self.current: dict[str, int] = {}  # team -> its live rank's number
+        self.count = 0
         self.stale = set(by_team)  # teams whose rank must be worked out again
         quota.touched.clear()
 
@@ -258,13 +259,12 @@ class _Ranks:
         self._rerank()
         ranks, current = self.ranks, self.current
         while ranks:
-            rank = ranks[0]
-            share, head, team = rank
-            live = current.get(team) is rank
+            share, head, number, team = ranks[0]
+            live = current.get(team) == number
             if not live or self.skip_team(team):
                 heapq.heappop(ranks)  # stale, or held for good
                 if live:
-                    current[team] = None
+                    del current[team]
                 continue
             # The least rank: another team's head goes first if it is below
             # this job's team's, whose rank is this job's own.
@@ -285,12 +285,13 @@ class _Ranks:
             heads = by_team[team]
             while heads and done[heads[0]]:
                 heads.popleft()
-            rank = None
             if heads and not self.skip_team(team) and quota.borrows(
                     team, self.jobs[heads[0]].demand.total):
-                rank = (quota.dominant_share(team), heads[0], team)
-                heapq.heappush(self.ranks, rank)
-            self.current[team] = rank
+                self.count += 1
+                heapq.heappush(self.ranks, (quota.dominant_share(team), heads[0], self.count, team))
+                self.current[team] = self.count
+            else:
+                self.current.pop(team, None)
         stale.clear()
 
 

@@ -25,7 +25,7 @@ class Room:
     __slots__ = ("names", "index", "gpu", "cpu", "memory", "members", "sorted", "total",
                  "indices", "parts", "part_of", "master", "kind")
 
-    def __init__(self, nodes: tuple[Node, ...], kinds: tuple[int, ...] | None = None,
+    def __init__(self, nodes: tuple[Node, ...] = (), kinds: tuple[int, ...] | None = None,
                  types: int = 0) -> None:
         """`kinds`, on a cluster with GPU types, gives each node's type index
         (-1: none), and `types` how many types there are: `part(k)` is then
@@ -55,7 +55,7 @@ class Room:
         """Returns the room of the nodes `indices`, sharing this room's free
         counts: it takes and gives through this room, which keeps its
         buckets and total."""
-        part = Room.__new__(Room)
+        part = Room()
         part.names, part.index = self.names, self.index
         part.gpu, part.cpu, part.memory = self.gpu, self.cpu, self.memory
         part.members = [set() for _ in self.members]
@@ -77,7 +77,7 @@ class Room:
         type's part is that part of a copy of the whole room."""
         if self.master is not None:
             return self.master.copy().parts[self.kind]
-        other = Room.__new__(Room)
+        other = Room()
         other.names, other.index = self.names, self.index
         other.gpu, other.cpu, other.memory = list(self.gpu), list(self.cpu), list(self.memory)
         other.members = [set(m) for m in self.members]
@@ -88,7 +88,7 @@ class Room:
         other.parts = []
         if self.parts:
             for part in self.parts:
-                copy = Room.__new__(Room)
+                copy = Room()
                 copy.names, copy.index = self.names, self.index
                 copy.gpu, copy.cpu, copy.memory = other.gpu, other.cpu, other.memory
                 copy.members = [set(m) for m in part.members]
