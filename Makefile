@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: demo test services browser check bench clean
+.PHONY: demo test policy services browser check bench clean
 
 # The virtual environment is reused while pyproject.toml is unchanged.
 $(VENV)/.app: pyproject.toml
@@ -28,8 +28,15 @@ services:
 browser:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-test: $(VENV)/.test services browser
+## The policy compiled with mypyc (var/native/): loaded only while it matches the sources.
+policy: $(VENV)/.test
+	$(PY) -m scheduling.policy build
+
+# Every test on the compiled policy, then the policy's own tests again on the interpreted
+# one, with those that watch its insides (marked interpreted_policy).
+test: $(VENV)/.test services browser policy
 	$(PY) -m pytest
+	GANGWAY_POLICY=python $(PY) -m pytest tests/policy
 
 check: $(VENV)/.test
 	DJANGO_DEBUG=1 $(PY) manage.py makemigrations --check --dry-run

@@ -14,6 +14,9 @@ growth of the time against n log n (1.0 = grows exactly as n log n).
 `--types N` splits the nodes and the teams over N GPU types (node i and team
 k of type i mod N and k mod N, quota as `gpu:<type>`); a pending job asks for
 its team's type, or a third of the time for that type then the next one.
+The policy runs compiled with mypyc when `make policy` has built it for the
+sources as they are (the header says which; GANGWAY_POLICY=python runs it
+interpreted).
 
     .venv/bin/python -m bench.policy_bench [--sizes 1000,10000,50000] [--seed 7]
         [--guard reserve|hold] [--types N]
@@ -28,7 +31,7 @@ import time
 import tracemalloc
 
 from scheduling.policy import (
-    Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
+    Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, native, plan,
 )
 
 GIB = 1 << 30
@@ -161,7 +164,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{NODES} nodes x {GPUS} GPUs, {TEAMS} teams, {RUNNING} running jobs, "
           f"queued up to {args.queue_age} s ago, seed {args.seed}, guard {args.guard}, "
-          f"GPU types {args.types or 'none'}")
+          f"GPU types {args.types or 'none'}, policy {native.REASON.split(':')[0]}")
     print(f"{'pending':>8} {'plan s':>8} {'+eta s':>8} {'peak MiB':>9} {'admit':>6} "
           f"{'victims':>8} {'wait':>6} {'eta known':>10} {'reject':>7} {'reserved':>9} "
           f"{'from s':>7} {'vs nlogn':>9}", flush=True)

@@ -20,12 +20,37 @@ from jobs.spec import parse_spec
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
 from scheduling.models import SimNode
+from scheduling.policy import native
 from tenants.models import GpuType, Membership, PriorityTier, Quota, Team
 from tests.workers import forget_own
 
 
 def pytest_configure(config):
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop beside the ORM
+
+
+LEFT_TO_THE_INTERPRETED_RUN: list[str] = []
+
+
+def pytest_collection_modifyitems(config, items):
+    """With the compiled policy loaded, the tests that patch the policy's
+    functions to watch its insides would watch nothing: they are left to the
+    run on the interpreted policy (`make test` runs tests/policy again so)."""
+    if not native.LOADED:
+        return
+    kept = [item for item in items if item.get_closest_marker("interpreted_policy") is None]
+    left = [item for item in items if item.get_closest_marker("interpreted_policy") is not None]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+        LEFT_TO_THE_INTERPRETED_RUN.extend(item.nodeid for item in left)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if LEFT_TO_THE_INTERPRETED_RUN:
+        terminalreporter.write_line(
+            f"{len(LEFT_TO_THE_INTERPRETED_RUN)} tests that watch the policy's insides were left to the "
+            "interpreted policy, which `make test` runs second: GANGWAY_POLICY=python pytest tests/policy")
 
 
 # A job kind Gangway does not ship, registered by tests that check every consumer reads the registry.

@@ -4,8 +4,13 @@ Imports only the standard library and the shared core beneath it, which
 imports only the standard library too (tests/policy/test_policy_imports.py
 and tests/core check it).
 The loop, the `plan` command, the submit form's fit preview and the trace
-replay all call `plan`.
+replay all call `plan`. Its modules run compiled with mypyc when a build
+matches them (native.py), interpreted otherwise: the plans are the same.
 """
+
+from .native import load
+
+load(__path__)  # the policy compiled with mypyc, when a build matches these sources
 
 from .cycle import Fit, plan
 from .io import SnapshotError, plan_to_dict, snapshot_from_dict, team_gpus_to_dict

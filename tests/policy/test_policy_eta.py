@@ -14,6 +14,7 @@ import heapq
 import os
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -215,6 +216,7 @@ def test_a_heap_is_read_in_order_and_left_as_it_was(items):
     assert heap == before
 
 
+@pytest.mark.interpreted_policy
 def test_teams_held_behind_heads_without_room_sleep_with_the_same_estimates(monkeypatch):
     """On the policy benchmark's busy cluster (1,500 pending jobs), a team
     whose walk passes heads without room and is then held at a later head

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def test_r2_admits_a_need_exactly_while_the_pool_is_drawn_within_its_limits(seed
             assert quota.refuse(team, smaller, False) is None
 
 
+@pytest.mark.interpreted_policy
 def test_ranges_passed_over_are_asked_again_only_past_their_draw_limits(monkeypatch):
     """On the policy benchmark's busy cluster (1,000 jobs queued up to two
     hours ago, most starving, seed 11), most starts after which teams wait

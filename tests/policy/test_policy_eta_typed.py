@@ -181,6 +181,7 @@ def test_typed_estimates_match_the_straightforward_replay(snapshot):
     assert {w.id: w.eta for w in result.wait} == reference_starts(snapshot)
 
 
+@pytest.mark.interpreted_policy
 @pytest.mark.parametrize("seed", [7, 11])
 def test_teams_sleep_and_wake_on_a_busy_typed_cluster_with_the_same_estimates(seed, monkeypatch):
     """On the policy benchmark's busy cluster split over 4 GPU types (600

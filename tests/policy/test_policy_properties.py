@@ -29,7 +29,11 @@ PROFILE = settings(
 
 @st.composite
 def snapshots(draw):
-    rng = random.Random(draw(st.integers(0, 2**32)))
+    return small_snapshot(random.Random(draw(st.integers(0, 2**32))))
+
+
+def small_snapshot(rng: random.Random) -> Snapshot:
+    """Returns a random snapshot of a few nodes, teams and jobs, drawn from `rng`."""
     nodes = tuple(Node(f"n{i}", rng.choice((4, 8)), rng.choice((8000, 16000)))
                   for i in range(rng.randint(1, 4)))
     teams = []

@@ -25,6 +25,7 @@ import random
 from collections import Counter
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -195,6 +196,7 @@ def test_a_queue_kept_over_cycles_by_their_changes_plans_as_their_snapshots(snap
         now += rng.choice((1, 60, 900, 5000))
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(snapshots(), st.integers(0, 2**32))
 def test_a_queue_is_not_read_for_another_tuple_or_other_tiers(snapshot, seed):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -74,6 +75,7 @@ def planned_both_ways(snapshot: Snapshot, standing: Standing) -> tuple[Plan, Pla
     return fast, plan(listed), any(read)
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(snapshots(), st.integers(0, 2**32))
 def test_a_standing_filled_through_churn_plans_as_the_snapshot(snapshot, seed):
@@ -85,6 +87,7 @@ def test_a_standing_filled_through_churn_plans_as_the_snapshot(snapshot, seed):
     assert plain == plan(snapshot)  # the order of the running jobs changes no plan
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(snapshots(), st.integers(0, 2**32))
 def test_a_standing_kept_over_cycles_by_their_changes_plans_as_their_snapshots(snapshot, seed):
@@ -125,6 +128,7 @@ def test_a_standing_kept_over_cycles_by_their_changes_plans_as_their_snapshots(s
         now += rng.choice((1, 60, 900, 5000))
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(st.integers(0, 2**32))
 def test_on_gpu_types_a_standing_plans_as_the_snapshot_and_one_without_types_is_not_read(seed):

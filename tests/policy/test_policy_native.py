@@ -1,0 +1,146 @@
+"""The policy compiled with mypyc (scheduling/policy/native.py): loaded only when
+its build matches the sources, run in CI, and planning exactly as the
+interpreted policy does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from scheduling.policy import native
+from tests.policy import native_plans
+
+ROOT = Path(__file__).resolve().parents[2]
+SUFFIX = str(sysconfig.get_config_var("EXT_SUFFIX"))
+WANTED = os.environ.get("GANGWAY_POLICY", "") != "python"
+
+
+def test_ci_runs_the_compiled_policy():
+    """`make test` builds the policy before the tests, so in CI every test but
+    those that watch the policy's insides runs the compiled policy."""
+    if os.environ.get("CI") != "true" or not WANTED:
+        pytest.skip("only CI must run the compiled policy (make policy builds it)")
+    assert native.LOADED, native.REASON
+    import scheduling.policy.cycle as cycle
+    assert cycle.__file__.endswith(SUFFIX)
+
+
+def test_the_compiled_and_the_interpreted_policy_plan_alike():
+    """824 plans, with and without estimated starts: 300 small random
+    snapshots (a third with cordoned nodes), 100 on clusters of GPU types,
+    and the policy bench's busy cluster at two sizes, two queue ages, both
+    guards and with types. The interpreted ones are made in another process."""
+    if not native.LOADED:
+        pytest.skip(f"the compiled policy is not loaded here ({native.REASON})")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.policy.native_plans"], cwd=ROOT, check=True,
+        capture_output=True, text=True, env={**os.environ, "GANGWAY_POLICY": "python"})
+    interpreted = json.loads(done.stdout)
+    assert interpreted["compiled"] is False
+    compiled = native_plans.digests()
+    assert len(compiled) == 2 * len(native_plans.cases()) == 824
+    differ = [name for name, digest in compiled.items() if interpreted["plans"][name] != digest]
+    assert not differ, f"{len(differ)} plans differ, the first: {differ[:5]}"
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A copy of the policy's sources for the loader to read, builds kept in
+    tmp_path/builds, and the loader's state put back afterwards."""
+    copy = tmp_path / "policy"
+    shutil.copytree(native.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(native, "PACKAGE", copy)
+    monkeypatch.setenv("GANGWAY_NATIVE_DIR", str(tmp_path / "builds"))
+    monkeypatch.delenv("GANGWAY_POLICY", raising=False)
+    monkeypatch.setattr(native, "REASON", native.REASON)
+    monkeypatch.setattr(native, "LOADED", native.LOADED)
+    return copy
+
+
+def _fake_build(where: Path, library: bytes = b"not a shared library") -> None:
+    (where / "scheduling" / "policy").mkdir(parents=True)
+    for source in native.sources():
+        (where / "scheduling" / "policy" / f"{source.stem}{SUFFIX}").write_bytes(b"")
+    (where / f"0123456789abcdef0123__mypyc{SUFFIX}").write_bytes(library)
+
+
+def test_the_digest_follows_every_compiled_source_and_nothing_else(package):
+    before = native.digest()
+    (package / "__init__.py").write_text("# the loader, never compiled\n")
+    (package / "native.py").write_text("# nor this\n")
+    assert native.digest() == before
+    lines = package / "lines.py"
+    lines.write_text(lines.read_text() + "\n# one more line\n")
+    edited = native.digest()
+    assert edited != before
+    (package / "new_rule.py").write_text("RULE = 15\n")
+    assert native.digest() not in (before, edited)
+    assert "new_rule.py" in [p.name for p in native.sources()]
+
+
+def test_without_a_matching_build_the_policy_runs_interpreted(package, tmp_path):
+    path: list[str] = []
+    assert native.load(path) is False
+    assert path == [] and not native.LOADED
+    assert "no build matches the sources" in native.REASON
+    # A build of the sources before an edit is never loaded.
+    _fake_build(tmp_path / "builds" / native.digest())
+    (package / "room.py").write_text((package / "room.py").read_text() + "\n# edited\n")
+    assert native.load(path) is False and path == []
+    assert "no build matches" in native.REASON
+
+
+def test_a_build_missing_a_module_is_not_loaded(package, tmp_path):
+    where = tmp_path / "builds" / native.digest()
+    _fake_build(where)
+    (where / "scheduling" / "policy" / f"quota{SUFFIX}").unlink()
+    path: list[str] = []
+    assert native.load(path) is False and path == []
+
+
+def test_a_build_that_does_not_load_leaves_the_policy_interpreted(package, tmp_path):
+    _fake_build(tmp_path / "builds" / native.digest())
+    path: list[str] = []
+    assert native.load(path) is False
+    assert path == [] and not native.LOADED
+    assert "does not load" in native.REASON
+
+
+def test_asked_for_the_interpreted_policy_it_loads_no_build(package, tmp_path, monkeypatch):
+    _fake_build(tmp_path / "builds" / native.digest())
+    monkeypatch.setenv("GANGWAY_POLICY", "python")
+    path: list[str] = []
+    assert native.load(path) is False and path == []
+    assert native.REASON == "interpreted: GANGWAY_POLICY=python"
+
+
+def test_a_matching_build_goes_first_on_the_package_path(package, tmp_path):
+    """sys.path is left as it is: mypyc's shared library, when there is one,
+    is loaded by the loader itself (the failing case above shows it tried)."""
+    where = tmp_path / "builds" / native.digest()
+    _fake_build(where)
+    next(where.glob(f"*__mypyc{SUFFIX}")).unlink()
+    path = ["sources"]
+    path_before = list(sys.path)
+    assert native.load(path) is True
+    assert path == [str(where / "scheduling" / "policy"), "sources"]
+    assert native.LOADED and str(where) in native.REASON
+    assert sys.path == path_before
+
+
+def test_the_command_says_which_policy_runs():
+    done = subprocess.run([sys.executable, "-m", "scheduling.policy", "status"], cwd=ROOT,
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "GANGWAY_POLICY": "python"})
+    assert done.stdout == "Policy: interpreted: GANGWAY_POLICY=python.\n"
+    assert done.stderr == ""
+    helped = subprocess.run([sys.executable, "-m", "scheduling.policy", "--help"], cwd=ROOT,
+                            capture_output=True, text=True, check=True)
+    assert "build" in helped.stdout and "status" in helped.stdout
