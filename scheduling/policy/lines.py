@@ -674,7 +674,7 @@ class Lines:
 def _job_ends(events: list[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
     """Yields (expected end, job id) of the jobs ending in the replay's events
     heap, soonest first, leaving the heap as it is. A generator function, not
-    an expression: a compiled policy (policy_build.py) reads a generator
+    an expression: the policy compiled with mypyc (native.py) reads a generator
     expression whole, and the walk reads only the ends it passes."""
     for end, kind, name in heap_in_order(events):
         if kind == 0:

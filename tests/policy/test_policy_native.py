@@ -4,6 +4,7 @@ interpreted policy does."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -144,3 +145,49 @@ def test_the_command_says_which_policy_runs():
     helped = subprocess.run([sys.executable, "-m", "scheduling.policy", "--help"], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     assert "build" in helped.stdout and "status" in helped.stdout
+
+
+# Calls that read a generator expression whole anyway, so mypyc's reading it
+# as a list first changes nothing.
+READ_WHOLE = {"all", "any", "dict", "extend", "frozenset", "fromkeys", "join", "list", "max", "min",
+              "next", "set", "sorted", "sum", "tuple", "union", "update"}
+
+
+def _lazy_generator_expressions(source: str) -> list[int]:
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    lazy = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.GeneratorExp):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Call) and node in parent.args:
+            func = parent.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name in READ_WHOLE:
+                continue
+        if isinstance(parent, ast.Starred):  # f(*(... for ...)): read whole to make the call
+            continue
+        if isinstance(parent, ast.Assign) and isinstance(parent.targets[0], ast.Tuple):
+            continue  # a, b = (... for ...): read whole to unpack
+        lazy.append(node.lineno)
+    return lazy
+
+
+def test_no_generator_expression_in_the_policy_is_read_lazily():
+    """mypyc reads a generator expression whole, as a list, before anything
+    reads from it: one the policy read only in part (the replay's ends once
+    were) would cost the whole read when compiled. A generator function keeps
+    it lazy."""
+    found = {path.name: lines for path in native.sources()
+             if (lines := _lazy_generator_expressions(path.read_text()))}
+    assert found == {}
+
+
+def test_it_would_catch_a_generator_expression_read_in_part():
+    source = ("import heapq\n"
+              "ends = ((e, n) for e, k, n in heap if k == 0)\n"
+              "first = heapq.merge(ends, [])\n"
+              "total = sum(x for x in ends)\n"
+              "a, b = (x for x in (1, 2))\n")
+    assert _lazy_generator_expressions(source) == [2]
