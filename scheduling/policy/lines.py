@@ -45,11 +45,12 @@ from bisect import bisect_left, insort
 from collections.abc import Iterator
 
 from .demand import Demand
-from .model import PendingJob, Tier
-from .placement import place
+from .model import PendingJob, Settings, Tier
+from .placement import Placement, place
 from .quota import Quota, Refusal
 from .reasons import Code
 from .reservation import Hold, Holds, earliest_hold, heap_in_order
+from .room import Room
 from .runtime import expected_runtime
 from .state import State
 
@@ -74,7 +75,7 @@ class Passed:
         self.fresh: list[str] = []  # teams whose range is new since the last start
         # Per resource, a heap of (draw limit, keep's number, team): the
         # entry stands while the team's range is the one that keep gave it.
-        self.limits: tuple[list, list, list] = ([], [], [])
+        self.limits: tuple[list[tuple[int, int, str]], ...] = ([], [], [])
         self.count = 0
 
     def add(self, team: str, c0: int, c1: int) -> None:
@@ -148,7 +149,7 @@ class Lines:
     A walk meeting a shape without room sleeps only in a settled cycle.
     """
 
-    def __init__(self, queue: list[PendingJob], tiers, by_runtime: bool = False,
+    def __init__(self, queue: list[PendingJob], tiers: dict[str, Tier], by_runtime: bool = False,
                  events: list[tuple[int, int, str]] | None = None) -> None:
         by_key: dict[tuple, int] = {}
         self.jobs: list[list[PendingJob]] = []
@@ -233,14 +234,14 @@ class Lines:
         for k in shapes:
             self.dormant.setdefault(k, {})[team] = number
 
-    def cycle(self, state: State, t: int, settings,
+    def cycle(self, state: State, t: int, settings: Settings,
               holds: Holds | None) -> tuple[list[PendingJob], list[Hold]]:
         """Runs one replayed cycle at virtual time `t`; returns the jobs started
         and the reservations made. `holds` None: the "hold" guard."""
         quota = state.quota
         starvation_after = settings.starvation_after
         later: list[tuple[int, str]] = []  # teams whose next head changed this cycle
-        rejoin = []
+        rejoin: list[str] = []
         started: list[PendingJob] = []
         reserved: list[Hold] = []
         no_room: set[int] = set()
@@ -460,8 +461,8 @@ class Lines:
         fresh.sort()
         return heapq.merge(_job_ends(self.events), fresh)
 
-    def _pass(self, team: str, heads, c: int, up, dead: set[int], answers: dict, quota: Quota,
-              since: int) -> int:
+    def _pass(self, team: str, heads: list[tuple[int, int]], c: int, up: list[tuple[int, int]],
+              dead: set[int], answers: dict[int, Refusal | None], quota: Quota, since: int) -> int:
         """Returns the index of the first of a team's sorted heads from `c`
         that a settled cycle must visit (up to the first head risen in the
         cycle): the heads before it have shapes in `dead` and are not refused
@@ -488,8 +489,9 @@ class Lines:
             c += 1
         return c
 
-    def _recheck(self, key: int, passed: Passed, cursor: dict, expect: dict, later: list,
-                 answers: dict, quota: Quota, since: int) -> None:
+    def _recheck(self, key: int, passed: Passed, cursor: dict[str, int], expect: dict[str, int],
+                 later: list[tuple[int, str]], answers: dict[int, Refusal | None], quota: Quota,
+                 since: int) -> None:
         """After a job with key `key` started and drew more from the pool,
         sends each team back to the first head it passed over after that
         job that starves and that R2 refuses now: the walk holds the team
@@ -541,7 +543,7 @@ class Lines:
                 expect[team] = heads[k][0]
                 heapq.heappush(later, (heads[k][0], team))
 
-    def _roomless(self, heads, refused: set[int]) -> set[int]:
+    def _roomless(self, heads: list[tuple[int, int]], refused: set[int]) -> set[int]:
         """Returns the shapes of `heads` (sorted heads a walk met) not refused
         by quota: in a walk without effect, shapes that found no room."""
         shape = self.shape
@@ -575,7 +577,7 @@ class Lines:
             self._wake(team)
             insort(self.order, (self.team_heads[team][0][0], team))
 
-    def _drowsy(self, later: list) -> dict[str, int]:
+    def _drowsy(self, later: list[tuple[int, str]]) -> dict[str, int]:
         """Returns the teams asleep for room, with their sleeps' numbers, as
         a cycle that may reserve room begins, and puts them in `later` at
         their first heads: a starving job of theirs that R2 admits might
@@ -607,7 +609,8 @@ class Lines:
             restore()
         return found
 
-    def _stuck(self, team: str, heads, c: int, up, no_room: set[int],
+    def _stuck(self, team: str, heads: list[tuple[int, int]], c: int, up: list[tuple[int, int]],
+               no_room: set[int],
                live: dict[str, int]) -> bool:
         """Returns whether every line of a team still to be visited in this
         cycle (sorted heads from `c`, and those risen in the cycle) has a
@@ -626,7 +629,7 @@ class Lines:
         live[team] = k
         return all(shape[n] in no_room for _, n in up)
 
-    def _nothing_fits(self, room, no_room: set[int], fits: set[int]) -> bool:
+    def _nothing_fits(self, room: Room, no_room: set[int], fits: set[int]) -> bool:
         """Returns whether no shape of the queue fits the room as it is,
         testing the shapes not yet known (room only shrinks in a cycle)."""
         for k, demand in enumerate(self.shapes):
@@ -638,7 +641,8 @@ class Lines:
                 fits.add(k)
         return len(no_room) == len(self.shapes)
 
-    def _admit(self, state: State, job: PendingJob, n: int, placement, t: int, settings,
+    def _admit(self, state: State, job: PendingJob, n: int, placement: Placement, t: int,
+               settings: Settings,
                holds: Holds | None, until: int | None) -> bool:
         """Starts a job at `t` for its expected runtime; returns whether it
         drew more from the pool of borrowable quota (what borrowers draw,
