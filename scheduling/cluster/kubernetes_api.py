@@ -22,6 +22,7 @@ import urllib3
 from kubernetes.client import (
     ApiClient,
     ApiextensionsV1Api,
+    AuthorizationV1Api,
     Configuration,
     CoreV1Api,
     CustomObjectsApi,
@@ -77,6 +78,7 @@ class Api:
         self.custom = CustomObjectsApi(api_client)
         self.scheduling = SchedulingV1Api(api_client)
         self.extensions = ApiextensionsV1Api(api_client)
+        self.authorization = AuthorizationV1Api(api_client)
         self.retry_budget = retry_budget
         self.timeout = timeout
         self.page_size = page_size

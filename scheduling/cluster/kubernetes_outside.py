@@ -241,7 +241,8 @@ def trials(api: Api, namespace: str) -> list[TrialResult]:
 
 def doctor(api: Api, tenants: Tenants) -> list[Finding]:
     """Returns what lets jobs skip the queue: no admission policy enforced, and jobs running in team
-    namespaces that Gangway does not know (created without the label, or not suspended)."""
+    namespaces that Gangway does not know (created without the label, or not suspended); then a note per
+    kind whose jobs from elsewhere Gangway may not mark Failed (`_status_grant_findings`)."""
     findings = _policy_findings(api)
     enforced = not findings
     teams = {team.slug for team in tenants.teams}
@@ -264,6 +265,32 @@ def doctor(api: Api, tenants: Tenants) -> list[Finding]:
                 f"outside Gangway's queue ({why}); its GPUs count as outside usage.",
                 f"Recreate it with the label gangway.io/queue: {meta['namespace']} and "
                 f"{'.'.join(kind.suspend_path)}: true{policy}.",
+            ))  # fmt: skip
+    return findings + _status_grant_findings(api)
+
+
+def _status_grant_findings(api: Api) -> list[Finding]:
+    """Returns a note per kind Gangway marks Failed (`keeps_written_failure`) whose status it may not patch in
+    every namespace, as the API server answers a SelfSubjectAccessReview: the mark is sent only for a job
+    refused or cancelled, and its 403 then only logged. A note: admission and adoption work without it."""
+    findings = []
+    for kind in outside.outside_kinds():
+        if not kind.keeps_written_failure:
+            continue
+        attributes = {"verb": "patch", "group": kind.group, "resource": kind.plural, "subresource": "status"}
+        review = api.call(
+            "create", "SelfSubjectAccessReview", f"patch {kind.plural}/status",
+            api.authorization.create_self_subject_access_review,
+            {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+             "spec": {"resourceAttributes": attributes}},
+        )  # fmt: skip
+        if not (review.get("status") or {}).get("allowed"):
+            findings.append(Finding(
+                f"Gangway may not patch {kind.plural}/status: a {kind.kind} from elsewhere that Gangway refuses, or "
+                "that a person cancels in Gangway, is not marked Failed, so its Katib trial holds its place in the "
+                "experiment and its Pipelines step waits for ever (each reconcile pass logs the refused mark).",
+                f"Grant patch on {kind.plural}/status in the API group {kind.group} to Gangway's service account, "
+                "as deploy/kubernetes/rbac.yaml does (kubectl apply -k deploy/kubernetes).", blocking=False,
             ))  # fmt: skip
     return findings
 

@@ -16,8 +16,10 @@ counted by "\n" alone, with tailLines, limitBytes cutting the bytes wherever it 
 sinceTime (in whole seconds, as the API server passes it on; applied to the tail's lines, as the kubelet
 does), timestamps (Go's RFC3339Nano), previous; 400 while its container waits to start, or for a previous
 container it never had; streamed in chunks of the chunked transfer coding as it is made, never held whole,
-so that a log of any size can be written and read; `cut_log` stops the next one midway).
-Errors are v1 Status objects. Faults can be injected for the next N requests
+so that a log of any size can be written and read; `cut_log` stops the next one midway); a
+SelfSubjectAccessReview answered as RBAC would for an account bound to the rules `authorize` gives (its
+spec.resourceAttributes: verb, group, resource, subresource, name), every one allowed until then, as every
+request is. Errors are v1 Status objects. Faults can be injected for the next N requests
 matching a method and a path, and another writer's change made just before one is
 answered (`before`).
 """
@@ -322,8 +324,10 @@ class FakeApiServer:
         # (namespace, pod, previous) -> what its container (its previous one) wrote: (when, line with its "\n")
         self.pod_logs: dict[tuple[str, str, bool], list[tuple[datetime, bytes]]] = {}
         self.dry_runs: list[tuple[str, str]] = []  # (method, path) of every write asked as a dry run
+        self.access_reviews: list[dict] = []  # spec.resourceAttributes of every SelfSubjectAccessReview
         self._log_cuts: list[int] = []  # bytes after which the next logs answered stop (`cut_log`)
         self._faults: list[Fault] = []
+        self._rules: list[dict] | None = None  # what access reviews are answered from (`authorize`); None: all allowed
         self._events: list[tuple[int, str, tuple, dict]] = []  # (rv, type, key, object)
         self._compacted = 0
         self._revision = 0  # etcd's: the last write's, deletes included
@@ -356,8 +360,10 @@ class FakeApiServer:
             self.patches.clear()
             self.pod_logs.clear()
             self.dry_runs.clear()
+            self.access_reviews.clear()
             self._log_cuts.clear()
             self._faults.clear()
+            self._rules = None
             self._events.clear()
             self._snapshots.clear()
             self._between_pages.clear()
@@ -429,6 +435,12 @@ class FakeApiServer:
         """Makes the next `times` matching requests end with the connection closed and no answer,
         as a server restarting or a load balancer dropping the connection does."""
         self.fail(DROP, path=path, method=method, times=times)
+
+    def authorize(self, rules: list[dict]) -> None:
+        """Answers each SelfSubjectAccessReview from now on as RBAC would for an account bound to `rules` (a
+        ClusterRole's) alone. Requests themselves are still all served."""
+        with self._lock:
+            self._rules = copy.deepcopy(rules)
 
     def heal(self) -> None:
         """Drops the faults not yet answered: the server is healthy again."""
@@ -543,6 +555,8 @@ class FakeApiServer:
 
         if method == "GET" and name is None:
             return self._list(path, prefix, plural, namespace, query)
+        if (prefix, plural, method) == ("apis/authorization.k8s.io/v1", "selfsubjectaccessreviews", "POST"):
+            return 201, self._access_review(json.loads(body)), {}
         dry_run = method in ("POST", "PUT", "PATCH", "DELETE") and "dryRun" in query
         if dry_run and query["dryRun"] != "All":
             raise ApiError(400, f'invalid dry run option: {query["dryRun"]}')
@@ -619,6 +633,30 @@ class FakeApiServer:
         if dry_run:
             return 200, self._dry(key, obj), {}
         return 200, self._write(key, obj, "MODIFIED"), {}
+
+    def _access_review(self, review: dict) -> dict:
+        """The review with its status, as the API server answers it: allowed when a rule grants its verb on its
+        group and resource ("resource/subresource" for a subresource; "*" and "*/subresource" match too), and
+        its name when the rule lists resourceNames. RBAC never denies, so a review it does not allow is only
+        not allowed (no `denied`)."""
+        spec = review.get("spec") or {}
+        attributes = spec.get("resourceAttributes")
+        if not attributes or spec.get("nonResourceAttributes"):
+            raise ApiError(422, 'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
+                                "Invalid value: exactly one of nonResourceAttributes or resourceAttributes "
+                                "must be specified")  # fmt: skip
+        self.access_reviews.append(copy.deepcopy(attributes))
+        resource, sub = attributes.get("resource", ""), attributes.get("subresource", "")
+        wanted = {"*", f"{resource}/{sub}", f"*/{sub}"} if sub else {"*", resource}
+        allowed = self._rules is None or any(
+            {"*", attributes.get("verb", "")} & set(rule.get("verbs") or ())
+            and {"*", attributes.get("group", "")} & set(rule.get("apiGroups") or ())
+            and wanted & set(rule.get("resources") or ())
+            and (not rule.get("resourceNames") or attributes.get("name") in rule["resourceNames"])
+            for rule in self._rules
+        )
+        answer = {"allowed": True, "reason": "RBAC: allowed by the fake's rules"} if allowed else {"allowed": False}
+        return {**review, "metadata": {"creationTimestamp": None}, "status": answer}
 
     def _pod_log(self, pod: dict, query: dict):
         """The container's log as text, as the kubelet serves it through the API server."""

@@ -4,7 +4,7 @@ import json
 
 import pytest
 from kubernetes import watch
-from kubernetes.client import ApiClient, Configuration, CoreV1Api, CustomObjectsApi
+from kubernetes.client import ApiClient, AuthorizationV1Api, Configuration, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 
@@ -242,3 +242,25 @@ def test_a_continue_token_older_than_etcds_history_is_gone_as_the_real_server_sa
     assert body["message"].startswith("The provided continue parameter is too old to display a consistent list result.")
     rest = core.list_pod_for_all_namespaces(limit=2, _continue=body["metadata"]["continue"])
     assert [p.metadata.name for p in rest.items] == ["p3"]  # the token it answers goes on in the list of now
+
+
+def test_it_answers_an_access_review_of_a_subresource_as_rbac_would(fake):
+    reviews = AuthorizationV1Api(ApiClient(Configuration(host=fake.url)))
+
+    def allowed(resource: str, subresource: str = "", verb: str = "patch", name: str = "") -> bool:
+        attributes = {"verb": verb, "group": "kubeflow.org", "resource": resource, "subresource": subresource,
+                      "name": name}  # fmt: skip
+        return reviews.create_self_subject_access_review({"spec": {"resourceAttributes": attributes}}).status.allowed
+
+    assert allowed("tfjobs", "status")  # no rules given: everything allowed, as every request is
+    fake.authorize([
+        {"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["kubeflow.org"], "resources": ["*/status"], "verbs": ["get"]},
+        {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs/status"], "verbs": ["patch"],
+         "resourceNames": ["one"]},
+    ])  # fmt: skip
+
+    assert allowed("tfjobs") and not allowed("tfjobs", "status")  # a subresource is granted on its own
+    assert allowed("tfjobs", "status", verb="get") and not allowed("tfjobs", verb="delete")
+    assert allowed("pytorchjobs", "status", name="one") and not allowed("pytorchjobs", "status")
+    assert [review["resource"] for review in fake.access_reviews] == ["tfjobs"] * 5 + ["pytorchjobs"] * 2

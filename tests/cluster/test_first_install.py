@@ -1,7 +1,8 @@
 """An admin's first install against a cluster, command by command, as the README tells it.
 
 The commands run with CLUSTER_BACKEND=kubernetes and a KUBECONFIG naming the fake API server:
-doctor on a cluster with a CPU-only node and an admission policy with or without its binding,
+doctor on a cluster with a CPU-only node, an admission policy with or without its binding, and
+deploy/kubernetes's ClusterRole with or without the grant that lets Gangway mark a job from elsewhere Failed,
 sync_tenants and cycle when the configuration is missing, the server is down or a read is refused,
 and the demo's commands, which belong to the simulated cluster only.
 """
@@ -13,8 +14,10 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from jobs import kinds
 from scheduling.cluster.base import TenantTeam, Tenants
 from tests.cluster.test_kubernetes_adapter import TENANTS, _healthy, _node
+from tests.deploy.manifests import by_kind, source_objects
 
 FORBIDDEN = 'pods is forbidden: User "system:serviceaccount:gangway:gangway-scheduler" cannot list resource "pods"'
 
@@ -136,6 +139,54 @@ def test_a_job_that_skipped_the_queue_is_not_told_to_install_a_policy_that_is_in
 
     assert "TFJob maps/early runs in team namespace maps outside Gangway's queue" in finding.problem
     assert "install the admission policy" not in finding.fix
+
+
+def _rules(*, without: str = "") -> list[dict]:
+    """The rules of deploy/kubernetes's ClusterRole gangway-scheduler, `without` that resource in any of them."""
+    rules = by_kind(source_objects(), "ClusterRole")["gangway-scheduler"]["rules"]
+    return [{**rule, "resources": [r for r in rule["resources"] if r != without]} for rule in rules]
+
+
+def test_doctor_passes_when_the_cluster_role_lets_gangway_mark_jobs_from_elsewhere_failed(db, pointed_at):
+    _healthy(pointed_at)
+    pointed_at.authorize(_rules())
+
+    out = _run("doctor")
+
+    assert "may not patch" not in out
+    assert out.rstrip().endswith("All checks passed.")
+    assert pointed_at.access_reviews == [
+        {"verb": "patch", "group": "kubeflow.org", "resource": "tfjobs", "subresource": "status"},
+        {"verb": "patch", "group": "kubeflow.org", "resource": "pytorchjobs", "subresource": "status"},
+    ]
+
+
+def test_doctor_names_the_kind_whose_status_gangway_may_not_patch_and_what_that_breaks(db, pointed_at):
+    _healthy(pointed_at)
+    pointed_at.authorize(_rules(without="pytorchjobs/status"))
+
+    lines = _run("doctor").splitlines()  # a note: no SystemExit, so exit status 0
+
+    assert [line for line in lines if line.startswith("- ")] == [
+        "- Note: Gangway may not patch pytorchjobs/status: a PyTorchJob from elsewhere that Gangway refuses, or "
+        "that a person cancels in Gangway, is not marked Failed, so its Katib trial holds its place in the "
+        "experiment and its Pipelines step waits for ever (each reconcile pass logs the refused mark). "
+        "Fix: Grant patch on pytorchjobs/status in the API group kubeflow.org to Gangway's service account, "
+        "as deploy/kubernetes/rbac.yaml does (kubectl apply -k deploy/kubernetes).",
+    ]  # fmt: skip
+    assert lines[-1] == "All checks passed, with 1 note(s)."
+
+
+def test_a_trainjobs_status_is_not_asked_about_since_gangway_never_writes_it(fake, cluster):
+    _healthy(fake)
+    fake.authorize(_rules(without="tfjobs/status"))  # the ClusterRole grants nothing on trainjobs/status either
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert not kinds.get("TrainJob").keeps_written_failure
+    assert finding.problem.startswith("Gangway may not patch tfjobs/status: a TFJob from elsewhere")
+    assert not finding.blocking
+    assert [review["resource"] for review in fake.access_reviews] == ["tfjobs", "pytorchjobs"]
 
 
 # -- sync_tenants and cycle when the cluster cannot be used -------------------------------------
