@@ -160,7 +160,9 @@ def first_quota(state, kinds_of: dict[str, tuple]) -> Callable[[PendingJob], Quo
     return quota_of
 
 
-def _one_tier(jobs, tiers, quota, skip_team, quota_of=None) -> Iterator[PendingJob]:
+def _one_tier(jobs: list[PendingJob], tiers: dict[str, Tier], quota: Quota,
+              skip_team: Callable[[str], bool],
+              quota_of: Callable[[PendingJob], Quota] | None = None) -> Iterator[PendingJob]:
     """Yields one tier value's jobs (R3 order) in R9's order: when the next
     job would borrow and R2 admits it, the head (first job left) of another
     team that would borrow too goes first if that team's (weighted dominant
@@ -204,7 +206,9 @@ class _Scan:
     """R9's choice by looking at every team's head at every step; with GPU
     types, only heads whose first type is the job's compete."""
 
-    def __init__(self, jobs, done, by_team, skip_team, quota_of) -> None:
+    def __init__(self, jobs: list[PendingJob], done: list[bool], by_team: dict[str, deque[int]],
+                 skip_team: Callable[[str], bool],
+                 quota_of: Callable[[PendingJob], Quota]) -> None:
         self.jobs, self.done, self.by_team = jobs, done, by_team
         self.skip_team, self.quota_of = skip_team, quota_of
 
@@ -243,7 +247,8 @@ class _Ranks:
     gone stale is dropped when it surfaces. A team held by the starvation
     guard stays held for the rest of the cycle, so it is dropped for good."""
 
-    def __init__(self, jobs, done, by_team, quota: Quota, skip_team) -> None:
+    def __init__(self, jobs: list[PendingJob], done: list[bool], by_team: dict[str, deque[int]],
+                 quota: Quota, skip_team: Callable[[str], bool]) -> None:
         self.jobs, self.done, self.by_team = jobs, done, by_team
         self.quota, self.skip_team = quota, skip_team
         # (share, head, number, team), some stale: `number` counts the ranks

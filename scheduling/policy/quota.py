@@ -136,8 +136,8 @@ class Quota:
         """
         return self._refuse(team, need, steady, self.usage[team], self.steady[team], self.above)
 
-    def _refuse(self, team: str, need: Vector, steady: bool, used: Sequence[int],
-                held_steady: Sequence[int], above: Sequence[int]) -> Refusal | None:
+    def _refuse(self, team: str, need: Vector, steady: bool, used: list[int],
+                held_steady: list[int], above: list[int]) -> Refusal | None:
         nominal = self.nominal[team]
         for r in self.named[team]:
             q = need[r]
@@ -259,13 +259,14 @@ class Without:
                 now = used[r] - gone[r] - guaranteed[r]
                 drawn[r] += (now if now > 0 else 0) - (was if was > 0 else 0)
 
-    def used(self, team: str) -> Sequence[int]:
-        """Returns a team's usage without what is counted as gone."""
+    def used(self, team: str) -> list[int]:
+        """Returns a team's usage without what is counted as gone (the
+        quota's own list when none is: never to be changed)."""
         used = self.quota.usage[team]
         gone = self.gone.get(team)
         if gone is None:
             return used
-        return (used[0] - gone[0], used[1] - gone[1], used[2] - gone[2])
+        return [used[0] - gone[0], used[1] - gone[1], used[2] - gone[2]]
 
     def above_nominal(self, team: str, resources: tuple[int, ...]) -> bool:
         """Returns `Quota.above_nominal` without what is counted as gone."""
