@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import importlib.util
 import os
 import shutil
@@ -109,7 +110,16 @@ def load(package_path: list[str]) -> bool:
     except ImportError as error:  # built for another interpreter of the same suffix
         REASON = f"interpreted: the build in {where} does not load ({error})"
         return False
-    package_path.insert(0, str(where / "scheduling" / "policy"))
+    folder = str(where / "scheduling" / "policy")
+    package_path.insert(0, folder)
+    try:
+        importlib.import_module(f"{__package__}.cycle")  # and with it every module `plan` runs
+    except ImportError as error:
+        package_path.remove(folder)
+        for name in [n for n in sys.modules if n.startswith(f"{__package__}.") and n != __name__]:
+            del sys.modules[name]  # half imported from the build: imported again from the sources
+        REASON = f"interpreted: the build in {where} does not load ({error})"
+        return False
     REASON = f"compiled with mypyc: {where}"
     LOADED = True
     return True

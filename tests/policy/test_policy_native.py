@@ -191,3 +191,21 @@ def test_it_would_catch_a_generator_expression_read_in_part():
               "total = sum(x for x in ends)\n"
               "a, b = (x for x in (1, 2))\n")
     assert _lazy_generator_expressions(source) == [2]
+
+
+def test_a_build_whose_modules_do_not_load_leaves_the_policy_interpreted(tmp_path):
+    """A build of these very sources whose modules fail to import (here, no
+    shared library and empty files) is taken off the package's path, and the
+    policy is imported from its sources: it plans."""
+    _fake_build(tmp_path / native.digest())
+    next((tmp_path / native.digest()).glob(f"*__mypyc{SUFFIX}")).unlink()
+    code = ("from scheduling.policy import native, plan\n"
+            "import scheduling.policy.cycle as cycle\n"
+            "print(native.REASON)\n"
+            "print(cycle.__file__)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "GANGWAY_NATIVE_DIR": str(tmp_path), "GANGWAY_POLICY": ""})
+    assert done.returncode == 0, done.stderr
+    reason, source = done.stdout.splitlines()
+    assert reason.startswith(f"interpreted: the build in {tmp_path / native.digest()} does not load")
+    assert source == str(ROOT / "scheduling" / "policy" / "cycle.py")
