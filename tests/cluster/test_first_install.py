@@ -189,6 +189,24 @@ def test_a_trainjobs_status_is_not_asked_about_since_gangway_never_writes_it(fak
     assert [review["resource"] for review in fake.access_reviews] == ["tfjobs", "pytorchjobs"]
 
 
+def test_a_refused_access_review_is_a_note_and_every_other_check_still_counts(fake, cluster):
+    """The question itself refused (an account without the grant on a cluster that does not bind
+    system:basic-user): doctor notes it for each kind, and goes on."""
+    _healthy(fake)
+    fake.fail(403, path=".*selfsubjectaccessreviews.*", method="POST", times=10,
+              message="selfsubjectaccessreviews.authorization.k8s.io is forbidden")
+
+    findings = cluster.doctor(TENANTS)
+
+    assert [f.problem.split(" (")[0] for f in findings] == [
+        "Gangway could not ask whether it may patch tfjobs/status",
+        "Gangway could not ask whether it may patch pytorchjobs/status",
+    ]
+    assert "forbidden" in findings[0].problem
+    assert not any(f.blocking for f in findings)
+    assert "create on selfsubjectaccessreviews" in findings[0].fix
+
+
 # -- sync_tenants and cycle when the cluster cannot be used -------------------------------------
 
 def test_sync_tenants_without_a_cluster_configuration_says_so_instead_of_a_traceback(maps, on_kubernetes):
