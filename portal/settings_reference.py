@@ -116,11 +116,12 @@ SETTINGS: tuple[Setting, ...] = (
             "rule and reason."),
     Setting("METRICS_TOKEN", "", "When set, `/metrics` asks for `Authorization: Bearer <token>`.",
             shown="none (open)", secret=True),
-    Setting("GANGWAY_POLICY", "", "`python` runs the admission policy interpreted even when a build compiled "
+    Setting("GANGWAY_POLICY", "", "`python` (any case) runs the admission policy interpreted even when a build compiled "
             "with mypyc matches its sources (`make policy`; the plans are the same).",
             shown="none (compiled when built)"),
-    Setting("GANGWAY_NATIVE_DIR", COMPUTED, "Folder of the policy's compiled builds "
-            "(`python -m scheduling.policy build`), one per digest of its sources.",
+    Setting("GANGWAY_NATIVE_DIR", COMPUTED, "Folder of the policy's compiled build "
+            "(`python -m scheduling.policy build`), named by a digest of the sources it was made from; "
+            "a relative path is read from the project folder.",
             shown="`var/native` in the project folder"),
     Setting("GANGWAY_TRACES_DIR", COMPUTED, "Folder holding the GPU-cluster traces `manage.py replay` reads "
             "(`philly.csv`, `philly_vc.csv`).", shown="`shared/traces` beside the project folder"),

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as error:
             print(error, file=sys.stderr)
             return 1
+        except OSError as error:  # the builds' folder cannot be made or written
+            print(f"The policy could not be built in {native.builds()}: {error}", file=sys.stderr)
+            return 1
         return 0
     print(f"Policy: {native.REASON}.")
     return 0

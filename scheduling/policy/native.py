@@ -41,25 +41,29 @@ ROOT = PACKAGE.parent.parent  # the project's checkout
 LEFT_OUT = ("__init__.py", "__main__.py", "native.py")
 
 
-def sources() -> list[Path]:
-    """Returns the policy's modules that are compiled, by name."""
-    return sorted(p for p in PACKAGE.glob("*.py") if p.name not in LEFT_OUT)
+def sources(package: Path | None = None) -> list[Path]:
+    """Returns the policy's modules that are compiled (of a copy of the
+    package, given one), by name."""
+    return sorted(p for p in (package or PACKAGE).glob("*.py") if p.name not in LEFT_OUT)
 
 
-def digest() -> str:
-    """Returns the key of a build of the sources as they are now, for this
-    interpreter: their names and bytes, and the extension suffix (the Python
-    version and platform a compiled module is for)."""
+def digest(package: Path | None = None) -> str:
+    """Returns the key of a build of the sources as they are now (of a copy
+    of the package, given one), for this interpreter: their names and bytes,
+    and the extension suffix (the Python version and platform a compiled
+    module is for)."""
     h = hashlib.sha256(str(sysconfig.get_config_var("EXT_SUFFIX")).encode())
-    for path in sources():
+    for path in sources(package):
         h.update(b"\0" + path.name.encode() + b"\0")
         h.update(path.read_bytes())
     return h.hexdigest()[:20]
 
 
 def builds() -> Path:
-    """Returns the directory that holds builds, one folder per digest."""
-    return Path(os.environ.get("GANGWAY_NATIVE_DIR") or ROOT / "var" / "native")
+    """Returns the directory that holds builds, one folder per digest (a
+    relative GANGWAY_NATIVE_DIR is read from the project's folder, so that
+    every process finds the same builds wherever it starts)."""
+    return ROOT / (os.environ.get("GANGWAY_NATIVE_DIR") or Path("var", "native"))
 
 
 def _modules(where: Path) -> list[Path]:
@@ -67,11 +71,12 @@ def _modules(where: Path) -> list[Path]:
     return sorted((where / "scheduling" / "policy").glob(f"*{suffix}"))
 
 
-def _complete(where: Path) -> bool:
-    """Returns whether `where` holds a compiled module for every source."""
+def _complete(where: Path, package: Path | None = None) -> bool:
+    """Returns whether `where` holds a compiled module for every source (of
+    a copy of the package, given one)."""
     suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
     names = {p.name[: -len(suffix)] for p in _modules(where)}
-    return bool(names) and names >= {p.stem for p in sources()}
+    return bool(names) and names >= {p.stem for p in sources(package)}
 
 
 # Why this interpreter runs the policy it runs: set once, by `load`.
@@ -86,7 +91,7 @@ def load(package_path: list[str]) -> bool:
     imports any of its modules."""
     global REASON, LOADED
     LOADED = False
-    if os.environ.get("GANGWAY_POLICY", "") == "python":
+    if os.environ.get("GANGWAY_POLICY", "").strip().lower() == "python":
         REASON = "interpreted: GANGWAY_POLICY=python"
         return False
     where = builds() / digest()
@@ -148,7 +153,10 @@ def build(*, quiet: bool = False) -> Path:
             shutil.copy2(path, policy / path.name)
         shutil.copytree(ROOT / "core", work / "core",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        names = [f"scheduling/policy/{p.name}" for p in sources()]
+        # Keyed by what is compiled: sources edited while this build ran get a build of their own.
+        key = digest(policy)
+        target = builds() / key
+        names = [f"scheduling/policy/{p.name}" for p in sources(policy)]
         if not quiet:
             print(f"Compiling {len(names)} policy modules with mypyc into {target} "
                   "(about a minute on two cores)...", flush=True)
@@ -167,12 +175,17 @@ def build(*, quiet: bool = False) -> Path:
             shutil.copy2(lib, out / lib.name)
         for module in _modules(work):
             shutil.copy2(module, out / "scheduling" / "policy" / module.name)
-        if not _complete(out):
+        if not _complete(out, policy):
+            shutil.rmtree(out, ignore_errors=True)
             raise RuntimeError(f"mypyc left no compiled module for some sources in {work}")
         try:
             out.rename(target)
-        except OSError:  # another build of the same sources finished first
-            shutil.rmtree(out, ignore_errors=True)
+        except OSError:
+            if _complete(target, policy):  # another build of the same sources finished first
+                shutil.rmtree(out, ignore_errors=True)
+            else:  # an incomplete folder (a module deleted since): replaced
+                shutil.rmtree(target)
+                out.rename(target)
         for old in builds().iterdir():  # builds of other sources are never loaded again
             if old.name != key and not old.name.startswith("."):
                 shutil.rmtree(old, ignore_errors=True)

@@ -46,7 +46,9 @@ def digests() -> dict[str, str]:
     out = {}
     for name, snapshot in cases():
         for with_eta in (False, True):
-            text = json.dumps(plan_to_dict(plan(snapshot, with_eta=with_eta)), sort_keys=True)
+            made = plan(snapshot, with_eta=with_eta)
+            # The plan as the loop reads it, and whole (admissions in order, with their nodes).
+            text = json.dumps(plan_to_dict(made), sort_keys=True) + repr(made)
             out[f"{name} eta {with_eta}"] = hashlib.sha256(text.encode()).hexdigest()
     return out
 

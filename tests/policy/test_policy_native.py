@@ -209,3 +209,58 @@ def test_a_build_whose_modules_do_not_load_leaves_the_policy_interpreted(tmp_pat
     reason, source = done.stdout.splitlines()
     assert reason.startswith(f"interpreted: the build in {tmp_path / native.digest()} does not load")
     assert source == str(ROOT / "scheduling" / "policy" / "cycle.py")
+
+
+def _fake_mypyc(args, cwd, **kwargs):
+    """Stands in for mypyc's minute: every module named "compiled" (empty files)."""
+    cwd = Path(cwd)
+    for name in args[3:]:
+        (cwd / name).with_suffix("").with_suffix(SUFFIX).write_bytes(b"")
+    (cwd / f"0123456789abcdef0123__mypyc{SUFFIX}").write_bytes(b"")
+    return subprocess.CompletedProcess(args, 0, "", "")
+
+
+def test_a_build_replaces_an_incomplete_folder_of_the_same_digest(package, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(native.subprocess, "run", _fake_mypyc)
+    target = tmp_path / "builds" / native.digest()
+    (target / "scheduling" / "policy").mkdir(parents=True)
+    (target / "scheduling" / "policy" / f"room{SUFFIX}").write_bytes(b"")  # the rest deleted since
+
+    assert native.build() == target
+    assert native._complete(target)
+    assert capsys.readouterr().out.startswith(f"Compiling {len(native.sources())} policy modules")
+    assert native.build() == target  # and then it is up to date
+    assert capsys.readouterr().out == f"The compiled policy is up to date: {target}\n"
+    assert [p.name for p in (tmp_path / "builds").iterdir()] == [target.name]  # nothing left behind
+
+
+def test_a_build_is_keyed_by_the_sources_it_compiled(package, tmp_path, monkeypatch):
+    """Sources edited while mypyc runs get a build of their own, never the old key."""
+    before = native.digest()
+
+    def edited_meanwhile(args, cwd, **kwargs):
+        lines = package / "lines.py"
+        lines.write_text(lines.read_text() + "\n# edited during the build\n")
+        return _fake_mypyc(args, cwd, **kwargs)
+
+    monkeypatch.setattr(native.subprocess, "run", edited_meanwhile)
+    assert native.build().name == before  # the copy taken before the edit is what was compiled
+    assert native.digest() != before  # and the edited sources have no build: they run interpreted
+
+
+def test_a_relative_builds_folder_is_read_from_the_project(monkeypatch):
+    monkeypatch.setenv("GANGWAY_NATIVE_DIR", "build/elsewhere")
+    assert native.builds() == ROOT / "build" / "elsewhere"
+    monkeypatch.setenv("GANGWAY_NATIVE_DIR", "/opt/gangway/native")
+    assert native.builds() == Path("/opt/gangway/native")
+
+
+def test_a_builds_folder_that_cannot_be_made_is_said_plainly(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = subprocess.run([sys.executable, "-m", "scheduling.policy", "build"], cwd=ROOT,
+                          capture_output=True, text=True,
+                          env={**os.environ, "GANGWAY_NATIVE_DIR": str(blocker / "builds")})
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"The policy could not be built in {blocker / 'builds'}: ")
+    assert "Traceback" not in done.stderr

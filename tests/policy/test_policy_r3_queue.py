@@ -132,6 +132,7 @@ def test_a_queue_filled_through_churn_lists_its_jobs_in_r3_order(snapshot, seed)
     assert shapes_counted(queue)
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(snapshots(), st.integers(0, 2**32))
 def test_a_queue_filled_through_churn_plans_as_the_snapshot(snapshot, seed):
@@ -143,6 +144,7 @@ def test_a_queue_filled_through_churn_plans_as_the_snapshot(snapshot, seed):
     assert plain == plan(snapshot)  # the order of the pending jobs changes no plan
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(snapshots(), st.integers(0, 2**32))
 def test_a_queue_kept_over_cycles_by_their_changes_plans_as_their_snapshots(snapshot, seed):

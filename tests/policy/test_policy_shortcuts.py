@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -146,12 +147,14 @@ def _plans_as_every_search_does(snapshot, **options) -> bool:
     return remembered == searched
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(snapshots())
 def test_remembering_hopeless_searches_changes_no_decision(snapshot):
     assert _plans_as_every_search_does(snapshot)
 
 
+@pytest.mark.interpreted_policy
 @PROFILE
 @given(borrowed_clusters())
 def test_remembering_hopeless_searches_changes_no_decision_as_borrowers_grow(snapshot):
