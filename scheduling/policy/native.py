@@ -2,8 +2,9 @@
 matches them exactly.
 
 The policy's modules are type-checked Python (tests/policy/test_policy_typecheck.py);
-mypyc turns each into a C extension that decides exactly as the source does, some
-two to three times faster (README, "The policy at scale"). A build is keyed by a
+mypyc turns each into a C extension that decides exactly as the source does, with
+1.6 to 1.7 times fewer instructions for a plan with estimates on a long queue (README,
+"The policy at scale"). A build is keyed by a
 digest of every compiled source and of the interpreter's extension suffix, and is
 loaded only when that digest is the sources' own: a policy edited since its last
 build runs interpreted, never stale, until it is built again.
