@@ -29,9 +29,14 @@ from .reasons import Code
 UNLIMITED = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False)
 class Refusal:
-    """Why R2 refuses a job: the code, the resource and the numbers."""
+    """Why R2 refuses a job: the code, the resource and the numbers. Never
+    changed once made.
+
+    Its own `__init__` (the dataclass gives equality and repr): compiled
+    (native.py), a dataclass's generated `__init__` runs as interpreted
+    Python, and R2 refuses often."""
 
     code: Code
     resource: int
@@ -39,6 +44,15 @@ class Refusal:
     used: int
     nominal: int
     limit: int  # borrowing limit, non-preemptible usage, or what is still available
+
+    def __init__(self, code: Code, resource: int, need: int, used: int, nominal: int,
+                 limit: int) -> None:
+        self.code = code
+        self.resource = resource
+        self.need = need
+        self.used = used
+        self.nominal = nominal
+        self.limit = limit
 
 
 class Quota:

@@ -26,13 +26,16 @@ if TYPE_CHECKING:
     from .preemption import Reach
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Holder:
     """A job holding room: running at the snapshot, or admitted this cycle.
 
     `fresh` marks jobs admitted in this cycle (never victims); `taken` marks
     jobs already chosen as victims by an earlier preemptor; `end` is when it
     is expected to end (R14), None when nothing says it will.
+
+    Its own `__init__`, as `Refusal`'s (quota.py): a dataclass's generated
+    one runs interpreted in the compiled policy.
     """
 
     id: str
@@ -53,6 +56,24 @@ class Holder:
     # stop it (RunningJob.stopping): never a victim.
     stopping: bool = False
 
+    def __init__(self, id: str, team: str | None, tier: Tier | None, started: int,
+                 usage: Vector, on_nodes: dict[int, Vector],
+                 key: tuple[int, int, tuple[bool, int, str]], fresh: bool = False,
+                 taken: bool = False, end: int | None = None, kind: int | None = None,
+                 stopping: bool = False) -> None:
+        self.id = id
+        self.team = team
+        self.tier = tier
+        self.started = started
+        self.usage = usage
+        self.on_nodes = on_nodes
+        self.key = key
+        self.fresh = fresh
+        self.taken = taken
+        self.end = end
+        self.kind = kind
+        self.stopping = stopping
+
     @classmethod
     def of(cls, id: str, team: str | None, tier: Tier | None, started: int, usage: Vector,
            on_nodes: dict[int, Vector], fresh: bool = False, *, end: int | None = None,
@@ -60,7 +81,8 @@ class Holder:
         """Returns a holder with its victim order key; `saved` is its last
         reported checkpoint, if any."""
         key = (tier.value if tier else 0, -(started if saved is None else saved), id_order(id))
-        return cls(id, team, tier, started, usage, on_nodes, key, fresh, False, end, kind, stopping)
+        return Holder(id, team, tier, started, usage, on_nodes, key, fresh, False, end, kind,
+                      stopping)
 
     @property
     def steady(self) -> bool:
