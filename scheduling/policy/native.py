@@ -23,7 +23,6 @@ mypyc as a command).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import importlib.util
