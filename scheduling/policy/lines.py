@@ -49,9 +49,9 @@ from .model import PendingJob, Settings, Tier
 from .placement import Placement, place
 from .quota import Quota, Refusal
 from .reasons import Code
-from .reservation import Hold, Holds, earliest_hold, heap_in_order
+from .reservation import Hold, Holds, earliest_hold
 from .room import Room
-from .runtime import expected_runtime
+from .runtime import expected_runtime, merge_ends
 from .state import State
 
 
@@ -199,8 +199,15 @@ class Lines:
         self.by_end: dict[str, int] = {}  # teams woken by an end of their own
         # Per resource, (-pool draw at which to wake, sleep number, team).
         self.wake_at: list[list[tuple[int, int, str]]] = [[], [], []]
-        self.dormant: dict[int, dict[str, int]] = {}  # shape -> teams woken when it fits
-        self.waits_for: dict[str, set[int]] = {}  # team -> those shapes, in its last sleep
+        # The teams asleep for room: the shapes each waits for, and per shape
+        # the teams woken when it fits. Only sleeping teams are in either.
+        self.waits_for: dict[str, set[int]] = {}
+        self.dormant: dict[int, set[str]] = {}
+        # The widest replica of each shape: no node with fewer free GPUs fits it.
+        self.widest = [max((g[1] for g in demand.groups), default=0) for demand in self.shapes]
+        # Per team, the shapes of its lines' heads, kept until they change
+        # (never changed once made: a sleeping team's `waits_for` may be it).
+        self.shapes_of: dict[str, set[int]] = {}
 
     def ended(self, team: str | None) -> None:
         """Notes that a job of `team` ended: its usage dropped."""
@@ -215,6 +222,12 @@ class Lines:
         """Ends a team's sleep; the caller puts it back in `order`."""
         del self.asleep[team]
         self.by_end.pop(team, None)
+        dormant = self.dormant
+        for k in self.waits_for.pop(team, ()):
+            teams = dormant[k]
+            teams.discard(team)
+            if not teams:
+                del dormant[k]
 
     def _sleep(self, team: str, refusals: list[Refusal], shapes, quota: Quota) -> None:
         """Takes a team whose walk had no effect out of `order` until one of
@@ -230,9 +243,10 @@ class Lines:
             if refusal.code is Code.NOTHING_TO_BORROW:
                 at = quota.regained_at(team, refusal)
                 heapq.heappush(self.wake_at[refusal.resource], (-at, number, team))
-        self.waits_for[team] = shapes
-        for k in shapes:
-            self.dormant.setdefault(k, {})[team] = number
+        if shapes:
+            self.waits_for[team] = shapes
+            for k in shapes:
+                self.dormant.setdefault(k, set()).add(team)
 
     def cycle(self, state: State, t: int, settings: Settings,
               holds: Holds | None) -> tuple[list[PendingJob], list[Hold]]:
@@ -420,7 +434,11 @@ class Lines:
             c = cursor[team]
             if placement is None and settled and self._stuck(team, heads, c, up, dead, live):
                 if team not in lively:
-                    sleepy[team] = (met.get(team, []), self._roomless(heads, refused))
+                    refusals = met.get(team)
+                    if refusals is None:  # no line of the team was refused: all its heads
+                        sleepy[team] = ([], self._shapes(team))
+                    else:
+                        sleepy[team] = (refusals, self._roomless(heads, refused))
                 continue  # none of the team's jobs left could start, reserve or hold
             if settled:
                 skip = self._pass(team, heads, c, up, dead, answers, quota, since)
@@ -459,7 +477,7 @@ class Lines:
             assert end is not None  # started for its expected runtime
             fresh.append((end, job.id))
         fresh.sort()
-        return heapq.merge(_job_ends(self.events), fresh)
+        return merge_ends(job_ends(self.events), fresh)
 
     def _pass(self, team: str, heads: list[tuple[int, int]], c: int, up: list[tuple[int, int]],
               dead: set[int], answers: dict[int, Refusal | None], quota: Quota, since: int) -> int:
@@ -549,30 +567,29 @@ class Lines:
         shape = self.shape
         return {shape[n] for _, n in heads if n not in refused}
 
+    def _shapes(self, team: str) -> set[int]:
+        """Returns the shapes of a team's lines' heads (the set kept: never to be changed)."""
+        shapes = self.shapes_of.get(team)
+        if shapes is None:
+            shape = self.shape
+            shapes = self.shapes_of[team] = {shape[n] for _, n in self.team_heads[team]}
+        return shapes
+
     def _rouse(self, state: State, holds: Holds, spare: bool) -> None:
         """Wakes, as a settled cycle begins, the teams asleep for room with a
         shape that fits the room (all room, reserved room included, while
         some job could use reserved room). Room only shrinks within a
         cycle, so a team left asleep stays without room to the cycle's end."""
-        asleep = self.asleep
-        woken: set[str] = set()
         restore = holds.lifted() if spare else None
         room = state.room
         largest = room.largest_free_gpu()
-        for k in list(self.dormant):
-            teams = {team: number for team, number in self.dormant[k].items()
-                     if asleep.get(team) == number}
-            if not teams:
-                del self.dormant[k]
-                continue
-            self.dormant[k] = teams
-            demand = self.shapes[k]
-            widest = max((g[1] for g in demand.groups), default=0)
-            if widest <= largest and place(room, demand) is not None:
-                del self.dormant[k]
-                woken.update(teams)
+        fit = [k for k in self.dormant
+               if self.widest[k] <= largest and place(room, self.shapes[k]) is not None]
         if restore is not None:
             restore()
+        woken: set[str] = set()
+        for k in fit:
+            woken.update(self.dormant[k])
         for team in woken:
             self._wake(team)
             insort(self.order, (self.team_heads[team][0][0], team))
@@ -583,11 +600,9 @@ class Lines:
         their first heads: a starving job of theirs that R2 admits might
         reserve room, if the cycle still may when their turn comes."""
         asleep, drowsy = self.asleep, {}
-        for teams in self.dormant.values():
-            for team, number in teams.items():
-                if asleep.get(team) == number and team not in drowsy:
-                    drowsy[team] = number
-                    heapq.heappush(later, (self.team_heads[team][0][0], team))
+        for team in self.waits_for:
+            drowsy[team] = asleep[team]
+            heapq.heappush(later, (self.team_heads[team][0][0], team))
         return drowsy
 
     def _room_for(self, team: str, state: State, holds: Holds, spare: bool,
@@ -667,6 +682,7 @@ class Lines:
             if team not in changed:
                 changed.add(team)
                 del order[bisect_left(order, (heads[0][0], team))]
+                self.shapes_of.pop(team, None)
             del heads[bisect_left(heads, (old, n))]
             if at[n] < len(jobs[n]):
                 insort(heads, (keys[n][at[n]], n))
@@ -675,11 +691,29 @@ class Lines:
                 insort(order, (team_heads[team][0][0], team))
 
 
-def _job_ends(events: list[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
+def job_ends(events: list[tuple[int, int, str]]) -> Iterator[tuple[int, str]]:
     """Yields (expected end, job id) of the jobs ending in the replay's events
-    heap, soonest first, leaving the heap as it is. A generator function, not
-    an expression: the policy compiled with mypyc (native.py) reads a generator
-    expression whole, and the walk reads only the ends it passes."""
-    for end, kind, name in heap_in_order(events):
+    heap, soonest first, leaving the heap as it is: each event read puts its
+    two children in a frontier heap, as (time, kind, job id, index) so that
+    the frontier compares numbers first.
+
+    A generator function, not an expression: the policy compiled with mypyc
+    (native.py) reads a generator expression whole, and the walk reads only
+    the ends it passes."""
+    size = len(events)
+    if not size:
+        return
+    t, kind, name = events[0]
+    frontier = [(t, kind, name, 0)]
+    while frontier:
+        t, kind, name, k = heapq.heappop(frontier)
         if kind == 0:
-            yield end, name
+            yield t, name
+        child = 2 * k + 1
+        if child < size:
+            t, kind, name = events[child]
+            heapq.heappush(frontier, (t, kind, name, child))
+            child += 1
+            if child < size:
+                t, kind, name = events[child]
+                heapq.heappush(frontier, (t, kind, name, child))

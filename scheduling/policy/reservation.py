@@ -18,7 +18,6 @@ their job is expected to end: conservative, and never in conflict with them.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from .demand import Demand, Vector
 from .placement import Placement, place, usage_on_nodes
 from .preemption import Preemption, Verdict, find_victims, search_victims
 from .room import Room
+from .runtime import merge_ends
 from .state import Holder, State
 
 
@@ -175,8 +175,33 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
     without it the walk reads `state.ends_in_order()`. Either way it reads
     only the ends it passes.
     The room must be lifted (no hold kept out) when this is called.
+
+    On all nodes of a cluster without GPU types, the walk gives and takes
+    on the state's own room and undoes it all before it returns, instead of
+    copying the room (a thousand nodes) for the few ends it passes.
     """
-    room = state.room.copy()
+    whole = state.room
+    if nodes is None and whole.master is None and not whole.parts:
+        cached = list(whole.sorted)
+        changes: list[tuple[int, Vector]] = []  # room given back, taken again on return
+        try:
+            return _earliest_hold(state, whole, job_id, demand, runtime, holds, None, ends, by,
+                                  changes)
+        finally:
+            for i, v in reversed(changes):
+                whole.take(i, v)
+            # Every node is back in its bucket: the buckets' sorted lists hold again.
+            whole.sorted[:] = cached
+    return _earliest_hold(state, whole.copy(), job_id, demand, runtime, holds, nodes, ends, by,
+                          None)
+
+
+def _earliest_hold(state: State, room: Room, job_id: str, demand: Demand, runtime: int,
+                   holds: Holds, nodes: set[int] | None, ends: Iterator[tuple[int, str]] | None,
+                   by: int | None, changes: list[tuple[int, Vector]] | None) -> Hold | None:
+    """`earliest_hold` on `room`, the state's room or a copy of it; `changes`
+    given, each room given back is noted there (a hold's room taken is
+    noted as negative room given)."""
     # Nodes left out keep no room, and get none back as jobs end.
     out: set[int] = set()
     names = None  # of `nodes`: the jobs whose end frees none of them are passed over
@@ -194,12 +219,14 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
         for i, v in h.on_nodes.items():
             if i not in out:
                 room.take(i, v)
+                if changes is not None:
+                    changes.append((i, (-v[0], -v[1], -v[2])))
         others.append((h.end, "", len(held)))
         held.append(h)
     others.sort()
     if ends is None:
         ends = state.ends_in_order()
-    events: Iterator[tuple] = heapq.merge(ends, others) if others else iter(ends)
+    events: Iterator[tuple] = merge_ends(ends, others) if others else iter(ends)
     need = demand.total
     total = room.total
     event = next(events, None)
@@ -221,6 +248,8 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
             for i, v in freed.items():
                 if i not in out:
                     room.give(i, v)
+                    if changes is not None:
+                        changes.append((i, v))
             if name:
                 ending.append((name, freed))
         if need[0] > total[0] or need[1] > total[1] or need[2] > total[2]:
@@ -237,23 +266,6 @@ def earliest_hold(state: State, job_id: str, demand: Demand, runtime: int,
                                if any(i in on_nodes for i in freed)))
             return Hold(job_id, t, placement, on_nodes, headroom, due, t + runtime)
     return None
-
-
-def heap_in_order(heap: list) -> Iterator:
-    """Yields the items of a heap in ascending order without changing it:
-    each item read puts its two children in a frontier heap."""
-    if not heap:
-        return
-    frontier = [(heap[0], 0)]
-    size = len(heap)
-    while frontier:
-        item, k = heapq.heappop(frontier)
-        yield item
-        child = 2 * k + 1
-        if child < size:
-            heapq.heappush(frontier, (heap[child], child))
-            if child + 1 < size:
-                heapq.heappush(frontier, (heap[child + 1], child + 1))
 
 
 def outside_without_end(state: State) -> Vector:

@@ -6,7 +6,7 @@ never stop a job: only `max_runtime` does.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from statistics import median
 
 from .model import Settings
@@ -41,3 +41,20 @@ def expected_end(job, now: int, settings: Settings) -> int | None:
         return None
     end = job.started + expected_runtime(job.max_runtime, job.estimate, settings)
     return end if end > now else now + settings.reservation_slack
+
+
+def merge_ends(first: Iterator[tuple], second: list[tuple]) -> Iterator[tuple]:
+    """Yields the expected ends of `first` and of `second`, both soonest
+    first, merged as `heapq.merge(first, second)` would (on a tie, `first`'s
+    before `second`'s), reading `first` only as far as the caller goes.
+    Its own generator function: the policy compiled (native.py) runs it
+    natively, where `heapq.merge` is interpreted Python."""
+    k, size = 0, len(second)
+    for item in first:
+        while k < size and second[k] < item:
+            yield second[k]
+            k += 1
+        yield item
+    while k < size:
+        yield second[k]
+        k += 1

@@ -18,7 +18,7 @@ from .model import RunningJob, Snapshot, Tier, id_order
 from .placement import Placement, usage_on_nodes
 from .quota import Quota
 from .room import Room
-from .runtime import expected_end
+from .runtime import expected_end, merge_ends
 from .standing import Standing, r8_key
 from .types import Types
 
@@ -491,7 +491,7 @@ class State:
         ends = self._standing.ends_from(self.now, self.settings.reservation_slack)
         fresh = sorted((h.end, h.id) for h in self._fresh.values() if h.end is not None)
         if fresh:
-            ends = heapq.merge(ends, fresh)
+            ends = merge_ends(ends, fresh)
         return self._not_taken(ends) if self._taken else ends
 
     def _not_taken(self, ends: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:

@@ -26,10 +26,10 @@ from scheduling.policy import (
 from scheduling.policy.cycle import decide
 from scheduling.policy.demand import demand_of
 from scheduling.policy.eta import HORIZON
-from scheduling.policy.lines import Lines
+from scheduling.policy.lines import Lines, job_ends
 from scheduling.policy.order import r3_key
 from scheduling.policy.placement import place, usage_on_nodes
-from scheduling.policy.reservation import Hold, Holds, earliest_hold, heap_in_order
+from scheduling.policy.reservation import Hold, Holds, earliest_hold
 from scheduling.policy.runtime import expected_runtime
 from scheduling.policy.state import State
 
@@ -208,11 +208,11 @@ def test_estimates_match_the_straightforward_replay(snapshot):
 
 @PROFILE
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 1), st.text(max_size=2)), unique=True))
-def test_a_heap_is_read_in_order_and_left_as_it_was(items):
+def test_the_ends_in_the_events_heap_are_read_in_order_and_the_heap_left_as_it_was(items):
     heap = list(items)
     heapq.heapify(heap)
     before = list(heap)
-    assert list(heap_in_order(heap)) == sorted(items)
+    assert list(job_ends(heap)) == [(t, name) for t, kind, name in sorted(items) if kind == 0]
     assert heap == before
 
 

@@ -20,7 +20,9 @@ from tests.policy.random_snapshots import place_randomly
 from scheduling.policy import (
     Node, PendingJob, ReplicaGroup, RunningJob, Settings, Snapshot, Team, Tier, plan,
 )
+from scheduling.policy.reservation import Holds, _earliest_hold, earliest_hold
 from scheduling.policy.runtime import expected_end, expected_runtime
+from scheduling.policy.state import State
 
 TIERS = (Tier("production", 1000, False), Tier("standard", 100), Tier("experiment", 10))
 PROFILE = settings(
@@ -174,3 +176,36 @@ def test_a_job_kept_off_reserved_room_preempts_a_lower_tier_of_its_team():
     result = plan(snapshot, with_eta=False)
     assert [(r.id, r.start, dict(r.placement)) for r in result.reservations] == [("p0", 9703, {"n0": 1, "n2": 1})]
     assert [(a.id, dict(a.placement), a.victims) for a in result.admit] == [("p1", {"n1": 1}, ("r1",))]
+
+
+def _room_image(room):
+    """Everything a search could leave changed in a room, its buckets' sorted lists too."""
+    return (list(room.gpu), list(room.cpu), list(room.memory), list(room.total),
+            [set(m) for m in room.members], [None if s is None else list(s) for s in room.sorted])
+
+
+@PROFILE
+@given(snapshots())
+def test_the_search_for_a_reservation_leaves_the_room_as_it_found_it(snapshot):
+    """The search walks the ends on the state's own room, then undoes every
+    change: free counts, buckets, their sorted lists and totals are as
+    before, each sorted list still the bucket's nodes in order, and the hold
+    is the one a search on a copy of the room finds. The queue's jobs search
+    in turn, each found hold kept, so later searches walk earlier holds too."""
+    state = State(snapshot)
+    holds = Holds(state.room)
+    for job in snapshot.pending:
+        runtime = expected_runtime(job.max_runtime, job.estimate, snapshot.settings)
+        restore = holds.lifted()
+        room = state.room
+        room.bucket(1)  # a sorted list kept from before the search
+        before = _room_image(room)
+        on_copy = _earliest_hold(state, room.copy(), job.id, job.demand, runtime, holds,
+                                 None, None, None, None)
+        hold = earliest_hold(state, job.id, job.demand, runtime, holds)
+        assert _room_image(room) == before
+        assert all(s is None or s == sorted(room.members[b]) for b, s in enumerate(room.sorted))
+        assert hold == on_copy
+        restore()
+        if hold is not None:
+            holds.add(hold)

@@ -1,8 +1,12 @@
 """R14's learned estimate: one rule, read by the loop's snapshot and by the replay alike."""
 
-import pytest
+import heapq
 
-from scheduling.policy.runtime import learned_estimate
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scheduling.policy.runtime import learned_estimate, merge_ends
 
 
 @pytest.mark.parametrize("latest, expected", [
@@ -20,3 +24,25 @@ from scheduling.policy.runtime import learned_estimate
 ])
 def test_an_estimate_is_the_median_of_the_latest_successes(latest, expected):
     assert learned_estimate(latest, 86400) == expected
+
+
+ENDS = st.lists(st.tuples(st.integers(0, 20), st.text(max_size=2)))
+
+
+@given(ENDS, ENDS)
+def test_merged_ends_come_as_heapq_merge_gives_them(first, second):
+    first, second = sorted(first), sorted(second)
+    assert list(merge_ends(iter(first), second)) == list(heapq.merge(first, second))
+
+
+def test_merging_ends_reads_the_first_only_as_far_as_the_caller_goes():
+    read = []
+
+    def first():
+        for end in ((1, "a"), (3, "b"), (5, "c")):
+            read.append(end)
+            yield end
+
+    merged = merge_ends(first(), [(2, "x"), (3, "a")])
+    assert [next(merged), next(merged), next(merged)] == [(1, "a"), (2, "x"), (3, "a")]
+    assert read == [(1, "a"), (3, "b")]
