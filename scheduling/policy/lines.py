@@ -221,7 +221,8 @@ class Lines:
     def _wake(self, team: str) -> None:
         """Ends a team's sleep; the caller puts it back in `order`."""
         del self.asleep[team]
-        self.by_end.pop(team, None)
+        if team in self.by_end:
+            del self.by_end[team]
         dormant = self.dormant
         for k in self.waits_for.pop(team, ()):
             teams = dormant[k]
@@ -321,8 +322,9 @@ class Lines:
                     continue  # moved earlier by _recheck
                 del expect[team]
                 passed.drop(team)
-                marks = maybe.pop(team, None)
-                sleep = drowsy.pop(team, None)
+                # Asked first: mostly both are empty, and a compiled pop with a default is a call.
+                marks = maybe.pop(team, None) if team in maybe else None
+                sleep = drowsy.pop(team, None) if team in drowsy else None
                 if marks is not None or sleep is not None:
                     pool = marks is not None and any(quota.above[r] <= -mark
                                                      for r, mark, _ in marks)

@@ -246,3 +246,43 @@ def test_estimates_on_a_starving_queue_match_the_straightforward_replay():
     straightforward replay's."""
     snapshot = build(1000, 7, queue_age=7200)
     assert {w.id: w.eta for w in plan(snapshot).wait} == reference_starts(snapshot)
+
+
+def _check_sleepers(lines):
+    """Fails unless the replay's sleep bookkeeping is exact: only sleeping
+    teams wait for shapes, every shape's sleepers wait for it, no sleeping
+    team is walked, and each team's shapes kept are its heads' shapes."""
+    for team, shapes in lines.waits_for.items():
+        assert team in lines.asleep and shapes
+        assert all(team in lines.dormant[k] for k in shapes)
+    for k, teams in lines.dormant.items():
+        assert teams and all(k in lines.waits_for.get(team, ()) for team in teams)
+    assert not lines.asleep.keys() & {team for _, team in lines.order}
+    for team, shapes in lines.shapes_of.items():
+        assert shapes == {lines.shape[n] for _, n in lines.team_heads[team]}
+
+
+@pytest.mark.interpreted_policy
+@pytest.mark.parametrize("size, age", [(1500, 1700), (1500, 7200), (600, 7200)])
+def test_the_replays_sleepers_and_kept_shapes_stay_exact_cycle_by_cycle(monkeypatch, size, age):
+    """On the policy benchmark's busy cluster, after every replayed cycle and
+    every end: teams asleep for room are exactly those waiting for shapes,
+    and the shapes kept per team are those of its heads as they are now."""
+    checked = {"cycles": 0, "kept": 0}
+    cycle, ended = Lines.cycle, Lines.ended
+
+    def checked_cycle(self, *args):
+        found = cycle(self, *args)
+        _check_sleepers(self)
+        checked["cycles"] += 1
+        checked["kept"] += len(self.shapes_of)
+        return found
+
+    def checked_ended(self, team):
+        ended(self, team)
+        _check_sleepers(self)
+
+    monkeypatch.setattr(Lines, "cycle", checked_cycle)
+    monkeypatch.setattr(Lines, "ended", checked_ended)
+    plan(build(size, 7, age))
+    assert checked["cycles"] > 100 and checked["kept"] > 0

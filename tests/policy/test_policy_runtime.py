@@ -46,3 +46,13 @@ def test_merging_ends_reads_the_first_only_as_far_as_the_caller_goes():
     merged = merge_ends(first(), [(2, "x"), (3, "a")])
     assert [next(merged), next(merged), next(merged)] == [(1, "a"), (2, "x"), (3, "a")]
     assert read == [(1, "a"), (3, "b")]
+
+
+def test_a_reservations_end_merges_among_job_ends_by_time_then_as_tuples_compare():
+    """The reservation search merges job ends (end, id) with holds' ends
+    (end, "", number): a job's id is never empty, so at the same time a
+    hold's end comes first, as heapq.merge would give it."""
+    jobs = [(5, "a"), (7, "b"), (7, "c")]
+    holds = [(7, "", 0), (9, "", 1)]
+    assert list(merge_ends(iter(jobs), holds)) == list(heapq.merge(jobs, holds)) == [
+        (5, "a"), (7, "", 0), (7, "b"), (7, "c"), (9, "", 1)]
