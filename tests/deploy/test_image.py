@@ -1,6 +1,8 @@
 """The container image, checked without a Docker engine: what it copies exists, and the layout it builds works."""
 
 import os
+import re
+import shlex
 import shutil
 import stat
 import subprocess
@@ -72,6 +74,40 @@ def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_pat
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**env, "ALLOWED_HOSTS": "testserver"},
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.stdout.split() == ["200", "200"], result.stderr
+
+
+def test_the_policy_compiled_in_the_wheels_stage_is_the_one_the_runtime_loads(image, tmp_path):
+    """The wheels stage compiles the policy with a compiler the runtime lacks, and
+    with the mypy `make test` pins, into the folder the runtime copies to
+    var/native beside the same sources. Laid out so, with the build `make policy`
+    made here, the runtime's interpreter loads the policy compiled."""
+    build, runtime = image
+    command = next(run for run in build.values("RUN") if "-m scheduling.policy build" in run)
+    assert "gcc" in command
+    assert not any("gcc" in run for run in runtime.values("RUN"))
+    pinned = re.search(r'"(mypy==[^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f"pip install {pinned} " in command
+    built_in = re.search(r"GANGWAY_NATIVE_DIR=(\S+) python -m scheduling.policy build", command).group(1)
+    copied = [shlex.split(copy)[1:] for copy in runtime.values("COPY") if copy.startswith("--from=wheels")]
+    destination = next(to for source, to in copied if source == built_in)
+    assert runtime.values("WORKDIR") == ["/app"] and not destination.startswith("/")
+
+    from scheduling.policy import native
+
+    made = native.builds() / native.digest()
+    if not native._complete(made):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no build of the policy in {made}: `make test` runs `make policy` first")
+        pytest.skip("no build of the policy here: `make policy` makes one")
+    app = tmp_path / "app"
+    shutil.copytree(ROOT / "scheduling", app / "scheduling", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(made, app / destination / made.name)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(app)}  # no GANGWAY_NATIVE_DIR, no GANGWAY_POLICY
+    script = "from scheduling.policy import native; print(native.LOADED); print(native.REASON)"
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.stdout.splitlines() == ["True", f"compiled with mypyc: {app / destination / made.name}"], (
+        result.stdout + result.stderr)
 
 
 # Worker, notifier and beat wait for the schema first (the migrate Job runs beside them in an upgrade).

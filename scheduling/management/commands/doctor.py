@@ -4,6 +4,7 @@ from core.quantities import memory_text
 from scheduling.cluster import ClusterUnavailable, get_cluster
 from scheduling.cluster.base import ClaimInfo, ClusterError
 from scheduling.cluster_words import refused, unreachable
+from scheduling.policy import native
 from scheduling.tenants import tenants_from_database
 
 
@@ -27,6 +28,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"Claims of team {slug}: {'; '.join(describe(claim) for claim in found)}.")
             else:
                 self.stdout.write(f"Team {slug} has no PersistentVolumeClaims in namespace {slug}; its jobs can mount none.")
+        # Which admission policy this process runs: compiled, or interpreted and why (same plans).
+        self.stdout.write(f"Admission policy: {native.REASON}.")
         problems = [finding for finding in findings if finding.blocking]
         for finding in problems:
             self.stdout.write(f"- {finding.problem} Fix: {finding.fix}")
