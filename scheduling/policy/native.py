@@ -130,6 +130,21 @@ def load(package_path: list[str]) -> bool:
     return True
 
 
+def _left_behind(folder: Path) -> bool:
+    """Returns whether `folder` is the working folder of a build whose process
+    is gone (killed mid-way): `.work-<digest>-<pid>` or `.out-<digest>-<pid>`."""
+    kind, _, pid = folder.name.rpartition("-")
+    if not kind.startswith((".work-", ".out-")) or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 def build(*, quiet: bool = False) -> Path:
     """Compiles the sources as they are now into `builds()/digest()`, unless
     a complete build is there already; returns its folder. Raises
@@ -187,7 +202,7 @@ def build(*, quiet: bool = False) -> Path:
                 shutil.rmtree(target)
                 out.rename(target)
         for old in builds().iterdir():  # builds of other sources are never loaded again
-            if old.name != key and not old.name.startswith("."):
+            if (old.name != key and not old.name.startswith(".")) or _left_behind(old):
                 shutil.rmtree(old, ignore_errors=True)
         if not quiet:
             print(f"Built in {time.monotonic() - began:.0f} s.")

@@ -234,6 +234,25 @@ def test_a_build_replaces_an_incomplete_folder_of_the_same_digest(package, tmp_p
     assert [p.name for p in (tmp_path / "builds").iterdir()] == [target.name]  # nothing left behind
 
 
+def test_a_build_removes_the_working_folders_of_builds_killed_mid_way(package, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.setattr(native.subprocess, "run", _fake_mypyc)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    builds = tmp_path / "builds"
+    try:
+        for name in (f".work-0123-{gone.pid}", f".out-0123-{gone.pid}", f".work-4567-{alive.pid}",
+                     ".work-notapid"):
+            (builds / name / "scheduling").mkdir(parents=True)
+        target = native.build(quiet=True)
+        assert sorted(p.name for p in builds.iterdir()) == sorted(
+            [target.name, f".work-4567-{alive.pid}", ".work-notapid"])
+    finally:
+        alive.kill()
+        alive.wait()
+
+
 def test_a_build_is_keyed_by_the_sources_it_compiled(package, tmp_path, monkeypatch):
     """Sources edited while mypyc runs get a build of their own, never the old key."""
     before = native.digest()
