@@ -193,3 +193,34 @@ def test_a_count_of_room_given_back_answers_as_placing_the_gang_on_that_room(see
                  for r in range(3)]
         assert capacity.fits(tuple(total)) == (place(reference, demand) is not None)
     assert _index(whole) == untouched
+
+
+@PROFILE
+@given(st.integers(0, 2**32))
+def test_a_bucket_lists_its_nodes_in_order_as_nodes_move(seed):
+    """Buckets read, then changed by takes and gives, list their nodes in
+    node order each time they are read, small buckets and big ones (hundreds
+    of nodes with the same free GPUs); a copy's buckets change apart from
+    the room's."""
+    rng = random.Random(seed)
+    room = Room(tuple(Node(f"n{i}", rng.choice((1, 2, 8)), 64000)
+                      for i in range(rng.choice((5, 40, 700)))))
+    copy = None
+    for step in range(300):
+        b = rng.randrange(room.top + 1)
+        if rng.random() < 0.4:
+            assert room.bucket(b) == sorted(room.members[b])
+        i = rng.randrange(len(room.names))
+        g = rng.randint(0, 2)
+        if rng.random() < 0.5:
+            if room.gpu[i] >= g:
+                room.take(i, (g, 0, 0))
+        elif room.gpu[i] + g <= room.top:
+            room.give(i, (g, 0, 0))
+        if step == 150:
+            copy = room.copy()
+            frozen = [sorted(m) for m in copy.members]
+    assert copy is not None
+    for b in range(room.top + 1):
+        assert room.bucket(b) == sorted(room.members[b])
+        assert copy.bucket(b) == frozen[b]
