@@ -130,17 +130,26 @@ def load(package_path: list[str]) -> bool:
     return True
 
 
+# A working folder untouched this long is its build's for sure, should the process id
+# in its name be of another machine or container sharing the builds folder.
+LEFT_AFTER = 3600
+
+
 def _left_behind(folder: Path) -> bool:
     """Returns whether `folder` is the working folder of a build whose process
-    is gone (killed mid-way): `.work-<digest>-<pid>` or `.out-<digest>-<pid>`."""
+    is gone (killed mid-way): `.work-<digest>-<pid>` or `.out-<digest>-<pid>`,
+    that process no longer running here, and the folder unchanged for
+    LEFT_AFTER seconds."""
     kind, _, pid = folder.name.rpartition("-")
     if not kind.startswith((".work-", ".out-")) or not pid.isdigit() or int(pid) == os.getpid():
         return False
     try:
+        if time.time() - folder.stat().st_mtime < LEFT_AFTER:
+            return False
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
-    except PermissionError:  # alive, another user's
+    except (OSError, OverflowError):  # alive and another user's (PermissionError), or not a pid
         return False
     return False
 

@@ -23,9 +23,14 @@ def image():
     return stages(DOCKERFILE)
 
 
+def stage(image, name):
+    return next(found for found in image if found.name == name)
+
+
 def test_it_builds_wheels_in_one_stage_and_runs_as_a_non_root_user_on_a_slim_python_311(image):
-    build, runtime = image
-    assert build.base == runtime.base == "python:3.11-slim-bookworm"
+    assert [found.name for found in image] == ["wheels", "policy", "runtime"]
+    build, runtime = stage(image, "wheels"), stage(image, "runtime")
+    assert build.base == runtime.base == stage(image, "policy").base == "python:3.11-slim-bookworm"
     assert any("pip wheel" in run for run in build.values("RUN"))
     assert any("--from=wheels" in copy for copy in runtime.values("COPY"))
     user = runtime.values("USER")[-1]
@@ -44,7 +49,7 @@ def test_everything_it_copies_exists_and_is_not_left_out_of_the_context(image):
 
 
 def test_the_wheels_stage_copies_every_package_pyproject_installs(image):
-    copied = {source for sources, _ in image[0].copies() for source in sources}
+    copied = {source for sources, _ in stage(image, "wheels").copies() for source in sources}
     pyproject = (ROOT / "pyproject.toml").read_text()
     include = pyproject.split("include = [", 1)[1].split("]", 1)[0]
     packages = {name.strip().strip('"').rstrip("*") for name in include.split(",") if name.strip()}
@@ -55,7 +60,7 @@ def test_the_wheels_stage_copies_every_package_pyproject_installs(image):
 def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_path):
     """Lay out /app as the runtime stage copies it, run its collectstatic, then serve a page and a stylesheet."""
     app = tmp_path / "app"
-    for sources, destination in image[1].copies():  # destinations are relative to WORKDIR /app
+    for sources, destination in stage(image, "runtime").copies():  # relative to WORKDIR /app
         for source in sources:
             target = app / destination / Path(source).name if destination.endswith("/") else app / destination
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -76,21 +81,26 @@ def test_the_runtime_layout_collects_static_files_and_serves_them(image, tmp_pat
     assert result.stdout.split() == ["200", "200"], result.stderr
 
 
-def test_the_policy_compiled_in_the_wheels_stage_is_the_one_the_runtime_loads(image, tmp_path):
-    """The wheels stage compiles the policy with a compiler the runtime lacks, and
-    with the mypy `make test` pins, into the folder the runtime copies to
-    var/native beside the same sources. Laid out so, with the build `make policy`
-    made here, the runtime's interpreter loads the policy compiled."""
-    build, runtime = image
-    command = next(run for run in build.values("RUN") if "-m scheduling.policy build" in run)
-    assert "gcc" in command
-    assert not any("gcc" in run for run in runtime.values("RUN"))
-    pinned = re.search(r'"(mypy==[^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
-    assert f"pip install {pinned} " in command
-    built_in = re.search(r"GANGWAY_NATIVE_DIR=(\S+) python -m scheduling.policy build", command).group(1)
-    copied = [shlex.split(copy)[1:] for copy in runtime.values("COPY") if copy.startswith("--from=wheels")]
+def test_the_policy_compiled_in_its_own_stage_is_the_one_the_runtime_loads(image, tmp_path):
+    """A stage of its own compiles the policy with a compiler the runtime lacks,
+    and with the mypy (and mypyc's setuptools) `make test` pins, from the policy
+    and the core alone, into the folder the runtime copies to var/native beside
+    the same sources; the runtime neither moves the builds nor asks for the
+    interpreted policy. Laid out so, with the build `make policy` made here, the
+    runtime's interpreter loads the policy compiled."""
+    policy, runtime = stage(image, "policy"), stage(image, "runtime")
+    runs = " ".join(policy.values("RUN"))
+    assert "gcc" in runs and not any("gcc" in run for run in runtime.values("RUN"))
+    pinned = re.search(r'"(mypy\[mypyc\]==[^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f'pip install "{pinned}"' in runs
+    assert {to for _, to in policy.copies()} == {"core", "scheduling/", "scheduling/policy"}
+    command = policy.values("RUN")[-1]
+    built_in = re.fullmatch(r"GANGWAY_NATIVE_DIR=(\S+) python -m scheduling.policy build", command).group(1)
+    copied = [shlex.split(copy)[1:] for copy in runtime.values("COPY") if copy.startswith("--from=policy")]
     destination = next(to for source, to in copied if source == built_in)
     assert runtime.values("WORKDIR") == ["/app"] and not destination.startswith("/")
+    assert not any(word in env for env in runtime.values("ENV")
+                   for word in ("GANGWAY_POLICY", "GANGWAY_NATIVE_DIR"))
 
     from scheduling.policy import native
 

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -242,12 +243,16 @@ def test_a_build_removes_the_working_folders_of_builds_killed_mid_way(package, t
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     builds = tmp_path / "builds"
     try:
+        old = time.time() - native.LEFT_AFTER - 60
         for name in (f".work-0123-{gone.pid}", f".out-0123-{gone.pid}", f".work-4567-{alive.pid}",
-                     ".work-notapid"):
+                     ".work-notapid", f".work-89ab-{gone.pid}", f".work-cdef-{10 ** 30}"):
             (builds / name / "scheduling").mkdir(parents=True)
+            if name != f".work-89ab-{gone.pid}":  # that one changed a moment ago: left alone
+                os.utime(builds / name, (old, old))
         target = native.build(quiet=True)
         assert sorted(p.name for p in builds.iterdir()) == sorted(
-            [target.name, f".work-4567-{alive.pid}", ".work-notapid"])
+            [target.name, f".work-4567-{alive.pid}", ".work-notapid", f".work-89ab-{gone.pid}",
+             f".work-cdef-{10 ** 30}"])
     finally:
         alive.kill()
         alive.wait()

@@ -42,11 +42,11 @@ def test_doctor_passes_on_a_seeded_simulated_cluster(maps, nodes):
     assert "All checks passed." in run("doctor")
 
 
-def test_doctor_says_which_admission_policy_runs_and_why(maps, nodes):
+def test_doctor_says_whether_the_planning_code_runs_compiled_and_why(maps, nodes):
     from scheduling.policy import native
 
     assert native.REASON.startswith(("compiled with mypyc: ", "interpreted: "))
-    assert f"Admission policy: {native.REASON}.\n" in run("doctor")
+    assert f"Gangway's planning code: {native.REASON}.\n" in run("doctor")
 
 
 def test_doctor_reports_quotas_above_capacity_and_exits_1(maps, vision):

@@ -28,8 +28,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"Claims of team {slug}: {'; '.join(describe(claim) for claim in found)}.")
             else:
                 self.stdout.write(f"Team {slug} has no PersistentVolumeClaims in namespace {slug}; its jobs can mount none.")
-        # Which admission policy this process runs: compiled, or interpreted and why (same plans).
-        self.stdout.write(f"Admission policy: {native.REASON}.")
+        # Which policy code this process plans with: compiled, or interpreted and why (the same
+        # plans). Not the cluster's ValidatingAdmissionPolicy, which the findings speak of.
+        self.stdout.write(f"Gangway's planning code: {native.REASON}.")
         problems = [finding for finding in findings if finding.blocking]
         for finding in problems:
             self.stdout.write(f"- {finding.problem} Fix: {finding.fix}")
