@@ -33,10 +33,13 @@ policy: $(VENV)/.test
 	$(PY) -m scheduling.policy build
 
 # Every test on the compiled policy, then the policy's own tests again on the interpreted
-# one, with those that watch its insides (marked interpreted_policy).
+# one, with those that watch its insides (marked interpreted_policy). The tests run in
+# TEST_PROCESSES processes (pytest-xdist; 0 runs them in this one), each with its own test
+# database, broker keys and cache database (portal/test_settings.py).
+TEST_PROCESSES ?= 2
 test: $(VENV)/.test services browser policy
-	$(PY) -m pytest
-	GANGWAY_POLICY=python $(PY) -m pytest tests/policy
+	$(PY) -m pytest -n $(TEST_PROCESSES)
+	GANGWAY_POLICY=python $(PY) -m pytest -n $(TEST_PROCESSES) tests/policy
 
 check: $(VENV)/.test
 	DJANGO_DEBUG=1 $(PY) manage.py makemigrations --check --dry-run

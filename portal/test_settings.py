@@ -33,3 +33,15 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         **CELERY_BROKER_TRANSPORT_OPTIONS,
         "global_keyprefix": os.environ.get("GANGWAY_TEST_BROKER_PREFIX") or f"gangway-test-{os.getpid()}:",
     }
+
+# Clearing a Redis cache empties its whole database (FLUSHDB), broker keys included. The suite's caches are
+# kept in a database of their own, 13, apart from the broker's; under pytest-xdist each worker process (gw0,
+# gw1, ...) has its own, counting down (13, 12, ...), so one worker's clear() never empties another's throttle
+# counts, shared log reads or metrics. A Celery worker that a test starts inherits the variable, and so the same
+# database. Tests that make a Redis cache of their own use TEST_CACHE_REDIS too.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEST_CACHE_REDIS_DB = 13 - (int(_XDIST_WORKER[2:]) % 12 if _XDIST_WORKER[2:].isdigit() else 0)
+TEST_CACHE_REDIS = f"{CELERY_BROKER_URL.rsplit('/', 1)[0]}/{TEST_CACHE_REDIS_DB}"  # noqa: F405
+for _name, _cache in CACHES.items():  # noqa: F405
+    if str(_cache.get("LOCATION", "")).startswith(("redis://", "rediss://")):
+        CACHES[_name] = {**_cache, "LOCATION": TEST_CACHE_REDIS}  # noqa: F405

@@ -158,7 +158,6 @@ def login(client):
     return _login
 
 
-THROTTLE_REDIS = "redis://127.0.0.1:6379/13"
 
 
 @pytest.fixture(autouse=True)
@@ -172,10 +171,11 @@ def broker_up():
 
 @pytest.fixture
 def throttle_cache(settings):
-    """API throttle counts in Redis database 13, empty at the start and the end of the test."""
+    """API throttle counts in the suite's cache database in Redis (this test process's own: TEST_CACHE_REDIS,
+    portal/test_settings.py), empty at the start and the end of the test."""
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": THROTTLE_REDIS},
+        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": settings.TEST_CACHE_REDIS},
         "logs": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "logs"},
     }
     caches["throttle"].clear()
