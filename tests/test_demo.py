@@ -37,8 +37,7 @@ def demo_env(var_dir: Path, port: int) -> dict:
 def test_the_demo_serves_a_login_page_and_its_worker_answers(tmp_path):
     port = free_port()
     env = demo_env(tmp_path, port)
-    demo = subprocess.Popen(["bash", "deploy/demo.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    demo = start_demo(env)
     try:
         page = ""
         deadline = time.monotonic() + 120
@@ -79,8 +78,7 @@ def test_the_demo_serves_a_login_page_and_its_worker_answers(tmp_path):
         assert sent, "the demo's worker sent no notification"
         assert "To: " in (tmp_path / "worker.log").read_text()
     finally:
-        os.killpg(demo.pid, signal.SIGTERM)
-        demo.wait(timeout=30)
+        stop(demo, tmp_path)
 
 
 def start_demo(env: dict, *, ignoring_ctrl_c: bool = False) -> subprocess.Popen:
@@ -91,6 +89,24 @@ def start_demo(env: dict, *, ignoring_ctrl_c: bool = False) -> subprocess.Popen:
     return subprocess.Popen(["bash", "deploy/demo.sh"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             preexec_fn=ignore)  # fmt: skip
+
+
+def stop(demo: subprocess.Popen, logs: Path) -> str:
+    """Stops a demo still running as `kill` would (SIGTERM to its process group) and returns what it printed.
+    The worker first finishes the task it runs (a warm shutdown), which a loaded machine makes slow; a demo
+    still up after a minute is killed, and the test fails naming the processes left and their logs' ends."""
+    if demo.poll() is not None:
+        return demo.communicate()[0]
+    os.killpg(demo.pid, signal.SIGTERM)
+    try:
+        return demo.communicate(timeout=60)[0]  # read, not wait: a full pipe would stop the demo writing
+    except subprocess.TimeoutExpired:
+        left = subprocess.run(["ps", "-s", str(demo.pid), "-o", "pid,stat,etime,args"], capture_output=True,
+                              text=True).stdout  # fmt: skip
+        os.killpg(demo.pid, signal.SIGKILL)
+        demo.communicate()
+        ends = {log.name: log.read_text(errors="replace")[-2000:] for log in sorted(logs.glob("*.log"))}
+        pytest.fail(f"the demo was still up a minute after SIGTERM:\n{left}\n{ends}")
 
 
 def wait_for_login_page(demo: subprocess.Popen, port: int) -> None:
@@ -116,8 +132,7 @@ def test_ctrl_c_stops_the_demo_without_reporting_a_failure(tmp_path, ignoring_ct
         output, _ = demo.communicate(timeout=60)
     finally:
         if demo.poll() is None:
-            os.killpg(demo.pid, signal.SIGTERM)
-            demo.wait(timeout=30)
+            stop(demo, tmp_path)
     assert "Stopping the demo..." in output
     assert "stopped by itself" not in output and "A demo process stopped" not in output, output
 
@@ -133,8 +148,7 @@ def test_a_process_that_fails_stops_the_demo_and_says_where_to_look(tmp_path):
             output, _ = demo.communicate(timeout=120)
         finally:
             if demo.poll() is None:
-                os.killpg(demo.pid, signal.SIGTERM)
-                demo.wait(timeout=30)
+                stop(demo, tmp_path)
     assert f"A demo process stopped by itself (exit status 1); see the logs in {tmp_path}." in output, output
     assert output.index("stopped by itself") < output.index("Stopping the demo...")
     assert demo.returncode == 1
