@@ -17,6 +17,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from notifications import outbound, tasks
 from notifications.models import Subscription
+from portal import triggers
 from portal.celery import app
 
 
@@ -240,12 +241,16 @@ def public_example_hosts(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def eager_tasks(settings):
-    """Tasks run in the caller (retries too, at once): the behaviour under test is the tasks', not the broker's."""
+def eager_tasks(settings, monkeypatch):
+    """Tasks run in the caller (retries too, at once): the behaviour under test is the tasks', not the broker's.
+    The admission cycles and reconciles that submissions ask for by name (`triggers.trigger`, Celery's
+    send_task, which eager mode does not cover) are noted instead of sent: no test here runs them."""
     settings.PUBLIC_URL = "https://gangway.example.com"
     before = app.conf.task_always_eager
     app.conf.task_always_eager = True
-    yield
+    asked: list[str] = []
+    monkeypatch.setattr(triggers, "trigger", asked.append)
+    yield asked
     app.conf.task_always_eager = before
 
 
