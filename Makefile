@@ -35,7 +35,7 @@ policy: $(VENV)/.test
 # Every test on the compiled policy, then the policy's own tests again on the interpreted
 # one, with those that watch its insides (marked interpreted_policy). The tests run in
 # TEST_PROCESSES processes (pytest-xdist; 0 runs them in this one), each with its own test
-# database, broker keys and cache database (portal/test_settings.py).
+# database, broker keys and cache keys (portal/test_settings.py).
 TEST_PROCESSES ?= 2
 test: $(VENV)/.test services browser policy
 	$(PY) -m pytest -n $(TEST_PROCESSES)

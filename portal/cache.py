@@ -8,6 +8,9 @@ The client holds nothing but the pool and is safe to share, so each
 pool keeps one. The metrics cache uses this backend; the throttle and logs caches use
 `BestEffortRedisCache`.
 
+`clear` deletes only the cache's own keys (its KEY_PREFIX), where Django's empties the whole
+database, broker queues included when the caches share the broker's Redis database.
+
 `incr` is one atomic round trip (a script: INCRBY only when the key exists)
 where Django's makes two, EXISTS then INCRBY, and lets a key that expires
 between them come back without an expiry.
@@ -16,6 +19,7 @@ between them come back without an expiry.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from functools import wraps
 
@@ -56,6 +60,27 @@ class RedisCache(DjangoRedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
         self._class = PooledClient
+
+    def clear(self):
+        """Deletes this cache's own keys, those under its KEY_PREFIX, where Django's empties the whole Redis
+        database (FLUSHDB): the caches share a database with the broker's queues unless REDIS_URL says
+        otherwise, and clearing one must take neither the tasks waiting there nor another cache's keys.
+        Reads the keys Django's default key function makes (`<KEY_PREFIX>:<version>:<key>`)."""
+        client = self._cache.get_client(None, write=True)
+        batch = []
+        for key in client.scan_iter(match=f"{_glob_escaped(self.key_prefix)}:*", count=1000):
+            batch.append(key)
+            if len(batch) == 1000:
+                client.delete(*batch)
+                batch.clear()
+        if batch:
+            client.delete(*batch)
+        return True
+
+
+def _glob_escaped(text: str) -> str:
+    """Returns `text` matched literally in a Redis SCAN pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def _or_miss(answer):

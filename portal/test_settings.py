@@ -22,26 +22,19 @@ from portal.settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 AXES_ENABLED = False  # `client.login()` passes no request; the lockout tests turn it on
 
-# One test database per test run, so several runs on one machine never collide.
+# One test database per test process (pytest-django adds an xdist worker's name), so several runs on one
+# machine never collide.
 DATABASES["default"]["TEST"] = {"NAME": os.environ.get("GANGWAY_TEST_DB", f"test_gangway_{os.getpid()}")}
 
-# The broker keys of this test process only (its queues, their unacked messages, bindings), so that several
-# test processes run real workers at once on one Redis without taking each other's tasks; a worker it starts
-# is given the same prefix (tests/workers.py).
+# The Redis keys of this test process only: a Celery worker it starts is given the same prefix
+# (tests/workers.py), so that several test processes, of one run or of several, share one Redis.
+TEST_KEY_PREFIX = os.environ.get("GANGWAY_TEST_BROKER_PREFIX") or f"gangway-test-{os.getpid()}:"
+# Its broker keys (its queues, their unacked messages, bindings): no process takes another's tasks.
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        **CELERY_BROKER_TRANSPORT_OPTIONS,
-        "global_keyprefix": os.environ.get("GANGWAY_TEST_BROKER_PREFIX") or f"gangway-test-{os.getpid()}:",
-    }
-
-# Clearing a Redis cache empties its whole database (FLUSHDB), broker keys included. The suite's caches are
-# kept in a database of their own, 13, apart from the broker's; under pytest-xdist each worker process (gw0,
-# gw1, ...) has its own, counting down (13, 12, ...), so one worker's clear() never empties another's throttle
-# counts, shared log reads or metrics. A Celery worker that a test starts inherits the variable, and so the same
-# database. Tests that make a Redis cache of their own use TEST_CACHE_REDIS too.
-_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-TEST_CACHE_REDIS_DB = 13 - (int(_XDIST_WORKER[2:]) % 12 if _XDIST_WORKER[2:].isdigit() else 0)
-TEST_CACHE_REDIS = f"{CELERY_BROKER_URL.rsplit('/', 1)[0]}/{TEST_CACHE_REDIS_DB}"  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS = {**CELERY_BROKER_TRANSPORT_OPTIONS, "global_keyprefix": TEST_KEY_PREFIX}
+# Its cache keys: a Redis cache's clear() deletes only the keys under its own prefix (portal.cache), so one
+# process clearing its throttle counts, shared log reads or metrics leaves every other process's alone.
+TEST_CACHE_PREFIX = f"{TEST_KEY_PREFIX}cache"
 for _name, _cache in CACHES.items():  # noqa: F405
     if str(_cache.get("LOCATION", "")).startswith(("redis://", "rediss://")):
-        CACHES[_name] = {**_cache, "LOCATION": TEST_CACHE_REDIS}  # noqa: F405
+        CACHES[_name] = {**_cache, "KEY_PREFIX": TEST_CACHE_PREFIX}  # noqa: F405

@@ -46,8 +46,24 @@ def pytest_collection_modifyitems(config, items):
         LEFT_TO_THE_INTERPRETED_RUN.extend(item.nodeid for item in left)
 
 
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands the tests it left to the interpreted run to the controller, which prints
+    the summary (`pytest_testnodedown`)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["left_to_the_interpreted_run"] = LEFT_TO_THE_INTERPRETED_RUN
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller: gathers what each worker left (every worker collects every test)."""
+    for nodeid in getattr(node, "workeroutput", {}).get("left_to_the_interpreted_run", ()):
+        if nodeid not in LEFT_TO_THE_INTERPRETED_RUN:
+            LEFT_TO_THE_INTERPRETED_RUN.append(nodeid)
+
+
 def pytest_terminal_summary(terminalreporter):
-    if LEFT_TO_THE_INTERPRETED_RUN:
+    if LEFT_TO_THE_INTERPRETED_RUN and not hasattr(terminalreporter.config, "workeroutput"):
         terminalreporter.write_line(
             f"{len(LEFT_TO_THE_INTERPRETED_RUN)} tests that watch the policy's insides were left to the "
             "interpreted policy, which `make test` runs second: GANGWAY_POLICY=python pytest tests/policy")
@@ -171,11 +187,12 @@ def broker_up():
 
 @pytest.fixture
 def throttle_cache(settings):
-    """API throttle counts in the suite's cache database in Redis (this test process's own: TEST_CACHE_REDIS,
-    portal/test_settings.py), empty at the start and the end of the test."""
+    """API throttle counts in Redis, under this test process's own key prefix (portal/test_settings.py), empty
+    at the start and the end of the test."""
+    redis = settings.CACHES["throttle"]["LOCATION"]  # the test Redis (portal/test_settings.py)
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": settings.TEST_CACHE_REDIS},
+        "throttle": {"BACKEND": "portal.cache.RedisCache", "LOCATION": redis, "KEY_PREFIX": settings.TEST_CACHE_PREFIX},
         "logs": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "logs"},
     }
     caches["throttle"].clear()

@@ -105,7 +105,8 @@ def stop(demo: subprocess.Popen, logs: Path) -> str:
                               text=True).stdout  # fmt: skip
         os.killpg(demo.pid, signal.SIGKILL)
         demo.communicate()
-        ends = {log.name: log.read_text(errors="replace")[-2000:] for log in sorted(logs.glob("*.log"))}
+        ends = "\n".join(f"--- the end of {log.name}:\n{log.read_text(errors='replace')[-2000:]}"
+                         for log in sorted(logs.glob("*.log")))  # fmt: skip
         pytest.fail(f"the demo was still up a minute after SIGTERM:\n{left}\n{ends}")
 
 
@@ -129,7 +130,10 @@ def test_ctrl_c_stops_the_demo_without_reporting_a_failure(tmp_path, ignoring_ct
         wait_for_login_page(demo, port)
         time.sleep(5)  # the worker and beat have installed their own Ctrl-C handlers
         os.killpg(demo.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
-        output, _ = demo.communicate(timeout=60)
+        try:
+            output, _ = demo.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the demo was still up a minute after Ctrl-C; it said: {stop(demo, tmp_path)}")
     finally:
         if demo.poll() is None:
             stop(demo, tmp_path)
@@ -146,6 +150,9 @@ def test_a_process_that_fails_stops_the_demo_and_says_where_to_look(tmp_path):
         demo = start_demo(demo_env(tmp_path, port))
         try:
             output, _ = demo.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the demo was still up two minutes after it started, its web server unable to listen; it said: "
+                        f"{stop(demo, tmp_path)}")
         finally:
             if demo.poll() is None:
                 stop(demo, tmp_path)

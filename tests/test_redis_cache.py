@@ -12,18 +12,18 @@ from django.conf import settings
 
 from portal.cache import RedisCache
 
-REDIS = settings.TEST_CACHE_REDIS  # this test process's own database (portal/test_settings.py)
+REDIS = settings.CACHES["metrics"]["LOCATION"]  # the test Redis (portal/test_settings.py)
 
 
 def test_it_keeps_one_client_for_every_call():
-    cache = RedisCache(REDIS, {"KEY_PREFIX": "test-cache"})
+    cache = RedisCache(REDIS, {"KEY_PREFIX": f"{settings.TEST_CACHE_PREFIX}-test-cache"})
     first = cache._cache.get_client("a", write=True)
     assert cache._cache.get_client("b", write=True) is first
     assert cache._cache.get_client("c") is first  # one server: reads and writes share the pool
 
 
 def test_it_stores_reads_counts_and_expires_like_djangos():
-    cache = RedisCache(REDIS, {"KEY_PREFIX": "test-cache"})
+    cache = RedisCache(REDIS, {"KEY_PREFIX": f"{settings.TEST_CACHE_PREFIX}-test-cache"})
     cache.delete_many(["history", "count"])
     cache.set("history", [3.0, 2.0, 1.0], 60)
     assert cache.get("history") == [3.0, 2.0, 1.0]
@@ -35,7 +35,7 @@ def test_it_stores_reads_counts_and_expires_like_djangos():
 
 
 def test_incr_is_one_round_trip_and_refuses_a_missing_key():
-    cache = RedisCache(REDIS, {"KEY_PREFIX": "test-cache"})
+    cache = RedisCache(REDIS, {"KEY_PREFIX": f"{settings.TEST_CACHE_PREFIX}-test-cache"})
     cache.delete("count")
     with pytest.raises(ValueError):
         cache.incr("count")
@@ -54,27 +54,50 @@ def test_incr_is_one_round_trip_and_refuses_a_missing_key():
     cache.delete("count")
 
 
-def _cache_locations(worker: str | None) -> dict[str, str]:
-    """Returns each cache's location as the test settings give it to a test process run as xdist `worker`."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
-    if worker is not None:
-        env["PYTEST_XDIST_WORKER"] = worker
-    code = ("import json, portal.test_settings as s; "
-            "print(json.dumps({n: str(c.get('LOCATION', '')) for n, c in s.CACHES.items()}))")  # fmt: skip
+
+def test_clear_deletes_its_own_keys_only_and_leaves_the_broker_and_other_caches_theirs():
+    """Django's clear() is FLUSHDB, which would take the broker's queued tasks and every other cache's keys from
+    the database they share."""
+    own = RedisCache(REDIS, {"KEY_PREFIX": f"{settings.TEST_CACHE_PREFIX}-own[1]*"})  # glob characters, literally
+    longer = RedisCache(REDIS, {"KEY_PREFIX": f"{settings.TEST_CACHE_PREFIX}-own[1]*x"})
+    other = RedisCache(REDIS, {"KEY_PREFIX": f"{settings.TEST_CACHE_PREFIX}-own[2]*"})
+    client = own._cache.get_client(None, write=True)
+    queued = f"{settings.TEST_KEY_PREFIX}clear-test-queue"  # as a broker key of this process's
+    try:
+        own.set_many({f"k{n}": n for n in range(2500)}, 60)  # more than one batch of deletes
+        longer.set("k1", "kept", 60)
+        other.set("k1", "kept", 60)
+        client.rpush(queued, "a task")
+        assert own.clear()
+        assert own.get_many(["k0", "k1", "k2499"]) == {}
+        assert client.exists(*(own.make_key(f"k{n}") for n in range(2500))) == 0
+        assert longer.get("k1") == "kept" and other.get("k1") == "kept"
+        assert client.lrange(queued, 0, -1) == [b"a task"]
+    finally:
+        for cache in (own, longer, other):
+            cache.clear()
+        client.delete(queued)
+
+
+def _cache_prefixes() -> dict[str, str]:
+    """Returns each Redis cache's key prefix, and the broker's, as the test settings give them to a new test
+    process."""
+    env = {k: v for k, v in os.environ.items() if k != "GANGWAY_TEST_BROKER_PREFIX"}
+    code = ("import json, portal.test_settings as s; print(json.dumps({**{n: c.get('KEY_PREFIX') for n, c in "
+            "s.CACHES.items() if 'redis' in c['BACKEND'].lower()}, "
+            "'broker': s.CELERY_BROKER_TRANSPORT_OPTIONS['global_keyprefix']}))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
-def test_each_test_process_keeps_its_redis_caches_in_a_database_of_its_own_apart_from_the_broker():
-    """A cache's clear() empties its whole database: two xdist workers, or a worker and the broker, sharing
-    one would empty each other's keys mid-test."""
-    broker_db = settings.CELERY_BROKER_URL.rsplit("/", 1)[1]
-    databases = {}
-    for worker in (None, "gw0", "gw1", "gw5"):
-        locations = _cache_locations(worker)
-        on_redis = {location for location in locations.values() if location.startswith("redis://")}
-        assert len(on_redis) == 1, locations  # throttle, logs and metrics: one database per process
-        databases[worker] = on_redis.pop().rsplit("/", 1)[1]
-    assert broker_db not in databases.values()
-    assert databases[None] == databases["gw0"] == "13"
-    assert len({databases["gw0"], databases["gw1"], databases["gw5"]}) == 3
+def test_each_test_process_keeps_its_cache_keys_under_a_prefix_of_its_own():
+    """Two test processes (xdist's, or two runs) clear only their own caches' keys."""
+    first, second = _cache_prefixes(), _cache_prefixes()
+    assert {"throttle", "logs", "metrics"} <= first.keys()
+    for prefixes in (first, second):
+        caches_ = {name: prefix for name, prefix in prefixes.items() if name != "broker"}
+        assert set(caches_.values()) == {prefixes["broker"] + "cache"}, prefixes
+    assert first["throttle"] != second["throttle"]
+    # This process's own caches are under its own prefix, which a worker it starts is given (tests/workers.py).
+    assert settings.CACHES["throttle"]["KEY_PREFIX"] == settings.TEST_CACHE_PREFIX
+    assert settings.TEST_CACHE_PREFIX.startswith(settings.CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"])
