@@ -3,7 +3,8 @@
 A TFJob or PyTorchJob created with kubectl, by a Katib trial or a Pipelines step, suspended,
 in a team namespace, with the label `gangway.io/queue: <team>`, becomes a Gangway job through
 the same submission as every other path (the manifest import, then `job_submit`'s validation);
-what that refuses is written back onto the object. Its Katib experiment's trials form a sweep.
+what that refuses is written back onto the object, and listed on its team's page while the object is there
+(`record_refused`). Its Katib experiment's trials form a sweep.
 Gangway never deletes an adopted object: admission unsuspends it, preemption and cancelling
 suspend it, and its deletion in the cluster cancels the Gangway job.
 """
@@ -30,6 +31,7 @@ from jobs.transitions import StaleJob, can_move, note, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
 from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, OutsideJobs, TrialResult
+from scheduling.models import RefusedOutsideJob
 from tenants.models import Team
 from tenants.selectors import sweep_tier
 
@@ -75,11 +77,12 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
        A refused job of a kind whose operator keeps it is also marked Failed in its status, at a later
        pass if that mark did not go through, so that its Katib trial or Pipelines step fails instead of
        waiting for ever (`JobKind.keeps_written_failure`); so is one a person cancelled here (3).
-    5. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
+    5. The refused ones still in the cluster are what its teams' pages list (`record_refused`).
+    6. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
 
     Katib's Trials are listed in a team's namespace only, at most once a pass, and only when a step needs
     them there: a trial's job gone (2), a new trial whose labels do not name its experiment (4), a sweep of
-    the team to learn of (5). A list the cluster refuses (a missing permission in that namespace) says
+    the team to learn of (6). A list the cluster refuses (a missing permission in that namespace) says
     nothing of its trials: a trial's job gone there waits to be judged, a new trial's experiment is read
     from its name, its sweeps learn no objective this pass; the other namespaces go on.
     """
@@ -113,12 +116,14 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
         result.cancelled += _end_deleted(job, ended.get(job.cluster_name, ""), now)
     # Tiers read with them: an adoption reads its team's tiers twice (a trial's default, the submission's check).
     teams = {team.slug: team for team in Team.objects.prefetch_related("tiers")}
+    refused: dict[str, tuple[OutsideJob, str]] = {}  # uid -> the job refused at this pass, and why
     for item in found.jobs:
         try:
-            _adopt_or_refuse(item, known, teams, cluster, result, experiments)
+            _adopt_or_refuse(item, known, teams, cluster, result, experiments, refused)
         except ClusterError as error:
             # The cluster refused a label or an annotation on this one job: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
+    record_refused(found, known, teams, refused, now)
     reported = [trials(namespace) for namespace in _sweep_namespaces(now)]
     _learn_objectives([trial for listed_trials in reported if listed_trials is not None for trial in listed_trials])
     return result
@@ -142,7 +147,8 @@ def _sweep_namespaces(now: datetime) -> list[str]:
 
 
 def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str, Team], cluster: Cluster,
-                     result: Adopted, experiments: Callable[[str], dict[tuple[str, str], str]]) -> None:  # fmt: skip
+                     result: Adopted, experiments: Callable[[str], dict[tuple[str, str], str]],
+                     refused: dict[str, tuple[OutsideJob, str]]) -> None:  # fmt: skip
     if item.uid in known:
         pk, state, reason, left_queue = known[item.uid]
         if item.job_id != pk:
@@ -169,6 +175,7 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
         item = outside.with_experiment(item, experiments(item.namespace))  # Katib labels the Trial, not its job
     job, reason = _adopt(item, team)
     if job is None:
+        refused[item.uid] = (item, reason)  # recorded even if the mark below fails: it was refused
         cluster.mark_outside(item, rejected=reason)
         log.info("refused %s %s/%s: %s", item.kind, item.namespace, item.name, reason)
         result.refused += 1
@@ -177,6 +184,34 @@ def _adopt_or_refuse(item: OutsideJob, known: dict[str, tuple], teams: dict[str,
     cluster.mark_outside(item, job_id=job.pk)
     log.info("adopted %s %s/%s as job %s (%s)", item.kind, item.namespace, item.name, job.pk, item.origin)
     result.adopted += 1
+
+
+def record_refused(found: OutsideJobs, known: dict[str, tuple], teams: dict[str, Team],
+                   refused: dict[str, tuple[OutsideJob, str]], now: datetime) -> None:
+    """Keeps `RefusedOutsideJob` as the cluster is, level-triggered: one row per job from elsewhere in a
+    team namespace that Gangway refused (at this pass, `refused`, or before, its refusal written on it) and
+    that no Gangway job adopted since; a row keeps when it was first found refused. A row whose object is
+    gone, or was adopted after all, goes, unless its kind's list failed this pass (`found.kinds`): that
+    list says nothing of its jobs."""
+    now_refused: dict[str, tuple[OutsideJob, str]] = {}
+    for item in found.jobs:
+        if item.uid in known or item.namespace not in teams:
+            continue
+        item, reason = refused.get(item.uid, (item, item.rejected))
+        if reason:
+            now_refused[item.uid] = (item, reason)
+    with transaction.atomic():
+        rows = {row.uid: row for row in RefusedOutsideJob.objects.select_for_update()}
+        stale = [row.pk for uid, row in rows.items() if uid not in now_refused and row.kind in found.kinds]
+        RefusedOutsideJob.objects.filter(pk__in=stale).delete()
+        for uid, (item, reason) in now_refused.items():
+            fields = {"team": teams[item.namespace], "kind": item.kind, "name": item.name,
+                      "origin": item.origin, "reason": reason}  # fmt: skip
+            row = rows.get(uid)
+            if row is None:
+                RefusedOutsideJob.objects.create(uid=uid, refused_at=now, **fields)
+            elif any(getattr(row, name) != value for name, value in fields.items()):
+                RefusedOutsideJob.objects.filter(pk=row.pk).update(**fields)
 
 
 def _left_to_mark(item: OutsideJob) -> bool:

@@ -114,6 +114,29 @@ class Lease(models.Model):
         return f"{self.name} held by {self.holder or 'nobody'} until {self.until:%Y-%m-%d %H:%M:%S}"
 
 
+class RefusedOutsideJob(models.Model):
+    """A job from elsewhere (kubectl, a Katib trial, a Pipelines step) that asked for a team's queue and that
+    Gangway refused to adopt, as reconcile last found it in the cluster: one row per object still there with
+    the refusal written on it, so the team reads on its page what its owner reads with kubectl
+    (`adoption.record_refused`). It goes when the object goes, or is adopted after all."""
+
+    team = models.ForeignKey("tenants.Team", on_delete=models.CASCADE, related_name="refused_outside_jobs")
+    uid = models.CharField(max_length=64, unique=True, help_text="The object's uid in the cluster.")
+    kind = models.CharField(max_length=40, help_text="TFJob, PyTorchJob, TrainJob, ...")
+    name = models.CharField(max_length=253)
+    origin = models.CharField(max_length=100, blank=True, default="",  # outside.VIA_MAX, as Job.submitted_via
+                              help_text="Where it came from, as a Gangway job's submitted_via would say.")
+    reason = models.TextField(help_text="Why Gangway refused it, as written on the object.")
+    refused_at = models.DateTimeField(help_text="When reconcile first found it refused.")
+
+    class Meta:
+        ordering = ["-refused_at", "-id"]
+        indexes = [models.Index(fields=["team", "-refused_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}, refused"
+
+
 class UsageSample(models.Model):
     """A team's GPU use at one moment, recorded by the loop for the team page's chart."""
 

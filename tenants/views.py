@@ -30,6 +30,7 @@ from tenants.services import quota_update, quota_values
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
 SWEEPS_SHOWN = 10  # the team page's Katib sweeps: the open ones first, then the latest ended
+REFUSED_SHOWN = 20  # the team page's jobs from elsewhere that Gangway refused: the latest refused
 CHART_POINTS = 240  # one per 6 minutes over 24 hours
 TYPE_CHART = (CHART_WIDTH // 2, CHART_HEIGHT * 3 // 4)  # the charts per GPU type, two abreast
 QUOTA_SUBJECT = Quota._meta.model_name  # audit entries name what changed by its model (tenants.audit)
@@ -118,6 +119,10 @@ def team_detail(request, slug: str):
         "can_manage_tokens": can_manage_tokens(request.user, team),
         "can_edit_quota": can_edit_quota(request.user),
         "sweeps": with_waits(list(sweeps_for(request.user, team=team, open_first=True)[:SWEEPS_SHOWN])),
+        # Jobs from elsewhere Gangway refused to adopt, by name: for its members only, as its jobs are.
+        # One more than shown is read, to say whether there are more.
+        "refused": list(team.refused_outside_jobs.all()[:REFUSED_SHOWN + 1]) if insider else [],
+        "refused_shown": REFUSED_SHOWN,
     }
     return render(request, "tenants/detail.html", context)
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from scheduling.models import UsageSample
+from scheduling.models import RefusedOutsideJob, UsageSample
 from tests.browser.conftest import DESKTOP, PHONE, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -41,6 +41,17 @@ def world(staff, owner, fill, submit, maps, vision):
                     gpu_borrowed=(0 if m > 600 else 4 if m > 120 else 8), gpu_nominal=8, gpu_waiting=8 if m < 120 else 0)
         for m in range(5, 1440, 5)
     )  # fmt: skip
+    # Two jobs from elsewhere Gangway refused, with a long name and a long reason (the team page lists them).
+    RefusedOutsideJob.objects.bulk_create([
+        RefusedOutsideJob(team=maps, uid="uid-1", kind="TFJob", name="tune-learning-rate-and-warmup-x7k2q",
+                          origin="katib experiment tune-learning-rate-and-warmup, trial tune-learning-rate-and-warmup-x7k2q",
+                          reason="Team maps may not use tier 'production'; it may use standard, experiment.",
+                          refused_at=now - timedelta(minutes=12)),
+        RefusedOutsideJob(team=maps, uid="uid-2", kind="PyTorchJob", name="bert-large", origin="kubectl-create (alice)",
+                          reason="Refused by Gangway: 4 x 8 GPUs can never fit: no node of the cluster holds more "
+                                 "than 8 GPUs, and team maps may hold at most 16 (8 nominal + 8 borrowable).",
+                          refused_at=now - timedelta(hours=3)),
+    ])  # fmt: skip
     return waiting
 
 
