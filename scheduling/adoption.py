@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -190,28 +190,38 @@ def record_refused(found: OutsideJobs, known: dict[str, tuple], teams: dict[str,
                    refused: dict[str, tuple[OutsideJob, str]], now: datetime) -> None:
     """Keeps `RefusedOutsideJob` as the cluster is, level-triggered: one row per job from elsewhere in a
     team namespace that Gangway refused (at this pass, `refused`, or before, its refusal written on it) and
-    that no Gangway job adopted since; a row keeps when it was first found refused. A row whose object is
-    gone, or was adopted after all, goes, unless its kind's list failed this pass (`found.kinds`): that
-    list says nothing of its jobs."""
+    that no Gangway job adopted since. A row keeps when it was first found refused and where the job came
+    from as first found (a Katib trial's experiment is read from its Trial only when needed). A row whose
+    object is gone (or lost its queue label), or was adopted after all, goes, unless its kind's list failed
+    this pass (`found.kinds`): that list says nothing of its jobs. Writes only what changed, in one
+    transaction; reconcile's lease keeps passes apart. A database error is logged and leaves the rows as they
+    were for the next pass: reconcile's other work goes on."""
     now_refused: dict[str, tuple[OutsideJob, str]] = {}
     for item in found.jobs:
         if item.uid in known or item.namespace not in teams:
             continue
         item, reason = refused.get(item.uid, (item, item.rejected))
         if reason:
-            now_refused[item.uid] = (item, reason)
-    with transaction.atomic():
-        rows = {row.uid: row for row in RefusedOutsideJob.objects.select_for_update()}
+            now_refused[item.uid] = (item, outside.written_refusal(reason))
+    try:
+        rows = {row.uid: row for row in RefusedOutsideJob.objects.only("uid", "kind", "team_id", "name", "reason")}
         stale = [row.pk for uid, row in rows.items() if uid not in now_refused and row.kind in found.kinds]
-        RefusedOutsideJob.objects.filter(pk__in=stale).delete()
-        for uid, (item, reason) in now_refused.items():
-            fields = {"team": teams[item.namespace], "kind": item.kind, "name": item.name,
-                      "origin": item.origin, "reason": reason}  # fmt: skip
-            row = rows.get(uid)
-            if row is None:
-                RefusedOutsideJob.objects.create(uid=uid, refused_at=now, **fields)
-            elif any(getattr(row, name) != value for name, value in fields.items()):
-                RefusedOutsideJob.objects.filter(pk=row.pk).update(**fields)
+        new = [RefusedOutsideJob(uid=uid, team=teams[item.namespace], kind=item.kind, name=item.name,
+                                 origin=item.origin, reason=reason, refused_at=now)
+               for uid, (item, reason) in now_refused.items() if uid not in rows]  # fmt: skip
+        changed = [(rows[uid].pk, {"team": teams[item.namespace], "name": item.name, "reason": reason})
+                   for uid, (item, reason) in now_refused.items()
+                   if uid in rows and (rows[uid].team_id, rows[uid].name, rows[uid].reason)
+                   != (teams[item.namespace].pk, item.name, reason)]  # fmt: skip
+        if not (stale or new or changed):
+            return
+        with transaction.atomic():
+            RefusedOutsideJob.objects.filter(pk__in=stale).delete()
+            RefusedOutsideJob.objects.bulk_create(new, ignore_conflicts=True)
+            for pk, fields in changed:
+                RefusedOutsideJob.objects.filter(pk=pk).update(**fields)
+    except DatabaseError:
+        log.exception("could not record the jobs from elsewhere refused at this pass; the next pass tries again")
 
 
 def _left_to_mark(item: OutsideJob) -> bool:

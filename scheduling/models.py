@@ -116,9 +116,9 @@ class Lease(models.Model):
 
 class RefusedOutsideJob(models.Model):
     """A job from elsewhere (kubectl, a Katib trial, a Pipelines step) that asked for a team's queue and that
-    Gangway refused to adopt, as reconcile last found it in the cluster: one row per object still there with
-    the refusal written on it, so the team reads on its page what its owner reads with kubectl
-    (`adoption.record_refused`). It goes when the object goes, or is adopted after all."""
+    Gangway refused to adopt, as reconcile last found it in the cluster: one row per refused object still
+    there, so the team reads on its page what its owner reads with kubectl (`adoption.record_refused`). It
+    goes when the object goes or leaves the queue, or is adopted after all."""
 
     team = models.ForeignKey("tenants.Team", on_delete=models.CASCADE, related_name="refused_outside_jobs")
     uid = models.CharField(max_length=64, unique=True, help_text="The object's uid in the cluster.")

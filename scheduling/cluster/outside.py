@@ -177,10 +177,15 @@ def adoption_labels(job_id: int) -> dict:
     return {"metadata": {"labels": {JOB_ID_LABEL: str(job_id)}}}
 
 
+def written_refusal(reason: str) -> str:
+    """Returns a refusal as the object carries it (and the team page shows it): its first 1,000 characters."""
+    return reason[:1000]
+
+
 def rejection_patch(reason: str, uid: str) -> dict:
     """Returns the merge patch that writes back why Gangway refused an outside job, and which object it
     refused (its uid)."""
-    return {"metadata": {"annotations": {REJECTED_ANNOTATION: reason[:1000], REJECTED_UID_ANNOTATION: uid}}}
+    return {"metadata": {"annotations": {REJECTED_ANNOTATION: written_refusal(reason), REJECTED_UID_ANNOTATION: uid}}}
 
 
 def ends_when_failed(job: OutsideJob) -> bool:

@@ -78,6 +78,9 @@ def _visit_every_page(page, staff, world, viewport, shot):
         shot(page, f"{name}-{viewport['width']}")
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 1, f"{name} spills {overflow}px sideways at {viewport['width']}px"
+        if name == "team":  # the refused jobs from elsewhere are among what must fit
+            expect(page.locator("#refused-h")).to_be_visible()
+            expect(page.get_by_text("tune-learning-rate-and-warmup-x7k2q", exact=False).first).to_be_visible()
 
 
 def test_the_team_chart_s_axis_figures_read_on_a_phone(page_at, staff, world):

@@ -12,10 +12,12 @@ from django.utils import timezone
 
 from jobs.models import Job
 from scheduling.loop import admission_cycle
+from scheduling.adoption import record_refused
 from scheduling.models import RefusedOutsideJob
 from scheduling.reconcile import reconcile
 from tests.cluster.test_outside_jobs import outside_job
 from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
+from tenants.models import Team
 from tests.conftest import make_user
 
 TFJOBS = "^/apis/kubeflow.org/v1/tfjobs$"
@@ -51,6 +53,67 @@ def test_a_refused_job_is_kept_with_its_reason_origin_and_when_it_was_first_refu
 
     assert list(RefusedOutsideJob.objects.values_list("refused_at", flat=True)) == [first]
     assert not Job.objects.exists()
+
+
+def test_a_katib_trial_keeps_the_experiment_it_came_from_read_on_its_trial(world, fake, cluster, refused_tier):
+    """Katib labels the Trial, not its job: the experiment is read from the Trial at the refusing pass only."""
+    fake.add({"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial",
+              "metadata": {"name": "tune-lr-x7k2", "namespace": "maps",
+                           "labels": {"katib.kubeflow.org/experiment": "tune-lr"}}})  # fmt: skip
+    owner = [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-lr-x7k2", "controller": True}]
+    fake.add(outside_job(name="tune-lr-x7k2", gpu=1, labels={"gangway.io/tier": "production"},
+                         ownerReferences=owner))  # fmt: skip
+
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    assert RefusedOutsideJob.objects.get().origin == "katib experiment tune-lr, trial tune-lr-x7k2"
+
+
+def test_a_long_refusal_is_kept_as_the_object_carries_it(world, fake, cluster, refused_tier):
+    fake.add(outside_job(labels={"gangway.io/tier": "production"}))
+    reconcile(cluster=cluster)
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    obj["metadata"]["annotations"]["gangway.io/rejected"] = "Refused by Gangway: " + "too long. " * 150
+    fake.add(obj)  # a refusal longer than an annotation holds, as written back, cut
+
+    reconcile(cluster=cluster)
+
+    row = RefusedOutsideJob.objects.get()
+    assert row.reason == obj["metadata"]["annotations"]["gangway.io/rejected"][:1000]
+
+
+def test_a_refusal_whose_write_back_failed_is_recorded_all_the_same(world, fake, cluster, refused_tier):
+    fake.add(outside_job(labels={"gangway.io/tier": "production"}))
+    fake.fail(403, method="PATCH", path="/tfjobs/bert-kubectl$", times=10)
+
+    reconcile(cluster=cluster)  # the annotation is tried again at the next pass
+
+    assert "gangway.io/rejected" not in (fake.get("TFJob", "bert-kubectl", "maps")["metadata"].get("annotations") or {})
+    assert "may not use tier 'production'" in RefusedOutsideJob.objects.get().reason
+
+
+def test_an_object_refused_in_a_namespace_that_is_no_team_s_is_not_listed(world, fake, cluster):
+    """A copy of a refused object in another namespace, its refusal with it: no team to list it under."""
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sandbox"}})
+    job = outside_job(namespace="sandbox", labels={"gangway.io/queue": "maps"},
+                      annotations={"gangway.io/rejected": "Refused by Gangway: no."})  # fmt: skip
+    fake.add(job)
+
+    reconcile(cluster=cluster)
+
+    assert not RefusedOutsideJob.objects.exists() and not Job.objects.exists()
+
+
+def test_a_pass_that_finds_nothing_changed_writes_nothing(world, fake, cluster, refused_tier,
+                                                          django_assert_num_queries):  # fmt: skip
+    fake.add(outside_job(labels={"gangway.io/tier": "production"}))
+    reconcile(cluster=cluster)
+    found = cluster.outside_jobs()
+    teams = {team.slug: team for team in Team.objects.all()}
+
+    with django_assert_num_queries(1):  # the rows, read; nothing written
+        record_refused(found, {}, teams, {}, timezone.now())
 
 
 def test_a_refusal_found_on_an_object_is_kept_even_if_gangway_forgot_it(world, fake, cluster, refused_tier):
