@@ -119,7 +119,7 @@ def team_detail(request, slug: str):
         "can_manage_tokens": can_manage_tokens(request.user, team),
         "can_edit_quota": can_edit_quota(request.user),
         "sweeps": with_waits(list(sweeps_for(request.user, team=team, open_first=True)[:SWEEPS_SHOWN])),
-        # Jobs from elsewhere Gangway refused to adopt, by name: for its members only, as its jobs are.
+        # Jobs from elsewhere Gangway refused to adopt, by name: for its members and staff only, as its jobs are.
         # One more than shown is read, to say whether there are more.
         "refused": list(team.refused_outside_jobs.all()[:REFUSED_SHOWN + 1]) if insider else [],
         "refused_shown": REFUSED_SHOWN,
