@@ -242,15 +242,20 @@ def trials(api: Api, namespace: str) -> list[TrialResult]:
 def doctor(api: Api, tenants: Tenants) -> list[Finding]:
     """Returns what lets jobs skip the queue: no admission policy enforced, and jobs running in team
     namespaces that Gangway does not know (created without the label, or not suspended); then a note per
-    kind whose jobs from elsewhere Gangway may not mark Failed (`_status_grant_findings`)."""
+    kind whose jobs from elsewhere Gangway may not mark Failed (`_status_grant_findings`), of the kinds the
+    cluster has: a kind whose list answers 404 (its operator not installed, which the tenants' checks report)
+    has no job to mark."""
     findings = _policy_findings(api)
     enforced = not findings
     teams = {team.slug for team in tenants.teams}
+    installed = set()
     for kind in outside.outside_kinds():
         items = api.list_all(
             kind.kind, "*", api.custom.list_cluster_custom_object,
             kind.group, kind.version, kind.plural, label_selector=f"!{JOB_ID_LABEL}", tolerate=(NOT_FOUND,),
         )  # fmt: skip
+        if items is not None:
+            installed.add(kind.kind)
         for obj in items or ():
             meta = obj["metadata"]
             job = outside.read_outside(obj, kind)
@@ -266,16 +271,17 @@ def doctor(api: Api, tenants: Tenants) -> list[Finding]:
                 f"Recreate it with the label gangway.io/queue: {meta['namespace']} and "
                 f"{'.'.join(kind.suspend_path)}: true{policy}.",
             ))  # fmt: skip
-    return findings + _status_grant_findings(api)
+    return findings + _status_grant_findings(api, installed)
 
 
-def _status_grant_findings(api: Api) -> list[Finding]:
-    """Returns a note per kind Gangway marks Failed (`keeps_written_failure`) whose status it may not patch in
-    every namespace, as the API server answers a SelfSubjectAccessReview: the mark is sent only for a job
-    refused or cancelled, and its 403 then only logged. A note: admission and adoption work without it."""
+def _status_grant_findings(api: Api, installed: set[str]) -> list[Finding]:
+    """Returns a note per kind Gangway marks Failed (`keeps_written_failure`), of the `installed` ones, whose
+    status it may not patch in every namespace, as the API server answers a SelfSubjectAccessReview: the mark
+    is sent only for a job refused or cancelled, and its 403 then only logged. A note: admission and adoption
+    work without it."""
     findings = []
     for kind in outside.outside_kinds():
-        if not kind.keeps_written_failure:
+        if not kind.keeps_written_failure or kind.kind not in installed:
             continue
         attributes = {"verb": "patch", "group": kind.group, "resource": kind.plural, "subresource": "status"}
         try:

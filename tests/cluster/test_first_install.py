@@ -255,3 +255,17 @@ def test_the_demos_commands_refuse_to_run_on_the_kubernetes_backend(maps, on_kub
 
     assert not get_user_model().objects.exists() and not SimNode.objects.exists()
     assert not SimOutsideJob.objects.exists()
+
+
+def test_a_kind_whose_operator_is_not_installed_is_not_asked_about(fake, cluster):
+    """Without the Training Operator the cluster has no TFJob to mark Failed: its status grant is moot (the
+    tenants' checks say to install the operator)."""
+    _healthy(fake)
+    fake.authorize(_rules(without="tfjobs/status"))
+    fake.fail(404, method="GET", path="^/apis/kubeflow.org/v1/tfjobs$", times=10,
+              message="the server could not find the requested resource")
+
+    findings = cluster.doctor(TENANTS)
+
+    assert not any("tfjobs/status" in finding.problem for finding in findings)
+    assert [review["resource"] for review in fake.access_reviews] == ["pytorchjobs"]
