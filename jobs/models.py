@@ -82,6 +82,11 @@ class Job(models.Model):
     not_before = models.DateTimeField(
         null=True, blank=True, help_text="Backoff after a stuck admission: not admitted again before this."
     )
+    # A job being preempted whose stop the cluster failed (a server error, no refusal): it holds its room and
+    # quota until the stop goes through (scheduling.refusals.stop_refused, scheduling.snapshot.UNSTOPPED).
+    stop_failed_at = models.DateTimeField(
+        null=True, blank=True, help_text="Being preempted: when the cluster first failed to stop it (a server error)."
+    )
 
     # Where it runs: one node name per replica, in replica-group order.
     placement = models.JSONField(default=list, blank=True)

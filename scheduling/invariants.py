@@ -21,8 +21,8 @@ CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
 def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
     """What holds at every moment, faults or not: no over-admission, no duplicate.
 
-    - the jobs the database counts (admitted, running, and those being preempted that the cluster refuses to
-      stop, which still hold their room: `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
+    - the jobs the database counts (admitted, running, and those being preempted that the cluster refuses, or
+      fails, to stop, which still hold their room: `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
     - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has;
     - no Gangway job has two cluster objects.
     """

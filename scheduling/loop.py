@@ -276,10 +276,10 @@ def _preempt(world: World, victim: Job, preemptor: Job, usage: records.GpuTally)
     # Reclaim (R6) takes back lent quota; a preemption within the team makes way for a higher tier (R5).
     code = Because.RECLAIMED if victim.team_id != preemptor.team_id else Because.PREEMPTED
     # `not_before` of a job being preempted says the cluster refused to stop it (`stop_refused`), as a
-    # value left from an earlier backoff would: cleared.
+    # value left from an earlier backoff would, and `stop_failed_at` that it failed to: both cleared.
     # Counted with F(): taken back with F() if the cluster refuses to stop it for good (`stop_refused`).
     transition(victim, Job.State.PREEMPTING, message=message, code=code,
-               preemption_count=F("preemption_count") + 1, not_before=None)  # fmt: skip
+               preemption_count=F("preemption_count") + 1, not_before=None, stop_failed_at=None)  # fmt: skip
     usage.remove(victim)
     log_decision("preempted", victim, code, message)
     return victim

@@ -325,10 +325,12 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             stop_victim(job, cluster)
             result.suspended += 1
         if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
-            # `not_before` cleared: the cluster may have refused to stop it for a while (`stop_refused`).
+            # `not_before` and `stop_failed_at` cleared: the cluster may have refused, or failed, to stop it
+            # for a while (`stop_refused`).
             transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
                        f"resume as attempt {job.attempt + 1}.", code=Because.REQUEUED, attempt=F("attempt") + 1,
-                       placement=[], started_at=None, admitted_at=None, not_before=None)  # fmt: skip
+                       placement=[], started_at=None, admitted_at=None, not_before=None,
+                       stop_failed_at=None)  # fmt: skip
             result.changed += 1
     elif state == Job.State.CANCELLING:
         if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED) and job.adopted:

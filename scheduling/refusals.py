@@ -145,9 +145,18 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
 
     A server failure (`ServerFailing`: a 500 of its namespace, a webhook that cannot be called) is no
     refusal: like an outage it starts no clock and never makes the job run on; the job stays preempting
-    and is asked again at every reconcile.
+    and is asked again at every reconcile. Its pods run on meanwhile, so from the first failure
+    (`stop_failed_at`) it counts as running in its team's quota and its room as a refused one does
+    (`snapshot.UNSTOPPED`), however long the failures last.
     """
     if isinstance(error, ServerFailing):
+        if job.stop_failed_at is None:
+            with transaction.atomic():  # when the cluster first failed, with the event of that failure
+                first = Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, stop_failed_at__isnull=True)
+                first.update(stop_failed_at=now)
+                job.stop_failed_at = Job.objects.filter(pk=job.pk).values_list("stop_failed_at", flat=True).first()
+                note_refused(job, "stop", str(error), failing=True)
+            return False
         note_refused(job, "stop", str(error), failing=True)
         return False
     if job.not_before is None:
@@ -202,21 +211,26 @@ def _trying_until(job: Job) -> str:
 
 
 def still_held(world: World, now: datetime) -> dict[str, str]:
-    """Sentences on the jobs being preempted that the cluster refuses to stop (`snapshot.UNSTOPPED`), by team:
-    each still holds its GPUs in its team's quota until Gangway gives up on it (`stop_refused`). For a job of
-    that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is named: the
-    reader is of its team."""
+    """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop (`snapshot.UNSTOPPED`),
+    by team: each still holds its GPUs in its team's quota until Gangway gives up on it (`stop_refused`), or,
+    failed (a server error), until its stop goes through. For a job of that team waiting for quota
+    (`waits.record_waits`); empty when no team holds one. Such a job is named: the reader is of its team."""
     today = timezone.localtime(now).date()
     said: dict[str, list[str]] = {}
     for job in world.jobs.values():
-        if job.state != Job.State.PREEMPTING or job.not_before is None or not job.gpu_total:
+        if job.state != Job.State.PREEMPTING or not job.gpu_total:
+            continue
+        if job.not_before is not None:
+            until = clock_time(timezone.localtime(gives_up_at(job)), today)
+            why = f"the cluster refuses to stop it; Gangway tries until {until}, then lets it run on."
+        elif job.stop_failed_at is not None:
+            why = "the cluster fails to stop it (a server error); Gangway asks again at every reconcile."
+        else:
             continue
         gpus = f"{job.gpu_total} {job.assigned_gpu_type + ' ' if job.assigned_gpu_type else ''}GPU"
         gpus += "" if job.gpu_total == 1 else "s"
-        until = clock_time(timezone.localtime(gives_up_at(job)), today)
         said.setdefault(job.team.slug, []).append(
-            f"Job {job.name} (#{job.pk}), being preempted, still holds {gpus} of the team's quota: the cluster "
-            f"refuses to stop it; Gangway tries until {until}, then lets it run on.")  # fmt: skip
+            f"Job {job.name} (#{job.pk}), being preempted, still holds {gpus} of the team's quota: {why}")
     return {team: " ".join(sentences) for team, sentences in said.items()}
 
 
@@ -276,13 +290,15 @@ def hold_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -
 
 def hold_for_unstopped(job: Job, victim: Job, now: datetime) -> None:
     """Back off a queued job whose plan preempts `victim`, a job being preempted already that the cluster
-    refuses to stop (`stop_refused`): it counts as running until Gangway gives up on it, yet preempting it
+    refuses, or fails, to stop (`stop_refused`): it counts as running until Gangway gives up on it, yet preempting it
     again would free nothing. Its place is kept, never counted towards failing it; a job moved meanwhile
     is left be."""
     wait = _victim_backoff(job)
+    failed = victim.not_before is None and victim.stop_failed_at is not None  # a server error, no refusal
+    cannot = "fails to stop (a server error)" if failed else "refuses to stop"
     message = (f"Waiting: it would preempt {_victim_named(victim, job)}, which is being preempted already but "
-               "which the cluster refuses to stop, so it could not make room. Nobody was preempted for it; tried "
-               f"again in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
+               f"which the cluster {cannot}, so it could not make room. Nobody was preempted for it; tried again "
+               f"in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
     _held(job, message, now + wait)
 
 

@@ -3,7 +3,8 @@
 The job preempted for it is never created while it runs, wherever that job was placed; the node map and the
 drain figures count it where it runs, as the cycle's snapshot does; a job on no known node still counts in its
 team's quota when no node takes pods; and a server failure (a 500 of its namespace) neither starts nor
-continues the clock after which it runs on, which is read from the cluster's first refusal.
+continues the clock after which it runs on, which is read from the cluster's first refusal, yet holds the
+victim in its team's quota until its stop goes through.
 
 On PostgreSQL and the simulated cluster, behind a webhook that refuses to stop the jobs it protects.
 """
@@ -168,3 +169,37 @@ def test_how_long_the_cluster_refused_is_read_from_its_first_refusal_whatever_th
         f"Runs on: the cluster refused to stop it for 905 s (delete TFJob maps/{_object_name(low)}: 403 Forbidden: "
         f"{DENIED}), so its preemption is given up; it runs as any job of team maps does, counted in its quota, "
         "and a later cycle may preempt it again.")
+
+
+def test_a_victim_whose_stop_the_server_fails_holds_its_team_s_quota_until_the_stop_goes_through(
+        low, submit, cluster, clock):  # fmt: skip
+    """Its pods run on while the 500s last: the job it was preempted for is not created beside it on the other,
+    free node (its team would hold 16 GPUs of its 8), and a job of its team waiting for quota is told why."""
+    webhook = FailingWebhook(cluster, protected={_object_name(low)})
+    urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 600})
+    admission_cycle(cluster=webhook, now=clock())
+    low.refresh_from_db()
+    assert low.state == Job.State.PREEMPTING and low.not_before is None and low.stop_failed_at == clock()
+
+    for _ in range(3):  # past the job's backoff, the 500s going on
+        clock.tick(31)
+        reconcile(cluster=webhook, now=clock())
+        result = admission_cycle(cluster=webhook, now=clock())
+
+    low.refresh_from_db(), urgent.refresh_from_db()
+    assert low.state == Job.State.PREEMPTING and low.not_before is None, "a 500 is still no refusal"
+    assert urgent.state == Job.State.QUEUED and not SimJob.objects.filter(job_id=urgent.pk).exists()
+    assert next(team for team in result.gpu_usage if team["team"] == "maps")["used"] == 8
+    assert (f"Job low (#{low.pk}), being preempted, still holds 8 GPUs of the team's quota: the cluster fails to "
+            "stop it (a server error); Gangway asks again at every reconcile.") in urgent.reason
+    assert _promises(cluster) == []
+
+    webhook.protected.clear()  # the webhook answers again, and lets it stop
+    clock.tick(31)
+    reconcile(cluster=webhook, now=clock())  # suspended, then requeued
+    reconcile(cluster=webhook, now=clock())
+    low.refresh_from_db()
+    assert low.state == Job.State.QUEUED and low.stop_failed_at is None
+    admission_cycle(cluster=webhook, now=clock())
+    urgent.refresh_from_db()
+    assert urgent.state == Job.State.ADMITTED
