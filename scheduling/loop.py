@@ -191,8 +191,9 @@ def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
     try preempted its victims again. So does a job with an adopted victim whose suspend the cluster would
     refuse (`hold_for_victim`: an admission webhook that forbids it): Gangway never deletes an adopted
     job, so that victim would keep its room and the job could not start. So, without asking, does a job
-    whose victim is being preempted already, the cluster refusing to stop it (`hold_for_unstopped`): the
-    snapshot counts such a job as running (`snapshot.UNSTOPPED`), and the policy may pick it. The new
+    whose victim is being preempted already, the cluster refusing, or failing, to stop it
+    (`hold_for_unstopped`): the snapshot counts such a job as running (`snapshot.UNSTOPPED`), and the
+    policy may pick it. The new
     plan's own preempting admissions are tried in turn; each round leaves out at least one job, so this
     ends. A dry run the cluster cannot answer proves nothing: the plan goes ahead as made, and no more dry
     runs are tried in the cycle (the apply phase meets the same outage, and reconcile finishes it).

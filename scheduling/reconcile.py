@@ -291,7 +291,8 @@ def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
-    note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error)
+    note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
+                 failing=isinstance(refusal, ServerFailing))
     return False
 
 
@@ -408,7 +409,7 @@ def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
     within one team), so every job preempted before the admission counts, wherever it runs: a preemption for
     quota (R5, R6) may place the job on other nodes than its victim's, and were it created beside a victim
     that runs on, its team would hold more than its quota. A job whose admission owed nothing to such a
-    victim waits one backoff with it, only while the cluster refuses (ADMISSION_TIMEOUT at most), and the
+    victim waits one backoff with it, only while the cluster refuses (ADMISSION_TIMEOUT at most) or fails, and the
     cycle that admits it again counts that victim as running (`snapshot.UNSTOPPED`). A job placed on such a
     victim's nodes is held back too, whenever that victim was preempted."""
     if not unstopped:

@@ -178,7 +178,8 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     try:
         # Never stopped, so never preempted: the count the loop raised (`loop._preempt`) is taken back with the move.
         transition(job, Job.State.RUNNING, message=message, code=Because.RUNS_ON, event_kind=JobEvent.Kind.NOTE,
-                   not_before=None, preemption_count=Greatest(F("preemption_count") - 1, Value(0)))  # fmt: skip
+                   not_before=None, stop_failed_at=None,
+                   preemption_count=Greatest(F("preemption_count") - 1, Value(0)))  # fmt: skip
     except StaleJob:
         return False  # cancelled, or stopped after all, meanwhile
     log_decision("kept running", job, Because.RUNS_ON, message)

@@ -17,8 +17,9 @@ from scheduling.snapshot import World
 ETA_DRIFT = timedelta(seconds=60)  # what an estimated start may move before it is written again
 WAIT_FIELDS = ["reason", "reason_code", "position", "team_position", "eta", "reservation"]
 PLACE_FIELDS = ("position", "team_position")  # written with every waiting row written: what moves most
-# The waits on the team's quota usage (R2), which a job being preempted that the cluster refuses to stop still
-# holds (`refusals.still_held`). Not NOMINAL_ONLY: that one counts the team's non-preemptible jobs, never a victim.
+# The waits on the team's quota usage (R2), which a job being preempted that the cluster refuses, or fails, to
+# stop still holds (`refusals.still_held`). Not NOMINAL_ONLY: that one counts the team's non-preemptible jobs,
+# never a victim.
 ON_QUOTA_HELD = frozenset({Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW})
 
 

@@ -101,7 +101,7 @@ class RunningJob:
     # The GPU type it got, its GPUs charged to `gpu:<type>`; None: the type
     # of the first node holding its GPUs, or no type on a cluster without.
     gpu_type: str | None = None
-    # Being preempted already, and the cluster refuses to stop it: it still
+    # Being preempted already, and the cluster refuses, or fails, to stop it: it still
     # holds its room and counts in its team's quota, but is never a victim
     # again (choosing it would free nothing).
     stopping: bool = False

@@ -14,7 +14,7 @@ Within each group: lower tier first, then least unsaved work (the most recent
 reported checkpoint, or start when none was reported), then id. Never
 victims: outside usage (R12), non-preemptible tiers, jobs admitted earlier in
 this cycle, jobs another preemptor already took, jobs being stopped already
-that the cluster refuses to stop (`RunningJob.stopping`). A team within its nominal is
+that the cluster refuses, or fails, to stop (`RunningJob.stopping`). A team within its nominal is
 never preempted by another team (R7): its jobs are simply not in group 1.
 
 The set is found as Kueue does: take the first eligible job of the whole

@@ -147,7 +147,7 @@ def test_a_server_failure_neither_starts_nor_continues_the_clock_after_which_a_v
     reconcile(cluster=webhook, now=first + timedelta(seconds=701))
 
     low.refresh_from_db()
-    assert low.state == Job.State.RUNNING
+    assert low.state == Job.State.RUNNING and low.stop_failed_at is None  # failed, then refused: runs on, all clear
     assert low.events.last().message.startswith("Runs on: the cluster refused to stop it for 701 s (")
 
 
