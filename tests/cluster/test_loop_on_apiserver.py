@@ -217,8 +217,8 @@ def test_an_outage_still_stops_the_pass(fake, cluster, two_teams):
 
 
 def test_a_stuck_job_whose_suspend_its_namespace_refuses_stays_admitted_and_says_so(fake, cluster, two_teams):
-    """R13 evicts a stuck admission by suspending it; a 500 there is a refusal to stop it, never a refused
-    create counted toward failing the job, whose object exists and still runs."""
+    """R13 evicts a stuck admission by suspending it; a 500 there is a failure to stop it (a server error), said
+    as such, never a refused create counted toward failing the job, whose object exists and still runs."""
     alpha, gamma = two_teams
     admission_cycle(cluster=cluster)
     Job.objects.filter(pk=alpha.pk).update(admitted_at=timezone.now() - timedelta(hours=1))
@@ -227,7 +227,8 @@ def test_a_stuck_job_whose_suspend_its_namespace_refuses_stays_admitted_and_says
     alpha.refresh_from_db()
     assert not result.error
     assert alpha.state == Job.State.ADMITTED and alpha.reason_code != Because.CLUSTER_REFUSED
-    assert alpha.events.last().message.startswith("The cluster refused to stop it (suspend TFJob alpha/")
+    assert alpha.events.last().message.startswith(
+        "The cluster failed to stop it (a server error, no refusal) (suspend TFJob alpha/")
 
 
 @pytest.fixture
