@@ -150,14 +150,12 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     (`snapshot.UNSTOPPED`), however long the failures last.
     """
     if isinstance(error, ServerFailing):
-        if job.stop_failed_at is None:
-            with transaction.atomic():  # when the cluster first failed, with the event of that failure
+        with transaction.atomic():  # when the cluster first failed, with the event of that failure
+            if job.stop_failed_at is None:
                 first = Job.objects.filter(pk=job.pk, state=Job.State.PREEMPTING, stop_failed_at__isnull=True)
                 first.update(stop_failed_at=now)
                 job.stop_failed_at = Job.objects.filter(pk=job.pk).values_list("stop_failed_at", flat=True).first()
-                note_refused(job, "stop", str(error), failing=True)
-            return False
-        note_refused(job, "stop", str(error), failing=True)
+            note_refused(job, "stop", str(error), failing=True)
         return False
     if job.not_before is None:
         with transaction.atomic():  # when the cluster first refused, with the event of that refusal
