@@ -307,7 +307,11 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
             return job
         refuse_if_trial(job, KatibTrial.CANCEL)
         was_queued = job.state == Job.State.QUEUED
-        transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor)
+        # A victim the cluster refused, or failed, to stop still runs: it keeps counting as running
+        # (`snapshot.UNSTOPPED`) until its stop goes through, from its first refusal or failure.
+        unstopped = job.stop_failed_at or job.not_before if job.state == Job.State.PREEMPTING else None
+        transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor,
+                   stop_failed_at=unstopped)  # fmt: skip
         if was_queued:
             transition(
                 job, Job.State.CANCELLED, message="Cancelled before it was admitted; nothing ran.",

@@ -33,7 +33,9 @@ from scheduling.cluster.base import (
     on_one_object,
 )
 from scheduling.locks import lease
-from scheduling.refusals import backoff, note_refused, requeue_for_victim, requeue_refused, stop_refused, stop_victim
+from scheduling.refusals import (
+    backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_refused, stop_victim,
+)
 from scheduling.snapshot import own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
@@ -50,19 +52,19 @@ ENDED_FIELDS = ("id", "name", "cluster_name", "state", "finished_at", "team__slu
 
 @dataclass(frozen=True)
 class Unstopped:
-    """A job being preempted that the cluster refused to stop in this pass (or gave up on: it runs on), with the
-    refusal and the event of its preemption: no admitted job is created while it still runs that was admitted
-    after it was preempted or that is placed on its nodes (`_held_back`)."""
+    """A job being preempted, or cancelled, that the cluster refused to stop in this pass (or a victim Gangway
+    gave up on: it runs on), with the refusal and the event that began its stop: no admitted job is created
+    while it still runs that was admitted after its stop began or that is placed on its nodes (`_held_back`)."""
 
     job: Job
     error: ClusterError
-    preempted: int  # the pk of the event that moved it to preempting, 0 when it has none
+    preempted: int  # the pk of the event that moved it from running (or admitted) to a stop, 0 when it has none
 
     @classmethod
     def of(cls, job: Job, error: ClusterError) -> Unstopped:
-        moved = job.events.filter(to_state=Job.State.PREEMPTING).exclude(from_state=Job.State.PREEMPTING)  # not a note
-        preempted = moved.order_by("-pk").values_list("pk", flat=True)
-        return cls(job, error, preempted.first() or 0)
+        # A victim cancelled while being preempted: its stop began with its preemption.
+        began = job.events.filter(to_state__in=STOPPING, from_state__in=Job.ACTIVE_STATES)
+        return cls(job, error, began.order_by("-pk").values_list("pk", flat=True).first() or 0)
 
 
 @dataclass
@@ -141,10 +143,10 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                 break
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
-                stopping = job.state == Job.State.PREEMPTING
+                stopping = job.state in STOPPING
                 if _refused(job, error, now):
                     result.changed += 1
-                if stopping:  # still preempting, or running on: either way it holds its nodes and its quota
+                if stopping:  # still being stopped, or running on: either way it holds its nodes and its quota
                     unstopped.append(Unstopped.of(job, error))
         if not result.error:
             _stop_leftovers(statuses, known, others, cluster, result)
@@ -280,9 +282,11 @@ def _create(job: Job, cluster: Cluster) -> None:
 def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
     """A create of an admitted job refused: requeue it with a backoff, counted toward failing it
     unless it was a server error (`requeue_refused`). Any other refusal (a stuck job's suspend, a
-    victim's, a resume of a running job) is logged for operators and said once on the job; the
-    next pass tries again, except for a victim the cluster has refused to stop for
-    ADMISSION_TIMEOUT, which runs on (`stop_refused`). Returns whether the job went back to running."""
+    victim's, a cancelled job's, a resume of a running job) is logged for operators and said once on the
+    job; the next pass tries again, except for a victim the cluster has refused to stop for
+    ADMISSION_TIMEOUT, which runs on (`stop_refused`). A victim or a cancelled job whose stop is refused,
+    or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). Returns whether the job went
+    back to running."""
     error = str(refusal)
     job.refresh_from_db()
     if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
@@ -291,6 +295,9 @@ def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
+    if job.state == Job.State.CANCELLING:
+        cancel_refused(job, refusal, now)
+        return False
     note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
                  failing=isinstance(refusal, ServerFailing))
     return False
@@ -401,8 +408,8 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
 
 
 def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
-    """The job being preempted, refused its stop in this pass, that keeps admitted `job` from being created;
-    None when nothing does.
+    """The job being preempted or cancelled, refused its stop in this pass, that keeps admitted `job` from
+    being created; None when nothing does.
 
     Its victims do: each was preempted in the savepoint that admitted it, just before its admission's event.
     Nothing records which admission a victim was preempted for (the preemption's sentence names the job only
@@ -411,7 +418,11 @@ def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
     that runs on, its team would hold more than its quota. A job whose admission owed nothing to such a
     victim waits one backoff with it, only while the cluster refuses (ADMISSION_TIMEOUT at most) or fails, and the
     cycle that admits it again counts that victim as running (`snapshot.UNSTOPPED`). A job placed on such a
-    victim's nodes is held back too, whenever that victim was preempted."""
+    victim's nodes is held back too, whenever that victim was preempted.
+
+    So does a job being cancelled whose stop the cluster refused, or failed, in this pass, for a job admitted
+    after the cancel began: a cycle counted its GPUs as free (its pods as outside usage where they run, but
+    not in its team's quota, nor in what other teams may borrow) until its first refusal."""
     if not unstopped:
         return None
     moved = job.events.filter(to_state=Job.State.ADMITTED).exclude(from_state=Job.State.ADMITTED)  # not a note

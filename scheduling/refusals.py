@@ -1,8 +1,8 @@
 """What the loop and reconcile do when the cluster refuses: a job's create (requeued or held with a
 backoff, failed or rejected at last), a victim's stop (deleted instead; for a job from elsewhere, which
 Gangway never deletes, the job it was preempted for is kept from starting, and the victim runs on once
-the cluster has refused to stop it for ADMISSION_TIMEOUT: a server failure is no refusal), and the events
-that say so.
+the cluster has refused to stop it for ADMISSION_TIMEOUT: a server failure is no refusal), a cancelled job's
+stop (it counts as running until its stop goes through), and the events that say so.
 
 A refused create is a verdict on its job: REFUSALS_BEFORE_FAILING in a row fail it. A server error (a 500
 of one namespace) is none, and a victim's refusal is never counted against the job it was preempted for.
@@ -184,6 +184,21 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     return True
 
 
+def cancel_refused(job: Job, error: ClusterError, now: datetime) -> None:
+    """The cluster refused, or failed, to stop `job`, being cancelled (the delete of its object; the suspend of
+    a job from elsewhere). Its pods run on, so from the first refusal or failure (`stop_failed_at`) it counts as
+    a running job of its team, in its quota as well as its room (`snapshot.UNSTOPPED`), never a victim, until
+    its stop goes through: a person asked for it, so Gangway never gives up, and asks again at every reconcile.
+    A job being preempted that was cancelled carries the mark of its refused stop over (`jobs.services.job_cancel`).
+    """
+    with transaction.atomic():  # when the cluster first refused or failed, with the event that says so
+        if job.stop_failed_at is None:
+            first = Job.objects.filter(pk=job.pk, state=Job.State.CANCELLING, stop_failed_at__isnull=True)
+            if first.update(stop_failed_at=now):
+                job.stop_failed_at = now
+        note_refused(job, "stop", str(error), failing=isinstance(error, ServerFailing))
+
+
 def note_refused(job: Job, what: str, error: str, *, failing: bool = False, until: str = "") -> None:
     """Says on the job that the cluster refused to `what` it ("stop", "resume"), or failed to (`failing`: a
     server error), once until something else happens to it, however often it is tried again; Gangway tries
@@ -210,26 +225,34 @@ def _trying_until(job: Job) -> str:
 
 
 def still_held(world: World, now: datetime) -> dict[str, str]:
-    """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop (`snapshot.UNSTOPPED`),
-    by team: each still holds its GPUs in its team's quota until Gangway gives up on it (`stop_refused`), or,
-    failed (a server error), until its stop goes through. For a job of that team waiting for quota
-    (`waits.record_waits`); empty when no team holds one. Such a job is named: the reader is of its team."""
+    """Sentences on the jobs being preempted, or cancelled, that the cluster refuses, or fails, to stop
+    (`snapshot.UNSTOPPED`), by team: each still holds its GPUs in its team's quota until Gangway gives up on a
+    refused victim (`stop_refused`), or, failed (a server error) or cancelled, until its stop goes through. For
+    a job of that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is
+    named: the reader is of its team."""
     today = timezone.localtime(now).date()
     said: dict[str, list[str]] = {}
     for job in world.jobs.values():
-        if job.state != Job.State.PREEMPTING or not job.gpu_total:
+        if not job.gpu_total:
             continue
-        if job.not_before is not None:
+        if job.state == Job.State.CANCELLING and job.stop_failed_at is not None:
+            being = "being cancelled"
+            why = "the cluster refused or failed to stop it when last asked; Gangway asks again at every reconcile."
+        elif job.state != Job.State.PREEMPTING:
+            continue
+        elif job.not_before is not None:
+            being = "being preempted"
             until = clock_time(timezone.localtime(gives_up_at(job)), today)
             why = f"the cluster refuses to stop it; Gangway tries until {until}, then lets it run on."
         elif job.stop_failed_at is not None:
+            being = "being preempted"
             why = "the cluster fails to stop it (a server error); Gangway asks again at every reconcile."
         else:
             continue
         gpus = f"{job.gpu_total} {job.assigned_gpu_type + ' ' if job.assigned_gpu_type else ''}GPU"
         gpus += "" if job.gpu_total == 1 else "s"
         said.setdefault(job.team.slug, []).append(
-            f"Job {job.name} (#{job.pk}), being preempted, still holds {gpus} of the team's quota: {why}")
+            f"Job {job.name} (#{job.pk}), {being}, still holds {gpus} of the team's quota: {why}")
     return {team: " ".join(sentences) for team, sentences in said.items()}
 
 
@@ -288,14 +311,17 @@ def hold_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -
 
 
 def hold_for_unstopped(job: Job, victim: Job, now: datetime) -> None:
-    """Back off a queued job whose plan preempts `victim`, a job being preempted already that the cluster
-    refuses, or fails, to stop (`stop_refused`): it counts as running until Gangway gives up on it, yet preempting it
-    again would free nothing. Its place is kept, never counted towards failing it; a job moved meanwhile
-    is left be."""
+    """Back off a queued job whose plan preempts `victim`, a job being preempted, or cancelled, already that the
+    cluster refuses, or fails, to stop (`stop_refused`, `cancel_refused`): it counts as running until its stop
+    goes through or Gangway gives up on it, yet preempting it would free nothing. Its place is kept, never
+    counted towards failing it; a job moved meanwhile is left be."""
     wait = _victim_backoff(job)
-    failed = victim.not_before is None and victim.stop_failed_at is not None  # a server error, no refusal
-    cannot = "fails to stop (a server error)" if failed else "refuses to stop"
-    message = (f"Waiting: it would preempt {_victim_named(victim, job)}, which is being preempted already but "
+    if victim.state == Job.State.CANCELLING:
+        being, cannot = "cancelled", "has not let stop"
+    else:
+        failed = victim.not_before is None and victim.stop_failed_at is not None  # a server error, no refusal
+        being, cannot = "preempted", "fails to stop (a server error)" if failed else "refuses to stop"
+    message = (f"Waiting: it would preempt {_victim_named(victim, job)}, which is being {being} already but "
                f"which the cluster {cannot}, so it could not make room. Nobody was preempted for it; tried again "
                f"in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
     _held(job, message, now + wait)
@@ -316,14 +342,21 @@ def _held(job: Job, message: str, until: datetime) -> bool:
 
 
 def requeue_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -> None:
-    """Requeue an admitted job, not created, one of whose victims the cluster refused (or, a server error,
-    failed) to stop: that victim still holds the room the job was admitted into. Its place is kept, after a
-    backoff; never counted towards failing it. A job cancelled meanwhile is left be (nothing was created)."""
+    """Requeue an admitted job, not created, while a job the cluster refused (or, a server error, failed) to
+    stop still runs: one of its victims, which holds the room the job was admitted into, or a job being
+    cancelled, whose GPUs its admission may have counted as free (`reconcile._held_back`). Its place is kept,
+    after a backoff; never counted towards failing it. A job cancelled meanwhile is left be (nothing was
+    created)."""
     wait = _victim_backoff(job)
     did = "failed to stop it (a server error)" if isinstance(error, ServerFailing) else "refused to stop it"
-    message = (f"Not started: {_victim_named(victim, job)}, preempted for it, could not be stopped: the cluster "
-               f"{did}{_why_unstopped(victim, job, error)}. A job with victims starts once they have "
-               f"stopped; requeued with its place kept, tried again in {int(wait.total_seconds())} s.")  # fmt: skip
+    if victim.state == Job.State.CANCELLING:
+        whose, after = "being cancelled", ("It was admitted after that job's cancel, and may have counted on its "
+                                           "GPUs, so it starts once that job has stopped")  # fmt: skip
+    else:
+        whose, after = "preempted for it", "A job with victims starts once they have stopped"
+    message = (f"Not started: {_victim_named(victim, job)}, {whose}, could not be stopped: the cluster "
+               f"{did}{_why_unstopped(victim, job, error)}. {after}; requeued with its place kept, tried again "
+               f"in {int(wait.total_seconds())} s.")  # fmt: skip
     try:
         transition(job, Job.State.QUEUED, message=message, code=Because.VICTIM_REFUSED, placement=[],
                    admitted_at=None, not_before=now + wait, reason=message, reason_code=Because.VICTIM_REFUSED)  # fmt: skip

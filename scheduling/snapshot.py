@@ -32,10 +32,12 @@ from tenants.models import PriorityTier, Quota, Team
 
 
 # Jobs being preempted that the cluster refused, or failed (a server error), to stop (`refusals.stop_refused`,
-# which keeps when it first refused in `not_before`, and when it first failed in `stop_failed_at`): they run
-# on, so a cycle counts each as a running job of its team, in its quota as well as its room, and never as a
+# which keeps when it first refused in `not_before`, and when it first failed in `stop_failed_at`), and jobs
+# being cancelled whose stop it refused or failed (`refusals.cancel_refused`, `stop_failed_at`): they run on,
+# so a cycle counts each as a running job of its team, in its quota as well as its room, and never as a
 # victim again (`RunningJob.stopping`).
-UNSTOPPED = Q(state=Job.State.PREEMPTING) & (Q(not_before__isnull=False) | Q(stop_failed_at__isnull=False))
+UNSTOPPED = ((Q(state=Job.State.PREEMPTING) & (Q(not_before__isnull=False) | Q(stop_failed_at__isnull=False)))
+             | (Q(state=Job.State.CANCELLING) & Q(stop_failed_at__isnull=False)))
 # The node a replica is charged to when no node takes pods and it was placed on none (`_charged_placements`): no
 # node is so named, and the policy gives a node it does not list no room, while the GPUs count in quota.
 UNLISTED = "(no node)"
@@ -259,7 +261,7 @@ def build_world(
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
     Admitted and running jobs hold their whole demand, on their placement, and so
-    do jobs being preempted that the cluster refused, or failed, to stop (`UNSTOPPED`); a
+    do jobs being preempted, or cancelled, that the cluster refused, or failed, to stop (`UNSTOPPED`); a
     replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
     left, so a job never counts for less than it asks. Pods of cluster jobs
@@ -317,8 +319,8 @@ def build_world(
                 estimate=_estimate(job, learned),
                 checkpointed=_checkpointed(job),
                 gpu_type=job.assigned_gpu_type or None,
-                # Only UNSTOPPED jobs are being preempted here: never a victim again, stopping them frees nothing.
-                stopping=job.state == Job.State.PREEMPTING,
+                # Only UNSTOPPED jobs are being stopped here: never a victim again, stopping them frees nothing.
+                stopping=job.state in (Job.State.PREEMPTING, Job.State.CANCELLING),
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []

@@ -17,8 +17,8 @@ from scheduling.snapshot import World
 ETA_DRIFT = timedelta(seconds=60)  # what an estimated start may move before it is written again
 WAIT_FIELDS = ["reason", "reason_code", "position", "team_position", "eta", "reservation"]
 PLACE_FIELDS = ("position", "team_position")  # written with every waiting row written: what moves most
-# The waits on the team's quota usage (R2), which a job being preempted that the cluster refuses, or fails, to
-# stop still holds (`refusals.still_held`). Not NOMINAL_ONLY: that one counts the team's non-preemptible jobs,
+# The waits on the team's quota usage (R2), which a job being preempted, or cancelled, that the cluster refuses,
+# or fails, to stop still holds (`refusals.still_held`). Not NOMINAL_ONLY: that one counts the team's non-preemptible jobs,
 # never a victim.
 ON_QUOTA_HELD = frozenset({Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW})
 
@@ -26,7 +26,7 @@ ON_QUOTA_HELD = frozenset({Code.BORROWING_LIMIT, Code.NOTHING_TO_BORROW})
 def record_waits(world: World, plan: Plan, now: datetime) -> tuple[int, int]:
     """Store every waiting job's reason (as its owner reads it), positions, ETA and
     reservation (R4); an event when its reason changes. Returns how many wait, and
-    how many of them were written. A job waiting for quota its team's UNSTOPPED victim
+    how many of them were written. A job waiting for quota its team's UNSTOPPED job
     still holds is told so after the policy's sentence, its code the policy's.
 
     Only the rows whose figures changed are written, and only they are locked: a steady queue of

@@ -1,0 +1,132 @@
+"""A cancelled job whose stop the cluster refuses, or fails, holds its team's quota until its stop goes through.
+
+Its pods run on meanwhile: the cycles count it as a running job of its team (`snapshot.UNSTOPPED`), in its quota as
+well as its room, never as a victim, however long that lasts (a person asked it to stop: Gangway never gives up),
+and a job of its team waiting for quota is told why. A victim the cluster refused to stop keeps counting once
+cancelled. A job admitted after the cancel, counting on its GPUs, is not created while it runs on.
+
+On PostgreSQL and the simulated cluster, behind a webhook that refuses (or, failing, cannot answer for) the objects
+it protects.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from jobs.codes import Because
+from jobs.models import Job
+from jobs.services import job_cancel
+from scheduling.cluster.base import ClusterUnavailable
+from scheduling.cluster.faulty import Fault
+from scheduling.loop import admission_cycle
+from scheduling.models import SimJob
+from scheduling.reconcile import reconcile
+from tests.scheduling.test_unstopped_victims_held_everywhere import FailingWebhook
+from tests.scheduling.test_victims_that_run_on import (  # noqa: F401 (low, refused: fixtures)
+    DENIED, WHOLE_NODE, _object_name, _promises, low, refused,
+)
+
+
+def _maps_used(result) -> int:
+    return next(team for team in result.gpu_usage if team["team"] == "maps")["used"]
+
+
+def test_a_cancelled_job_whose_stop_the_server_fails_holds_its_team_s_quota_until_the_stop_goes_through(
+        low, submit, cluster, clock):  # fmt: skip
+    """maps (8 GPUs, no borrowing) runs `low` on one node of two; it is cancelled while the API server answers 500
+    to its delete. The next job of maps is not created on the other, free node (maps would hold 16 GPUs of its 8)
+    for as long as the 500s last, well past ADMISSION_TIMEOUT; once the delete goes through, it is."""
+    webhook = FailingWebhook(cluster, protected={_object_name(low)})
+    job_cancel(job=low, via="the test")
+    reconcile(cluster=webhook, now=clock())
+    low.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and low.stop_failed_at == clock()
+    assert low.events.last().message.startswith("The cluster failed to stop it (a server error, no refusal) (delete ")
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+
+    for _ in range(8):  # 800 s of 500s
+        result = admission_cycle(cluster=webhook, now=clock())
+        assert _maps_used(result) == 8 and not SimJob.objects.filter(job_id=after.pk).exists()
+        assert not SimJob.objects.get(job_id=low.pk).suspended, "its pods run on"
+        assert _promises(cluster) == []
+        clock.tick(100)
+        reconcile(cluster=webhook, now=clock())
+
+    low.refresh_from_db(), after.refresh_from_db()
+    assert low.state == Job.State.CANCELLING, "never given up: a person asked for it"
+    assert low.stop_failed_at == clock() - timedelta(seconds=800), "kept from the first failure"
+    assert after.state == Job.State.QUEUED and after.reason_code == "borrowing_limit"
+    assert after.reason.endswith(f"Job low (#{low.pk}), being cancelled, still holds 8 GPUs of the team's quota: the "
+                                 "cluster refused or failed to stop it when last asked; Gangway asks again at every "
+                                 "reconcile.")  # fmt: skip
+
+    webhook.failing = False  # the webhook answers again, and refuses: still held
+    reconcile(cluster=webhook, now=clock())
+    result = admission_cycle(cluster=webhook, now=clock())
+    low.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and _maps_used(result) == 8
+    assert low.events.last().message.startswith(
+        f"The cluster refused to stop it (delete TFJob maps/{_object_name(low)}: 403 Forbidden: {DENIED}); Gangway "
+        "tries again at every reconcile.")  # fmt: skip
+
+    webhook.protected.clear()  # and lets it go
+    clock.tick(10)
+    reconcile(cluster=webhook, now=clock())
+    admission_cycle(cluster=webhook, now=clock())
+    low.refresh_from_db(), after.refresh_from_db()
+    assert low.state == Job.State.CANCELLED and not SimJob.objects.filter(job_id=low.pk).exists()
+    assert after.state == Job.State.ADMITTED and SimJob.objects.filter(job_id=after.pk).exists()
+    assert _promises(cluster) == []
+
+
+def test_a_victim_the_cluster_refuses_to_stop_keeps_counting_once_cancelled(refused, low, cluster, clock):
+    """Cancelled before the next reconcile: the cycle in between still counts it (the mark of its refused stop is
+    carried over), and, refused still, it never runs on, as a victim would after ADMISSION_TIMEOUT."""
+    webhook, urgent = refused
+    job_cancel(job=low, via="the test")
+    low.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and low.stop_failed_at == low.not_before == clock()
+
+    for _ in range(8):  # past the job's backoff, and past ADMISSION_TIMEOUT
+        clock.tick(100)
+        result = admission_cycle(cluster=webhook, now=clock())
+        assert _maps_used(result) == 8 and not SimJob.objects.filter(job_id=urgent.pk).exists()
+        assert _promises(cluster) == []
+        reconcile(cluster=webhook, now=clock())
+
+    low.refresh_from_db(), urgent.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and not low.events.filter(code=Because.RUNS_ON).exists()
+    assert urgent.state == Job.State.QUEUED
+
+    webhook.protected.clear()
+    reconcile(cluster=webhook, now=clock())
+    admission_cycle(cluster=webhook, now=clock())
+    low.refresh_from_db(), urgent.refresh_from_db()
+    assert low.state == Job.State.CANCELLED and urgent.state == Job.State.ADMITTED
+
+
+def test_a_job_admitted_after_a_cancel_is_not_created_while_the_cancelled_job_runs_on(low, submit, cluster, clock):
+    """A cycle between the cancel and reconcile gives `low`'s quota to the next job of maps, placed on the other
+    node (its node still holds its pods); that cycle's create never reaches the cluster. Reconcile, meeting the
+    cluster's refusal to delete `low` first, requeues that job rather than create it beside `low`."""
+    job_cancel(job=low, via="the test")
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+    webhook = FailingWebhook(cluster, protected=set(), faults=[Fault("create_job", "before", ClusterUnavailable)])
+    admission_cycle(cluster=webhook, now=clock())
+    after.refresh_from_db()
+    assert after.state == Job.State.ADMITTED and set(after.placement).isdisjoint(low.placement)
+    assert not SimJob.objects.filter(job_id=after.pk).exists()
+
+    webhook.protected.add(_object_name(low))
+    webhook.failing = False  # a refusal this time
+    clock.tick(5)
+    reconcile(cluster=webhook, now=clock())
+
+    low.refresh_from_db(), after.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and not SimJob.objects.filter(job_id=after.pk).exists()
+    assert after.state == Job.State.QUEUED and after.reason_code == Because.VICTIM_REFUSED
+    assert after.reason.startswith(
+        f"Not started: job low (#{low.pk}), being cancelled, could not be stopped: the cluster refused to stop it "
+        f"(delete TFJob maps/{_object_name(low)}: 403 Forbidden: {DENIED}). It was admitted after that job's cancel, "
+        "and may have counted on its GPUs, so it starts once that job has stopped; requeued with its place kept")
+    assert _promises(cluster) == []
