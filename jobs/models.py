@@ -89,6 +89,13 @@ class Job(models.Model):
         null=True, blank=True, help_text="Being preempted: when the cluster first failed to stop it (a server error). "
         "Being cancelled: when it first refused or failed to.",
     )
+    # A job being cancelled whose pods may still run: cancelled while admitted or running, or while being preempted
+    # with its stop refused or failed (a victim whose stop went through holds nothing: its room is another job's).
+    # It holds its room and quota until reconcile has stopped it (scheduling.snapshot.UNSTOPPED).
+    held_until_stopped = models.BooleanField(
+        default=False, db_default=False,
+        help_text="Being cancelled: its pods may still run, so it counts as running until stopped.",
+    )
 
     # Where it runs: one node name per replica, in replica-group order.
     placement = models.JSONField(default=list, blank=True)

@@ -307,11 +307,13 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
             return job
         refuse_if_trial(job, KatibTrial.CANCEL)
         was_queued = job.state == Job.State.QUEUED
-        # A victim the cluster refused, or failed, to stop still runs: it keeps counting as running
-        # (`snapshot.UNSTOPPED`) until its stop goes through, from its first refusal or failure.
-        unstopped = job.stop_failed_at or job.not_before if job.state == Job.State.PREEMPTING else None
+        # Its pods may run until reconcile stops them: it counts as running meanwhile (`snapshot.UNSTOPPED`).
+        # Not a victim whose stop went through (its room is the job's it was preempted for); one the cluster
+        # refused, or failed, to stop keeps the mark of that (`refusals.cancel_refused`).
+        refused = job.stop_failed_at or job.not_before if job.state == Job.State.PREEMPTING else None
+        held = job.state in Job.ACTIVE_STATES or refused is not None
         transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor,
-                   stop_failed_at=unstopped)  # fmt: skip
+                   held_until_stopped=held, stop_failed_at=refused)  # fmt: skip
         if was_queued:
             transition(
                 job, Job.State.CANCELLED, message="Cancelled before it was admitted; nothing ran.",

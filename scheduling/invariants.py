@@ -21,9 +21,11 @@ CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
 def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
     """What holds at every moment, faults or not: no over-admission, no duplicate.
 
-    - the jobs the database counts (admitted, running, and those being preempted that the cluster refuses, or
-      fails, to stop, which still hold their room: `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
-    - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has;
+    - the jobs the database counts (admitted, running, those being preempted that the cluster refuses, or
+      fails, to stop, and those being cancelled until they have stopped, which still hold their room:
+      `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
+    - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has, and those of
+      each team for no more than its limits: whatever the database says, what runs in the cluster is in quota;
     - no Gangway job has two cluster objects.
     """
     problems = []
@@ -31,9 +33,11 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     on_node: Counter = Counter()
     by_team: Counter = Counter()
     gpus_of: dict[int, int] = {}
+    team_of: dict[int, str] = {}
     unstopped = set(Job.objects.filter(UNSTOPPED).values_list("pk", flat=True))
     for job in Job.objects.select_related("team").only("pk", "state", "replicas", "placement", "gpu_total", "team"):
         gpus_of[job.pk] = job.gpu_total
+        team_of[job.pk] = job.team.slug
         if job.state not in Job.ACTIVE_STATES and job.pk not in unstopped:
             continue
         per_replica = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]
@@ -42,13 +46,23 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
         by_team[job.team.slug] += job.gpu_total
     problems += [f"node {node} holds {gpu} GPUs of admitted jobs, above its {capacity[node]}"
                  for node, gpu in sorted(on_node.items()) if node in capacity and gpu > capacity[node]]  # fmt: skip
+    claiming = [status for status in statuses if status.phase in CLAIMING]
+    in_cluster = Counter()
+    for status in claiming:
+        if status.job_id in team_of:
+            in_cluster[team_of[status.job_id]] += gpus_of[status.job_id]
     for team in Team.objects.prefetch_related("quotas"):
         limits = limits_of(team.quotas.all())
         nominal = limits["nominal"].get("gpu")
         borrowing = limits["borrowing_limit"].get("gpu")
-        if nominal is not None and borrowing is not None and by_team[team.slug] > nominal + borrowing:
+        if nominal is None or borrowing is None:
+            continue
+        if by_team[team.slug] > nominal + borrowing:
             problems.append(f"team {team.slug} holds {by_team[team.slug]} GPUs, above {nominal} + {borrowing}")
-    claimed = sum(gpus_of.get(status.job_id, 0) for status in statuses if status.phase in CLAIMING)
+        if in_cluster[team.slug] > nominal + borrowing:
+            problems.append(f"cluster jobs of team {team.slug} not suspended ask for {in_cluster[team.slug]} GPUs, "
+                            f"above {nominal} + {borrowing}")
+    claimed = sum(gpus_of.get(status.job_id, 0) for status in claiming)
     if claimed > sum(capacity.values()):
         problems.append(f"cluster jobs not suspended ask for {claimed} GPUs, above the cluster's {sum(capacity.values())}")
     objects = Counter(status.job_id for status in statuses)

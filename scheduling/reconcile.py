@@ -52,19 +52,23 @@ ENDED_FIELDS = ("id", "name", "cluster_name", "state", "finished_at", "team__slu
 
 @dataclass(frozen=True)
 class Unstopped:
-    """A job being preempted, or cancelled, that the cluster refused to stop in this pass (or a victim Gangway
-    gave up on: it runs on), with the refusal and the event that began its stop: no admitted job is created
-    while it still runs that was admitted after its stop began or that is placed on its nodes (`_held_back`)."""
+    """A job being preempted (or cancelled since) that the cluster refused to stop in this pass (or gave up on:
+    it runs on), with the refusal and the event of its preemption: no admitted job is created while it still
+    runs that was admitted after it was preempted or that is placed on its nodes (`_held_back`)."""
 
     job: Job
     error: ClusterError
-    preempted: int  # the pk of the event that moved it from running (or admitted) to a stop, 0 when it has none
+    preempted: int  # the pk of the event that moved it to preempting, 0 when it has none
 
     @classmethod
-    def of(cls, job: Job, error: ClusterError) -> Unstopped:
-        # A victim cancelled while being preempted: its stop began with its preemption.
-        began = job.events.filter(to_state__in=STOPPING, from_state__in=Job.ACTIVE_STATES)
-        return cls(job, error, began.order_by("-pk").values_list("pk", flat=True).first() or 0)
+    def of(cls, job: Job, error: ClusterError) -> Unstopped | None:
+        """None for a job cancelled while it was admitted or running: every cycle since counted it
+        (`held_until_stopped`), so no admission counted on its room."""
+        began = job.events.filter(to_state__in=STOPPING, from_state__in=Job.ACTIVE_STATES).order_by("-pk")
+        moved = began.values_list("pk", "to_state").first()
+        if moved is not None and moved[1] == Job.State.CANCELLING:
+            return None
+        return cls(job, error, moved[0] if moved is not None else 0)
 
 
 @dataclass
@@ -144,10 +148,11 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
             except ClusterError as error:
                 # The cluster refused this one job: it must not stop every other correction.
                 stopping = job.state in STOPPING
-                if _refused(job, error, now):
+                if _refused(job, error, now, statuses.get(job.pk)):
                     result.changed += 1
-                if stopping:  # still being stopped, or running on: either way it holds its nodes and its quota
-                    unstopped.append(Unstopped.of(job, error))
+                held = Unstopped.of(job, error) if stopping else None
+                if held is not None:  # still being stopped, or running on: either way it holds its nodes and quota
+                    unstopped.append(held)
         if not result.error:
             _stop_leftovers(statuses, known, others, cluster, result)
         if not result.error:
@@ -279,7 +284,7 @@ def _create(job: Job, cluster: Cluster) -> None:
         raise CreateRefused(str(error), failing=isinstance(error, ServerFailing)) from error
 
 
-def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
+def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus | None = None) -> bool:
     """A create of an admitted job refused: requeue it with a backoff, counted toward failing it
     unless it was a server error (`requeue_refused`). Any other refusal (a stuck job's suspend, a
     victim's, a cancelled job's, a resume of a running job) is logged for operators and said once on the
@@ -296,7 +301,7 @@ def _refused(job: Job, refusal: ClusterError, now: datetime) -> bool:
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
     if job.state == Job.State.CANCELLING:
-        cancel_refused(job, refusal, now)
+        cancel_refused(job, refusal, now, runs=status is not None and (status.phase in RUNS or status.running_pods > 0))
         return False
     note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
                  failing=isinstance(refusal, ServerFailing))
@@ -408,8 +413,8 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
 
 
 def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
-    """The job being preempted or cancelled, refused its stop in this pass, that keeps admitted `job` from
-    being created; None when nothing does.
+    """The job being preempted (or a victim cancelled since), refused its stop in this pass, that keeps
+    admitted `job` from being created; None when nothing does.
 
     Its victims do: each was preempted in the savepoint that admitted it, just before its admission's event.
     Nothing records which admission a victim was preempted for (the preemption's sentence names the job only
@@ -418,11 +423,8 @@ def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
     that runs on, its team would hold more than its quota. A job whose admission owed nothing to such a
     victim waits one backoff with it, only while the cluster refuses (ADMISSION_TIMEOUT at most) or fails, and the
     cycle that admits it again counts that victim as running (`snapshot.UNSTOPPED`). A job placed on such a
-    victim's nodes is held back too, whenever that victim was preempted.
-
-    So does a job being cancelled whose stop the cluster refused, or failed, in this pass, for a job admitted
-    after the cancel began: a cycle counted its GPUs as free (its pods as outside usage where they run, but
-    not in its team's quota, nor in what other teams may borrow) until its first refusal."""
+    victim's nodes is held back too, whenever that victim was preempted. A victim cancelled since counts as
+    one; a job cancelled while it ran does not (every cycle since counted it: `Job.held_until_stopped`)."""
     if not unstopped:
         return None
     moved = job.events.filter(to_state=Job.State.ADMITTED).exclude(from_state=Job.State.ADMITTED)  # not a note

@@ -184,18 +184,23 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     return True
 
 
-def cancel_refused(job: Job, error: ClusterError, now: datetime) -> None:
+def cancel_refused(job: Job, error: ClusterError, now: datetime, *, runs: bool) -> None:
     """The cluster refused, or failed, to stop `job`, being cancelled (the delete of its object; the suspend of
-    a job from elsewhere). Its pods run on, so from the first refusal or failure (`stop_failed_at`) it counts as
-    a running job of its team, in its quota as well as its room (`snapshot.UNSTOPPED`), never a victim, until
-    its stop goes through: a person asked for it, so Gangway never gives up, and asks again at every reconcile.
-    A job being preempted that was cancelled carries the mark of its refused stop over (`jobs.services.job_cancel`).
-    """
+    a job from elsewhere). Its pods run on, so it counts as a running job of its team, in its quota as well as
+    its room (`held_until_stopped`, `snapshot.UNSTOPPED`), never a victim, until its stop goes through: a person
+    asked for it, so Gangway never gives up, and asks again at every reconcile. When the cluster first refused
+    or failed is kept (`stop_failed_at`; a victim cancelled carries the mark of its refused stop over,
+    `jobs.services.job_cancel`). Held from now on as the cluster lists it at this pass (`runs`: pods running,
+    or asked for): an object that only stays, suspended (a victim whose stop had gone through, its room
+    another job's), holds nothing."""
     with transaction.atomic():  # when the cluster first refused or failed, with the event that says so
-        if job.stop_failed_at is None:
-            first = Job.objects.filter(pk=job.pk, state=Job.State.CANCELLING, stop_failed_at__isnull=True)
-            if first.update(stop_failed_at=now):
-                job.stop_failed_at = now
+        held = runs
+        if job.stop_failed_at is None or held != job.held_until_stopped:
+            first = Job.objects.filter(pk=job.pk, state=Job.State.CANCELLING)
+            first.filter(stop_failed_at__isnull=True).update(stop_failed_at=now)
+            first.update(held_until_stopped=held)
+            job.stop_failed_at = job.stop_failed_at or now
+            job.held_until_stopped = held
         note_refused(job, "stop", str(error), failing=isinstance(error, ServerFailing))
 
 
@@ -225,9 +230,10 @@ def _trying_until(job: Job) -> str:
 
 
 def still_held(world: World, now: datetime) -> dict[str, str]:
-    """Sentences on the jobs being preempted, or cancelled, that the cluster refuses, or fails, to stop
-    (`snapshot.UNSTOPPED`), by team: each still holds its GPUs in its team's quota until Gangway gives up on a
-    refused victim (`stop_refused`), or, failed (a server error) or cancelled, until its stop goes through. For
+    """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop, and on the jobs being
+    cancelled whose pods may still run (`snapshot.UNSTOPPED`), by team: each still holds its GPUs in its team's
+    quota until Gangway gives up on a refused victim (`stop_refused`), or, failed (a server error) or
+    cancelled, until its stop goes through. For
     a job of that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is
     named: the reader is of its team."""
     today = timezone.localtime(now).date()
@@ -235,9 +241,12 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
     for job in world.jobs.values():
         if not job.gpu_total:
             continue
-        if job.state == Job.State.CANCELLING and job.stop_failed_at is not None:
+        if job.state == Job.State.CANCELLING and job.held_until_stopped:
             being = "being cancelled"
-            why = "the cluster refused or failed to stop it when last asked; Gangway asks again at every reconcile."
+            why = "its pods still run; Gangway stops them at its next reconcile."
+            if job.stop_failed_at is not None:
+                why = ("the cluster refused or failed to stop it when last asked; Gangway asks again at every "
+                       "reconcile.")  # fmt: skip
         elif job.state != Job.State.PREEMPTING:
             continue
         elif job.not_before is not None:
@@ -342,21 +351,15 @@ def _held(job: Job, message: str, until: datetime) -> bool:
 
 
 def requeue_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -> None:
-    """Requeue an admitted job, not created, while a job the cluster refused (or, a server error, failed) to
-    stop still runs: one of its victims, which holds the room the job was admitted into, or a job being
-    cancelled, whose GPUs its admission may have counted as free (`reconcile._held_back`). Its place is kept,
-    after a backoff; never counted towards failing it. A job cancelled meanwhile is left be (nothing was
-    created)."""
+    """Requeue an admitted job, not created, one of whose victims the cluster refused (or, a server error,
+    failed) to stop (cancelled since, or not): that victim still holds the room the job was admitted into. Its
+    place is kept, after a backoff; never counted towards failing it. A job cancelled meanwhile is left be
+    (nothing was created)."""
     wait = _victim_backoff(job)
     did = "failed to stop it (a server error)" if isinstance(error, ServerFailing) else "refused to stop it"
-    if victim.state == Job.State.CANCELLING:
-        whose, after = "being cancelled", ("It was admitted after that job's cancel, and may have counted on its "
-                                           "GPUs, so it starts once that job has stopped")  # fmt: skip
-    else:
-        whose, after = "preempted for it", "A job with victims starts once they have stopped"
-    message = (f"Not started: {_victim_named(victim, job)}, {whose}, could not be stopped: the cluster "
-               f"{did}{_why_unstopped(victim, job, error)}. {after}; requeued with its place kept, tried again "
-               f"in {int(wait.total_seconds())} s.")  # fmt: skip
+    message = (f"Not started: {_victim_named(victim, job)}, preempted for it, could not be stopped: the cluster "
+               f"{did}{_why_unstopped(victim, job, error)}. A job with victims starts once they have "
+               f"stopped; requeued with its place kept, tried again in {int(wait.total_seconds())} s.")  # fmt: skip
     try:
         transition(job, Job.State.QUEUED, message=message, code=Because.VICTIM_REFUSED, placement=[],
                    admitted_at=None, not_before=now + wait, reason=message, reason_code=Because.VICTIM_REFUSED)  # fmt: skip

@@ -287,7 +287,8 @@ def held_on_unschedulable(team: Team | None = None) -> dict[tuple[str, str], int
 
 def holding_jobs():
     """Returns the jobs that hold GPUs where they were placed, as the admission cycle's snapshot counts them:
-    admitted and running ones, and those being preempted that the cluster refuses, or fails, to stop (`UNSTOPPED`).
+    admitted and running ones, those being preempted that the cluster refuses, or fails, to stop, and those being
+    cancelled until they have stopped (`UNSTOPPED`).
     The node map, its fingerprint and the drain figures read these, so they never show free what a plan
     counts as taken."""
     return Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED)

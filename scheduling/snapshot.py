@@ -33,11 +33,12 @@ from tenants.models import PriorityTier, Quota, Team
 
 # Jobs being preempted that the cluster refused, or failed (a server error), to stop (`refusals.stop_refused`,
 # which keeps when it first refused in `not_before`, and when it first failed in `stop_failed_at`), and jobs
-# being cancelled whose stop it refused or failed (`refusals.cancel_refused`, `stop_failed_at`): they run on,
-# so a cycle counts each as a running job of its team, in its quota as well as its room, and never as a
-# victim again (`RunningJob.stopping`).
+# being cancelled whose pods may still run (`Job.held_until_stopped`: until reconcile has stopped them,
+# however long the cluster refuses or fails, `refusals.cancel_refused`): they run on, so a cycle counts each
+# as a running job of its team, in its quota as well as its room, and never as a victim again
+# (`RunningJob.stopping`).
 UNSTOPPED = ((Q(state=Job.State.PREEMPTING) & (Q(not_before__isnull=False) | Q(stop_failed_at__isnull=False)))
-             | (Q(state=Job.State.CANCELLING) & Q(stop_failed_at__isnull=False)))
+             | Q(state=Job.State.CANCELLING, held_until_stopped=True))
 # The node a replica is charged to when no node takes pods and it was placed on none (`_charged_placements`): no
 # node is so named, and the policy gives a node it does not list no room, while the GPUs count in quota.
 UNLISTED = "(no node)"
@@ -261,12 +262,13 @@ def build_world(
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
     Admitted and running jobs hold their whole demand, on their placement, and so
-    do jobs being preempted, or cancelled, that the cluster refused, or failed, to stop (`UNSTOPPED`); a
+    do jobs being preempted that the cluster refused, or failed, to stop, and jobs being cancelled until
+    they have stopped (`UNSTOPPED`); a
     replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
     left, so a job never counts for less than it asks. Pods of cluster jobs
     the database does not count so (a job being
-    preempted or cancelled whose pods have not stopped yet, a job it does not
+    preempted whose pods have not stopped yet, a job it does not
     know) take room as outside usage (R12), as do `outside`: the pods Gangway
     did not create and those of no job object (`JobStatuses.strays`, which the
     loop's reading adds). Queued jobs backing off after a

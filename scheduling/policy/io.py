@@ -12,8 +12,9 @@ of being rejected; nothing is placed or reserved on it, and its capacity is
 neither free room nor R2's unassigned capacity.
 
 A running job may carry `"stopping": true` (absent: false): it is being
-preempted already and the cluster refuses, or fails, to stop it, so it holds
-its room and counts in its team's quota but is never a victim.
+preempted already and the cluster refuses, or fails, to stop it, or it is
+being cancelled and has not stopped yet, so it holds its room and counts in
+its team's quota but is never a victim.
 
 GPU types (types.py), all optional; a snapshot without them reads as ever:
 - `"gpu_types": [{"name": "l4"}, {"name": "a100"}]`: the cluster's order,

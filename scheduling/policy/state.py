@@ -53,7 +53,7 @@ class Holder:
     # The index of the GPU type its GPUs are of (types.py); None: no type.
     kind: int | None = None
     # Being preempted already by an earlier cycle, the cluster refusing to
-    # stop it (RunningJob.stopping): never a victim.
+    # stop it, or being cancelled (RunningJob.stopping): never a victim.
     stopping: bool = False
 
     def __init__(self, id: str, team: str | None, tier: Tier | None, started: int,

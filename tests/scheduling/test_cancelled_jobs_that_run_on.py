@@ -3,7 +3,8 @@
 Its pods run on meanwhile: the cycles count it as a running job of its team (`snapshot.UNSTOPPED`), in its quota as
 well as its room, never as a victim, however long that lasts (a person asked it to stop: Gangway never gives up),
 and a job of its team waiting for quota is told why. A victim the cluster refused to stop keeps counting once
-cancelled. A job admitted after the cancel, counting on its GPUs, is not created while it runs on.
+cancelled; one whose stop went through does not count again. A cycle between a cancel and the reconcile that stops
+the job counts it too, so no admission counts on its GPUs, and none is held back for it.
 
 On PostgreSQL and the simulated cluster, behind a webhook that refuses (or, failing, cannot answer for) the objects
 it protects.
@@ -105,28 +106,63 @@ def test_a_victim_the_cluster_refuses_to_stop_keeps_counting_once_cancelled(refu
     assert low.state == Job.State.CANCELLED and urgent.state == Job.State.ADMITTED
 
 
-def test_a_job_admitted_after_a_cancel_is_not_created_while_the_cancelled_job_runs_on(low, submit, cluster, clock):
-    """A cycle between the cancel and reconcile gives `low`'s quota to the next job of maps, placed on the other
-    node (its node still holds its pods); that cycle's create never reaches the cluster. Reconcile, meeting the
-    cluster's refusal to delete `low` first, requeues that job rather than create it beside `low`."""
+def test_a_cycle_between_a_cancel_and_reconcile_does_not_give_the_quota_away(low, submit, cluster, clock):
+    """Its pods run until reconcile deletes its object: the next job of maps waits for it, saying so, then starts."""
     job_cancel(job=low, via="the test")
     after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+
+    result = admission_cycle(cluster=cluster, now=clock())
+
+    after.refresh_from_db()
+    assert _maps_used(result) == 8 and after.state == Job.State.QUEUED
+    assert after.reason.endswith(f"Job low (#{low.pk}), being cancelled, still holds 8 GPUs of the team's quota: its "
+                                 "pods still run; Gangway stops them at its next reconcile.")  # fmt: skip
+    assert _promises(cluster) == []
+    reconcile(cluster=cluster, now=clock())
+    admission_cycle(cluster=cluster, now=clock())
+    low.refresh_from_db(), after.refresh_from_db()
+    assert low.state == Job.State.CANCELLED and after.state == Job.State.ADMITTED
+
+
+def test_a_victim_whose_stop_went_through_holds_nothing_once_cancelled(low, submit, cluster, clock):
+    """Its room is the job's it was preempted for: counted again, the node would hold 16 GPUs of its 8. So it is
+    not, even while the cluster refuses to delete its object, which stays suspended."""
+    urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 72000})
+    admission_cycle(cluster=cluster, now=clock())
+    low.refresh_from_db(), urgent.refresh_from_db()
+    assert low.state == Job.State.PREEMPTING and SimJob.objects.get(job_id=low.pk).suspended
+    assert urgent.state == Job.State.ADMITTED and urgent.placement == low.placement
+
+    job_cancel(job=low, via="the test")
+    webhook = FailingWebhook(cluster, protected={_object_name(low)}, failing=False)
+    for _ in range(3):
+        clock.tick(100)
+        reconcile(cluster=webhook, now=clock())
+        result = admission_cycle(cluster=webhook, now=clock())
+        assert _maps_used(result) == 8 and _promises(cluster) == []
+
+    low.refresh_from_db(), urgent.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and not low.held_until_stopped
+    assert low.stop_failed_at is not None, "its refusal is still kept and said"
+    assert urgent.state == Job.State.RUNNING
+
+
+def test_a_job_cancelled_while_it_ran_holds_back_no_admission(low, vision, staff, submit, cluster, clock):
+    """A job of vision admitted after the cancel, whose create never reached the cluster, was admitted by a cycle
+    that counted `low` as running: it is created at the next reconcile, however long the cluster refuses to
+    delete `low` (a victim would hold it back)."""
+    job_cancel(job=low, via="the test")
+    other = submit(name="other", team=vision, user=staff, replicas=WHOLE_NODE, simulate={"duration": 600})
     webhook = FailingWebhook(cluster, protected=set(), faults=[Fault("create_job", "before", ClusterUnavailable)])
     admission_cycle(cluster=webhook, now=clock())
-    after.refresh_from_db()
-    assert after.state == Job.State.ADMITTED and set(after.placement).isdisjoint(low.placement)
-    assert not SimJob.objects.filter(job_id=after.pk).exists()
+    other.refresh_from_db()
+    assert other.state == Job.State.ADMITTED and not SimJob.objects.filter(job_id=other.pk).exists()
 
     webhook.protected.add(_object_name(low))
-    webhook.failing = False  # a refusal this time
-    clock.tick(5)
+    webhook.failing = False  # refused
     reconcile(cluster=webhook, now=clock())
 
-    low.refresh_from_db(), after.refresh_from_db()
-    assert low.state == Job.State.CANCELLING and not SimJob.objects.filter(job_id=after.pk).exists()
-    assert after.state == Job.State.QUEUED and after.reason_code == Because.VICTIM_REFUSED
-    assert after.reason.startswith(
-        f"Not started: job low (#{low.pk}), being cancelled, could not be stopped: the cluster refused to stop it "
-        f"(delete TFJob maps/{_object_name(low)}: 403 Forbidden: {DENIED}). It was admitted after that job's cancel, "
-        "and may have counted on its GPUs, so it starts once that job has stopped; requeued with its place kept")
+    low.refresh_from_db(), other.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and low.held_until_stopped
+    assert other.state == Job.State.ADMITTED and SimJob.objects.filter(job_id=other.pk).exists()
     assert _promises(cluster) == []
