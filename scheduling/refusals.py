@@ -232,8 +232,8 @@ def _trying_until(job: Job) -> str:
 def still_held(world: World, now: datetime) -> dict[str, str]:
     """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop, and on the jobs being
     cancelled whose pods may still run (`snapshot.UNSTOPPED`), by team: each still holds its GPUs in its team's
-    quota until Gangway gives up on a refused victim (`stop_refused`), or, failed (a server error) or
-    cancelled, until its stop goes through. For
+    quota until Gangway gives up on a refused victim (`stop_refused`: at the first refusal past its bound, which
+    a server error delays), or, failed (a server error) or cancelled, until its stop goes through. For
     a job of that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is
     named: the reader is of its team."""
     today = timezone.localtime(now).date()
@@ -253,6 +253,9 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
             being = "being preempted"
             until = clock_time(timezone.localtime(gives_up_at(job)), today)
             why = f"the cluster refuses to stop it; Gangway tries until {until}, then lets it run on."
+            if gives_up_at(job) <= now:  # refused, then failed since (a server error is no refusal), or not asked yet
+                why = (f"the cluster refuses to stop it; past {until}, Gangway lets it run on at the cluster's next "
+                       "refusal (a server error is none).")  # fmt: skip
         elif job.stop_failed_at is not None:
             being = "being preempted"
             why = "the cluster fails to stop it (a server error); Gangway asks again at every reconcile."

@@ -22,6 +22,7 @@ from scheduling.loop import admission_cycle
 from scheduling.policy.reasons import Code
 from scheduling.reconcile import reconcile
 from scheduling.refusals import stop_refused
+from tests.scheduling.test_unstopped_victims_held_everywhere import FailingWebhook
 from tests.scheduling.test_victims_that_run_on import (  # noqa: F401 (low, refused: fixtures)
     DENIED, WHOLE_NODE, Webhook, _object_name, low, refused,
 )
@@ -117,6 +118,26 @@ def test_a_job_waiting_for_the_quota_an_unstopped_victim_holds_is_told_which_job
         f"refuses to stop it; Gangway tries until {until}, then lets it run on.")  # fmt: skip
     event = urgent.events.last()
     assert (event.kind, event.code, event.message) == (JobEvent.Kind.WAITING, Code.BORROWING_LIMIT, urgent.reason)
+
+
+def test_past_the_bound_with_server_errors_since_the_waiting_job_is_told_the_victim_runs_on_at_the_next_refusal(
+        refused, low, clock):  # fmt: skip
+    """A 500 is no refusal: past the bound the victim still holds the quota, and the sentence says what happens
+    next rather than a time gone by."""
+    _, urgent = refused
+    failing = FailingWebhook(refused[0].inner, protected=set(refused[0].protected))
+    clock.tick(700)  # past ADMISSION_TIMEOUT from the first refusal, the server failing all along
+
+    reconcile(cluster=failing, now=clock())
+    admission_cycle(cluster=failing, now=clock())
+
+    urgent.refresh_from_db(), low.refresh_from_db()
+    assert low.state == Job.State.PREEMPTING
+    until = _about(low.not_before + timedelta(seconds=600), clock())
+    assert urgent.reason == (
+        f"{QUOTA_HELD} Job low (#{low.pk}), being preempted, still holds 8 GPUs of the team's quota: the cluster "
+        f"refuses to stop it; past {until}, Gangway lets it run on at the cluster's next refusal (a server error is "
+        "none).")  # fmt: skip
 
 
 def test_once_the_victim_runs_on_a_job_waiting_for_its_quota_reads_the_quota_sentence_alone(
