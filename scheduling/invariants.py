@@ -16,6 +16,8 @@ from tenants.models import Team
 
 # Phases of a cluster job whose pods may hold or claim room.
 CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
+# The states of the jobs whose cluster objects are charged to their teams (`broken_promises`).
+CHARGED = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
 
 
 def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
@@ -25,7 +27,10 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
       fails, to stop, and those being cancelled until they have stopped, which still hold their room:
       `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
     - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has, and those of
-      each team for no more than its limits: whatever the database says, what runs in the cluster is in quota;
+      each team's jobs admitted, running or being stopped for no more than its limits: what the database counts
+      as stopped is stopped in the cluster too. The object of a queued job (a create reported refused that went
+      through) and of an ended one (not stopped yet, or an adopted job given back to its owner) are left out:
+      reconcile stops Gangway's, and the cycles count their pods as outside usage meanwhile;
     - no Gangway job has two cluster objects.
     """
     problems = []
@@ -33,11 +38,12 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     on_node: Counter = Counter()
     by_team: Counter = Counter()
     gpus_of: dict[int, int] = {}
-    team_of: dict[int, str] = {}
+    team_of: dict[int, str] = {}  # jobs admitted, running or being stopped: their cluster objects count per team
     unstopped = set(Job.objects.filter(UNSTOPPED).values_list("pk", flat=True))
     for job in Job.objects.select_related("team").only("pk", "state", "replicas", "placement", "gpu_total", "team"):
         gpus_of[job.pk] = job.gpu_total
-        team_of[job.pk] = job.team.slug
+        if job.state in CHARGED:
+            team_of[job.pk] = job.team.slug
         if job.state not in Job.ACTIVE_STATES and job.pk not in unstopped:
             continue
         per_replica = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]

@@ -62,8 +62,11 @@ class Unstopped:
 
     @classmethod
     def of(cls, job: Job, error: ClusterError) -> Unstopped | None:
-        """None for a job cancelled while it was admitted or running: every cycle since counted it
-        (`held_until_stopped`), so no admission counted on its room."""
+        """None for a job being cancelled that holds nothing back: one cancelled while it was admitted or
+        running (every cycle since counted it, `held_until_stopped`, so no admission counted on its room), and a
+        victim whose stop had gone through (held no more: its room is the job's it was preempted for)."""
+        if job.state == Job.State.CANCELLING and not job.held_until_stopped:
+            return None
         began = job.events.filter(to_state__in=STOPPING, from_state__in=Job.ACTIVE_STATES).order_by("-pk")
         moved = began.values_list("pk", "to_state").first()
         if moved is not None and moved[1] == Job.State.CANCELLING:
@@ -301,7 +304,8 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
     if job.state == Job.State.CANCELLING:
-        cancel_refused(job, refusal, now, runs=status is not None and (status.phase in RUNS or status.running_pods > 0))
+        # A suspended object whose pods are still in their grace period is stopped, as for a victim (`_correct`).
+        cancel_refused(job, refusal, now, runs=status is not None and status.phase in RUNS)
         return False
     note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
                  failing=isinstance(refusal, ServerFailing))
@@ -421,10 +425,11 @@ def _held_back(job: Job, unstopped: list[Unstopped]) -> Unstopped | None:
     within one team), so every job preempted before the admission counts, wherever it runs: a preemption for
     quota (R5, R6) may place the job on other nodes than its victim's, and were it created beside a victim
     that runs on, its team would hold more than its quota. A job whose admission owed nothing to such a
-    victim waits one backoff with it, only while the cluster refuses (ADMISSION_TIMEOUT at most) or fails, and the
-    cycle that admits it again counts that victim as running (`snapshot.UNSTOPPED`). A job placed on such a
-    victim's nodes is held back too, whenever that victim was preempted. A victim cancelled since counts as
-    one; a job cancelled while it ran does not (every cycle since counted it: `Job.held_until_stopped`)."""
+    victim waits one backoff with it, while the cluster refuses (ADMISSION_TIMEOUT at most, or for as long as it
+    refuses the delete of a victim cancelled since) or fails, and the cycle that admits it again counts that
+    victim as running (`snapshot.UNSTOPPED`). A job placed on such a victim's nodes is held back too, whenever
+    that victim was preempted. A victim cancelled since counts as one while its pods run; a job cancelled
+    while it ran never does (every cycle since counted it: `Job.held_until_stopped`)."""
     if not unstopped:
         return None
     moved = job.events.filter(to_state=Job.State.ADMITTED).exclude(from_state=Job.State.ADMITTED)  # not a note

@@ -243,7 +243,7 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
             continue
         if job.state == Job.State.CANCELLING and job.held_until_stopped:
             being = "being cancelled"
-            why = "its pods still run; Gangway stops them at its next reconcile."
+            why = "its pods may still run; Gangway stops them at its next reconcile."
             if job.stop_failed_at is not None:
                 why = ("the cluster refused or failed to stop it when last asked; Gangway asks again at every "
                        "reconcile.")  # fmt: skip
@@ -329,13 +329,14 @@ def hold_for_unstopped(job: Job, victim: Job, now: datetime) -> None:
     counted towards failing it; a job moved meanwhile is left be."""
     wait = _victim_backoff(job)
     if victim.state == Job.State.CANCELLING:
-        being, cannot = "cancelled", "has not let stop"
+        why = "which is being cancelled and counts as running until its pods have stopped"
     else:
         failed = victim.not_before is None and victim.stop_failed_at is not None  # a server error, no refusal
-        being, cannot = "preempted", "fails to stop (a server error)" if failed else "refuses to stop"
-    message = (f"Waiting: it would preempt {_victim_named(victim, job)}, which is being {being} already but "
-               f"which the cluster {cannot}, so it could not make room. Nobody was preempted for it; tried again "
-               f"in {int(wait.total_seconds())} s, with its place kept.")  # fmt: skip
+        cannot = "fails to stop (a server error)" if failed else "refuses to stop"
+        why = f"which is being preempted already but which the cluster {cannot}"
+    message = (f"Waiting: it would preempt {_victim_named(victim, job)}, {why}, so it could not make room. "
+               f"Nobody was preempted for it; tried again in {int(wait.total_seconds())} s, with its place "
+               "kept.")  # fmt: skip
     _held(job, message, now + wait)
 
 

@@ -13,10 +13,12 @@ it protects.
 from __future__ import annotations
 
 from datetime import timedelta
+from importlib import import_module
 
 from jobs.codes import Because
 from jobs.models import Job
 from jobs.services import job_cancel
+from jobs.transitions import transition
 from scheduling.cluster.base import ClusterUnavailable
 from scheduling.cluster.faulty import Fault
 from scheduling.loop import admission_cycle
@@ -116,7 +118,7 @@ def test_a_cycle_between_a_cancel_and_reconcile_does_not_give_the_quota_away(low
     after.refresh_from_db()
     assert _maps_used(result) == 8 and after.state == Job.State.QUEUED
     assert after.reason.endswith(f"Job low (#{low.pk}), being cancelled, still holds 8 GPUs of the team's quota: its "
-                                 "pods still run; Gangway stops them at its next reconcile.")  # fmt: skip
+                                 "pods may still run; Gangway stops them at its next reconcile.")  # fmt: skip
     assert _promises(cluster) == []
     reconcile(cluster=cluster, now=clock())
     admission_cycle(cluster=cluster, now=clock())
@@ -124,7 +126,7 @@ def test_a_cycle_between_a_cancel_and_reconcile_does_not_give_the_quota_away(low
     assert low.state == Job.State.CANCELLED and after.state == Job.State.ADMITTED
 
 
-def test_a_victim_whose_stop_went_through_holds_nothing_once_cancelled(low, submit, cluster, clock):
+def test_a_victim_whose_stop_went_through_holds_nothing_once_cancelled(low, vision, staff, submit, cluster, clock):
     """Its room is the job's it was preempted for: counted again, the node would hold 16 GPUs of its 8. So it is
     not, even while the cluster refuses to delete its object, which stays suspended."""
     urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 72000})
@@ -146,6 +148,17 @@ def test_a_victim_whose_stop_went_through_holds_nothing_once_cancelled(low, subm
     assert low.stop_failed_at is not None, "its refusal is still kept and said"
     assert urgent.state == Job.State.RUNNING
 
+    # Nor does it hold back a job admitted since whose create did not reach the cluster, as a victim would.
+    other = submit(name="other", team=vision, user=staff, replicas=WHOLE_NODE, simulate={"duration": 600})
+    webhook.faults.append(Fault("create_job", "before", ClusterUnavailable))
+    admission_cycle(cluster=webhook, now=clock())
+    other.refresh_from_db()
+    assert other.state == Job.State.ADMITTED and not SimJob.objects.filter(job_id=other.pk).exists()
+    reconcile(cluster=webhook, now=clock())
+    other.refresh_from_db()
+    assert other.state == Job.State.ADMITTED and SimJob.objects.filter(job_id=other.pk).exists()
+    assert _promises(cluster) == []
+
 
 def test_a_job_cancelled_while_it_ran_holds_back_no_admission(low, vision, staff, submit, cluster, clock):
     """A job of vision admitted after the cancel, whose create never reached the cluster, was admitted by a cycle
@@ -166,3 +179,57 @@ def test_a_job_cancelled_while_it_ran_holds_back_no_admission(low, vision, staff
     assert low.state == Job.State.CANCELLING and low.held_until_stopped
     assert other.state == Job.State.ADMITTED and SimJob.objects.filter(job_id=other.pk).exists()
     assert _promises(cluster) == []
+
+
+def test_a_job_cancelled_before_it_started_holds_its_quota_too(maps, submit, cluster, clock):
+    """Admitted and created, its pods not all running yet: they may start before reconcile deletes its object."""
+    maps.quotas.filter(resource="gpu").update(borrowing_limit=0)
+    first = submit(name="first", replicas=WHOLE_NODE, simulate={"duration": 600})
+    admission_cycle(cluster=cluster, now=clock())
+    first.refresh_from_db()
+    assert first.state == Job.State.ADMITTED
+
+    job_cancel(job=first, via="the test")
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+    result = admission_cycle(cluster=cluster, now=clock())
+
+    first.refresh_from_db(), after.refresh_from_db()
+    assert first.held_until_stopped and _maps_used(result) == 8 and after.state == Job.State.QUEUED
+
+
+def test_the_promises_see_a_team_over_its_limits_in_the_cluster_that_the_database_counts_within(
+        low, submit, cluster, clock):  # fmt: skip
+    """What the database counts as stopped must be stopped in the cluster: a job being cancelled that holds
+    nothing while its pods run is a broken promise once its quota is given away. A queued job's object, which
+    reconcile stops, is left out."""
+    Job.objects.filter(pk=low.pk).update(state=Job.State.CANCELLING)  # not held: counted as stopped
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+    admission_cycle(cluster=cluster, now=clock())
+    assert SimJob.objects.filter(job_id=after.pk).exists() and not SimJob.objects.get(job_id=low.pk).suspended
+
+    assert _promises(cluster) == ["cluster jobs of team maps not suspended ask for 16 GPUs, above 8 + 0"]
+    Job.objects.filter(pk=after.pk).update(state=Job.State.QUEUED)  # a create reported refused that went through
+    assert _promises(cluster) == []
+
+
+def test_the_upgrade_marks_the_jobs_being_cancelled_as_a_cancel_now_does(low, submit, clock):
+    """Rows being cancelled as migration jobs/0015 runs: cancelled while running, held; a victim whose stop went
+    through, not; one whose stop the cluster refused, held, with that refusal kept."""
+    from django.apps import apps
+
+    upgrade = import_module("jobs.migrations.0015_cancelled_jobs_held_until_stopped")
+    stopped = submit(name="stopped", replicas=WHOLE_NODE)
+    refused = submit(name="refused", replicas=WHOLE_NODE)
+    for job, then in ((low, Job.State.RUNNING), (stopped, Job.State.PREEMPTING), (refused, Job.State.PREEMPTING)):
+        Job.objects.filter(pk=job.pk).update(state=then)
+        job.refresh_from_db()
+        transition(job, Job.State.CANCELLING, message="Cancel requested by the test.")
+    Job.objects.filter(pk=refused.pk).update(not_before=clock())
+    Job.objects.update(held_until_stopped=False)  # as the column is added
+
+    upgrade.mark_the_jobs_being_cancelled(apps, None)
+
+    held = dict(Job.objects.values_list("name", "held_until_stopped"))
+    assert held == {"low": True, "stopped": False, "refused": True}
+    assert Job.objects.get(pk=refused.pk).stop_failed_at == clock()
+    assert Job.objects.get(pk=low.pk).stop_failed_at is None
