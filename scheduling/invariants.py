@@ -30,7 +30,9 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
       each team's jobs admitted, running or being stopped for no more than its limits: what the database counts
       as stopped is stopped in the cluster too. The object of a queued job (a create reported refused that went
       through) and of an ended one (not stopped yet, or an adopted job given back to its owner) are left out:
-      reconcile stops Gangway's, and the cycles count their pods as outside usage meanwhile;
+      the cycles count their pods as outside usage, in room but not in quota, until reconcile stops Gangway's
+      (a queued job's suspend refused, by deleting it), so its team may run above its limits in the cluster
+      for a reconcile interval, and longer while the cluster refuses both (or an adopted job's suspend);
     - no Gangway job has two cluster objects.
     """
     problems = []

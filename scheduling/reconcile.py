@@ -304,7 +304,7 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
     if job.state == Job.State.CANCELLING:
-        # A suspended object whose pods are still in their grace period is stopped, as for a victim (`_correct`).
+        # For a victim: a suspended object whose pods are still in their grace period is stopped, as in `_correct`.
         cancel_refused(job, refusal, now, runs=status is not None and status.phase in RUNS)
         return False
     note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
@@ -323,8 +323,9 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             # went through after all, or a crash in a version that created before it committed).
             # Adopting it would skip quota and room; it is suspended instead, as a preempted job is:
             # it keeps the work up to its last checkpoint (the simulated cluster too), and resumes
-            # from there when a cycle admits it.
-            cluster.suspend_job(to_cluster_job(job))
+            # from there when a cycle admits it. Its pods count only as outside usage meanwhile, not in its
+            # team's quota, so a suspend the cluster refuses deletes it instead, as a victim's does.
+            stop_victim(job, cluster)
             note(job, JobEvent.Kind.NOTE, "Stopped in the cluster: it was running without an admission; it "
                  "resumes from its last checkpoint when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
             result.suspended += 1

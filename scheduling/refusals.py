@@ -112,7 +112,8 @@ def backoff(attempt: int) -> timedelta:
 
 
 def stop_victim(job: Job, cluster: Cluster) -> None:
-    """Suspends a job being preempted. When the cluster refuses (a webhook, a missing permission),
+    """Suspends a job being preempted, or a queued one found running (reconcile). When the cluster refuses (a
+    webhook, a missing permission),
     its object is deleted instead, so that its room frees: it is created again when admitted, from
     its last checkpoint. An adopted object is never deleted: the refusal goes to the caller
     (reconcile tries again at every pass and says so on the job)."""
@@ -186,15 +187,20 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
 
 def cancel_refused(job: Job, error: ClusterError, now: datetime, *, runs: bool) -> None:
     """The cluster refused, or failed, to stop `job`, being cancelled (the delete of its object; the suspend of
-    a job from elsewhere). Its pods run on, so it counts as a running job of its team, in its quota as well as
-    its room (`held_until_stopped`, `snapshot.UNSTOPPED`), never a victim, until its stop goes through: a person
-    asked for it, so Gangway never gives up, and asks again at every reconcile. When the cluster first refused
-    or failed is kept (`stop_failed_at`; a victim cancelled carries the mark of its refused stop over,
-    `jobs.services.job_cancel`). Held from now on as the cluster lists it at this pass (`runs`: pods running,
-    or asked for): an object that only stays, suspended (a victim whose stop had gone through, its room
-    another job's), holds nothing."""
+    a job from elsewhere). Its pods may run on, so it counts as a running job of its team, in its quota as well
+    as its room (`held_until_stopped`, `snapshot.UNSTOPPED`), never a victim, until its stop goes through: a
+    person asked for it, so Gangway never gives up, and asks again at every reconcile. When the cluster first
+    refused or failed is kept (`stop_failed_at`; a victim cancelled carries the mark of its refused stop over,
+    `jobs.services.job_cancel`).
+
+    A job cancelled while admitted or running stays held whatever phase its object shows (one being resumed
+    still reads as suspended until its operator clears the condition). A victim cancelled is held as the
+    cluster lists it at this pass (`runs`): an object that only stays, suspended once its stop went through,
+    holds nothing, its room being the job's it was preempted for."""
+    cancelled = job.events.filter(to_state=Job.State.CANCELLING).exclude(from_state=Job.State.CANCELLING)
+    victim = cancelled.order_by("-pk").values_list("from_state", flat=True).first() == Job.State.PREEMPTING
+    held = runs if victim else True
     with transaction.atomic():  # when the cluster first refused or failed, with the event that says so
-        held = runs
         if job.stop_failed_at is None or held != job.held_until_stopped:
             first = Job.objects.filter(pk=job.pk, state=Job.State.CANCELLING)
             first.filter(stop_failed_at__isnull=True).update(stop_failed_at=now)

@@ -262,13 +262,13 @@ def build_world(
     """The snapshot of `now`: every cluster object that takes room counts, queued jobs wait.
 
     Admitted and running jobs hold their whole demand, on their placement, and so
-    do jobs being preempted that the cluster refused, or failed, to stop, and jobs being cancelled until
-    they have stopped (`UNSTOPPED`); a
+    do jobs being preempted that the cluster refused, or failed, to stop, and jobs being cancelled whose pods
+    may still run (`UNSTOPPED`, `Job.held_until_stopped`); a
     replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
     left, so a job never counts for less than it asks. Pods of cluster jobs
     the database does not count so (a job being
-    preempted whose pods have not stopped yet, a job it does not
+    preempted or cancelled whose pods have not stopped yet, a job it does not
     know) take room as outside usage (R12), as do `outside`: the pods Gangway
     did not create and those of no job object (`JobStatuses.strays`, which the
     loop's reading adds). Queued jobs backing off after a

@@ -16,9 +16,9 @@ from datetime import timedelta
 from importlib import import_module
 
 from jobs.codes import Because
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
-from jobs.transitions import transition
+from jobs.transitions import note, transition
 from scheduling.cluster.base import ClusterUnavailable
 from scheduling.cluster.faulty import Fault
 from scheduling.loop import admission_cycle
@@ -213,23 +213,39 @@ def test_the_promises_see_a_team_over_its_limits_in_the_cluster_that_the_databas
 
 
 def test_the_upgrade_marks_the_jobs_being_cancelled_as_a_cancel_now_does(low, submit, clock):
-    """Rows being cancelled as migration jobs/0015 runs: cancelled while running, held; a victim whose stop went
-    through, not; one whose stop the cluster refused, held, with that refusal kept."""
+    """Rows being cancelled as migration jobs/0015 runs: cancelled while running, held (a note after its cancel
+    changes nothing); a victim whose stop went through, not; one whose stop the cluster refused, or failed,
+    held, with that refusal kept."""
     from django.apps import apps
 
     upgrade = import_module("jobs.migrations.0015_cancelled_jobs_held_until_stopped")
-    stopped = submit(name="stopped", replicas=WHOLE_NODE)
-    refused = submit(name="refused", replicas=WHOLE_NODE)
-    for job, then in ((low, Job.State.RUNNING), (stopped, Job.State.PREEMPTING), (refused, Job.State.PREEMPTING)):
-        Job.objects.filter(pk=job.pk).update(state=then)
+    stopped, refused, failed = (submit(name=name, replicas=WHOLE_NODE) for name in ("stopped", "refused", "failed"))
+    for job in (low, stopped, refused, failed):
+        Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING if job is low else Job.State.PREEMPTING)
         job.refresh_from_db()
         transition(job, Job.State.CANCELLING, message="Cancel requested by the test.")
+    note(low, JobEvent.Kind.NOTE, "The cluster refused to stop it.", code=Because.STOP_REFUSED)
     Job.objects.filter(pk=refused.pk).update(not_before=clock())
+    Job.objects.filter(pk=failed.pk).update(stop_failed_at=clock() - timedelta(seconds=5))
+    Job.objects.filter(pk=low.pk).update(not_before=clock())  # left from an old backoff: no refusal of a stop
     Job.objects.update(held_until_stopped=False)  # as the column is added
 
     upgrade.mark_the_jobs_being_cancelled(apps, None)
 
     held = dict(Job.objects.values_list("name", "held_until_stopped"))
-    assert held == {"low": True, "stopped": False, "refused": True}
-    assert Job.objects.get(pk=refused.pk).stop_failed_at == clock()
-    assert Job.objects.get(pk=low.pk).stop_failed_at is None
+    assert held == {"low": True, "stopped": False, "refused": True, "failed": True}
+    marks = dict(Job.objects.values_list("name", "stop_failed_at"))
+    assert marks == {"low": None, "stopped": None, "refused": clock(), "failed": clock() - timedelta(seconds=5)}
+
+
+def test_a_job_cancelled_while_it_ran_stays_held_whatever_its_object_shows(low, cluster, clock):
+    """An object being resumed reads as suspended until its operator clears the condition, its pods starting
+    meanwhile: the refusal of its delete never lets its quota go."""
+    SimJob.objects.filter(job_id=low.pk).update(suspended=True)
+    job_cancel(job=low, via="the test")
+    webhook = FailingWebhook(cluster, protected={_object_name(low)}, failing=False)
+
+    reconcile(cluster=webhook, now=clock())
+
+    low.refresh_from_db()
+    assert low.state == Job.State.CANCELLING and low.held_until_stopped and low.stop_failed_at == clock()
