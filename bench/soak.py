@@ -137,19 +137,18 @@ class Chaos:
 
     def edit_quota(self) -> None:
         """A new nominal and borrowing limit for one team, never below what it holds now: as the cycles count it
-        (`snapshot.UNSTOPPED` too), and as its jobs run in the cluster (`invariants.CHARGED`)."""
+        (`snapshot.UNSTOPPED` too), and as its jobs run in the cluster (`invariants.charged_by_team`)."""
         from django.db.models import Q, Sum
 
         from jobs.models import Job
-        from scheduling.invariants import CHARGED, CLAIMING
+        from scheduling.invariants import charged_by_team
         from scheduling.snapshot import UNSTOPPED
         from tenants.services import quota_update
 
         team = self.random.choice(self.teams)
         counted = Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED, team=team)
-        claiming = {status.job_id for status in self.cluster.job_statuses() if status.phase in CLAIMING}
-        running = Job.objects.filter(team=team, state__in=CHARGED, pk__in=claiming)
-        held = max(counted.aggregate(n=Sum("gpu_total"))["n"] or 0, running.aggregate(n=Sum("gpu_total"))["n"] or 0)
+        in_cluster = charged_by_team(self.cluster.job_statuses())[team.slug]
+        held = max(counted.aggregate(n=Sum("gpu_total"))["n"] or 0, in_cluster)
         nominal = self.random.randint(0, 12)
         limit = max(0, held - nominal) + self.random.randint(0, 8)
         quota_update(team=team, quotas={"gpu": {"nominal": nominal, "borrowing_limit": limit, "lending_limit": None}})

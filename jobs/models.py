@@ -35,6 +35,8 @@ class Job(models.Model):
     TERMINAL_STATES = (State.SUCCEEDED, State.FAILED, State.CANCELLED, State.REJECTED)
     # States of a job that has not ended: what reconcile follows in the cluster.
     OPEN_STATES = (State.QUEUED, State.ADMITTED, State.RUNNING, State.PREEMPTING, State.CANCELLING)
+    # States of a job being stopped: its pods may still run (scheduling.snapshot.UNSTOPPED says when they count).
+    STOPPING_STATES = (State.PREEMPTING, State.CANCELLING)
 
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="jobs")
     owner = models.ForeignKey(

@@ -310,7 +310,7 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
         # Its pods may run until reconcile stops them: it counts as running meanwhile (`snapshot.UNSTOPPED`).
         # Not a victim whose stop went through (its room is the job's it was preempted for); one the cluster
         # refused, or failed, to stop keeps the mark of that (`refusals.cancel_refused`).
-        refused = job.stop_failed_at or job.not_before if job.state == Job.State.PREEMPTING else None
+        refused = (job.stop_failed_at or job.not_before) if job.state == Job.State.PREEMPTING else None
         held = job.state in Job.ACTIVE_STATES or refused is not None
         transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor,
                    held_until_stopped=held, stop_failed_at=refused)  # fmt: skip

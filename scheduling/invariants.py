@@ -40,12 +40,9 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     on_node: Counter = Counter()
     by_team: Counter = Counter()
     gpus_of: dict[int, int] = {}
-    team_of: dict[int, str] = {}  # jobs admitted, running or being stopped: their cluster objects count per team
     unstopped = set(Job.objects.filter(UNSTOPPED).values_list("pk", flat=True))
     for job in Job.objects.select_related("team").only("pk", "state", "replicas", "placement", "gpu_total", "team"):
         gpus_of[job.pk] = job.gpu_total
-        if job.state in CHARGED:
-            team_of[job.pk] = job.team.slug
         if job.state not in Job.ACTIVE_STATES and job.pk not in unstopped:
             continue
         per_replica = [group.get("gpu", 0) for group in job.replicas for _ in range(group["count"])]
@@ -55,10 +52,7 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     problems += [f"node {node} holds {gpu} GPUs of admitted jobs, above its {capacity[node]}"
                  for node, gpu in sorted(on_node.items()) if node in capacity and gpu > capacity[node]]  # fmt: skip
     claiming = [status for status in statuses if status.phase in CLAIMING]
-    in_cluster = Counter()
-    for status in claiming:
-        if status.job_id in team_of:
-            in_cluster[team_of[status.job_id]] += gpus_of[status.job_id]
+    in_cluster = charged_by_team(statuses)
     for team in Team.objects.prefetch_related("quotas"):
         limits = limits_of(team.quotas.all())
         nominal = limits["nominal"].get("gpu")
@@ -76,6 +70,17 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     objects = Counter(status.job_id for status in statuses)
     problems += [f"job {job_id} has {n} cluster objects" for job_id, n in sorted(objects.items()) if n > 1]
     return problems
+
+
+def charged_by_team(statuses: list[JobStatus]) -> Counter:
+    """The GPUs each team's jobs admitted, running or being stopped (CHARGED) ask for in the cluster: those of
+    their objects not suspended or ended (CLAIMING), by team slug."""
+    claiming = {status.job_id for status in statuses if status.phase in CLAIMING}
+    charged: Counter = Counter()
+    rows = Job.objects.filter(pk__in=claiming, state__in=CHARGED).values_list("team__slug", "gpu_total")
+    for team, gpus in rows:
+        charged[team] += gpus
+    return charged
 
 
 def out_of_line(statuses: list[JobStatus]) -> list[str]:

@@ -34,13 +34,13 @@ from scheduling.cluster.base import (
 )
 from scheduling.locks import lease
 from scheduling.refusals import (
-    backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_refused, stop_victim,
+    backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
 )
 from scheduling.snapshot import own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
-STOPPING = (Job.State.PREEMPTING, Job.State.CANCELLING)
+STOPPING = Job.STOPPING_STATES
 RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)  # phases in which a cluster job holds or may take room
 # Objects of long-ended jobs deleted in one pass, at most: a backlog (the first pass after an upgrade to
 # retention, or after ENDED_JOB_RETENTION is lowered) drains over passes instead of holding one for minutes.
@@ -67,11 +67,10 @@ class Unstopped:
         victim whose stop had gone through (held no more: its room is the job's it was preempted for)."""
         if job.state == Job.State.CANCELLING and not job.held_until_stopped:
             return None
-        began = job.events.filter(to_state__in=STOPPING, from_state__in=Job.ACTIVE_STATES).order_by("-pk")
-        moved = began.values_list("pk", "to_state").first()
-        if moved is not None and moved[1] == Job.State.CANCELLING:
+        began = stop_began(job)
+        if began is not None and began[1] == Job.State.CANCELLING:
             return None
-        return cls(job, error, moved[0] if moved is not None else 0)
+        return cls(job, error, began[0] if began is not None else 0)
 
 
 @dataclass
@@ -287,7 +286,7 @@ def _create(job: Job, cluster: Cluster) -> None:
         raise CreateRefused(str(error), failing=isinstance(error, ServerFailing)) from error
 
 
-def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus | None = None) -> bool:
+def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus | None) -> bool:
     """A create of an admitted job refused: requeue it with a backoff, counted toward failing it
     unless it was a server error (`requeue_refused`). Any other refusal (a stuck job's suspend, a
     victim's, a cancelled job's, a resume of a running job) is logged for operators and said once on the
@@ -304,7 +303,8 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
     if job.state == Job.State.CANCELLING:
-        # For a victim: a suspended object whose pods are still in their grace period is stopped, as in `_correct`.
+        # For a victim: a suspended object whose pods are still in their grace period counts as stopped, as in
+        # `_correct`.
         cancel_refused(job, refusal, now, runs=status is not None and status.phase in RUNS)
         return False
     note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
@@ -358,7 +358,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             cluster.delete_job(status.namespace, status.name, status.kind)
             result.deleted += 1
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
-                   placement=[])  # fmt: skip
+                   placement=[], held_until_stopped=False, stop_failed_at=None)  # fmt: skip
         result.changed += 1
 
 

@@ -112,11 +112,10 @@ def backoff(attempt: int) -> timedelta:
 
 
 def stop_victim(job: Job, cluster: Cluster) -> None:
-    """Suspends a job being preempted, or a queued one found running (reconcile). When the cluster refuses (a
-    webhook, a missing permission),
-    its object is deleted instead, so that its room frees: it is created again when admitted, from
-    its last checkpoint. An adopted object is never deleted: the refusal goes to the caller
-    (reconcile tries again at every pass and says so on the job)."""
+    """Suspends a job being preempted, or a queued one found running (reconcile). When the cluster refuses
+    (a webhook, a missing permission), its object is deleted instead, so that its room frees: it is created
+    again when admitted, from its last checkpoint. An adopted object is never deleted: the refusal goes to
+    the caller (reconcile tries again at every pass and says so on the job)."""
     target = to_cluster_job(job)
     try:
         with on_one_object(cluster):
@@ -185,6 +184,14 @@ def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
     return True
 
 
+def stop_began(job: Job) -> tuple[int, str] | None:
+    """The event that began the stop `job` is in (or was last in): its last move from admitted or running to
+    being preempted or cancelled, as (event pk, the state it moved to); None when it has none. A victim
+    cancelled while being preempted began its stop with its preemption."""
+    began = job.events.filter(to_state__in=Job.STOPPING_STATES, from_state__in=Job.ACTIVE_STATES)
+    return began.order_by("-pk").values_list("pk", "to_state").first()
+
+
 def cancel_refused(job: Job, error: ClusterError, now: datetime, *, runs: bool) -> None:
     """The cluster refused, or failed, to stop `job`, being cancelled (the delete of its object; the suspend of
     a job from elsewhere). Its pods may run on, so it counts as a running job of its team, in its quota as well
@@ -197,14 +204,13 @@ def cancel_refused(job: Job, error: ClusterError, now: datetime, *, runs: bool) 
     still reads as suspended until its operator clears the condition). A victim cancelled is held as the
     cluster lists it at this pass (`runs`): an object that only stays, suspended once its stop went through,
     holds nothing, its room being the job's it was preempted for."""
-    cancelled = job.events.filter(to_state=Job.State.CANCELLING).exclude(from_state=Job.State.CANCELLING)
-    victim = cancelled.order_by("-pk").values_list("from_state", flat=True).first() == Job.State.PREEMPTING
-    held = runs if victim else True
+    began = stop_began(job)
+    held = runs if began is not None and began[1] == Job.State.PREEMPTING else True  # a victim's, or not
     with transaction.atomic():  # when the cluster first refused or failed, with the event that says so
         if job.stop_failed_at is None or held != job.held_until_stopped:
-            first = Job.objects.filter(pk=job.pk, state=Job.State.CANCELLING)
-            first.filter(stop_failed_at__isnull=True).update(stop_failed_at=now)
-            first.update(held_until_stopped=held)
+            still_cancelling = Job.objects.filter(pk=job.pk, state=Job.State.CANCELLING)
+            still_cancelling.filter(stop_failed_at__isnull=True).update(stop_failed_at=now)
+            still_cancelling.update(held_until_stopped=held)
             job.stop_failed_at = job.stop_failed_at or now
             job.held_until_stopped = held
         note_refused(job, "stop", str(error), failing=isinstance(error, ServerFailing))
@@ -329,9 +335,10 @@ def hold_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -
 
 
 def hold_for_unstopped(job: Job, victim: Job, now: datetime) -> None:
-    """Back off a queued job whose plan preempts `victim`, a job being preempted, or cancelled, already that the
-    cluster refuses, or fails, to stop (`stop_refused`, `cancel_refused`): it counts as running until its stop
-    goes through or Gangway gives up on it, yet preempting it would free nothing. Its place is kept, never
+    """Back off a queued job whose plan preempts `victim`, a job being preempted already that the cluster
+    refuses, or fails, to stop (`stop_refused`), or one being cancelled and not stopped yet (`cancel_refused`):
+    it counts as running until its stop goes through or Gangway gives up on it, yet preempting it would free
+    nothing. Its place is kept, never
     counted towards failing it; a job moved meanwhile is left be."""
     wait = _victim_backoff(job)
     if victim.state == Job.State.CANCELLING:

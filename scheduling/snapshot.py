@@ -322,7 +322,7 @@ def build_world(
                 checkpointed=_checkpointed(job),
                 gpu_type=job.assigned_gpu_type or None,
                 # Only UNSTOPPED jobs are being stopped here: never a victim again, stopping them frees nothing.
-                stopping=job.state in (Job.State.PREEMPTING, Job.State.CANCELLING),
+                stopping=job.state in Job.STOPPING_STATES,
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
