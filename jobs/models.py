@@ -84,9 +84,10 @@ class Job(models.Model):
     not_before = models.DateTimeField(
         null=True, blank=True, help_text="Backoff after a stuck admission: not admitted again before this."
     )
-    # A job being preempted whose stop the cluster failed (a server error, no refusal), or one being cancelled
-    # whose stop the cluster refused or failed: it holds its room and quota until the stop goes through
-    # (scheduling.refusals.stop_refused and cancel_refused, scheduling.snapshot.UNSTOPPED).
+    # A job being preempted whose stop the cluster failed (a server error, no refusal): it holds its room and
+    # quota until the stop goes through (scheduling.refusals.stop_refused, scheduling.snapshot.UNSTOPPED). Of a
+    # job being cancelled, when the cluster first refused or failed its stop (refusals.cancel_refused), which
+    # `held_until_stopped` then keeps counted.
     stop_failed_at = models.DateTimeField(
         null=True, blank=True, help_text="Being preempted: when the cluster first failed to stop it (a server error). "
         "Being cancelled: when it first refused or failed to.",

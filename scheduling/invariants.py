@@ -17,14 +17,14 @@ from tenants.models import Team
 # Phases of a cluster job whose pods may hold or claim room.
 CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
 # The states of the jobs whose cluster objects are charged to their teams (`broken_promises`).
-CHARGED = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
+CHARGED = Job.ACTIVE_STATES + Job.STOPPING_STATES
 
 
 def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
     """What holds at every moment, faults or not: no over-admission, no duplicate.
 
     - the jobs the database counts (admitted, running, those being preempted that the cluster refuses, or
-      fails, to stop, and those being cancelled until they have stopped, which still hold their room:
+      fails, to stop, and those being cancelled whose pods may still run, which still hold their room:
       `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
     - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has, and those of
       each team's jobs admitted, running or being stopped for no more than its limits: what the database counts
