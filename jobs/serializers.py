@@ -257,14 +257,22 @@ class JobSpecSerializer(serializers.Serializer):
         return fields
 
 
+def query_text(help_text: str) -> serializers.RegexField:
+    """A text query parameter, optional. A null character is refused (400), as DRF refuses it in any text and
+    PostgreSQL could not compare it, and the schema says so (its pattern), so a client built from the schema
+    never sends one."""
+    return serializers.RegexField(r"^[^\x00]*$", required=False, help_text=help_text,
+                                  error_messages={"invalid": "Null characters are not allowed."})  # fmt: skip
+
+
 class JobFilterSerializer(serializers.Serializer):
     """Query parameters of the job list."""
 
-    team = serializers.CharField(required=False, help_text="Team slug.")
+    team = query_text("Team slug.")
     state = serializers.MultipleChoiceField(choices=Job.State.choices, required=False,
                                             help_text="One state, or several separated by commas.")  # fmt: skip
-    tier = serializers.CharField(required=False, help_text="Tier name.")
-    owner = serializers.CharField(required=False, help_text="Username of the submitter.")
+    tier = query_text("Tier name.")
+    owner = query_text("Username of the submitter.")
     gpu_type = serializers.RegexField(GPU_TYPE_NAME["pattern"], max_length=63, required=False,
                                       help_text="The GPU type its admission gave it, e.g. a100.")  # fmt: skip
 
@@ -278,8 +286,7 @@ class JobFilterSerializer(serializers.Serializer):
 class QueueFilterSerializer(serializers.Serializer):
     """Query parameters of the queue."""
 
-    team = serializers.CharField(required=False, help_text="Team slug: only its waiting jobs, each with its "
-                                                           "place in the whole queue and in its team's.")  # fmt: skip
+    team = query_text("Team slug: only its waiting jobs, each with its place in the whole queue and in its team's.")
 
 
 class ReplicaLogSerializer(serializers.Serializer):
