@@ -9,15 +9,10 @@ from __future__ import annotations
 from collections import Counter
 
 from jobs.models import Job
-from scheduling.cluster.base import Cluster, JobStatus, NodeInfo, Phase
+from scheduling.cluster.base import RUNS, Cluster, JobStatus, NodeInfo, Phase
 from scheduling.cluster.simulated_replicas import kept_room_drift
-from scheduling.snapshot import UNSTOPPED, limits_of
+from scheduling.snapshot import UNSTOPPED, limits_of, ours_to_stop
 from tenants.models import Team
-
-# Phases of a cluster job whose pods may hold or claim room.
-CLAIMING = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
-# The states of the jobs whose cluster objects are charged to their teams (`broken_promises`).
-CHARGED = Job.ACTIVE_STATES + Job.STOPPING_STATES
 
 
 def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[str]:
@@ -27,12 +22,9 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
       fails, to stop, and those being cancelled whose pods may still run, which still hold their room:
       `snapshot.UNSTOPPED`) fit their nodes and their teams' limits;
     - the cluster jobs that are not suspended or ended ask for no more GPUs than the cluster has, and those of
-      each team's jobs admitted, running or being stopped for no more than its limits: what the database counts
-      as stopped is stopped in the cluster too. The object of a queued job (a create reported refused that went
-      through) and of an ended one (not stopped yet, or an adopted job given back to its owner) are left out:
-      the cycles count their pods as outside usage, in room but not in quota, until reconcile stops Gangway's
-      (a queued job's suspend refused, by deleting it), so its team may run above its limits in the cluster
-      for a reconcile interval, and longer while the cluster refuses both (or an adopted job's suspend);
+      each team's jobs for no more than its limits (`charged_by_team`): whatever the database says of a job, its
+      object counts while it runs, whether queued (a create reported refused that went through), being stopped
+      or ended (not stopped yet);
     - no Gangway job has two cluster objects.
     """
     problems = []
@@ -51,7 +43,7 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
         by_team[job.team.slug] += job.gpu_total
     problems += [f"node {node} holds {gpu} GPUs of admitted jobs, above its {capacity[node]}"
                  for node, gpu in sorted(on_node.items()) if node in capacity and gpu > capacity[node]]  # fmt: skip
-    claiming = [status for status in statuses if status.phase in CLAIMING]
+    claiming = [status for status in statuses if status.phase in RUNS]
     in_cluster = charged_by_team(statuses)
     for team in Team.objects.prefetch_related("quotas"):
         limits = limits_of(team.quotas.all())
@@ -73,13 +65,14 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
 
 
 def charged_by_team(statuses: list[JobStatus]) -> Counter:
-    """The GPUs each team's jobs admitted, running or being stopped (CHARGED) ask for in the cluster: those of
-    their objects not suspended or ended (CLAIMING), by team slug."""
-    claiming = {status.job_id for status in statuses if status.phase in CLAIMING}
+    """The GPUs each team's jobs ask for in the cluster, by team slug: those of their objects that are neither
+    suspended nor ended (RUNS), whatever the job's state, but for an adopted job's object given back to its
+    owner (`snapshot.ours_to_stop`), which is outside usage (R12)."""
+    runs = {status.job_id: status for status in statuses if status.phase in RUNS}
     charged: Counter = Counter()
-    rows = Job.objects.filter(pk__in=claiming, state__in=CHARGED).values_list("team__slug", "gpu_total")
-    for team, gpus in rows:
-        charged[team] += gpus
+    for job in Job.objects.filter(pk__in=runs).select_related("team").only("pk", "state", "gpu_total", "team"):
+        if not job.is_terminal or ours_to_stop(job, runs[job.pk]):
+            charged[job.team.slug] += job.gpu_total
     return charged
 
 
@@ -97,7 +90,7 @@ def out_of_line(statuses: list[JobStatus]) -> list[str]:
         if status is None or status.phase is Phase.SUSPENDED:
             problems.append(f"job {job_id} is {state} but the cluster has it {status.phase if status else 'missing'}")
     for status in statuses:
-        if status.phase in CLAIMING and status.job_id not in active:
+        if status.phase in RUNS and status.job_id not in active:
             problems.append(f"cluster job {status.namespace}/{status.name} runs for no admitted job")
     return problems
 

@@ -28,6 +28,7 @@ from scheduling.cluster.base import (
     ClusterError,
     ClusterUnavailable,
     JobStatus,
+    RUNS,
     Phase,
     ServerFailing,
     on_one_object,
@@ -36,12 +37,11 @@ from scheduling.locks import lease
 from scheduling.refusals import (
     backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
 )
-from scheduling.snapshot import own_statuses, to_cluster_job
+from scheduling.snapshot import ours_to_stop, own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
 STOPPING = Job.STOPPING_STATES
-RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)  # phases in which a cluster job holds or may take room
 # Objects of long-ended jobs deleted in one pass, at most: a backlog (the first pass after an upgrade to
 # retention, or after ENDED_JOB_RETENTION is lowered) drains over passes instead of holding one for minutes.
 EXPIRED_PER_PASS = 100
@@ -203,7 +203,7 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
                 cluster.delete_job(status.namespace, status.name, status.kind)
                 log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
                 result.deleted += 1
-            elif job is not None and job.is_terminal and status.phase in RUNS and _ours_to_stop(job, status):
+            elif job is not None and job.is_terminal and status.phase in RUNS and ours_to_stop(job, status):
                 _stop_ended(job, status, cluster, result)
         except ClusterUnavailable as error:
             result.error = str(error)
@@ -242,15 +242,6 @@ def _delete_expired(statuses: dict[int, JobStatus], others: dict[int, Job], clus
                         job_id, error)  # fmt: skip
             continue
         result.deleted += 1
-
-
-def _ours_to_stop(job: Job, status: JobStatus) -> bool:
-    """Whether Gangway stops the running object of a job that ended here: always one it created;
-    an adopted one only when a person cancelled the job here. An adopted job that ended otherwise
-    (rejected, or cancelled because its object left the queue) is its owner's again, never touched."""
-    if not status.adopted:
-        return True
-    return job.state == Job.State.CANCELLED and not job.events.filter(code=Because.DELETED_OUTSIDE).exists()
 
 
 def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: ReconcileResult) -> None:
@@ -323,8 +314,9 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             # went through after all, or a crash in a version that created before it committed).
             # Adopting it would skip quota and room; it is suspended instead, as a preempted job is:
             # it keeps the work up to its last checkpoint (the simulated cluster too), and resumes
-            # from there when a cycle admits it. Its pods count only as outside usage meanwhile, not in its
-            # team's quota, so a suspend the cluster refuses deletes it instead, as a victim's does.
+            # from there when a cycle admits it. Until then the cycles hold it and count it as a running job of
+            # its team (`snapshot._left_running`); a suspend the cluster refuses deletes it instead, as a
+            # victim's does, so that its room is freed.
             stop_victim(job, cluster)
             note(job, JobEvent.Kind.NOTE, "Stopped in the cluster: it was running without an admission; it "
                  "resumes from its last checkpoint when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip

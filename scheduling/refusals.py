@@ -241,11 +241,16 @@ def _trying_until(job: Job) -> str:
             f"is given up and it runs on, counted in the quota of team {job.team.slug}")  # fmt: skip
 
 
+# How a job left running (`World.left_running`) is named, by its state: else its state's label ("cancelled").
+_LEFT_BEING = {Job.State.PREEMPTING: "being preempted", Job.State.CANCELLING: "being cancelled"}
+
+
 def still_held(world: World, now: datetime) -> dict[str, str]:
-    """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop, and on the jobs being
-    cancelled whose pods may still run (`snapshot.UNSTOPPED`), by team: each still holds its GPUs in its team's
+    """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop, on the jobs being
+    cancelled whose pods may still run (`snapshot.UNSTOPPED`), and on the jobs whose objects run though the
+    database does not count them (`World.left_running`), by team: each still holds its GPUs in its team's
     quota until Gangway gives up on a refused victim (`stop_refused`: at the first refusal past its bound, which
-    a server error delays), or, failed (a server error) or cancelled, until its stop goes through. For
+    a server error delays), or, failed (a server error), cancelled or left running, until its stop goes through. For
     a job of that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is
     named: the reader is of its team."""
     today = timezone.localtime(now).date()
@@ -253,7 +258,10 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
     for job in world.jobs.values():
         if not job.gpu_total:
             continue
-        if job.state == Job.State.CANCELLING and job.held_until_stopped:
+        if str(job.pk) in world.left_running:
+            being = _LEFT_BEING.get(job.state, Job.State(job.state).label.lower())
+            why = "its object runs in the cluster all the same; Gangway stops it at its next reconcile."
+        elif job.state == Job.State.CANCELLING and job.held_until_stopped:
             being = "being cancelled"
             why = "its pods may still run; Gangway stops them at its next reconcile."
             if job.stop_failed_at is not None:

@@ -22,7 +22,7 @@ from scheduling.policy import model as policy
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.policy.types import type_of_key
 from scheduling.cluster.base import (
-    ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, missing_claims_error, volume_mounts,
+    RUNS, ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, missing_claims_error, volume_mounts,
 )
 from scheduling.cluster.node_types import label_of, type_of
 from scheduling.gpu_types import known_types
@@ -53,6 +53,9 @@ class World:
     teams: dict[str, Team] = field(default_factory=dict)
     # Pending Katib trials not offered to the policy, their sweep at its GPU cap (`sweeps.within_caps`).
     held: dict[str, tuple[Job, Held]] = field(default_factory=dict)
+    # The policy ids of the jobs the database does not count whose objects run all the same (`_left_running`):
+    # each is a running job of `jobs`, being stopped.
+    left_running: set[str] = field(default_factory=set)
 
 
 def epoch(moment: datetime) -> int:
@@ -263,13 +266,15 @@ def build_world(
 
     Admitted and running jobs hold their whole demand, on their placement, and so
     do jobs being preempted that the cluster refused, or failed, to stop, and jobs being cancelled whose pods
-    may still run (`UNSTOPPED`, `Job.held_until_stopped`); a
+    may still run (`UNSTOPPED`, `Job.held_until_stopped`), and jobs the database does not count whose objects
+    run all the same until reconcile stops them (`_left_running`: a queued job's create reported refused that
+    went through, an ended job's object not stopped yet), a queued one held meanwhile; a
     replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
-    left, so a job never counts for less than it asks. Pods of cluster jobs
-    the database does not count so (a job being
-    preempted or cancelled whose pods have not stopped yet, a job it does not
-    know) take room as outside usage (R12), as do `outside`: the pods Gangway
+    left, so a job never counts for less than it asks. Other pods of cluster jobs
+    (a job being preempted or cancelled whose object is suspended but whose pods have not stopped yet,
+    a job the database does not know, an adopted job's object given back to its owner)
+    take room as outside usage (R12), as do `outside`: the pods Gangway
     did not create and those of no job object (`JobStatuses.strays`, which the
     loop's reading adds). Queued jobs backing off after a
     stuck admission (R13) are left out until their time comes, and so are jobs whose tier their
@@ -284,8 +289,11 @@ def build_world(
     world = World(snapshot=None, teams=by_slug)  # type: ignore[arg-type]
     active = list(Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED).select_related("team", "tier")
                   .order_by("id"))  # fmt: skip
-    statuses = list(statuses)  # read twice below
+    statuses = list(statuses)  # read three times below
     mine = own_statuses(statuses, {job.pk: job for job in active}, orphans=False)
+    left = _left_running([status for status in statuses if status.job_id not in mine and status.phase in RUNS])
+    mine.update({job.pk: status for job, status in left})
+    charged = active + [job for job, _ in left]
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
                                for pod in status.pods]  # fmt: skip
     bound = {job_id: status.pods for job_id, status in mine.items() if status.pods}
@@ -304,12 +312,13 @@ def build_world(
         for pod in outside
         if pod.node in node_names
     ]
-    replicas_of = {job.pk: policy_replicas(job.replicas, defaults.get(job.team_id, {})) for job in active}
+    replicas_of = {job.pk: policy_replicas(job.replicas, defaults.get(job.team_id, {})) for job in charged}
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
-    learned = learned_runtimes(group_of(job) for job in active + queued if not job.max_runtime)
-    placements = _charged_placements(placeable, running, active, replicas_of, bound, closed)
-    for job in active:
+    learned = learned_runtimes(group_of(job) for job in charged + queued if not job.max_runtime)
+    placements = _charged_placements(placeable, running, charged, replicas_of, bound, closed)
+    world.left_running = {str(job.pk) for job, _ in left}
+    for job in charged:
         if not placements[job.pk]:
             continue  # no replica to charge at all
         world.jobs[str(job.pk)] = job
@@ -321,8 +330,8 @@ def build_world(
                 estimate=_estimate(job, learned),
                 checkpointed=_checkpointed(job),
                 gpu_type=job.assigned_gpu_type or None,
-                # Only UNSTOPPED jobs are being stopped here: never a victim again, stopping them frees nothing.
-                stopping=job.state in Job.STOPPING_STATES,
+                # UNSTOPPED jobs and those left running are being stopped: never a victim, stopping them frees nothing.
+                stopping=job.state in Job.STOPPING_STATES or str(job.pk) in world.left_running,
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
@@ -330,6 +339,8 @@ def build_world(
     node_order = {node.name: index for index, node in enumerate(placeable)}
     holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
     left_out = _tiers_not_allowed(queued)  # first: only a person ends this wait, whatever else holds the job
+    left_out.update(_running_unadmitted([job for job in queued if job.pk not in left_out
+                                         and str(job.pk) in world.left_running]))  # fmt: skip
     if claims is not None:
         left_out.update(_missing_claims([job for job in queued if job.pk not in left_out], claims))
     # A trial held for its tier or its claims takes none of its sweep's cap.
@@ -528,6 +539,52 @@ def own_statuses(statuses: Iterable[JobStatus], jobs: dict[int, Job], *, orphans
         if job is None and orphans or job is not None and (status.namespace, status.name) == _object_of(job):
             own[status.job_id] = status
     return own
+
+
+def ours_to_stop(job: Job, status: JobStatus) -> bool:
+    """Whether Gangway stops the running object of a job that ended here: always one it created;
+    an adopted one only when a person cancelled the job here. An adopted job that ended otherwise
+    (rejected, or cancelled because its object left the queue) is its owner's again, never touched:
+    its pods are outside usage (R12)."""
+    if not status.adopted:
+        return True
+    return job.state == Job.State.CANCELLED and not job.events.filter(code=Because.DELETED_OUTSIDE).exists()
+
+
+def _left_running(statuses: list[JobStatus]) -> list[tuple[Job, JobStatus]]:
+    """The jobs of `statuses` (objects that run, of jobs the cycle does not count as running) whose own
+    object Gangway is to stop, with its status, in id order.
+
+    Such an object runs though no admission stands behind it: a queued job's is a create reported refused
+    that went through, or one its owner resumed outside Gangway (an adopted job); an ended job's, or that of
+    a job being cancelled before it ran, was not stopped yet. Reconcile stops each (`_correct`,
+    `_stop_leftovers`), and until it has, the pods run: the job counts as a running job of its team, in its
+    quota as well as its room, and is never a victim. Left out: an adopted job's object given back to its
+    owner (`ours_to_stop`), whose pods are outside usage, and a copy of a job's object (`own_statuses`).
+    """
+    if not statuses:
+        return []
+    jobs = {job.pk: job for job in Job.objects.filter(pk__in=[status.job_id for status in statuses])
+            .select_related("team", "tier")}  # fmt: skip
+    own = own_statuses(statuses, jobs, orphans=False)
+    return [(jobs[job_id], status) for job_id, status in sorted(own.items())
+            if not (jobs[job_id].is_terminal and not ours_to_stop(jobs[job_id], status))]
+
+
+def _running_unadmitted(jobs: list[Job]) -> dict[int, Held]:
+    """The queued jobs whose object runs all the same (`_left_running`), each with the sentence saying so: such
+    a job waits until reconcile has stopped it, so that it never runs twice, and its GPUs meanwhile count in
+    its team's quota."""
+    held = {}
+    for job in jobs:
+        gpus = f"{job.gpu_total} GPU" + ("" if job.gpu_total == 1 else "s")
+        held[job.pk] = Held(
+            reason=(f"Waiting for its object in the cluster to stop: it runs there without an admission (a create "
+                    f"reported refused that went through, or a resume made outside Gangway), and its {gpus} count "
+                    f"in team {job.team.slug}'s quota meanwhile. Gangway stops it at its next reconcile, and a "
+                    f"cycle then admits it again."),
+            code=Because.NOT_ADMITTED)  # fmt: skip
+    return held
 
 
 def _object_of(job: Job) -> tuple[str, str]:

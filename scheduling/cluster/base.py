@@ -190,6 +190,10 @@ class Phase(enum.StrEnum):
     FAILED = "Failed"
 
 
+# The phases in which a cluster job's pods hold room, or may take it: neither suspended nor ended.
+RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
+
+
 @dataclass(frozen=True, slots=True)
 class JobStatus:
     job_id: int

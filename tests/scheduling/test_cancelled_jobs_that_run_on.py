@@ -24,6 +24,7 @@ from scheduling.cluster.faulty import Fault
 from scheduling.loop import admission_cycle
 from scheduling.models import SimJob
 from scheduling.reconcile import reconcile
+from scheduling.snapshot import to_cluster_job
 from tests.scheduling.test_unstopped_victims_held_everywhere import FailingWebhook
 from tests.scheduling.test_victims_that_run_on import (  # noqa: F401 (low, refused: fixtures)
     DENIED, WHOLE_NODE, _object_name, _promises, low, refused,
@@ -200,15 +201,16 @@ def test_a_job_cancelled_before_it_started_holds_its_quota_too(maps, submit, clu
 def test_the_promises_see_a_team_over_its_limits_in_the_cluster_that_the_database_counts_within(
         low, submit, cluster, clock):  # fmt: skip
     """What the database counts as stopped must be stopped in the cluster: a job being cancelled that holds
-    nothing while its pods run is a broken promise once its quota is given away. A queued job's object, which
-    reconcile stops, is left out."""
+    nothing while its pods run is a broken promise once its quota is given away (here by hand: the cycles count
+    such a job, `test_objects_left_running`)."""
     Job.objects.filter(pk=low.pk).update(state=Job.State.CANCELLING)  # not held: counted as stopped
     after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
-    admission_cycle(cluster=cluster, now=clock())
-    assert SimJob.objects.filter(job_id=after.pk).exists() and not SimJob.objects.get(job_id=low.pk).suspended
+    Job.objects.filter(pk=after.pk).update(state=Job.State.ADMITTED, placement=["node-02"])
+    cluster.create_job(to_cluster_job(Job.objects.get(pk=after.pk)))
+    assert not SimJob.objects.get(job_id=low.pk).suspended
 
     assert _promises(cluster) == ["cluster jobs of team maps not suspended ask for 16 GPUs, above 8 + 0"]
-    Job.objects.filter(pk=after.pk).update(state=Job.State.QUEUED)  # a create reported refused that went through
+    cluster.suspend_job(to_cluster_job(low))
     assert _promises(cluster) == []
 
 

@@ -1,0 +1,141 @@
+"""A job the database does not count whose object runs all the same holds its team's quota until it is stopped.
+
+A create reported refused that went through leaves a queued job whose object runs; a job that ended here (cancelled,
+say) may still run there. Reconcile stops both, and until it has, their pods run: the cycles count each as a running
+job of its team, in its quota as well as its room, never as a victim (`snapshot._left_running`), and a job of that
+team waiting for quota is told why. The queued one is held, so that it is not admitted a second time beside its own
+object. An adopted job's object given back to its owner (rejected, say) is outside usage, in room only.
+
+On PostgreSQL and the simulated cluster.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from jobs.codes import Because
+from jobs.models import Job
+from jobs.services import job_cancel
+from scheduling.cluster.base import ClusterError, JobStatus, OutsidePod, Phase
+from scheduling.cluster.faulty import Fault, FaultyCluster
+from scheduling.invariants import broken_promises, charged_by_team
+from scheduling.loop import admission_cycle
+from scheduling.models import SimJob
+from scheduling.reconcile import reconcile
+from scheduling.snapshot import build_world, to_cluster_job
+
+WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
+SAYS = "its object runs in the cluster all the same; Gangway stops it at its next reconcile."
+
+
+def _maps_used(result) -> int:
+    return next(team for team in result.gpu_usage if team["team"] == "maps")["used"]
+
+
+def _runs(job: Job) -> bool:
+    return SimJob.objects.filter(job_id=job.pk, suspended=False, finished_at__isnull=True).exists()
+
+
+@pytest.fixture
+def ghost(maps, submit, cluster, clock):
+    """maps may use 8 GPUs (nominal 8, no borrowing) of the two nodes of 8; job `ghost` (experiment tier) asks for all of them and
+    its create is answered with a refusal that went through: it is queued, backing off, while its object runs."""
+    maps.quotas.filter(resource="gpu").update(borrowing_limit=0)
+    job = submit(name="ghost", tier="experiment", replicas=WHOLE_NODE, simulate={"duration": 7200})
+    admission_cycle(cluster=FaultyCluster(cluster, faults=[Fault("create_job", "after", ClusterError)]), now=clock())
+    job.refresh_from_db()
+    assert job.state == Job.State.QUEUED and _runs(job)
+    return job
+
+
+def test_a_queued_job_whose_object_runs_holds_its_team_s_quota_until_reconcile_stops_it(ghost, submit, cluster,
+                                                                                         clock):  # fmt: skip
+    """Before, its pods were outside usage only: the next job of maps was created on the other, free node, and maps
+    ran 16 GPUs of its 8 until reconcile came."""
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+    clock.tick(3600)  # past ghost's backoff: it would be offered to the policy again
+    result = admission_cycle(cluster=cluster, now=clock())
+
+    ghost.refresh_from_db(), after.refresh_from_db()
+    assert _maps_used(result) == 8 and after.state == Job.State.QUEUED and not SimJob.objects.filter(
+        job_id=after.pk).exists()
+    assert after.reason_code == "borrowing_limit" and after.reason.endswith(
+        f"Job ghost (#{ghost.pk}), queued, still holds 8 GPUs of the team's quota: {SAYS}")
+    # ghost is not admitted a second time beside its own object: it waits, saying why.
+    assert ghost.state == Job.State.QUEUED and ghost.reason_code == Because.NOT_ADMITTED and ghost.position is None
+    assert ghost.reason == ("Waiting for its object in the cluster to stop: it runs there without an admission (a "
+                            "create reported refused that went through, or a resume made outside Gangway), and its 8 "
+                            "GPUs count in team maps's quota meanwhile. Gangway stops it at its next reconcile, and a "
+                            "cycle then admits it again.")  # fmt: skip
+    assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
+
+    reconcile(cluster=cluster, now=clock())
+    assert not _runs(ghost)
+    result = admission_cycle(cluster=cluster, now=clock())
+    ghost.refresh_from_db(), after.refresh_from_db()
+    assert _maps_used(result) == 8 and after.state == Job.State.ADMITTED  # its tier ranks above experiment
+    assert ghost.state == Job.State.QUEUED and ghost.reason_code != Because.NOT_ADMITTED
+    assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
+
+
+def test_a_job_cancelled_here_whose_object_runs_holds_its_team_s_quota_until_reconcile_deletes_it(
+        ghost, submit, cluster, clock, owner):  # fmt: skip
+    job_cancel(job=ghost, actor=owner)
+    ghost.refresh_from_db()
+    assert ghost.state == Job.State.CANCELLED and _runs(ghost)
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+    result = admission_cycle(cluster=cluster, now=clock())
+    after.refresh_from_db()
+    assert _maps_used(result) == 8 and after.state == Job.State.QUEUED
+    assert after.reason.endswith(f"Job ghost (#{ghost.pk}), cancelled, still holds 8 GPUs of the team's quota: {SAYS}")
+
+    assert reconcile(cluster=cluster, now=clock()).deleted == 1
+    result = admission_cycle(cluster=cluster, now=clock())
+    after.refresh_from_db()
+    assert _maps_used(result) == 8 and after.state == Job.State.ADMITTED
+
+
+def test_a_job_left_running_is_never_a_victim(ghost, submit, cluster, clock):
+    """Production work of maps finds ghost's GPUs taken: stopping a job the database does not count frees nothing
+    a plan may give, so it waits instead of preempting it, though ghost ran long ago (it was preempted and
+    requeued before, which keeps its start), past the thrash guard."""
+    Job.objects.filter(pk=ghost.pk).update(started_at=clock() - timedelta(hours=2))
+    urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 600})
+    clock.tick(3600)
+    result = admission_cycle(cluster=cluster, now=clock())
+    urgent.refresh_from_db()
+    assert result.preempted == 0 and urgent.state == Job.State.QUEUED and _runs(ghost)
+
+
+def _status(job: Job, *, adopted: bool) -> JobStatus:
+    """A running object of `job`, its one pod bound to node-01."""
+    name = SimJob.objects.get(job_id=job.pk).name
+    return JobStatus(job_id=job.pk, name=name, namespace="maps", kind=job.kind, phase=Phase.RUNNING, adopted=adopted,
+                     pods=(OutsidePod(namespace="maps", name=f"{name}-worker-0", node="node-01", gpu=8),))  # fmt: skip
+
+
+@pytest.mark.parametrize("state", [Job.State.QUEUED, Job.State.REJECTED])
+def test_an_adopted_object_is_charged_to_its_team_unless_given_back_to_its_owner(ghost, cluster, clock, state):
+    """A queued adopted job (its owner resumed it outside Gangway) is Gangway's to stop; a rejected one is its
+    owner's again, never touched, so its pods are outside usage (R12): in room, not in quota."""
+    Job.objects.filter(pk=ghost.pk).update(state=state)
+    status = _status(ghost, adopted=True)
+    world = build_world(now=clock(), nodes=cluster.nodes(), outside=[], statuses=[status])
+    teams = {running.id: running.team for running in world.snapshot.running}
+    given_back = state == Job.State.REJECTED
+    assert teams == ({f"outside:maps/{status.pods[0].name}": None} if given_back else {str(ghost.pk): "maps"})
+    assert charged_by_team([status]) == ({} if given_back else {"maps": 8})
+
+
+def test_the_promises_see_a_queued_job_s_object_above_its_team_s_limits(ghost, submit, cluster, clock):
+    """What the cycles count, the promises check: a queued job's object counts in its team's limits while it runs."""
+    after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
+    Job.objects.filter(pk=after.pk).update(state=Job.State.ADMITTED, placement=["node-02"],
+                                           admitted_at=clock() - timedelta(seconds=1))  # fmt: skip
+    cluster.create_job(to_cluster_job(Job.objects.get(pk=after.pk)))
+    assert broken_promises(cluster.nodes(), cluster.job_statuses()) == [
+        "cluster jobs of team maps not suspended ask for 16 GPUs, above 8 + 0"]
+    reconcile(cluster=cluster, now=clock())  # suspends ghost's object
+    assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
