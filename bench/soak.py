@@ -136,19 +136,22 @@ class Chaos:
             job_cancel(job=Job.objects.get(pk=self.random.choice(open_jobs)), actor=self.user)
 
     def edit_quota(self) -> None:
-        """A new nominal and borrowing limit for one team, never below what it holds now: as the cycles count it
-        (`snapshot.UNSTOPPED` too), and as its jobs run in the cluster (`invariants.charged_by_team`)."""
-        from django.db.models import Q, Sum
+        """A new nominal and borrowing limit for one team, never below what it holds now: the jobs the database
+        counts (`snapshot.UNSTOPPED` too) and those whose objects run in the cluster (`invariants.charged_jobs`),
+        each once."""
+        from django.db.models import Q
 
         from jobs.models import Job
-        from scheduling.invariants import charged_by_team
+        from scheduling.invariants import charged_jobs
         from scheduling.snapshot import UNSTOPPED
         from tenants.services import quota_update
 
         team = self.random.choice(self.teams)
-        counted = Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED, team=team)
-        in_cluster = charged_by_team(self.cluster.job_statuses())[team.slug]
-        held = max(counted.aggregate(n=Sum("gpu_total"))["n"] or 0, in_cluster)
+        held_by = dict(Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED, team=team)
+                       .values_list("pk", "gpu_total"))  # fmt: skip
+        held_by.update({pk: gpus for pk, (slug, gpus) in charged_jobs(self.cluster.job_statuses()).items()
+                        if slug == team.slug})  # fmt: skip
+        held = sum(held_by.values())
         nominal = self.random.randint(0, 12)
         limit = max(0, held - nominal) + self.random.randint(0, 8)
         quota_update(team=team, quotas={"gpu": {"nominal": nominal, "borrowing_limit": limit, "lending_limit": None}})

@@ -90,7 +90,7 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     result = Adopted()
     listed = {job.uid for job in found.jobs}
     # With each, whether it was cancelled because its object left the queue or the cluster (DELETED_OUTSIDE):
-    # its owner's again, as reconcile's `_ours_to_stop` says, and never marked as cancelled here.
+    # its owner's again, as `snapshot.given_back` says, and never marked as cancelled here.
     left_queue = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
     known = {uid: (pk, state, reason, left) for uid, pk, state, reason, left in
              Job.objects.filter(cluster_uid__in=listed).annotate(left_queue=left_queue)

@@ -11,7 +11,7 @@ from collections import Counter
 from jobs.models import Job
 from scheduling.cluster.base import RUNS, Cluster, JobStatus, NodeInfo, Phase
 from scheduling.cluster.simulated_replicas import kept_room_drift
-from scheduling.snapshot import UNSTOPPED, limits_of, ours_to_stop
+from scheduling.snapshot import UNSTOPPED, given_back, limits_of, own_statuses
 from tenants.models import Team
 
 
@@ -64,15 +64,24 @@ def broken_promises(nodes: list[NodeInfo], statuses: list[JobStatus]) -> list[st
     return problems
 
 
+def charged_jobs(statuses: list[JobStatus]) -> dict[int, tuple[str, int]]:
+    """The jobs whose own objects are neither suspended nor ended (RUNS), whatever the job's state, with each
+    one's team slug and GPUs: what each team asks for in the cluster. Left out, as the cycles leave them out of
+    quota: a copy of a job's object (`snapshot.own_statuses`) and an adopted job's object given back to its
+    owner (`snapshot.given_back`), both outside usage (R12)."""
+    runs = [status for status in statuses if status.phase in RUNS]
+    jobs = {job.pk: job for job in Job.objects.filter(pk__in={status.job_id for status in runs})
+            .select_related("team").only("pk", "name", "cluster_name", "state", "gpu_total", "team__slug")}  # fmt: skip
+    own = own_statuses(runs, jobs, orphans=False)
+    back = given_back((jobs[job_id], status) for job_id, status in own.items())
+    return {job_id: (jobs[job_id].team.slug, jobs[job_id].gpu_total) for job_id in own if job_id not in back}
+
+
 def charged_by_team(statuses: list[JobStatus]) -> Counter:
-    """The GPUs each team's jobs ask for in the cluster, by team slug: those of their objects that are neither
-    suspended nor ended (RUNS), whatever the job's state, but for an adopted job's object given back to its
-    owner (`snapshot.ours_to_stop`), which is outside usage (R12)."""
-    runs = {status.job_id: status for status in statuses if status.phase in RUNS}
+    """The GPUs each team asks for in the cluster (`charged_jobs`), by team slug."""
     charged: Counter = Counter()
-    for job in Job.objects.filter(pk__in=runs).select_related("team").only("pk", "state", "gpu_total", "team"):
-        if not job.is_terminal or ours_to_stop(job, runs[job.pk]):
-            charged[job.team.slug] += job.gpu_total
+    for team, gpus in charged_jobs(statuses).values():
+        charged[team] += gpus
     return charged
 
 

@@ -37,7 +37,7 @@ from scheduling.locks import lease
 from scheduling.refusals import (
     backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
 )
-from scheduling.snapshot import ours_to_stop, own_statuses, to_cluster_job
+from scheduling.snapshot import given_back, own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
@@ -192,8 +192,13 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
     An orphan (no Gangway job) is deleted, never an adopted one. A job that ended here may
     still run there: a cancel that crossed the create of a cycle on another worker, or a
     create reported refused that went through. It is deleted as a cancel would (an adopted
-    one suspended), with an event saying why. A refusal is logged and tried again next pass.
+    one suspended, unless it is its owner's again: `given_back`), with an event saying why. A
+    refusal is logged and tried again next pass.
     """
+    ended = {job_id: (job, status) for job_id, status in statuses.items()
+             if job_id not in known and (job := others.get(job_id)) is not None and job.is_terminal
+             and status.phase in RUNS}  # fmt: skip
+    back = given_back(ended.values())
     for job_id, status in statuses.items():
         if job_id in known:
             continue
@@ -203,7 +208,7 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
                 cluster.delete_job(status.namespace, status.name, status.kind)
                 log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
                 result.deleted += 1
-            elif job is not None and job.is_terminal and status.phase in RUNS and ours_to_stop(job, status):
+            elif job_id in ended and job_id not in back:
                 _stop_ended(job, status, cluster, result)
         except ClusterUnavailable as error:
             result.error = str(error)
@@ -317,10 +322,10 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             # from there when a cycle admits it. Until then the cycles hold it and count it as a running job of
             # its team (`snapshot._left_running`); a suspend the cluster refuses deletes it instead, as a
             # victim's does, so that its room is freed.
-            stop_victim(job, cluster)
+            suspended = stop_victim(job, cluster)
             note(job, JobEvent.Kind.NOTE, "Stopped in the cluster: it was running without an admission; it "
                  "resumes from its last checkpoint when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
-            result.suspended += 1
+            _count_stop(result, suspended)
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         _follow(job, status, cluster, now, result, unstopped)
     elif state == Job.State.PREEMPTING:
@@ -332,8 +337,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             # Level-triggered: the cycle committed the preemption but its suspend may never have
             # reached the cluster (a crash, an outage). Suspending again is harmless. A refusal goes
             # to the caller (`_refused`), which gives up on it in time.
-            stop_victim(job, cluster)
-            result.suspended += 1
+            _count_stop(result, stop_victim(job, cluster))
         if phase in (None, Phase.SUSPENDED, Phase.CREATED) or (status and status.running_pods == 0):
             # `not_before` and `stop_failed_at` cleared: the cluster may have refused, or failed, to stop it
             # for a while (`stop_refused`).
@@ -352,6 +356,14 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
                    placement=[], held_until_stopped=False, stop_failed_at=None)  # fmt: skip
         result.changed += 1
+
+
+def _count_stop(result: ReconcileResult, suspended: bool) -> None:
+    """Counts a stop `stop_victim` made: a suspend, or a delete when the cluster refused the suspend."""
+    if suspended:
+        result.suspended += 1
+    else:
+        result.deleted += 1
 
 
 def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,

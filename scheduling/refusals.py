@@ -111,15 +111,17 @@ def backoff(attempt: int) -> timedelta:
     return timedelta(seconds=min(3600, 30 * 2 ** max(0, attempt - 1)))
 
 
-def stop_victim(job: Job, cluster: Cluster) -> None:
-    """Suspends a job being preempted, or a queued one found running (reconcile). When the cluster refuses
-    (a webhook, a missing permission), its object is deleted instead, so that its room frees: it is created
-    again when admitted, from its last checkpoint. An adopted object is never deleted: the refusal goes to
-    the caller (reconcile tries again at every pass and says so on the job)."""
+def stop_victim(job: Job, cluster: Cluster) -> bool:
+    """Suspends a job being preempted, or a queued one found running (reconcile); returns True, or False when
+    its object was deleted instead. When the cluster refuses (a webhook, a missing permission), its object is
+    deleted, so that its room frees: it is created again when admitted, from its last checkpoint. An adopted
+    object is never deleted: the refusal goes to the caller (reconcile tries again at every pass and says so
+    on the job)."""
     target = to_cluster_job(job)
     try:
         with on_one_object(cluster):
             cluster.suspend_job(target)
+        return True
     except ClusterError as error:
         if job.adopted:
             raise
@@ -128,6 +130,7 @@ def stop_victim(job: Job, cluster: Cluster) -> None:
         note(job, JobEvent.Kind.NOTE, f"The cluster refused to suspend it ({str(error).rstrip('. ')}); its "
              f"{job.kind} was deleted instead so that its room frees. It starts again from its last "
              "checkpoint when admitted.", code=Because.STOP_REFUSED)  # fmt: skip
+        return False
 
 
 def stop_refused(job: Job, error: ClusterError, now: datetime) -> bool:
@@ -241,10 +244,6 @@ def _trying_until(job: Job) -> str:
             f"is given up and it runs on, counted in the quota of team {job.team.slug}")  # fmt: skip
 
 
-# How a job left running (`World.left_running`) is named, by its state: else its state's label ("cancelled").
-_LEFT_BEING = {Job.State.PREEMPTING: "being preempted", Job.State.CANCELLING: "being cancelled"}
-
-
 def still_held(world: World, now: datetime) -> dict[str, str]:
     """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop, on the jobs being
     cancelled whose pods may still run (`snapshot.UNSTOPPED`), and on the jobs whose objects run though the
@@ -259,8 +258,9 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
         if not job.gpu_total:
             continue
         if str(job.pk) in world.left_running:
-            being = _LEFT_BEING.get(job.state, Job.State(job.state).label.lower())
-            why = "its object runs in the cluster all the same; Gangway stops it at its next reconcile."
+            being = Job.State(job.state).label.lower()  # queued, or ended here: "cancelled"
+            why = ("its object runs in the cluster all the same; Gangway stops it at its next reconcile, asking "
+                   "again at every one while the cluster refuses.")  # fmt: skip
         elif job.state == Job.State.CANCELLING and job.held_until_stopped:
             being = "being cancelled"
             why = "its pods may still run; Gangway stops them at its next reconcile."

@@ -12,11 +12,11 @@ from datetime import datetime
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import Prefetch, Q
+from django.db.models import Exists, OuterRef, Prefetch, Q
 
 from jobs import job_tokens
 from jobs.codes import Because
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
@@ -541,34 +541,39 @@ def own_statuses(statuses: Iterable[JobStatus], jobs: dict[int, Job], *, orphans
     return own
 
 
-def ours_to_stop(job: Job, status: JobStatus) -> bool:
-    """Whether Gangway stops the running object of a job that ended here: always one it created;
-    an adopted one only when a person cancelled the job here. An adopted job that ended otherwise
-    (rejected, or cancelled because its object left the queue) is its owner's again, never touched:
-    its pods are outside usage (R12)."""
-    if not status.adopted:
-        return True
-    return job.state == Job.State.CANCELLED and not job.events.filter(code=Because.DELETED_OUTSIDE).exists()
+def given_back(pairs: Iterable[tuple[Job, JobStatus]]) -> set[int]:
+    """The ids of the jobs of `pairs` (a job, the status of its own object) whose object Gangway no longer stops:
+    an adopted job that ended here otherwise than by a person's cancel (rejected, or cancelled because its object
+    left the queue) is its owner's again, never touched, and its pods are outside usage (R12). Gangway stops
+    every other job's object that runs once the job has ended. One query, only when an adopted job has ended."""
+    adopted = [job.pk for job, status in pairs if status.adopted and job.is_terminal]
+    if not adopted:
+        return set()
+    left_queue = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
+    return set(Job.objects.filter(pk__in=adopted).annotate(left_queue=left_queue)
+               .filter(~Q(state=Job.State.CANCELLED) | Q(left_queue=True)).values_list("pk", flat=True))  # fmt: skip
 
 
 def _left_running(statuses: list[JobStatus]) -> list[tuple[Job, JobStatus]]:
-    """The jobs of `statuses` (objects that run, of jobs the cycle does not count as running) whose own
-    object Gangway is to stop, with its status, in id order.
+    """The queued and ended jobs of `statuses` (objects that run, of jobs the cycle does not count as running)
+    whose own object Gangway is to stop, with its status, in id order.
 
-    Such an object runs though no admission stands behind it: a queued job's is a create reported refused
-    that went through, or one its owner resumed outside Gangway (an adopted job); an ended job's, or that of
-    a job being cancelled before it ran, was not stopped yet. Reconcile stops each (`_correct`,
-    `_stop_leftovers`), and until it has, the pods run: the job counts as a running job of its team, in its
-    quota as well as its room, and is never a victim. Left out: an adopted job's object given back to its
-    owner (`ours_to_stop`), whose pods are outside usage, and a copy of a job's object (`own_statuses`).
+    Such an object runs though no admission stands behind it: a queued job's is a create reported refused that
+    went through, or one its owner resumed outside Gangway (an adopted job); an ended job's was not stopped
+    yet. Reconcile stops each (`_correct`, `_stop_leftovers`), asking again at every pass while the cluster
+    refuses, and until it has, the pods run: the job counts as a running job of its team, in its quota as well
+    as its room, and is never a victim. Left out: a job being stopped, whose room and quota the job it was
+    preempted for now holds (one the cluster refuses or fails to stop is UNSTOPPED); an adopted job's object
+    given back to its owner (`given_back`), and a copy of a job's object (`own_statuses`): their pods are
+    outside usage.
     """
     if not statuses:
         return []
     jobs = {job.pk: job for job in Job.objects.filter(pk__in=[status.job_id for status in statuses])
-            .select_related("team", "tier")}  # fmt: skip
+            .exclude(state__in=Job.STOPPING_STATES).select_related("team", "tier")}  # fmt: skip
     own = own_statuses(statuses, jobs, orphans=False)
-    return [(jobs[job_id], status) for job_id, status in sorted(own.items())
-            if not (jobs[job_id].is_terminal and not ours_to_stop(jobs[job_id], status))]
+    back = given_back((jobs[job_id], status) for job_id, status in own.items())
+    return [(jobs[job_id], status) for job_id, status in sorted(own.items()) if job_id not in back]
 
 
 def _running_unadmitted(jobs: list[Job]) -> dict[int, Held]:
@@ -581,8 +586,8 @@ def _running_unadmitted(jobs: list[Job]) -> dict[int, Held]:
         held[job.pk] = Held(
             reason=(f"Waiting for its object in the cluster to stop: it runs there without an admission (a create "
                     f"reported refused that went through, or a resume made outside Gangway), and its {gpus} count "
-                    f"in team {job.team.slug}'s quota meanwhile. Gangway stops it at its next reconcile, and a "
-                    f"cycle then admits it again."),
+                    f"in the quota of team {job.team.slug} meanwhile. Gangway stops it at its next reconcile, "
+                    f"asking again at every one while the cluster refuses; the job waits in the queue again then."),
             code=Because.NOT_ADMITTED)  # fmt: skip
     return held
 

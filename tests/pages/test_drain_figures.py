@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 from jobs.transitions import transition
-from scheduling.models import SimNode
+from scheduling.models import SimJob, SimNode
 from tests.conftest import A100_LABEL
 from tests.deploy.test_metrics import scrape
 from tests.pages.test_cordoned_nodes import cordon
@@ -125,6 +125,7 @@ def test_a_job_ending_on_the_drained_node_before_the_next_cycle_moves_no_gpu_int
     if old.state == Job.State.ADMITTED:
         old = transition(old, Job.State.RUNNING, message="Started.")
     transition(old, Job.State.SUCCEEDED, message="Finished.", finished_at=timezone.now())
+    SimJob.objects.filter(job_id=old.pk).update(finished_at=timezone.now(), succeeded=True)  # in the cluster too
 
     ended = client.get("/?part=tiles", **htmx).content.decode()
     assert _in_use_tile(ended) == ("4<small> / 8</small>", "50% of the cluster; 8 GPUs more on nodes that take no "

@@ -148,8 +148,8 @@ def test_the_cluster_unreachable_keeps_jobs_queued_with_that_reason_and_recovers
 
 
 def test_a_job_running_without_an_admission_whose_suspend_is_refused_is_deleted(submit, cluster, clock):
-    """Its pods take room but not its team's quota: left running while the cluster refuses the suspend, the team
-    could run above its limits. It is deleted, and created again when admitted, as a victim is."""
+    """Left running while the cluster refuses the suspend, it would hold its room and its team's quota for as long
+    as that lasts. It is deleted, and created again when admitted, as a victim is."""
     from scheduling.cluster.base import ClusterError
     from scheduling.cluster.faulty import Fault, FaultyCluster
     from scheduling.snapshot import to_cluster_job
@@ -158,9 +158,10 @@ def test_a_job_running_without_an_admission_whose_suspend_is_refused_is_deleted(
     cluster.create_job(to_cluster_job(job, placement=("node-01", "node-01")))
     refusing = FaultyCluster(cluster, faults=[Fault("suspend_job", "before", ClusterError)])
 
-    reconcile(cluster=refusing, now=clock())
+    result = reconcile(cluster=refusing, now=clock())
 
     job.refresh_from_db()
+    assert (result.suspended, result.deleted) == (0, 1)
     assert job.state == "queued" and not SimJob.objects.filter(job_id=job.pk).exists()
     assert job.events.filter(code="stop_refused", message__contains="was deleted instead").exists()
     admission_cycle(cluster=cluster, now=clock())

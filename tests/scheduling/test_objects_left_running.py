@@ -14,20 +14,25 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from jobs.codes import Because
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
-from scheduling.cluster.base import ClusterError, JobStatus, OutsidePod, Phase
+from scheduling.cluster.base import ClusterError, ClusterUnavailable, JobStatus, OutsidePod, Phase
 from scheduling.cluster.faulty import Fault, FaultyCluster
 from scheduling.invariants import broken_promises, charged_by_team
 from scheduling.loop import admission_cycle
-from scheduling.models import SimJob
+from scheduling.models import SimJob, SimNode
 from scheduling.reconcile import reconcile
-from scheduling.snapshot import build_world, to_cluster_job
+from scheduling.snapshot import build_world, cluster_name, to_cluster_job
+from tenants.models import Quota
+from tests.conftest import make_team
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
-SAYS = "its object runs in the cluster all the same; Gangway stops it at its next reconcile."
+SAYS = ("its object runs in the cluster all the same; Gangway stops it at its next reconcile, asking again at every "
+        "one while the cluster refuses.")
 
 
 def _maps_used(result) -> int:
@@ -67,8 +72,9 @@ def test_a_queued_job_whose_object_runs_holds_its_team_s_quota_until_reconcile_s
     assert ghost.state == Job.State.QUEUED and ghost.reason_code == Because.NOT_ADMITTED and ghost.position is None
     assert ghost.reason == ("Waiting for its object in the cluster to stop: it runs there without an admission (a "
                             "create reported refused that went through, or a resume made outside Gangway), and its 8 "
-                            "GPUs count in team maps's quota meanwhile. Gangway stops it at its next reconcile, and a "
-                            "cycle then admits it again.")  # fmt: skip
+                            "GPUs count in the quota of team maps meanwhile. Gangway stops it at its next reconcile, "
+                            "asking again at every one while the cluster refuses; the job waits in the queue again "
+                            "then.")  # fmt: skip
     assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
 
     reconcile(cluster=cluster, now=clock())
@@ -99,8 +105,8 @@ def test_a_job_cancelled_here_whose_object_runs_holds_its_team_s_quota_until_rec
 
 def test_a_job_left_running_is_never_a_victim(ghost, submit, cluster, clock):
     """Production work of maps finds ghost's GPUs taken: stopping a job the database does not count frees nothing
-    a plan may give, so it waits instead of preempting it, though ghost ran long ago (it was preempted and
-    requeued before, which keeps its start), past the thrash guard."""
+    a plan may give, so it waits instead of preempting it, however long ghost has run (two hours here, past the
+    thrash guard; the database knows no start for it, so a cycle counts it as starting now)."""
     Job.objects.filter(pk=ghost.pk).update(started_at=clock() - timedelta(hours=2))
     urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 600})
     clock.tick(3600)
@@ -139,3 +145,74 @@ def test_the_promises_see_a_queued_job_s_object_above_its_team_s_limits(ghost, s
         "cluster jobs of team maps not suspended ask for 16 GPUs, above 8 + 0"]
     reconcile(cluster=cluster, now=clock())  # suspends ghost's object
     assert broken_promises(cluster.nodes(), cluster.job_statuses()) == []
+
+
+def test_a_victim_whose_suspend_is_on_its_way_is_not_charged_beside_the_job_it_was_preempted_for(
+        tiers, maps, vision, staff, submit, cluster, clock):  # fmt: skip
+    """The apply phase met an outage before v1's suspend (or a cycle read the cluster while another worker
+    applied): v1 is preempting, q admitted in its room and quota. v1's pods are outside usage meanwhile, in room
+    only: charged to maps as well, maps would look 8 GPUs above what it holds once the suspend lands, and the
+    next reclaim would take y, within maps' guaranteed nominal (R7)."""
+    for index in (3, 4, 5):
+        SimNode.objects.create(name=f"node-0{index}", gpu=8, cpu=64000, memory=512 * 1024**3)
+    Quota.objects.filter(team=maps).update(lending_limit=0, borrowing_limit=16)  # maps: 8 nominal, borrows 16
+    make_team("audio", tiers, gpu=16, lending_limit=0)  # idle, lends nothing: vision and speech lend 8 each
+    speech = make_team("speech", tiers, gpu=8)
+    y = submit(name="y", replicas=WHOLE_NODE, simulate={"duration": 72000})
+    v1, v2 = (submit(name=name, tier="experiment", replicas=WHOLE_NODE, simulate={"duration": 72000})
+              for name in ("v1", "v2"))  # fmt: skip
+    for _ in range(2):
+        reconcile(cluster=cluster, now=clock())
+        admission_cycle(cluster=cluster, now=clock())
+        clock.tick(5)
+    reconcile(cluster=cluster, now=clock())
+    assert set(Job.objects.values_list("state", flat=True)) == {Job.State.RUNNING}
+    clock.tick(3600)
+    q = submit(name="q", team=vision, user=staff, replicas=WHOLE_NODE, simulate={"duration": 72000})
+    outage = FaultyCluster(cluster, faults=[Fault("suspend_job", "before", ClusterUnavailable)])
+    admission_cycle(cluster=outage, now=clock())
+    v1.refresh_from_db(), q.refresh_from_db()
+    assert v1.state == Job.State.PREEMPTING and q.state == Job.State.ADMITTED and _runs(v1)
+
+    speech_job = submit(name="s", team=speech, user=staff, replicas=WHOLE_NODE, simulate={"duration": 72000})
+    clock.tick(5)
+    admission_cycle(cluster=cluster, now=clock())  # before any reconcile
+    states = dict(Job.objects.values_list("pk", "state"))
+    assert states[speech_job.pk] == Job.State.ADMITTED and states[v2.pk] == Job.State.PREEMPTING
+    assert states[y.pk] == Job.State.RUNNING
+
+
+def test_a_copy_of_a_queued_job_s_object_is_outside_usage(ghost, cluster, clock):
+    """`kubectl get -o yaml` applied under another name keeps the job-id label: it is not the job, neither held
+    nor charged to its team, and reconcile leaves it be."""
+    reconcile(cluster=cluster, now=clock())  # ghost's own object suspended
+    copy = _status(ghost, adopted=False)
+    copy = JobStatus(**{**{field: getattr(copy, field) for field in copy.__slots__}, "name": "ghost-copy"})
+    world = build_world(now=clock() + timedelta(hours=1), nodes=cluster.nodes(), outside=[], statuses=[copy])
+    assert str(ghost.pk) not in world.held and str(ghost.pk) not in world.left_running
+    assert [(running.id, running.team) for running in world.snapshot.running] == [
+        (f"outside:maps/{copy.pods[0].name}", None)]
+    assert charged_by_team([copy]) == {}
+
+
+def test_objects_given_back_cost_one_query_however_many(ghost, submit, cluster, clock):
+    """An adopted job cancelled because its object left the queue: its object, which runs on under its owner,
+    keeps its job-id label, so every cycle lists it."""
+
+    def queries(count: int) -> tuple[int, int]:
+        statuses = []
+        for index in range(count):
+            job = submit(name=f"given-back-{index}", replicas=[{"role": "Worker", "count": 1, "gpu": 1}])
+            Job.objects.filter(pk=job.pk).update(state=Job.State.CANCELLED)
+            JobEvent.objects.create(job=job, kind=JobEvent.Kind.NOTE, message="Gone.", code=Because.DELETED_OUTSIDE)
+            name = cluster_name(job.pk, job.name)
+            statuses.append(JobStatus(job_id=job.pk, name=name, namespace="maps", kind=job.kind, phase=Phase.RUNNING,
+                                      adopted=True, pods=(OutsidePod("maps", f"{name}-0", "node-02", gpu=1),)))
+        with CaptureQueriesContext(connection) as snapshot:
+            world = build_world(now=clock(), nodes=cluster.nodes(), outside=[], statuses=statuses)
+            assert not world.left_running
+        with CaptureQueriesContext(connection) as promises:
+            assert charged_by_team(statuses) == {}
+        return len(snapshot), len(promises)
+
+    assert queries(2) == queries(12)
