@@ -25,7 +25,8 @@ class Because(StrEnum):
     # A job it would preempt (or did) could not be stopped: it waits with a backoff, and is never failed for it.
     VICTIM_REFUSED = "victim_refused"
     RUNS_ON = "runs_on"  # the cluster refused to stop a victim for ADMISSION_TIMEOUT: it runs on, in its quota
-    NOT_ADMITTED = "not_admitted"  # found running without an admission: suspended
+    # Found running without an admission: suspended; until then it waits, left out of the plan.
+    NOT_ADMITTED = "not_admitted"
     ENDED_HERE = "ended_here"  # ended in Gangway (e.g. cancelled) yet still running in the cluster: stopped
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -30,7 +30,7 @@ from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, can_move, note, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
-from scheduling.cluster.base import Cluster, ClusterError, OutsideJob, OutsideJobs, TrialResult
+from scheduling.cluster.base import Cluster, ClusterError, JobStatus, OutsideJob, OutsideJobs, TrialResult
 from scheduling.models import RefusedOutsideJob
 from tenants.models import Team
 from tenants.selectors import sweep_tier
@@ -51,6 +51,24 @@ KATIB_ENDINGS: dict[str, tuple[str, str]] = {
     "Failed": (Job.State.FAILED, "Failed, as its Katib trial reports"),
     "Killed": (Job.State.CANCELLED, "Killed by Katib, which stopped its trial"),
 }  # fmt: skip
+
+
+def left_the_queue() -> Exists:
+    """Whether a job was cancelled because its object left the queue or the cluster (DELETED_OUTSIDE): an
+    expression to annotate jobs with."""
+    return Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
+
+
+def given_back(pairs: Iterable[tuple[Job, JobStatus]]) -> set[int]:
+    """The ids of the jobs of `pairs` (a job, the status of its own object) whose object Gangway no longer stops:
+    an adopted job that ended here otherwise than by a person's cancel (rejected, or cancelled because its object
+    left the queue) is its owner's again, never touched, and its pods are outside usage (R12). Gangway stops
+    every other job's object that runs once the job has ended. One query, only when an adopted job has ended."""
+    adopted = [job.pk for job, status in pairs if status.adopted and job.is_terminal]
+    if not adopted:
+        return set()
+    return set(Job.objects.filter(pk__in=adopted).annotate(left_queue=left_the_queue())
+               .filter(~Q(state=Job.State.CANCELLED) | Q(left_queue=True)).values_list("pk", flat=True))  # fmt: skip
 
 
 @dataclass
@@ -90,10 +108,9 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     result = Adopted()
     listed = {job.uid for job in found.jobs}
     # With each, whether it was cancelled because its object left the queue or the cluster (DELETED_OUTSIDE):
-    # its owner's again, as `snapshot.given_back` says, and never marked as cancelled here.
-    left_queue = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
+    # its owner's again (`given_back`), and never marked as cancelled here.
     known = {uid: (pk, state, reason, left) for uid, pk, state, reason, left in
-             Job.objects.filter(cluster_uid__in=listed).annotate(left_queue=left_queue)
+             Job.objects.filter(cluster_uid__in=listed).annotate(left_queue=left_the_queue())
              .values_list("cluster_uid", "pk", "state", "reason", "left_queue")}  # fmt: skip
     gone = list(Job.objects.filter(state__in=Job.OPEN_STATES, kind__in=found.kinds).exclude(cluster_uid="")
                 .exclude(cluster_uid__in=listed).select_related("team"))  # fmt: skip

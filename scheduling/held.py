@@ -9,8 +9,8 @@ from enum import StrEnum
 @dataclass(frozen=True, slots=True)
 class Held:
     """A Katib trial beyond its sweep's cap (`sweeps.within_caps`), a job mounting a claim its
-    namespace lacks or whose claims could not be read, or a job whose tier its team may no longer
-    use (`snapshot.build_world`)."""
+    namespace lacks or whose claims could not be read, a job whose tier its team may no longer
+    use, or one whose object runs though it was not admitted (`snapshot.build_world`)."""
 
     reason: str
     code: StrEnum  # a sweeps.SweepCode, or one of the portal's own (jobs.codes.Because)

@@ -191,9 +191,10 @@ def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
     try preempted its victims again. So does a job with an adopted victim whose suspend the cluster would
     refuse (`hold_for_victim`: an admission webhook that forbids it): Gangway never deletes an adopted
     job, so that victim would keep its room and the job could not start. So, without asking, does a job
-    whose victim is being preempted already, the cluster refusing, or failing, to stop it, or being cancelled
-    (`hold_for_unstopped`): the snapshot counts such a job as running (`snapshot.UNSTOPPED`) and marks it
-    stopping, so the policy never picks it; this guards the apply phase should a plan do so all the same. The new
+    whose victim is being preempted already, the cluster refusing, or failing, to stop it, or being cancelled,
+    or whose object runs though the database does not count it (`hold_for_unstopped`): the snapshot counts
+    such a job as running (`snapshot.UNSTOPPED`, `World.left_running`) and marks it stopping, so the policy
+    never picks it; this guards the apply phase should a plan do so all the same. The new
     plan's own preempting admissions are tried in turn; each round leaves out at least one job, so this
     ends. A dry run the cluster cannot answer proves nothing: the plan goes ahead as made, and no more dry
     runs are tried in the cycle (the apply phase meets the same outage, and reconcile finishes it).
@@ -208,7 +209,8 @@ def _checked(world: World, plan: Plan, cluster: Cluster, now: datetime) -> Plan:
             tried.add(admission.id)
             job = world.jobs[admission.id]
             stopping = next((world.jobs[victim_id] for victim_id in admission.victims
-                             if world.jobs[victim_id].state in Job.STOPPING_STATES),
+                             if world.jobs[victim_id].state in Job.STOPPING_STATES
+                             or victim_id in world.left_running),
                             None)  # fmt: skip
             if stopping is not None:
                 hold_for_unstopped(job, stopping, now)

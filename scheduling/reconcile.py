@@ -22,7 +22,7 @@ from jobs.models import Job, JobEvent
 from jobs.services import CHECKPOINT_STATES, NotRunning, job_checkpoint
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
-from scheduling.adoption import adopt_outside_jobs
+from scheduling.adoption import adopt_outside_jobs, given_back
 from scheduling.cluster.base import (
     Cluster,
     ClusterError,
@@ -37,7 +37,7 @@ from scheduling.locks import lease
 from scheduling.refusals import (
     backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
 )
-from scheduling.snapshot import given_back, own_statuses, to_cluster_job
+from scheduling.snapshot import own_statuses, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"

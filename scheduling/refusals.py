@@ -25,7 +25,7 @@ from jobs.models import Job, JobEvent
 from jobs.transitions import StaleJob, note, transition
 from scheduling.cluster.base import Cluster, ClusterError, ServerFailing, on_one_object
 from scheduling.policy.model import Admission
-from scheduling.snapshot import World, to_cluster_job
+from scheduling.snapshot import STOPS_IT, World, to_cluster_job
 
 log = logging.getLogger("gangway.admission")
 REFUSALS_BEFORE_FAILING = 5  # a job whose create the cluster refuses this many times in a row fails (`requeue_refused`)
@@ -259,8 +259,7 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
             continue
         if str(job.pk) in world.left_running:
             being = Job.State(job.state).label.lower()  # queued, or ended here: "cancelled"
-            why = ("its object runs in the cluster all the same; Gangway stops it at its next reconcile, asking "
-                   "again at every one while the cluster refuses.")  # fmt: skip
+            why = f"its object runs in the cluster all the same; {STOPS_IT}."
         elif job.state == Job.State.CANCELLING and job.held_until_stopped:
             being = "being cancelled"
             why = "its pods may still run; Gangway stops them at its next reconcile."
@@ -344,13 +343,15 @@ def hold_for_victim(job: Job, victim: Job, error: ClusterError, now: datetime) -
 
 def hold_for_unstopped(job: Job, victim: Job, now: datetime) -> None:
     """Back off a queued job whose plan preempts `victim`, a job being preempted already that the cluster
-    refuses, or fails, to stop (`stop_refused`), or one being cancelled and not stopped yet (`cancel_refused`):
-    it counts as running until its stop goes through or Gangway gives up on it, yet preempting it would free
-    nothing. Its place is kept, never
-    counted towards failing it; a job moved meanwhile is left be."""
+    refuses, or fails, to stop (`stop_refused`), one being cancelled and not stopped yet (`cancel_refused`), or
+    one whose object runs though the database does not count it (`snapshot._left_running`): it counts as
+    running until its stop goes through or Gangway gives up on it, yet preempting it would free nothing. Its
+    place is kept, never counted towards failing it; a job moved meanwhile is left be."""
     wait = _victim_backoff(job)
     if victim.state == Job.State.CANCELLING:
         why = "which is being cancelled and counts as running until its pods have stopped"
+    elif victim.state != Job.State.PREEMPTING:  # queued or ended, its object left running (`World.left_running`)
+        why = f"whose object runs in the cluster though it is {Job.State(victim.state).label.lower()} here"
     else:
         failed = victim.not_before is None and victim.stop_failed_at is not None  # a server error, no refusal
         cannot = "fails to stop (a server error)" if failed else "refuses to stop"

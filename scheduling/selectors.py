@@ -290,7 +290,8 @@ def holding_jobs():
     admitted and running ones, those being preempted that the cluster refuses, or fails, to stop, and those being
     cancelled until they have stopped (`UNSTOPPED`).
     The node map, its fingerprint and the drain figures read these, so they never show free what a plan
-    counts as taken."""
+    counts as taken, but for the rare job whose object runs though the database does not count it
+    (`snapshot._left_running`), which only a cycle's reading of the cluster shows."""
     return Job.objects.filter(Q(state__in=Job.ACTIVE_STATES) | UNSTOPPED)
 
 

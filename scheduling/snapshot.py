@@ -12,15 +12,16 @@ from datetime import datetime
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Prefetch, Q
+from django.db.models import Prefetch, Q
 
 from jobs import job_tokens
 from jobs.codes import Because
-from jobs.models import Job, JobEvent
+from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.policy.types import type_of_key
+from scheduling.adoption import given_back
 from scheduling.cluster.base import (
     RUNS, ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, missing_claims_error, volume_mounts,
 )
@@ -39,6 +40,8 @@ from tenants.models import PriorityTier, Quota, Team
 # (`RunningJob.stopping`).
 UNSTOPPED = ((Q(state=Job.State.PREEMPTING) & (Q(not_before__isnull=False) | Q(stop_failed_at__isnull=False)))
              | Q(state=Job.State.CANCELLING, held_until_stopped=True))
+# What Gangway does about a job's object that runs though the database does not count it (`_left_running`).
+STOPS_IT = "Gangway stops it at its next reconcile, asking again at every one while the cluster refuses"
 # The node a replica is charged to when no node takes pods and it was placed on none (`_charged_placements`): no
 # node is so named, and the policy gives a node it does not list no room, while the GPUs count in quota.
 UNLISTED = "(no node)"
@@ -51,7 +54,8 @@ class World:
     snapshot: policy.Snapshot
     jobs: dict[str, Job] = field(default_factory=dict)  # policy id -> job (running and pending)
     teams: dict[str, Team] = field(default_factory=dict)
-    # Pending Katib trials not offered to the policy, their sweep at its GPU cap (`sweeps.within_caps`).
+    # Queued jobs not offered to the policy, with why they wait: a Katib trial beyond its sweep's GPU cap
+    # (`sweeps.within_caps`), a tier not allowed, a missing claim, an object left running.
     held: dict[str, tuple[Job, Held]] = field(default_factory=dict)
     # The policy ids of the jobs the database does not count whose objects run all the same (`_left_running`):
     # each is a running job of `jobs`, being stopped.
@@ -272,9 +276,9 @@ def build_world(
     replica with no known node (a job whose pods have not all
     started, a node that went away) is charged to the node with the most room
     left, so a job never counts for less than it asks. Other pods of cluster jobs
-    (a job being preempted or cancelled whose object is suspended but whose pods have not stopped yet,
-    a job the database does not know, an adopted job's object given back to its owner)
-    take room as outside usage (R12), as do `outside`: the pods Gangway
+    (those of a job being preempted or cancelled that have not stopped yet, its quota being the job's it was
+    preempted for; those of a job the database does not know, of a copy of a job's object, of an adopted job's
+    object given back to its owner) take room as outside usage (R12), as do `outside`: the pods Gangway
     did not create and those of no job object (`JobStatuses.strays`, which the
     loop's reading adds). Queued jobs backing off after a
     stuck admission (R13) are left out until their time comes, and so are jobs whose tier their
@@ -322,22 +326,28 @@ def build_world(
         if not placements[job.pk]:
             continue  # no replica to charge at all
         world.jobs[str(job.pk)] = job
+        left_running = str(job.pk) in world.left_running
+        # A job left running is expected to end when reconcile stops it, about one interval from now, whatever
+        # the job would run for: its team's estimated starts count on its room from then.
+        started, max_runtime, estimate = (
+            (epoch(now), None, settings.RECONCILE_INTERVAL) if left_running
+            else (epoch(job.started_at or job.admitted_at or now), job.max_runtime, _estimate(job, learned)))
         running.append(
             policy.RunningJob(
-                id=str(job.pk), team=job.team.slug, tier=job.tier.name,
-                started=epoch(job.started_at or job.admitted_at or now), replicas=replicas_of[job.pk],
-                nodes=placements[job.pk], max_runtime=job.max_runtime, queued=epoch(job.queued_at),
-                estimate=_estimate(job, learned),
+                id=str(job.pk), team=job.team.slug, tier=job.tier.name, started=started, replicas=replicas_of[job.pk],
+                nodes=placements[job.pk], max_runtime=max_runtime, queued=epoch(job.queued_at), estimate=estimate,
                 checkpointed=_checkpointed(job),
                 gpu_type=job.assigned_gpu_type or None,
                 # UNSTOPPED jobs and those left running are being stopped: never a victim, stopping them frees nothing.
-                stopping=job.state in Job.STOPPING_STATES or str(job.pk) in world.left_running,
+                stopping=job.state in Job.STOPPING_STATES or left_running,
             )  # fmt: skip
         )
     pending: list[policy.PendingJob] = []
     reservations: list[policy.Reservation] = []
     node_order = {node.name: index for index, node in enumerate(placeable)}
-    holding = Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total")
+    # Trials that hold GPUs, or will until they stop: those left running too.
+    holding = [*Job.objects.filter(state__in=HOLDING, sweep__isnull=False).only("sweep_id", "gpu_total"),
+               *(job for job, _ in left if job.sweep_id is not None)]  # fmt: skip
     left_out = _tiers_not_allowed(queued)  # first: only a person ends this wait, whatever else holds the job
     left_out.update(_running_unadmitted([job for job in queued if job.pk not in left_out
                                          and str(job.pk) in world.left_running]))  # fmt: skip
@@ -541,19 +551,6 @@ def own_statuses(statuses: Iterable[JobStatus], jobs: dict[int, Job], *, orphans
     return own
 
 
-def given_back(pairs: Iterable[tuple[Job, JobStatus]]) -> set[int]:
-    """The ids of the jobs of `pairs` (a job, the status of its own object) whose object Gangway no longer stops:
-    an adopted job that ended here otherwise than by a person's cancel (rejected, or cancelled because its object
-    left the queue) is its owner's again, never touched, and its pods are outside usage (R12). Gangway stops
-    every other job's object that runs once the job has ended. One query, only when an adopted job has ended."""
-    adopted = [job.pk for job, status in pairs if status.adopted and job.is_terminal]
-    if not adopted:
-        return set()
-    left_queue = Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
-    return set(Job.objects.filter(pk__in=adopted).annotate(left_queue=left_queue)
-               .filter(~Q(state=Job.State.CANCELLED) | Q(left_queue=True)).values_list("pk", flat=True))  # fmt: skip
-
-
 def _left_running(statuses: list[JobStatus]) -> list[tuple[Job, JobStatus]]:
     """The queued and ended jobs of `statuses` (objects that run, of jobs the cycle does not count as running)
     whose own object Gangway is to stop, with its status, in id order.
@@ -586,8 +583,8 @@ def _running_unadmitted(jobs: list[Job]) -> dict[int, Held]:
         held[job.pk] = Held(
             reason=(f"Waiting for its object in the cluster to stop: it runs there without an admission (a create "
                     f"reported refused that went through, or a resume made outside Gangway), and its {gpus} count "
-                    f"in the quota of team {job.team.slug} meanwhile. Gangway stops it at its next reconcile, "
-                    f"asking again at every one while the cluster refuses; the job waits in the queue again then."),
+                    f"in the quota of team {job.team.slug} meanwhile. {STOPS_IT}; the job waits in the queue "
+                    f"again then."),
             code=Because.NOT_ADMITTED)  # fmt: skip
     return held
 

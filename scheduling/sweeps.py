@@ -21,8 +21,9 @@ from enum import StrEnum
 from jobs.models import Job
 from scheduling.held import Held
 
-# The states whose trials count against their sweep's cap: they hold GPUs, or will until they stop.
-HOLDING = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
+# The states whose trials count against their sweep's cap: they hold GPUs, or will until they stop (so do trials
+# left running, `snapshot._left_running`, whatever their state).
+HOLDING = Job.ACTIVE_STATES + Job.STOPPING_STATES
 
 
 class SweepCode(StrEnum):

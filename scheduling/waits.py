@@ -51,7 +51,7 @@ def record_waits(world: World, plan: Plan, now: datetime) -> tuple[int, int]:
             "team_position": wait.team_position, "eta": _moment(wait.eta) if wait.eta is not None else None,
             "reservation": reservation,
         }))  # fmt: skip
-    for job, held in world.held.values():  # never offered to the policy: tier not allowed, sweep cap, missing claims
+    for job, held in world.held.values():  # not offered to the policy: tier, sweep cap, claims, object left running
         says = held.reason if held.starts_waiting(job.reason_code) else ""
         waits.append((job, says, held.code, {
             "reason": held.reason, "reason_code": held.code, "position": None, "team_position": None, "eta": None,

@@ -201,8 +201,8 @@ def test_a_job_cancelled_before_it_started_holds_its_quota_too(maps, submit, clu
 def test_the_promises_see_a_team_over_its_limits_in_the_cluster_that_the_database_counts_within(
         low, submit, cluster, clock):  # fmt: skip
     """What the database counts as stopped must be stopped in the cluster: a job being cancelled that holds
-    nothing while its pods run is a broken promise once its quota is given away (here by hand: the cycles count
-    such a job, `test_objects_left_running`)."""
+    nothing while its pods run is a broken promise once its quota is given away (here by hand, the job marked
+    as stopped though it was cancelled while it ran: `held_until_stopped` keeps such a job counted)."""
     Job.objects.filter(pk=low.pk).update(state=Job.State.CANCELLING)  # not held: counted as stopped
     after = submit(name="after", replicas=WHOLE_NODE, simulate={"duration": 600})
     Job.objects.filter(pk=after.pk).update(state=Job.State.ADMITTED, placement=["node-02"])

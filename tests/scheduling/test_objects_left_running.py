@@ -11,28 +11,34 @@ On PostgreSQL and the simulated cluster.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
+from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.cluster.base import ClusterError, ClusterUnavailable, JobStatus, OutsidePod, Phase
 from scheduling.cluster.faulty import Fault, FaultyCluster
 from scheduling.invariants import broken_promises, charged_by_team
+from scheduling import loop
 from scheduling.loop import admission_cycle
 from scheduling.models import SimJob, SimNode
 from scheduling.reconcile import reconcile
+from scheduling.policy.model import Admission
 from scheduling.snapshot import build_world, cluster_name, to_cluster_job
+from scheduling.sweeps import SweepCode
 from tenants.models import Quota
 from tests.conftest import make_team
 
 WHOLE_NODE = [{"role": "Worker", "count": 1, "gpu": 8}]
 SAYS = ("its object runs in the cluster all the same; Gangway stops it at its next reconcile, asking again at every "
-        "one while the cluster refuses.")
+        "one while the cluster refuses.")  # as STOPS_IT says it
 
 
 def _maps_used(result) -> int:
@@ -68,6 +74,8 @@ def test_a_queued_job_whose_object_runs_holds_its_team_s_quota_until_reconcile_s
         job_id=after.pk).exists()
     assert after.reason_code == "borrowing_limit" and after.reason.endswith(
         f"Job ghost (#{ghost.pk}), queued, still holds 8 GPUs of the team's quota: {SAYS}")
+    # Expected to start once reconcile has stopped ghost's object, not once ghost would have run its course.
+    assert after.eta == clock() + timedelta(seconds=settings.RECONCILE_INTERVAL)
     # ghost is not admitted a second time beside its own object: it waits, saying why.
     assert ghost.state == Job.State.QUEUED and ghost.reason_code == Because.NOT_ADMITTED and ghost.position is None
     assert ghost.reason == ("Waiting for its object in the cluster to stop: it runs there without an admission (a "
@@ -105,9 +113,8 @@ def test_a_job_cancelled_here_whose_object_runs_holds_its_team_s_quota_until_rec
 
 def test_a_job_left_running_is_never_a_victim(ghost, submit, cluster, clock):
     """Production work of maps finds ghost's GPUs taken: stopping a job the database does not count frees nothing
-    a plan may give, so it waits instead of preempting it, however long ghost has run (two hours here, past the
-    thrash guard; the database knows no start for it, so a cycle counts it as starting now)."""
-    Job.objects.filter(pk=ghost.pk).update(started_at=clock() - timedelta(hours=2))
+    a plan may give, so it waits instead of preempting it (ghost is marked stopping, and counted as starting now,
+    so the thrash guard keeps it too)."""
     urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 600})
     clock.tick(3600)
     result = admission_cycle(cluster=cluster, now=clock())
@@ -216,3 +223,48 @@ def test_objects_given_back_cost_one_query_however_many(ghost, submit, cluster, 
         return len(snapshot), len(promises)
 
     assert queries(2) == queries(12)
+
+
+def test_a_trial_left_running_counts_against_its_sweep_s_cap(maps, cluster, clock, cycle):
+    """A Katib trial whose create (its object's resume) was reported refused but went through holds its GPUs in
+    its sweep's cap, not only in its team's quota: the next trial waits for the cap, the sweep running 8 GPUs of
+    its 8, not 12."""
+    maps.quotas.filter(resource="gpu").update(nominal=16)  # the cap, not the quota, is what holds the trials
+    for manifest in outside_examples.katib_trials(team="maps", experiment="tune-lr", trials=4, gpu=4):
+        simulated_outside.add(manifest, now=clock())
+    cycle()
+    trials = list(Job.objects.filter(sweep__isnull=False).order_by("id"))
+    assert [job.state for job in trials] == [Job.State.ADMITTED] * 2 + [Job.State.QUEUED] * 2
+    ghost = trials[0]  # as its create reported refused, its object running all the same
+    Job.objects.filter(pk=ghost.pk).update(state=Job.State.QUEUED, placement=[], admitted_at=None)
+
+    admission_cycle(cluster=cluster, now=clock())
+
+    states = dict(Job.objects.filter(sweep__isnull=False).values_list("pk", "state"))
+    assert [states[job.pk] for job in trials] == [Job.State.QUEUED, Job.State.ADMITTED] + [Job.State.QUEUED] * 2
+    assert Job.objects.get(pk=trials[2].pk).reason_code == SweepCode.SWEEP_CAP
+    assert Job.objects.get(pk=ghost.pk).reason_code == Because.NOT_ADMITTED
+
+
+def test_a_plan_that_would_preempt_a_job_left_running_preempts_nobody(ghost, submit, cluster, clock, monkeypatch):
+    """The policy never picks a stopping job; should a plan do so all the same, the apply phase holds the job it
+    was for back, saying why, instead of moving a queued job to preempting."""
+    urgent = submit(name="urgent", tier="production", replicas=WHOLE_NODE, simulate={"duration": 600})
+    clock.tick(3600)
+    plan = loop.make_plan
+
+    def picking_ghost(snapshot):
+        made = plan(snapshot)
+        if any(job.id == str(urgent.pk) for job in snapshot.pending):
+            admit = Admission(id=str(urgent.pk), placement=(("node-01", 1),), victims=(str(ghost.pk),))
+            return dataclasses.replace(made, admit=(admit,), wait=tuple(w for w in made.wait if w.id != admit.id))
+        return made
+
+    monkeypatch.setattr(loop, "make_plan", picking_ghost)
+    result = admission_cycle(cluster=cluster, now=clock())
+
+    ghost.refresh_from_db(), urgent.refresh_from_db()
+    assert result.preempted == 0 and ghost.state == Job.State.QUEUED and _runs(ghost)
+    assert urgent.state == Job.State.QUEUED and urgent.reason.startswith(
+        f"Waiting: it would preempt job ghost (#{ghost.pk}), whose object runs in the cluster though it is queued "
+        "here, so it could not make room. Nobody was preempted for it;")
