@@ -28,8 +28,8 @@ from scheduling.cluster.base import (
     ClusterError,
     ClusterUnavailable,
     JobStatus,
-    RUNS,
     Phase,
+    RUNS,
     ServerFailing,
     on_one_object,
 )

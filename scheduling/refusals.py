@@ -248,10 +248,10 @@ def still_held(world: World, now: datetime) -> dict[str, str]:
     """Sentences on the jobs being preempted that the cluster refuses, or fails, to stop, on the jobs being
     cancelled whose pods may still run (`snapshot.UNSTOPPED`), and on the jobs whose objects run though the
     database does not count them (`World.left_running`), by team: each still holds its GPUs in its team's
-    quota until Gangway gives up on a refused victim (`stop_refused`: at the first refusal past its bound, which
-    a server error delays), or, failed (a server error), cancelled or left running, until its stop goes through. For
-    a job of that team waiting for quota (`waits.record_waits`); empty when no team holds one. Such a job is
-    named: the reader is of its team."""
+    quota until Gangway gives up on a refused victim (`stop_refused`: at the first refusal past its bound,
+    which a server error delays), or, failed (a server error), cancelled or left running, until its stop goes
+    through. For a job of that team waiting for quota (`waits.record_waits`); empty when no team holds one.
+    Such a job is named: the reader is of its team."""
     today = timezone.localtime(now).date()
     said: dict[str, list[str]] = {}
     for job in world.jobs.values():
