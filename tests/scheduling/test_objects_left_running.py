@@ -22,15 +22,15 @@ from django.test.utils import CaptureQueriesContext
 from jobs.codes import Because
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel
+from scheduling import loop
 from scheduling.cluster import outside_examples, simulated_outside
 from scheduling.cluster.base import ClusterError, ClusterUnavailable, JobStatus, OutsidePod, Phase
 from scheduling.cluster.faulty import Fault, FaultyCluster
 from scheduling.invariants import broken_promises, charged_by_team
-from scheduling import loop
 from scheduling.loop import admission_cycle
 from scheduling.models import SimJob, SimNode
-from scheduling.reconcile import reconcile
 from scheduling.policy.model import Admission
+from scheduling.reconcile import reconcile
 from scheduling.snapshot import build_world, cluster_name, to_cluster_job
 from scheduling.sweeps import SweepCode
 from tenants.models import Quota
@@ -51,8 +51,9 @@ def _runs(job: Job) -> bool:
 
 @pytest.fixture
 def ghost(maps, submit, cluster, clock):
-    """maps may use 8 GPUs (nominal 8, no borrowing) of the two nodes of 8; job `ghost` (experiment tier) asks for all of them and
-    its create is answered with a refusal that went through: it is queued, backing off, while its object runs."""
+    """maps may use 8 GPUs (nominal 8, no borrowing) of the two nodes of 8; job `ghost` (experiment tier) asks for
+    all of them and its create is answered with a refusal that went through: it is queued, backing off, while its
+    object runs."""
     maps.quotas.filter(resource="gpu").update(borrowing_limit=0)
     job = submit(name="ghost", tier="experiment", replicas=WHOLE_NODE, simulate={"duration": 7200})
     admission_cycle(cluster=FaultyCluster(cluster, faults=[Fault("create_job", "after", ClusterError)]), now=clock())
@@ -190,11 +191,10 @@ def test_a_victim_whose_suspend_is_on_its_way_is_not_charged_beside_the_job_it_w
 
 
 def test_a_copy_of_a_queued_job_s_object_is_outside_usage(ghost, cluster, clock):
-    """`kubectl get -o yaml` applied under another name keeps the job-id label: it is not the job, neither held
-    nor charged to its team, and reconcile leaves it be."""
+    """`kubectl get -o yaml` applied under another name keeps the job-id label: it is not the job, so it is
+    neither held nor charged to its team."""
     reconcile(cluster=cluster, now=clock())  # ghost's own object suspended
-    copy = _status(ghost, adopted=False)
-    copy = JobStatus(**{**{field: getattr(copy, field) for field in copy.__slots__}, "name": "ghost-copy"})
+    copy = dataclasses.replace(_status(ghost, adopted=False), name="ghost-copy")
     world = build_world(now=clock() + timedelta(hours=1), nodes=cluster.nodes(), outside=[], statuses=[copy])
     assert str(ghost.pk) not in world.held and str(ghost.pk) not in world.left_running
     assert [(running.id, running.team) for running in world.snapshot.running] == [
