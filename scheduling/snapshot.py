@@ -19,6 +19,8 @@ from jobs.codes import Because
 from jobs.models import Job
 from portal.compiled import CompiledQuery
 from scheduling.policy import model as policy
+from scheduling.policy.demand import GPU
+from scheduling.policy.reasons import amount
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.policy.types import type_of_key
 from scheduling.adoption import given_back
@@ -579,7 +581,7 @@ def _running_unadmitted(jobs: list[Job]) -> dict[int, Held]:
     its team's quota."""
     held = {}
     for job in jobs:
-        gpus = f"{job.gpu_total} GPU" + ("" if job.gpu_total == 1 else "s")
+        gpus = amount(GPU, job.gpu_total)
         held[job.pk] = Held(
             reason=(f"Waiting for its object in the cluster to stop: it runs there without an admission (a create "
                     f"reported refused that went through, or a resume made outside Gangway), and its {gpus} count "
