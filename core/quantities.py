@@ -2,10 +2,10 @@
 
 Gangway stores integers; people, manifests and the API server speak quantities
 ("2", "500m", "4Gi", "1.5e3"). The grammar is Kubernetes' own: an optionally
-signed decimal number, then a binary suffix (Ki, Mi, Gi, Ti, Pi, Ei), a decimal
+signed decimal number in ASCII digits, then a binary suffix (Ki, Mi, Gi, Ti, Pi, Ei), a decimal
 one (n, u, m, k, M, G, T, P, E) or an exponent (e3, E-2). JSON and YAML numbers
-are read as numbers. NaN, infinities and anything else are refused with
-`NotAQuantity` or `NotFinite`, both ValueErrors.
+are read as numbers. NaN, infinities, exponents too large to hold and anything
+else are refused with `NotFinite`, `TooLarge` or `NotAQuantity`, all ValueErrors.
 """
 
 from __future__ import annotations
@@ -15,10 +15,18 @@ from decimal import Context, Decimal, localcontext
 
 BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+# Digits are ASCII only, as Kubernetes' own parser has them ("٣" is not three).
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 # The exponent is tried before the suffix E (exa): "1E3" is a thousand, "1E" an exa.
-_QUANTITY = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE]?)")
+_SUFFIX = r"(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]?)"
+_QUANTITY = re.compile(f"([+-]?{_NUMBER})({_SUFFIX})")
+# The grammar as a JSON Schema pattern, for the API's schema: a quantity with no minus sign, as every
+# field takes (a negative one parses, and the field refuses it). How large, and how fine, is the field's.
+QUANTITY_PATTERN = f"^\\+?{_NUMBER}{_SUFFIX}$"
 # Enough digits that no quantity a person writes is rounded on its way to millicores or bytes.
 _EXACT = Context(prec=200)
+# The largest power of ten `Decimal.scaleb` takes in that context.
+_EXPONENT_BOUND = 2 * (_EXACT.Emax + _EXACT.prec)
 # Suffixes for writing memory, largest first.
 _MEMORY_SUFFIXES = tuple(sorted(BINARY.items(), key=lambda item: -item[1]))
 
@@ -31,12 +39,17 @@ class NotFinite(ValueError):
     """The value is a number, but NaN or infinite."""
 
 
+class TooLarge(ValueError):
+    """The value is a quantity, but its exponent is beyond what can be held ("1e9999999")."""
+
+
 def parse_quantity(value: object) -> Decimal:
     """Returns the exact value of a quantity (a string, or a JSON/YAML number) as a Decimal.
 
     Raises NotAQuantity for anything that does not follow the grammar (a
-    bool, an empty or padded string, "lots", "4K", "1_000") and NotFinite for
-    NaN and infinities. Negative values parse: callers bound their ranges.
+    bool, an empty or padded string, "lots", "4K", "1_000"), NotFinite for
+    NaN and infinities, and TooLarge for an exponent beyond what can be held.
+    Negative values parse: callers bound their ranges.
     """
     if isinstance(value, bool):
         raise NotAQuantity(f"Not a quantity: {value!r}.")
@@ -58,17 +71,29 @@ def parse_quantity(value: object) -> Decimal:
             mantissa = Decimal(number)
             if suffix in BINARY:
                 return mantissa * 1024 ** BINARY[suffix]
-            exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") and len(suffix) > 1 else DECIMAL[suffix]
-            return mantissa.scaleb(exponent)
-    except (ArithmeticError, ValueError):  # an exponent beyond what Decimal holds
-        raise NotAQuantity(f"Not a quantity: {value!r}.") from None
+            return mantissa.scaleb(_exponent(suffix))
+    except ArithmeticError:  # an exponent beyond what a Decimal holds
+        raise TooLarge(f"Too large to hold: {value!r}.") from None
+
+
+def _exponent(suffix: str) -> int:
+    """The power of ten of a decimal suffix or an exponent, held within what `Decimal.scaleb` takes: a larger
+    one overflows (TooLarge), a smaller one ends at zero, and thousands of digits are never read."""
+    if suffix[:1] not in ("e", "E") or len(suffix) == 1:
+        return DECIMAL[suffix]
+    digits = suffix.lstrip("eE+-")
+    exponent = int(digits) if len(digits) <= len(str(_EXPONENT_BOUND)) else _EXPONENT_BOUND
+    return min(exponent, _EXPONENT_BOUND) * (-1 if suffix[1] == "-" else 1)
 
 
 def cpu_millicores(value: object) -> Decimal:
     """Returns a CPU quantity in millicores, exactly ("500m" -> 500, "2" -> 2000, "0.1" -> 100)."""
     number = parse_quantity(value)
-    with localcontext(_EXACT):
-        return number.scaleb(3)
+    try:
+        with localcontext(_EXACT):
+            return number.scaleb(3)
+    except ArithmeticError:  # a thousand times the largest Decimal
+        raise TooLarge(f"Too large to hold: {value!r}.") from None
 
 
 def memory_bytes(value: object) -> Decimal:

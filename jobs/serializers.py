@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from jobs import kinds
 from jobs.models import Job, JobEvent
-from core.quantities import format_cpu, format_memory
+from core.quantities import QUANTITY_PATTERN, format_cpu, format_memory
 from jobs.spec import ENV_NAME_RE, IMAGE_RE, MAX_GPU_TYPES, MAX_LIST, MAX_STRING
 from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import DNS_LABEL
@@ -159,12 +159,18 @@ class JobEventSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+def quantity(help_text: str) -> serializers.RegexField:
+    """An optional Kubernetes quantity of the job spec, its grammar in the schema (its pattern), so a client
+    built from the schema sends none the submission refuses as no quantity. Its range is the spec's to check."""
+    return serializers.RegexField(QUANTITY_PATTERN, required=False, help_text=help_text)
+
+
 class ReplicaInputSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=(), default="Worker", help_text="One of the kind's roles.")
     count = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
     gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, default=0)
-    cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "2" or "500m".')
-    memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "4Gi".')
+    cpu = quantity('Kubernetes quantity, e.g. "2" or "500m".')
+    memory = quantity('Kubernetes quantity, e.g. "4Gi".')
 
     def get_fields(self):
         """The fields, with every kind's roles read from the registry now (a kind registered later is known)."""
@@ -175,8 +181,8 @@ class ReplicaInputSerializer(serializers.Serializer):
 
 class NodeResourcesSerializer(serializers.Serializer):
     gpu = serializers.IntegerField(min_value=0, max_value=MAX_GPU_PER_REPLICA, required=False)
-    cpu = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "8".')
-    memory = serializers.CharField(required=False, help_text='Kubernetes quantity, e.g. "64Gi".')
+    cpu = quantity('Kubernetes quantity, e.g. "8".')
+    memory = quantity('Kubernetes quantity, e.g. "64Gi".')
 
 
 class VolumeInputSerializer(serializers.Serializer):
@@ -242,8 +248,7 @@ class JobSpecSerializer(serializers.Serializer):
     resources_per_node = NodeResourcesSerializer(required=False, help_text="With num_nodes: what each node asks.")
     volumes = VolumeInputSerializer(many=True, required=False,
                                     help_text="Exactly one of claim or config_map each, at distinct paths.")  # fmt: skip
-    shm = serializers.CharField(required=False, help_text='Memory-backed /dev/shm per replica, e.g. "16Gi"; '
-                                "added to each replica's memory.")  # fmt: skip
+    shm = quantity('Memory-backed /dev/shm per replica, e.g. "16Gi"; added to each replica\'s memory.')
     simulate = SimulateSerializer(required=False)
     gpu_type = GpuTypeField(required=False, help_text=(
         "The GPU types it accepts: one name, or a list in order of preference (the first where it fits now "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, replace
 
-from core.quantities import NotFinite, cpu_millicores, format_cpu, format_memory, memory_bytes
+from core.quantities import NotFinite, TooLarge, cpu_millicores, format_cpu, format_memory, memory_bytes
 from jobs import kinds
 from jobs.volumes import OBJECT_NAME_RE, Volume, parse_volumes
 from tenants.inputs import (
@@ -278,10 +278,12 @@ def _quantity(errors: _Errors, path: str, value: object, *, read, limit: int, un
     except NotFinite:
         errors.add(path, f"Must be a number of {unit}, not {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
         return 0
+    except TooLarge:
+        amount = None
     except ValueError:
         errors.add(path, f"Not a Kubernetes quantity: {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
         return 0
-    if amount < 0 or amount > limit or amount != amount.to_integral_value():
+    if amount is None or amount < 0 or amount > limit or amount != amount.to_integral_value():
         errors.add(path, f"Must be from 0 to {limit} {unit} in whole {unit}, got {value!r}.")
         return 0
     return int(amount)

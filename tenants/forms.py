@@ -10,7 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.core.validators import RegexValidator
 
-from core.quantities import IN_UNITS, NotFinite, format_cpu, format_memory
+from core.quantities import IN_UNITS, NotFinite, TooLarge, format_cpu, format_memory
 from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, quota_problem
 from scheduling.policy.types import type_of_key
 from tenants.models import Team, base_resource
@@ -108,6 +108,8 @@ def _amount(resource: str, text: str) -> int | None:
         value = IN_UNITS[resource](text)
     except NotFinite:
         raise ValueError(f"Must be an amount, not {text!r} (e.g. 8, 500m, 512Gi).") from None
+    except TooLarge:
+        raise ValueError(f"Too large an amount: {text!r}.") from None
     except ValueError:
         raise ValueError(f"Not a quantity: {text!r} (e.g. 8, 500m, 512Gi).") from None
     if value < 0 or value != value.to_integral_value():

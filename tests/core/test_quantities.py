@@ -1,11 +1,13 @@
 """Kubernetes quantities: what each reads as, what Gangway writes back, and what is refused."""
 
+import re
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, strategies as st
 
 from core.quantities import (
-    NotAQuantity, NotFinite, cpu_millicores, format_cpu, format_memory, format_quantity, memory_bytes,
+    QUANTITY_PATTERN, NotAQuantity, NotFinite, TooLarge, cpu_millicores, format_cpu, format_memory, format_quantity, memory_bytes,
     memory_text, parse_quantity,
 )
 
@@ -30,7 +32,7 @@ def test_memory_reads_as_bytes(text, size):
 
 
 @pytest.mark.parametrize("text", [
-    "", " 2", "2 ", "lots", "4K", "4ki", "4GB", "1_000", "0x10", "2..5", "--2", "e3", "Gi", "1e", "1e99999999999",
+    "", " 2", "2 ", "lots", "4K", "4ki", "4GB", "1_000", "0x10", "2..5", "--2", "e3", "Gi", "1e", "٣", "２", "1e٣",
     True, None, [], {},
 ], ids=repr)
 def test_what_is_not_a_quantity_is_refused(text):
@@ -45,6 +47,45 @@ def test_nan_and_infinities_are_refused_as_not_finite(value):
         cpu_millicores(value)
     with pytest.raises(ValueError):
         memory_bytes(value)
+
+
+@pytest.mark.parametrize("text", ["1e99999999999", "1e1000000", "1e" + "9" * 5000], ids=lambda text: text[:16])
+def test_an_exponent_beyond_what_can_be_held_is_too_large(text):
+    with pytest.raises(TooLarge):
+        parse_quantity(text)
+
+
+def test_a_quantity_whose_millicores_are_beyond_what_can_be_held_is_too_large():
+    assert parse_quantity("1e999999") == Decimal("1e999999")
+    with pytest.raises(TooLarge):
+        cpu_millicores("1e999999")
+
+
+@pytest.mark.parametrize("text", ["1e-99999999999", "1e-" + "9" * 5000], ids=lambda text: text[:16])
+def test_an_exponent_below_what_can_be_held_reads_as_zero(text):
+    assert parse_quantity(text) == 0
+
+
+@given(st.from_regex(QUANTITY_PATTERN, fullmatch=True))
+def test_what_the_schema_pattern_allows_is_a_quantity(text):
+    # The API's schema gives this pattern for the spec's quantities: a string it allows is never refused as
+    # no quantity (only, by its field, as out of range).
+    try:
+        assert parse_quantity(text) >= 0
+    except TooLarge:
+        pass
+
+
+@given(st.text(alphabet="0123456789+-.eEmkKMGTPinu٣ \n", max_size=8))
+def test_a_quantity_with_no_minus_sign_is_what_the_schema_pattern_allows(text):
+    try:
+        parse_quantity(text)
+        is_quantity = not text.startswith("-")
+    except NotAQuantity:
+        is_quantity = False
+    except TooLarge:
+        is_quantity = True
+    assert (re.search(QUANTITY_PATTERN, text) is not None and not text.endswith("\n")) == is_quantity
 
 
 def test_negative_quantities_parse_so_callers_name_their_range():
