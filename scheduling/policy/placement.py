@@ -207,9 +207,11 @@ def placeable_with(room: Room, demand: Demand, given: Sequence[Mapping[int, Sequ
     """Returns whether `place(room, demand)` finds a placement once the room
     of every map of `given` (node -> room; a node may be in several) is
     given back, `given_total` being all of it; the room is left as found.
+    The room's free total and `given_total` bound the free total then (an
+    overcommitted node gains less than what is given back to it).
 
-    A gang of one group with GPUs is placed if and only if the free total
-    covers it and the nodes hold enough replicas. The count reads the given
+    A gang of one group with GPUs is placed if and only if the nodes hold
+    enough replicas. The count reads the given
     nodes map by map, each node with what was given to it so far: as a
     node's capacity only grows with room given back, the count so far never
     exceeds the final one, and it stops as soon as it covers the gang. Then
@@ -263,11 +265,11 @@ class Capacity:
     counted once and kept up to date as room is counted as given back on a
     few nodes (a victim search's candidates), without changing the room.
 
-    `place` finds such a gang a placement exactly when the room's free
-    total covers it and the nodes hold enough replicas (see
-    `placeable_with`), so `fits` answers whether `place(room, demand)`
-    would find one with that room given back: what a victim search asks
-    after each candidate counted as gone or back.
+    `place` finds such a gang a placement exactly when the nodes hold
+    enough replicas (the room's free total, where no node counts below
+    zero, then covers it too), so `fits` answers whether `place(room,
+    demand)` would find one with that room given back: what a victim
+    search asks after each candidate counted as gone or back.
     """
 
     __slots__ = ("room", "demand", "count", "gpu", "cpu", "memory", "caps", "held")
@@ -300,12 +302,10 @@ class Capacity:
             self.held += cap - caps.get(i, 0)
             caps[i] = cap
 
-    def fits(self, given_total: Sequence[int] = (0, 0, 0)) -> bool:
+    def fits(self) -> bool:
         """Returns whether `place(room, demand)` would find a placement with
-        the room given back, `given_total` being all of it."""
-        total, need = self.room.total, self.demand.total
-        return (self.held >= self.count and need[0] <= total[0] + given_total[0]
-                and need[1] <= total[1] + given_total[1] and need[2] <= total[2] + given_total[2])
+        the room counted as given back."""
+        return self.held >= self.count
 
 
 def usage_on_nodes(demand: Demand, placement: Placement) -> dict[int, Vector]:

@@ -208,7 +208,7 @@ class _Search:
         """Returns whether the preemptor fits now (R2 and R1), with the
         candidates counted as gone."""
         capacity, freed = self.capacity, self.freed
-        if capacity is not None and not capacity.fits(freed):
+        if capacity is not None and not capacity.fits():
             return False
         if self.without.refuse(self.team, self.demand.total, self.steady) is not None:
             return False

@@ -18,6 +18,8 @@ class Room:
 
     `bucket(b)` lists, in node order, the nodes with `b` free GPUs (nodes
     overcommitted by outside pods sit in bucket 0 with a negative free count).
+    `total` is the free room of all nodes, each counting none below zero: a
+    node overcommitted by 8 GPUs takes no room from the others.
     Membership is a set, sorted again only when a changed bucket is read, so
     what-if removals of many jobs stay cheap.
     """
@@ -127,25 +129,29 @@ class Room:
         if self.master is not None:
             self.master.take(i, v)
             return
-        before = self.gpu[i]
-        self.gpu[i] = before - v[0]
-        self.cpu[i] -= v[1]
-        self.memory[i] -= v[2]
-        self.total[0] -= v[0]
-        self.total[1] -= v[1]
-        self.total[2] -= v[2]
+        before, cpu, memory = self.gpu[i], self.cpu[i], self.memory[i]
+        after = self.gpu[i] = before - v[0]
+        self.cpu[i] = cpu - v[1]
+        self.memory[i] = memory - v[2]
+        # The totals count free room only: an overcommitted node adds nothing, never less than nothing.
+        # Comparisons, not max(): this runs for every room change of every cycle.
+        lost = (_above(before) - _above(after), _above(cpu) - _above(cpu - v[1]),
+                _above(memory) - _above(memory - v[2]))
+        self.total[0] -= lost[0]
+        self.total[1] -= lost[1]
+        self.total[2] -= lost[2]
         if v[0]:
-            self._move(i, before, self.gpu[i])
+            self._move(i, before, after)
         if self.parts:
             assert self.part_of is not None  # parts exist only on a room with kinds
             k = self.part_of[i]
             if k >= 0:
                 part = self.parts[k]
-                part.total[0] -= v[0]
-                part.total[1] -= v[1]
-                part.total[2] -= v[2]
+                part.total[0] -= lost[0]
+                part.total[1] -= lost[1]
+                part.total[2] -= lost[2]
                 if v[0]:
-                    part._move(i, before, self.gpu[i])
+                    part._move(i, before, after)
 
     def take_all(self, gpu: list[int], cpu: list[int], memory: list[int]) -> None:
         """Takes room on every node of the whole room at once (a cycle's
@@ -173,7 +179,7 @@ class Room:
             members[free if free > 0 else 0].add(i)
         self.members = members
         self.sorted = [None] * len(members)
-        self.total = [sum(gpu), sum(cpu), sum(memory)]
+        self.total = [_free_sum(gpu, self.indices), _free_sum(cpu, self.indices), _free_sum(memory, self.indices)]
         for part in self.parts:
             indices = part.indices
             members = [set() for _ in part.members]
@@ -182,8 +188,7 @@ class Room:
                 members[free if free > 0 else 0].add(i)
             part.members = members
             part.sorted = [None] * len(members)
-            part.total = [sum(gpu[i] for i in indices), sum(cpu[i] for i in indices),
-                          sum(memory[i] for i in indices)]
+            part.total = [_free_sum(gpu, indices), _free_sum(cpu, indices), _free_sum(memory, indices)]
 
     def give(self, i: int, v: Vector) -> None:
         """Gives `v` back to node `i`."""
@@ -219,3 +224,13 @@ class Room:
                 self.take(i, v)
 
         return restore
+
+
+def _above(free: int) -> int:
+    """The part of a node's free count that is room: none below zero."""
+    return free if free > 0 else 0
+
+
+def _free_sum(column: list[int], indices: Sequence[int]) -> int:
+    """The free room of `indices` in `column`, overcommitted nodes counting none."""
+    return sum(column[i] for i in indices if column[i] > 0)
