@@ -30,7 +30,8 @@ from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, can_move, note, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
-from scheduling.cluster.base import Cluster, ClusterError, JobStatus, OutsideJob, OutsideJobs, TrialResult
+from scheduling.cluster.base import (Cluster, ClusterError, JobStatus, OutsideJob, OutsideJobs, TrialResult,
+                                     on_one_object)
 from scheduling.models import RefusedOutsideJob
 from tenants.models import Team
 from tenants.selectors import sweep_tier
@@ -136,9 +137,11 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     refused: dict[str, tuple[OutsideJob, str]] = {}  # uid -> the job refused at this pass, and why
     for item in found.jobs:
         try:
-            _adopt_or_refuse(item, known, teams, cluster, result, experiments, refused)
+            with on_one_object(cluster):
+                _adopt_or_refuse(item, known, teams, cluster, result, experiments, refused)
         except ClusterError as error:
-            # The cluster refused a label or an annotation on this one job: the next pass tries again.
+            # The cluster refused a label or an annotation on this one job, or kept failing on it (a webhook of
+            # its namespace) while it answered a read: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
     record_refused(found, known, teams, refused, now)
     reported = [trials(namespace) for namespace in _sweep_namespaces(now)]

@@ -355,6 +355,11 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
             log.warning("cluster unreachable while applying admissions: %s", error)
             return str(error)
         except ClusterError as error:
+            if isinstance(error, ServerFailing) and error.unanswered:
+                # The create may have gone through: reconcile finds its object, or creates it, as after an outage.
+                log.warning("no answer in time to the create of job %s: %s", item.job.pk, error)
+                _creation_pending([item.job])
+                continue
             requeue_refused(item.job, str(error), now, failing=isinstance(error, ServerFailing))
     return ""
 

@@ -88,13 +88,16 @@ class ReconcileResult:
     def summary(self) -> str:
         if self.skipped:
             return "Another reconcile is running; nothing done."
-        if self.error:
-            return f"Cluster unreachable ({self.error}); nothing changed."
         outside = ""
         if self.adopted or self.refused:
             outside = f" Adopted {self.adopted} jobs from elsewhere, refused {self.refused}."
-        return (f"Moved {self.changed} jobs, created {self.created}, suspended {self.suspended}, "
+        done = (f"Moved {self.changed} jobs, created {self.created}, suspended {self.suspended}, "
                 f"deleted {self.deleted} cluster objects.{outside}")
+        if not self.error:
+            return done
+        if not (self.changed or self.created or self.suspended or self.deleted or self.adopted or self.refused):
+            return f"Cluster unreachable ({self.error}); nothing changed."
+        return f"Cluster unreachable ({self.error}); the pass stopped there. Before that: {done}"
 
 
 def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResult:
@@ -204,12 +207,13 @@ def _stop_leftovers(statuses: dict[int, JobStatus], known: set[int], others: dic
             continue
         job = others.get(job_id)
         try:
-            if job is None and not status.adopted:
-                cluster.delete_job(status.namespace, status.name, status.kind)
-                log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
-                result.deleted += 1
-            elif job_id in ended and job_id not in back:
-                _stop_ended(job, status, cluster, result)
+            with on_one_object(cluster):
+                if job is None and not status.adopted:
+                    cluster.delete_job(status.namespace, status.name, status.kind)
+                    log.info("deleted orphan %s/%s: no Gangway job %s", status.namespace, status.name, job_id)
+                    result.deleted += 1
+                elif job_id in ended and job_id not in back:
+                    _stop_ended(job, status, cluster, result)
         except ClusterUnavailable as error:
             result.error = str(error)
             return
@@ -238,7 +242,8 @@ def _delete_expired(statuses: dict[int, JobStatus], others: dict[int, Job], clus
     for _, job_id in expired[:EXPIRED_PER_PASS]:
         status = statuses[job_id]
         try:
-            cluster.delete_job(status.namespace, status.name, status.kind)
+            with on_one_object(cluster):
+                cluster.delete_job(status.namespace, status.name, status.kind)
         except ClusterUnavailable as error:
             result.error = str(error)
             return
@@ -272,14 +277,21 @@ class CreateRefused(ClusterError):
         self.failing = failing
 
 
-def _create(job: Job, cluster: Cluster) -> None:
+def _create(job: Job, cluster: Cluster) -> bool:
     """Creates the job's object (a suspended one is resumed); a refusal, a 500 of that object's
-    namespace included, is a CreateRefused."""
+    namespace included, is a CreateRefused. Returns False when the server took the create and did not
+    answer in time: the job stays as it is, and the next pass finds its object or creates it."""
     try:
         with on_one_object(cluster):
             cluster.create_job(to_cluster_job(job))
+    except ServerFailing as error:
+        if not error.unanswered:
+            raise CreateRefused(str(error), failing=True) from error
+        log.warning("no answer in time to the create of job %s: %s", job.pk, error)
+        return False
     except ClusterError as error:
-        raise CreateRefused(str(error), failing=isinstance(error, ServerFailing)) from error
+        raise CreateRefused(str(error)) from error
+    return True
 
 
 def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus | None) -> bool:
@@ -385,9 +397,9 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if status is None:
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
-        _create(job, cluster)
-        _created(job)
-        result.created += 1
+        if _create(job, cluster):
+            _created(job)
+            result.created += 1
         return
     if phase is not Phase.SUSPENDED:
         _created(job)  # there: a create whose answer was lost (a timeout) went through after all
@@ -405,9 +417,9 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if phase is Phase.SUSPENDED:
         # Suspended while the database says it should run (a preemption whose cycle rolled back,
         # or a person): resume it, as a create of a suspended job does.
-        _create(job, cluster)
-        _created(job)
-        result.created += 1
+        if _create(job, cluster):
+            _created(job)
+            result.created += 1
         return
     total = job.replica_count
     if job.state == Job.State.ADMITTED and phase is Phase.RUNNING and status.running_pods >= total:

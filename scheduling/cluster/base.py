@@ -52,13 +52,23 @@ class ClusterUnavailable(Exception):
         self.status = status
 
 
+class NoAnswer(ClusterUnavailable):
+    """The server took the request and did not answer it within the read timeout: a slow webhook on one
+    object, or a server that answers nothing. It may have applied the request all the same."""
+
+
 class ClusterError(Exception):
     """The cluster refused a request (e.g. 422 Invalid); the message names the object's kind and name."""
 
 
 class ServerFailing(ClusterError):
     """The server kept failing (500) on one object while it answered a read: a webhook or the storage
-    behind that object's namespace, which passes once mended; the object itself was not refused."""
+    behind that object's namespace, which passes once mended; the object itself was not refused.
+    `unanswered` when it took the request and did not answer in time (`NoAnswer`): it may have applied it."""
+
+    def __init__(self, message: str, *, unanswered: bool = False):
+        super().__init__(message)
+        self.unanswered = unanswered
 
 
 class SyncIncomplete(ClusterError):
@@ -530,15 +540,17 @@ INTERNAL_ERROR = 500
 @contextmanager
 def on_one_object(cluster: Cluster) -> Iterator[None]:
     """Around calls on one object: a ClusterUnavailable raised inside for a 500 the server kept
-    answering becomes that object's ClusterError when the cluster still answers a read, since a
-    webhook failing for one namespace answers 500 there only ("Internal error occurred: failed
-    calling webhook"). The loop and reconcile then go on with the other jobs; that one waits
+    answering, or for a request it took and did not answer in time (`NoAnswer`), becomes that
+    object's ClusterError when the cluster still answers a read, since a webhook failing or slow
+    for one namespace fails there only ("Internal error occurred: failed calling webhook", "context
+    deadline exceeded"). The loop and reconcile then go on with the other jobs; that one waits
     (a ServerFailing: retried with a backoff, never counted as a refusal that fails the job).
-    Anything else (no answer, 502-504, 429) stays an outage, which stops them."""
+    Anything else (no connection, 502-504, 429), or a read the cluster does not answer either,
+    stays an outage, which stops them."""
     try:
         yield
     except ClusterUnavailable as error:
-        if error.status != INTERNAL_ERROR:
+        if error.status != INTERNAL_ERROR and not isinstance(error, NoAnswer):
             raise
         try:
             cluster.nodes()
@@ -546,7 +558,7 @@ def on_one_object(cluster: Cluster) -> Iterator[None]:
             raise error from None
         except ClusterError:
             pass  # refused, but it answered
-        raise ServerFailing(str(error)) from error
+        raise ServerFailing(str(error), unanswered=isinstance(error, NoAnswer)) from error
 
 
 def missing_claims_error(job: ClusterJob, present: set[str]) -> ClusterError | None:

@@ -31,7 +31,7 @@ from kubernetes.client import (
 from kubernetes.client.exceptions import ApiException
 
 from core.quantities import IN_UNITS, parse_quantity
-from scheduling.cluster.base import ClusterError, ClusterUnavailable
+from scheduling.cluster.base import ClusterError, ClusterUnavailable, NoAnswer
 
 BAD_REQUEST = 400
 CONFLICT = 409
@@ -142,7 +142,9 @@ class Api:
                 # sent twice finds its object, 409, which the adapter resumes). A read
                 # timeout has spent the budget already: the server is not answering.
                 cause = getattr(error, "reason", None) or error
-                if isinstance(cause, urllib3.exceptions.ReadTimeoutError) or time.monotonic() + backoff > deadline:
+                if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
+                    raise NoAnswer(f"{what}: the API server did not answer in time: {cause}") from error
+                if time.monotonic() + backoff > deadline:
                     raise ClusterUnavailable(f"{what}: cannot reach the API server: {cause}") from error
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)

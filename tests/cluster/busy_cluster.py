@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from jobs.models import Job
+from scheduling.reconcile import reconcile
 from tests.cluster.fake_apiserver import FakeApiServer, _PATH, kind_path
 from tests.cluster.test_outside_jobs import outside_job
 
@@ -68,6 +69,26 @@ def run(fake: FakeApiServer, job: Job) -> None:
                      "containers": [{"name": "pytorch", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
             "status": {"phase": "Running"}})  # fmt: skip
     fake.add({**obj, "status": {"conditions": [{"type": "Running", "status": "True"}]}})
+
+
+def run_admitted(fake: FakeApiServer, cluster) -> None:
+    """What the operator and the kubelet do for every admitted job of one replica group: a running pod per
+    replica on its placement, asking for the group's GPUs, and the object's Running condition; then reconcile
+    sees them run."""
+    for job in Job.objects.filter(state=Job.State.ADMITTED).select_related("team"):
+        name = f"{job.name}-g{job.pk}"
+        obj = fake.get("TFJob", name, job.team.slug)
+        for index, where in enumerate(job.placement):
+            fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"{name}-worker-{index}", "namespace": job.team.slug,
+                "labels": {"gangway.io/job-id": str(job.pk)},
+                "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": name,
+                                     "uid": obj["metadata"]["uid"], "controller": True}]},
+                "spec": {"nodeName": where, "containers": [{"name": "tensorflow", "resources": {
+                    "limits": {"nvidia.com/gpu": str(job.replicas[0]["gpu"])}}}]},
+                "status": {"phase": "Running"}})  # fmt: skip
+        fake.add({**obj, "status": {"conditions": [{"type": "Running", "status": "True"}]}})
+    reconcile(cluster=cluster)
 
 
 def finish(fake: FakeApiServer, job: Job) -> None:

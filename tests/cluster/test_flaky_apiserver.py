@@ -81,7 +81,7 @@ def test_a_create_whose_answer_was_lost_stops_saying_the_cluster_cannot_be_reach
     world(1)
     cluster.api.timeout = (1.0, 0.3)
     fake.stall(0.6, method="POST", path="/tfjobs$")  # the server acts, the answer comes after the client gave up
-    assert admission_cycle(cluster=cluster).error
+    assert not admission_cycle(cluster=cluster).error  # one object's answer lost, no outage: the server answers reads
     job = Job.objects.get()
     assert job.reason_code == Because.CREATE_PENDING
     time.sleep(0.5)

@@ -6,51 +6,12 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from jobs.models import Job
-from jobs.services import job_submit
-from jobs.spec import parse_spec
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from tenants.models import Quota
-from tests.cluster.busy_cluster import node
+from tests.cluster.busy_cluster import run_admitted
 from tests.cluster.fake_apiserver import FakeApiServer, status
-from tests.conftest import make_team, spec_data
-
-
-@pytest.fixture
-def submit(fake, tiers, owner):
-    """n1 and n2 of 8 GPUs, n3 of 4; alpha 4 nominal and may borrow 4, beta 4, gamma 8, delta 4."""
-    for name, gpu in (("n1", 8), ("n2", 8), ("n3", 4)):
-        fake.add(node(name, gpu))
-    teams = {}
-    for slug, gpu, borrow in (("alpha", 4, 4), ("beta", 4, 0), ("gamma", 8, 0), ("delta", 4, 0)):
-        teams[slug] = make_team(slug, tiers, gpu=gpu, borrowing_limit=borrow)
-        fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": slug}})
-
-    def submit(slug: str, gpus: int, name: str = "train") -> Job:
-        spec = parse_spec(spec_data(team=slug, name=name, replicas=[{"role": "Worker", "count": 1, "gpu": gpus}]))
-        return job_submit(team=teams[slug], owner=owner, spec=spec)[0]
-    return submit
-
-
-def run_admitted(fake, cluster) -> None:
-    """What the operator and the kubelet do: a Running pod per replica on its placement, then reconcile."""
-    for job in Job.objects.filter(state=Job.State.ADMITTED).select_related("team"):
-        name = f"{job.name}-g{job.pk}"
-        obj = fake.get("TFJob", name, job.team.slug)
-        for index, where in enumerate(job.placement):
-            fake.add({"apiVersion": "v1", "kind": "Pod", "metadata": {
-                "name": f"{name}-worker-{index}", "namespace": job.team.slug,
-                "labels": {"gangway.io/job-id": str(job.pk)},
-                "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": name,
-                                     "uid": obj["metadata"]["uid"], "controller": True}]},
-                "spec": {"nodeName": where, "containers": [{"name": "tensorflow", "resources": {
-                    "limits": {"nvidia.com/gpu": str(job.replicas[0]["gpu"])}}}]},
-                "status": {"phase": "Running"}})  # fmt: skip
-        fake.add({**obj, "status": {"conditions": [{"type": "Running", "status": "True"}]}})
-    reconcile(cluster=cluster)
 
 
 def preempted_on_n1(fake, cluster, submit) -> Job:
@@ -71,15 +32,15 @@ def preempted_on_n1(fake, cluster, submit) -> Job:
     return submit("delta", 4, "other")
 
 
-def test_a_job_that_fits_another_node_starts_during_a_victims_grace_period(fake, cluster, submit):
-    other = preempted_on_n1(fake, cluster, submit)
+def test_a_job_that_fits_another_node_starts_during_a_victims_grace_period(fake, cluster, four_teams):
+    other = preempted_on_n1(fake, cluster, four_teams)
     admission_cycle(cluster=cluster)
     other.refresh_from_db()
     assert other.state == Job.State.ADMITTED and other.placement == ["n2"], other.reason
 
 
-def test_a_job_that_fits_nowhere_is_told_the_free_gpus_of_the_other_nodes(fake, cluster, submit):
-    other = preempted_on_n1(fake, cluster, submit)
+def test_a_job_that_fits_nowhere_is_told_the_free_gpus_of_the_other_nodes(fake, cluster, four_teams):
+    other = preempted_on_n1(fake, cluster, four_teams)
     Job.objects.filter(pk=other.pk).update(replicas=[{"role": "Worker", "count": 1, "gpu": 8}], gpu_total=8)
     Quota.objects.filter(team__slug="delta").update(nominal=12)
     admission_cycle(cluster=cluster)
@@ -88,7 +49,7 @@ def test_a_job_that_fits_nowhere_is_told_the_free_gpus_of_the_other_nodes(fake, 
     assert "only 4 GPUs free in the cluster" in other.reason, other.reason
 
 
-def test_so_does_it_while_the_victims_suspend_is_not_answered_in_time(fake, cluster, submit):
+def test_so_does_it_while_the_victims_suspend_is_not_answered_in_time(fake, cluster, four_teams):
     cluster.api.timeout = (1.0, 0.3)
     served = FakeApiServer.answer.__get__(fake)
 
@@ -99,7 +60,7 @@ def test_so_does_it_while_the_victims_suspend_is_not_answered_in_time(fake, clus
             return 500, status(500, "failed calling webhook: context deadline exceeded"), {}
         return served(method, raw_path, headers, body)
     fake.answer = answer
-    other = preempted_on_n1(fake, cluster, submit)
+    other = preempted_on_n1(fake, cluster, four_teams)
     for _ in range(2):
         reconcile(cluster=cluster)
         admission_cycle(cluster=cluster)
