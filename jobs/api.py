@@ -130,6 +130,18 @@ ORDERING = OpenApiParameter(
 )  # fmt: skip
 
 
+class TieBrokenOrdering(OrderingFilter):
+    """DRF's ordering, ended by the job's id in the last field's direction unless it names the id: most fields
+    tie (every 1-GPU trial has the same gpu_total, every waiting job no started_at), and PostgreSQL returns
+    tied rows in an order of its own for each page, so pages repeated some jobs and never showed others."""
+
+    def get_ordering(self, request, queryset, view):
+        ordering = super().get_ordering(request, queryset, view)
+        if not ordering or any(field.lstrip("-") == "id" for field in ordering):
+            return ordering
+        return [*ordering, "-id" if ordering[-1].startswith("-") else "id"]
+
+
 @extend_schema_view(
     list=extend_schema(summary="List jobs", parameters=[JobFilterSerializer, ORDERING], tags=["jobs"]),
     retrieve=extend_schema(summary="Read a job", tags=["jobs"], examples=[examples.JOB]),
@@ -138,7 +150,7 @@ class JobViewSet(JobLogsActions, ApiDefaults, GenericViewSet):
     serializer_class = JobSerializer
     pagination_class = JobPagination
     parser_classes = [JsonParser, *YAML_PARSERS]
-    filter_backends = [OrderingFilter]
+    filter_backends = [TieBrokenOrdering]
     ordering_fields = ORDERING_FIELDS
     ordering = list(NEWEST_FIRST)
     lookup_value_regex = r"[^/]+"  # anything up to the slash: a bad id gets DRF's JSON 404, not the page

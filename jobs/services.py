@@ -315,9 +315,11 @@ def job_cancel(*, job: Job, actor=None, via: str = "") -> Job:
         transition(job, Job.State.CANCELLING, message=f"Cancel requested by {who}.", actor=actor,
                    held_until_stopped=held, stop_failed_at=refused)  # fmt: skip
         if was_queued:
+            # Its wait ends with it: no reason to wait, no place, no estimated start, no reserved room.
+            message = "Cancelled before it was admitted; nothing ran."
             transition(
-                job, Job.State.CANCELLED, message="Cancelled before it was admitted; nothing ran.",
-                actor=actor, finished_at=timezone.now(), position=None, team_position=None, eta=None,
+                job, Job.State.CANCELLED, message=message, actor=actor, finished_at=timezone.now(), position=None,
+                team_position=None, eta=None, reservation=None, reason=message, reason_code="",
             )  # fmt: skip
         triggers.trigger_on_commit(triggers.ADMISSION_CYCLE if was_queued else triggers.RECONCILE)
     return job

@@ -119,8 +119,9 @@ def submit(request):
                 return redirect(job)
         return _render_form(request, _submit_context(request, form, formset), status=422)
     initial, rows = {"team": request.GET.get("team", ""), "gpu_type": request.GET.getlist("gpu_type")}, None
-    if request.GET.get("from", "").isdigit():
-        source = _get_job(request, int(request.GET["from"]))
+    copied = request.GET.get("from", "")
+    if copied.isascii() and copied.isdigit() and len(copied) < 19:  # "²" is a digit to isdigit(), not to int()
+        source = _get_job(request, int(copied))
         try:
             refuse_copy(source)
             initial, rows = initial_from_job(source)

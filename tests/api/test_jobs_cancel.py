@@ -27,6 +27,17 @@ def test_a_member_is_told_who_may_cancel(as_persona, submit):
     assert detail == f"Only the job's owner, a lead of team maps or an admin can cancel job {job.pk}."
 
 
+def test_a_job_cancelled_while_it_waits_keeps_nothing_of_its_wait(as_persona, submit):
+    job = submit()
+    Job.objects.filter(pk=job.pk).update(
+        position=2, eta="2030-01-02T03:00:00Z", reason="Waiting for quota: needs 8 GPUs.", reason_code="borrowing_limit",
+        reservation={"start": "2030-01-02T03:04:05+00:00", "placement": {"node-01": 1}, "nodes": ["node-01"]})
+    body = as_persona("owner").post(f"/api/v1/jobs/{job.pk}/cancel/").json()
+    assert (body["state"], body["position"], body["eta"], body["reservation"], body["reason_code"]) == (
+        "cancelled", None, None, None, "")
+    assert body["reason"] == "Cancelled before it was admitted; nothing ran."
+
+
 def test_a_running_job_goes_to_cancelling(as_persona, submit):
     job = submit()
     transition(job, Job.State.ADMITTED, message="test")

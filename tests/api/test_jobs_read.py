@@ -2,6 +2,7 @@
 
 import pytest
 
+from jobs.models import Job
 from tests.api.conftest import PERSONAS
 
 READ_STATUS = {
@@ -82,6 +83,22 @@ def test_the_list_orders_and_pages(as_persona, mixed_jobs):
     first = client.get("/api/v1/jobs/?ordering=id&page_size=2").json()
     assert first["count"] == 3 and len(first["results"]) == 2 and first["next"]
     assert [job["name"] for job in client.get(first["next"]).json()["results"]] == ["vision-a"]
+
+
+@pytest.mark.parametrize("ordering", ["gpu_total", "-gpu_total", "-started_at", "position"])
+def test_pages_of_an_ordering_with_ties_show_every_job_once_in_id_order_among_equals(as_persona, submit, ordering):
+    # 300 copies of one job tie on every field but the id: without an id to end the order, PostgreSQL gave tied
+    # rows in an order of its own for each page, repeating some jobs and never showing others.
+    first = submit()
+    fields = {f.attname: getattr(first, f.attname) for f in Job._meta.concrete_fields if f.attname != "id"}
+    Job.objects.bulk_create(Job(**{**fields, "name": f"copy-{n}", "idempotency_key": ""}) for n in range(299))
+    ids = sorted(Job.objects.values_list("id", flat=True), reverse=ordering.startswith("-"))
+    client, seen, path = as_persona("owner"), [], f"/api/v1/jobs/?ordering={ordering}&page_size=25"
+    while path:
+        body = client.get(path).json()
+        seen += [job["id"] for job in body["results"]]
+        path = body["next"]
+    assert seen == ids
 
 
 def test_the_queue_is_in_order_and_scoped(as_persona, mixed_jobs):

@@ -225,6 +225,13 @@ def test_resubmit_pre_fills_the_form(login, owner, submit):
     assert 'name="replicas-0-count" value="3"' in body
 
 
+@pytest.mark.parametrize("copied", ["²", "١", "9" * 30, "-1", ""])
+def test_a_copy_of_no_job_opens_the_form_empty(login, owner, copied):
+    # "²" is a digit to str.isdigit() and not to int(): it answered 500.
+    response = login(owner).get(f"/jobs/new/?from={copied}")
+    assert response.status_code == 200 and 'name="name"' in response.content.decode()
+
+
 def test_resubmit_of_another_teams_job_answers_404(login, outsider, submit):
     job = submit()
     assert login(outsider).get(f"/jobs/new/?from={job.pk}").status_code == 404
