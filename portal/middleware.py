@@ -1,9 +1,14 @@
-"""Requests refused before any view: a URL carrying text no name, slug or id can hold."""
+"""Requests refused before any view (a URL carrying text no name, slug or id can hold), and the answer to a
+live part asked for by a browser whose session has ended."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode, urlsplit
+
+from django.conf import settings
 from django.http import JsonResponse
-from django.shortcuts import render
+from django.shortcuts import render, resolve_url
+from django_htmx.http import HttpResponseClientRedirect
 
 from tenants.inputs import text_problem
 
@@ -44,3 +49,25 @@ def _first_problem(request) -> tuple[str, str]:
 
 def _lower(sentence: str) -> str:
     return sentence[:1].lower() + sentence[1:]
+
+
+def signed_out_parts(get_response):
+    """Sends the whole page to the sign-in form when a part it asks for (a poll, a button) meets the
+    redirect to sign in: the session ended, in another tab or by expiry.
+
+    The browser follows such a redirect itself, and htmx swapped the sign-in page, header and all, into
+    every live part of the page, whose polls then stopped. Answered instead with HX-Redirect to the sign-in
+    form, which comes back to the page (HX-Current-URL), not to the part.
+    """
+    login = resolve_url(settings.LOGIN_URL)
+
+    def middleware(request):
+        response = get_response(request)
+        if response.status_code not in (301, 302) or not getattr(request, "htmx", False):
+            return response
+        if urlsplit(response.get("Location", "")).path != login:
+            return response
+        page = request.htmx.current_url_abs_path or "/"
+        return HttpResponseClientRedirect(f"{login}?{urlencode({'next': page})}")
+
+    return middleware

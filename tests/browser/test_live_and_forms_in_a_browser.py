@@ -43,6 +43,15 @@ def test_the_dashboard_polls_each_part_and_gets_304_while_nothing_changes(log_in
     expect(page.locator("#live-nodes")).to_be_visible()  # a 304 swaps nothing away
 
 
+def test_a_poll_after_the_session_ended_takes_the_page_to_sign_in_and_back(log_in, owner, cycle):
+    cycle()
+    page = log_in(owner, "/jobs/?state=waiting")
+    page.context.clear_cookies()  # signed out in another tab, or the session expired
+    page.wait_for_url("**/login/?next=%2Fjobs%2F%3Fstate%3Dwaiting", timeout=15_000)
+    expect(page.locator("form input[name='username']")).to_have_count(1)  # one sign-in form: the page's own
+    expect(page.locator("header.topbar")).to_have_count(1)
+
+
 def test_the_offline_banner_shows_when_the_server_stops_answering(log_in, owner, cycle, shot):
     cycle()
     page = log_in(owner, "/")

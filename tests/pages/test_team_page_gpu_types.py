@@ -72,7 +72,7 @@ def test_an_outsider_reads_the_types_part_of_another_team(login, outsider, maps_
 
 def test_the_types_part_requires_login(client, maps_on_a100, htmx):
     response = client.get("/teams/maps/?part=types", **htmx)
-    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    assert response.status_code == 200 and response["HX-Redirect"].startswith("/login/")  # the page, to sign in
 
 
 def test_without_types_there_is_no_types_part_and_its_poll_stops(login, member, submit, cycle, htmx):
