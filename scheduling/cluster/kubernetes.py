@@ -161,20 +161,22 @@ class KubernetesCluster:
         args = (kind.group, kind.version, job.namespace, kind.plural)
         what = f"{job.namespace}/{job.name}"
         verb = "try to create" if dry_run else "create"
+        # `one_object`: a 404 naming no object is the kind not served for a moment, retried, then an outage;
+        # never the cluster's word on the job (a missing namespace's 404 names it, and is a refusal).
         created = self.api.call(
             verb, job.kind, what, self.api.custom.create_namespaced_custom_object,
-            *args, desired, tolerate=(CONFLICT,), **mode,
+            *args, desired, tolerate=(CONFLICT,), one_object=True, **mode,
         )
         if created is not None:
             return
         existing = self.api.call(
-            "read", job.kind, what, self.api.custom.get_namespaced_custom_object, *args, job.name,
+            "read", job.kind, what, self.api.custom.get_namespaced_custom_object, *args, job.name, one_object=True,
         )
         if not job_manifests.is_suspended(kind, existing):
             return
         self.api.call(
             "try to resume" if dry_run else "resume", job.kind, what, self.api.custom.patch_namespaced_custom_object,
-            *args, job.name, job_manifests.resume_patch(job), **mode,
+            *args, job.name, job_manifests.resume_patch(job), one_object=True, **mode,
         )
 
     def suspend_job(self, job: ClusterJob) -> None:

@@ -106,11 +106,12 @@ class Api:
         message. Raises ClusterError for a refusal and ClusterUnavailable when
         the server cannot be reached or stays overloaded. `timeout` (connect,
         read) replaces the client's for this call. With `one_object` (a call on
-        one object Gangway knows exists: a suspend, a delete), a tolerated 404
-        must name that object: the generic NotFound of a kind the server does
+        one object: a create, a read, a resume, a suspend, a delete), a 404
+        must name an object: the generic NotFound of a kind the server does
         not serve just now ("the server could not find the requested resource")
         is retried, then ClusterUnavailable, so a victim is never taken for
-        stopped nor a cancel for done while its object still runs.
+        stopped nor a cancel for done while its object still runs, and a create
+        never counts as refused (a job failed after a few) by a moment's 404.
         """
         what = f"{verb} {kind} {name}"
         deadline = time.monotonic() + self.retry_budget

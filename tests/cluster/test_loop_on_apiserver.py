@@ -281,6 +281,34 @@ def test_a_spurious_404_on_listing_an_installed_kind_is_an_outage_not_an_empty_l
     assert reconcile(cluster=cluster).error == ""  # the next pass reads it
 
 
+def test_a_create_answered_by_a_kinds_404_for_a_moment_is_an_outage_never_a_refusal(fake, cluster, two_teams):
+    # The API server answers a custom resource's generic NotFound now and then (an aggregated API reloading):
+    # counted as the cluster refusing the create, it failed the job at the fifth, "change the job and submit it".
+    alpha, _ = two_teams
+    fake.fail(404, method="POST", path="/namespaces/alpha/tfjobs$", times=10**6,
+              message="the server could not find the requested resource")
+    assert admission_cycle(cluster=cluster).error.startswith("create TFJob alpha/train-g")
+    for _ in range(REFUSALS_BEFORE_FAILING + 1):
+        assert reconcile(cluster=cluster).error.startswith("create TFJob alpha/train-g")
+        alpha.refresh_from_db()
+        assert alpha.state == Job.State.ADMITTED and alpha.reason_code == Because.CREATE_PENDING
+    fake.heal()
+    reconcile(cluster=cluster)  # the kind served again: created where it was placed
+    alpha.refresh_from_db()
+    assert alpha.state == Job.State.ADMITTED and alpha.reason_code != Because.CREATE_PENDING
+    assert fake.get("TFJob", f"train-g{alpha.pk}", "alpha") is not None
+
+
+def test_a_create_in_a_namespace_that_is_gone_is_refused(fake, cluster, two_teams):
+    # A 404 that names what is missing is the cluster's word: the job is requeued, counted as refused.
+    alpha, _ = two_teams
+    del fake.objects[("api/v1", "namespaces", None, "alpha")]
+    assert not admission_cycle(cluster=cluster).error
+    alpha.refresh_from_db()
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_REFUSED
+    assert 'namespaces "alpha" not found' in alpha.reason
+
+
 def test_a_kind_whose_definition_is_not_installed_has_no_jobs(fake, cluster, two_teams):
     fake.add(_crd("tfjobs.kubeflow.org"))  # the Training Operator, without Kubeflow Trainer's TrainJob
     admission_cycle(cluster=cluster)
