@@ -172,6 +172,14 @@ class KubernetesCluster:
         existing = self.api.call(
             "read", job.kind, what, self.api.custom.get_namespaced_custom_object, *args, job.name, one_object=True,
         )
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        if labels.get(JOB_ID_LABEL) != str(job.job_id):
+            # Someone else's object under the job's name (a person's copy, or a webhook that dropped the label):
+            # taken for the job's, it would hold the job's admission while nothing of the job runs.
+            raise ClusterError(
+                f"{verb} {job.kind} {what}: a {job.kind} of that name exists already, not Gangway's for job "
+                f"{job.job_id} (its {JOB_ID_LABEL} label is {labels.get(JOB_ID_LABEL, 'missing')}); delete or "
+                f"rename it, and the job is created when admitted again")  # fmt: skip
         if not job_manifests.is_suspended(kind, existing):
             return
         self.api.call(

@@ -299,6 +299,20 @@ def test_a_create_answered_by_a_kinds_404_for_a_moment_is_an_outage_never_a_refu
     assert fake.get("TFJob", f"train-g{alpha.pk}", "alpha") is not None
 
 
+@pytest.mark.parametrize("labels", [{}, {JOB_ID_LABEL: "999", **MANAGED_BY}], ids=["unlabelled", "another job's"])
+def test_an_object_of_the_jobs_name_that_is_not_its_own_is_a_refusal_not_the_job(fake, cluster, two_teams, labels):
+    # Taken for the job's own object, it held the job's admission and its node for good while nothing ran.
+    alpha, _ = two_teams
+    name = f"train-g{alpha.pk}"
+    fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+              "metadata": {"name": name, "namespace": "alpha", "labels": labels}, "spec": {"runPolicy": {}}})
+    assert not admission_cycle(cluster=cluster).error
+    alpha.refresh_from_db()
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_REFUSED
+    assert f"a TFJob of that name exists already, not Gangway's for job {alpha.pk}" in alpha.reason
+    assert fake.get("TFJob", name, "alpha")["metadata"].get("labels") == labels  # left as it was
+
+
 def test_a_create_in_a_namespace_that_is_gone_is_refused(fake, cluster, two_teams):
     # A 404 that names what is missing is the cluster's word: the job is requeued, counted as refused.
     alpha, _ = two_teams
