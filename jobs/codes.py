@@ -28,6 +28,8 @@ class Because(StrEnum):
     # Found running without an admission: suspended; until then it waits, left out of the plan.
     NOT_ADMITTED = "not_admitted"
     ENDED_HERE = "ended_here"  # ended in Gangway (e.g. cancelled) yet still running in the cluster: stopped
+    # A running job's object deleted or suspended outside Gangway: created again, or resumed, on its nodes.
+    CREATED_AGAIN = "created_again"
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff

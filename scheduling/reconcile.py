@@ -398,7 +398,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
         if _create(job, cluster):
-            _created(job)
+            _created(job, again="was gone from the cluster (deleted outside Gangway): created again")
             result.created += 1
         return
     if phase is not Phase.SUSPENDED:
@@ -418,7 +418,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # Suspended while the database says it should run (a preemption whose cycle rolled back,
         # or a person): resume it, as a create of a suspended job does.
         if _create(job, cluster):
-            _created(job)
+            _created(job, again="was suspended outside Gangway: resumed")
             result.created += 1
         return
     total = job.replica_count
@@ -462,10 +462,14 @@ def _stuck(job: Job, now: datetime) -> bool:
             and (now - job.admitted_at).total_seconds() > settings.ADMISSION_TIMEOUT)  # fmt: skip
 
 
-def _created(job: Job) -> None:
-    """The job's object is there (created or resumed): it no longer says it waits for the cluster to create it."""
+def _created(job: Job, *, again: str = "") -> None:
+    """The job's object is there (created or resumed): it no longer says it waits for the cluster to create it.
+    A running job's (`again` says what happened to its object) says so on its timeline: its pods start over."""
     if job.reason_code == Because.CREATE_PENDING:
         Job.objects.filter(pk=job.pk, reason_code=Because.CREATE_PENDING).update(reason="", reason_code="")
+    if again and job.state == Job.State.RUNNING:
+        note(job, JobEvent.Kind.NOTE, f"Its {job.kind} {again} on its nodes; its pods start over, from its last "
+             "checkpoint if it saves them.", code=Because.CREATED_AGAIN)  # fmt: skip
 
 
 def _finish(job: Job, status: JobStatus, now: datetime) -> None:

@@ -313,6 +313,25 @@ def test_an_object_of_the_jobs_name_that_is_not_its_own_is_a_refusal_not_the_job
     assert fake.get("TFJob", name, "alpha")["metadata"].get("labels") == labels  # left as it was
 
 
+@pytest.mark.parametrize("outside", ["deleted", "suspended"])
+def test_a_running_jobs_object_deleted_or_suspended_outside_gangway_comes_back_saying_so(fake, cluster, two_teams,
+                                                                                          outside):  # fmt: skip
+    alpha, _ = two_teams
+    admission_cycle(cluster=cluster)
+    Job.objects.filter(pk=alpha.pk).update(state=Job.State.RUNNING, started_at=timezone.now())
+    key = (*kind_path("TFJob"), "alpha", f"train-g{alpha.pk}")
+    if outside == "deleted":
+        del fake.objects[key]
+    else:
+        fake.objects[key]["spec"]["runPolicy"]["suspend"] = True
+    assert reconcile(cluster=cluster).created == 1
+    assert fake.objects[key]["spec"]["runPolicy"].get("suspend") in (None, False)
+    what = ("was gone from the cluster (deleted outside Gangway): created again" if outside == "deleted"
+            else "was suspended outside Gangway: resumed")
+    assert alpha.events.get(code=Because.CREATED_AGAIN).message == (
+        f"Its TFJob {what} on its nodes; its pods start over, from its last checkpoint if it saves them.")
+
+
 def test_a_create_in_a_namespace_that_is_gone_is_refused(fake, cluster, two_teams):
     # A 404 that names what is missing is the cluster's word: the job is requeued, counted as refused.
     alpha, _ = two_teams
