@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
@@ -94,6 +94,7 @@ def in_queue_order(jobs: QuerySet[Job]) -> QuerySet[Job]:
 
 # Trials of a sweep, by where they stand: holding GPUs (or about to, or still stopping), waiting, ended.
 SWEEP_HOLDING = (Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTING, Job.State.CANCELLING)
+SWEEP_OPEN = (*SWEEP_HOLDING, Job.State.QUEUED)  # a sweep with a trial in one of these is open
 
 
 def sweeps_for(user, *, team=None, open_only: bool = False, open_first: bool = False) -> QuerySet[Sweep]:
@@ -104,7 +105,11 @@ def sweeps_for(user, *, team=None, open_only: bool = False, open_first: bool = F
     `open_only` keeps the sweeps with a trial running or waiting (the queue shows only those);
     `open_first` puts those before the ended ones, each newest first (the team page shows a few).
     """
-    sweeps = Sweep.objects.select_related("team").prefetch_related("team__tiers").annotate(
+    sweeps = Sweep.objects.all()
+    if open_only:
+        # Before the counts: those of every trial ever run were worked out, then all but a few thrown away.
+        sweeps = sweeps.filter(Exists(Job.objects.filter(sweep=OuterRef("pk"), state__in=SWEEP_OPEN)))
+    sweeps = sweeps.select_related("team").prefetch_related("team__tiers").annotate(
         running=Count("trials", filter=Q(trials__state__in=SWEEP_HOLDING)),
         waiting=Count("trials", filter=Q(trials__state=Job.State.QUEUED)),
         done=Count("trials", filter=Q(trials__state__in=Job.TERMINAL_STATES)),
@@ -114,8 +119,6 @@ def sweeps_for(user, *, team=None, open_only: bool = False, open_first: bool = F
         sweeps = sweeps.filter(team__in=user.teams.all())
     if team is not None:
         sweeps = sweeps.filter(team=team)
-    if open_only:
-        sweeps = sweeps.filter(Q(running__gt=0) | Q(waiting__gt=0))
     if open_first:
         ended = Case(When(Q(running__gt=0) | Q(waiting__gt=0), then=Value(False)), default=Value(True))
         sweeps = sweeps.order_by(ended, "-created_at", "-id")
