@@ -16,6 +16,9 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("SECURE_COOKIES", "0")
 # Page tests post far faster than a person; the page rate limit's own tests set a small one.
 os.environ.setdefault("PAGE_RATE", "100000/min")
+# Tests change rows a page shows without an event (an ORM update): each fit preview reads them afresh, but in the
+# tests of sharing one reading (tests/pages/test_fit_preview_shared.py).
+os.environ.setdefault("FIT_PREVIEW_REUSE", "0")
 
 from portal.settings import *  # noqa: E402,F403
 

@@ -7,9 +7,12 @@ the cluster (ClusterNode), so no preview ever calls the cluster.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone as dt_timezone
 
+from django.conf import settings
 from django.utils import timezone
 
 from jobs.models import Job
@@ -24,6 +27,7 @@ from scheduling.policy.reasons import amount
 from scheduling.policy.state import State
 from scheduling.policy.types import type_of_key
 from scheduling.gpu_types import known_types
+from scheduling.selectors import live_version
 from scheduling.snapshot import (
     build_world, epoch, policy_nodes, policy_replicas, policy_settings, policy_teams, replica_defaults,
 )
@@ -103,15 +107,53 @@ def rejection_for(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Rejection
     return next((r for r in result.reject if r.id == PREVIEW_ID), None)
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """The snapshot fit previews plan against, with each job's team, as of `now`: what `version` names."""
+
+    version: tuple
+    until: float  # time.monotonic() past which it is read again
+    now: datetime
+    snapshot: Snapshot
+    teams_of: dict[str, str]
+
+
+_shared: _Shared | None = None
+_shared_lock = threading.Lock()
+
+
+def _preview_world() -> _Shared | None:
+    """The snapshot of now for fit previews (None before any cycle read the cluster's nodes), read again once
+    a page would show something new (`live_version`: a decision, a job's move, a quota) or once
+    FIT_PREVIEW_REUSE seconds have passed, and shared by the previews of this process meanwhile: reading a busy
+    queue took seconds, at each pause in the typing of everyone on the submit form."""
+    global _shared
+    version = live_version()
+    with _shared_lock:
+        held = _shared
+        if held is not None and held.version == version and time.monotonic() < held.until:
+            return held
+        nodes, outside = _known_nodes()
+        if not nodes:
+            return None
+        now = timezone.now()
+        world = build_world(now=now, nodes=nodes, outside=outside)
+        teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
+        held = _Shared(version, time.monotonic() + settings.FIT_PREVIEW_REUSE, now, world.snapshot, teams_of)
+        if settings.FIT_PREVIEW_REUSE:
+            _shared = held
+        return held
+
+
 def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
-    """Where the job would stand if submitted now: starts now, waits (position, ETA), or never fits."""
-    nodes, outside = _known_nodes()
-    if not nodes:
+    """Where the job would stand if submitted now: starts now, waits (position, ETA), or never fits. It is
+    planned into the snapshot of now, as the submission's first cycle would plan it (`_preview_world`)."""
+    world = _preview_world()
+    if world is None:
         return Preview("unknown", "No cluster reading yet; the first admission cycle will place it.")
-    now = timezone.now()
+    now = world.now
     pending = _pending(team.slug, spec, tier, now, replica_defaults(team))
-    world = build_world(now=now, nodes=nodes, outside=outside, extra_pending=(pending,))
-    result = make_plan(world.snapshot)
+    result = make_plan(replace(world.snapshot, pending=(*world.snapshot.pending, pending)))
     for admission in result.admit:
         if admission.id == PREVIEW_ID:
             where = ", ".join(node for node, _ in admission.placement)
@@ -127,8 +169,7 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
         if wait.id == PREVIEW_ID:
             eta = datetime.fromtimestamp(wait.eta, tz=dt_timezone.utc) if wait.eta is not None else None
             # As its page will say it: clock times, durations, and another team's job by its team only.
-            teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
-            reason = readable_reason(wait.reason, team=team.slug, teams_of=teams_of, now=now)
+            reason = readable_reason(wait.reason, team=team.slug, teams_of=world.teams_of, now=now)
             return Preview("waits", reason, position=wait.position, eta=eta, code=wait.code)
     return Preview("unknown", "The policy gave no answer for this job.")
 
