@@ -10,6 +10,7 @@ import os
 import sys
 import time
 import uuid
+from urllib.parse import parse_qs, urlsplit
 
 from gangway_cli import checkpoint, exits
 from gangway_cli.arguments import build_parser
@@ -132,19 +133,23 @@ def queued_jobs(client: Client, *, every: bool, team: str | None = None) -> tupl
     with `team`, the server sends that team's only (a portal older than `?team=` sends all: the caller
     keeps the team's).
 
-    Each job comes once: one queued ahead while the pages are read pushes the last of a page onto the
-    next, where it would come again.
+    Each page after the first is read as the `next` link of the one before says: after its last job, wherever
+    that job stands now (a portal older than that gives page numbers), so jobs leaving the queue ahead while
+    the pages are read make none skip a page. Each job comes once: one queued ahead pushes the last of a page
+    onto the next, where it would come again.
     """
     jobs: dict[int, dict] = {}
-    page_number = 1
+    where: dict[str, object] = {"page": 1}
     while True:
-        page = client.get("api/v1/queue/", page_size=QUEUE_PAGE if every else 200, page=page_number, team=team)
+        page = client.get("api/v1/queue/", page_size=QUEUE_PAGE if every else 200, team=team, **where)
         for waiting in page["results"]:
             jobs.setdefault(waiting["id"], waiting)
         # Bounded by the count the first page gave, should pages keep saying there is a next one.
         if not every or not page.get("next") or not page["results"] or len(jobs) >= page["count"]:
             return list(jobs.values()), page["count"]
-        page_number += 1
+        cursor = parse_qs(urlsplit(page["next"]).query)
+        where = ({"after": cursor["after"][0], "at": cursor.get("at", ["0"])[0]} if "after" in cursor
+                 else {"page": int(where.get("page", 1)) + 1})  # fmt: skip
 
 
 def cmd_queue(client: Client, args) -> int:

@@ -19,6 +19,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
@@ -305,11 +306,49 @@ class JobViewSet(JobLogsActions, ApiDefaults, GenericViewSet):
         return self.get_paginated_response(JobEventSerializer(page, many=True).data)
 
 
+class QueuePagination(JobPagination):
+    """Pages of the queue, which moves at every cycle. Read by page number, a job leaving the queue ahead (one
+    admitted, one cancelled) moved the jobs behind it up a page between two reads, and they were never shown.
+    So each `next` link names the last job of its page (`after`, with `at`, how many came before it), and
+    that page starts right after that job wherever it stands then; where it last stood, if it has left the
+    queue. `page` still reads the queue by number."""
+
+    def paginate_queryset(self, queryset, request, view=None):
+        cursor = QueueFilterSerializer(data=request.query_params)
+        cursor.is_valid(raise_exception=True)
+        after = cursor.validated_data.get("after")
+        if after is None:
+            shown = super().paginate_queryset(queryset, request, view)
+            if shown is not None:
+                self.count, self.end = self.page.paginator.count, self.page.end_index()
+                self.last = shown[-1].pk if shown else None
+            return shown
+        self.request, self.page = request, None
+        ids = list(queryset.values_list("id", flat=True))
+        start = ids.index(after) + 1 if after in ids else min(cursor.validated_data.get("at", 0), len(ids))
+        size = self.get_page_size(request) or len(ids)
+        shown = ids[start:start + size]
+        by_id = queryset.in_bulk(shown)
+        self.count, self.end = len(ids), start + len(shown)
+        self.last = shown[-1] if shown else None
+        return [by_id[pk] for pk in shown if pk in by_id]
+
+    def get_paginated_response(self, data):
+        previous = self.get_previous_link() if self.page is not None else None
+        return Response({"count": self.count, "next": self.get_next_link(), "previous": previous, "results": data})
+
+    def get_next_link(self):
+        if self.last is None or self.end >= self.count:
+            return None
+        url = remove_query_param(self.request.build_absolute_uri(), self.page_query_param)
+        return replace_query_param(replace_query_param(url, "after", self.last), "at", self.end - 1)
+
+
 @extend_schema(summary="The queue: waiting jobs you can see, in order", parameters=[QueueFilterSerializer],
                tags=["jobs"])  # fmt: skip
 class QueueView(ApiDefaults, generics.ListAPIView):
     serializer_class = JobSerializer
-    pagination_class = JobPagination
+    pagination_class = QueuePagination
 
     def get_queryset(self):
         filters = QueueFilterSerializer(data=self.request.query_params)

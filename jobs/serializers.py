@@ -292,6 +292,14 @@ class QueueFilterSerializer(serializers.Serializer):
     """Query parameters of the queue."""
 
     team = query_text("Team slug: only its waiting jobs, each with its place in the whole queue and in its team's.")
+    after = serializers.IntegerField(
+        min_value=1, max_value=2**63 - 1, required=False,
+        help_text="A job's id (each `next` link gives the last job of its page): the page starts right after that "
+                  "job, wherever it stands now, so jobs leaving the queue ahead of it never make another skip a page.")
+    at = serializers.IntegerField(
+        min_value=0, max_value=2**31 - 1, required=False,
+        help_text="With `after`: how many jobs came before it (the `next` link gives it); where the page starts "
+                  "when that job has left the queue since.")
 
 
 class ReplicaLogSerializer(serializers.Serializer):

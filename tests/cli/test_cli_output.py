@@ -102,6 +102,23 @@ def test_queue_json_is_every_waiting_job_in_order(cli, fake_portal):
     assert [waiting["id"] for waiting in json.loads(result.out)] == list(range(1, 902))
 
 
+def test_queue_json_reads_each_page_after_the_last_job_of_the_one_before(cli, fake_portal):
+    # The portal's queue moves between the reads: jobs 2 and 3 leave it. By page number, jobs 11 to 12 would
+    # have moved onto the first page and never come; after job 10, wherever it stands, they come.
+    def pages(request):
+        if "after" not in request.query:
+            first = [job(n, position=n) for n in range(1, 11)]
+            return Answer(200, {"count": 20, "next": "http://127.0.0.1/api/v1/queue/?after=10&at=9&page_size=10",
+                                "previous": None, "results": first})
+        assert (request.query["after"], request.query["at"]) == ("10", "9")
+        rest = [job(n, position=n - 2) for n in range(11, 21)]
+        return Answer(200, {"count": 18, "next": None, "previous": None, "results": rest})
+
+    fake_portal.on("GET", "/api/v1/queue/", pages)
+    result = cli("queue", "--json")
+    assert [waiting["id"] for waiting in json.loads(result.out)] == list(range(1, 21))
+
+
 def test_queue_json_lists_a_job_once_when_one_queued_ahead_pushes_it_onto_the_next_page(cli, fake_portal):
     first = [job(n, position=n) for n in range(1, 501)]
     # Read after job 1000 was queued at the head: job 500, last of the first page, now opens the second.
