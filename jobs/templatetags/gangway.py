@@ -17,7 +17,9 @@ from django.utils.html import format_html, format_html_join
 
 from core.durations import duration as span
 from core.quantities import memory_text
+from jobs.codes import Because
 from jobs.reason_lines import may_name_types, reason_lines
+from scheduling.policy.reasons import Code
 from tenants.models import Team
 from tenants.selectors import gpu_types
 
@@ -137,12 +139,23 @@ def when(moment: datetime | None, empty: str = "—") -> str:
     )
 
 
+# Why a waiting job has no estimated start, by its reason code: the policy's waits lack one when they depend on
+# jobs with no end in sight; a job not planned yet, or left out of the plan, has none at all.
+NO_ETA = {
+    Because.NEW: "Not planned yet: the next admission cycle places it, or says why it waits.",
+    Because.CLUSTER_UNREACHABLE: "Not planned while the cluster cannot be read.",
+}
+NO_ETA_IN_PLAN = "Cannot be known yet: it depends on jobs that have no end in sight."
+NO_ETA_HELD = "None while it is left out of the plan: its reason says until when."
+
+
 @register.simple_tag
-def eta(moment: datetime | None) -> str:
-    """An estimated start: "about 40 min" from now, "any moment" when due, "unknown" when none."""
+def eta(moment: datetime | None, code: str = "") -> str:
+    """An estimated start: "about 40 min" from now, "any moment" when due, "unknown" when none, its title
+    saying why by the job's reason `code`."""
     if moment is None:
-        return format_html('<span class="muted" title="{}">unknown</span>',
-                           "Cannot be known yet: it depends on jobs that have no end in sight.")
+        why = NO_ETA.get(code) or (NO_ETA_IN_PLAN if not code or code in Code._value2member_map_ else NO_ETA_HELD)
+        return format_html('<span class="muted" title="{}">unknown</span>', why)
     seconds = (moment - timezone.now()).total_seconds()
     local = timezone.localtime(moment)
     text = "any moment" if seconds < 60 else f"about {duration(seconds)}"
