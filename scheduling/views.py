@@ -29,8 +29,8 @@ from tenants.selectors import teams_for
 
 QUEUE_PAGE = 25  # the head of the queue; the pager and each team's page show the rest
 POLL_SECONDS = 5
-QUEUE_COLUMNS = ("name", "team__slug", "tier__name", "tier__value", "gpu_total", "position", "reason", "eta",
-                 "queued_at", "preemption_count", "state", "owner__username")  # fmt: skip
+QUEUE_COLUMNS = ("name", "team__slug", "tier__name", "tier__value", "gpu_total", "position", "reason", "reason_code",
+                 "eta", "queued_at", "preemption_count", "state", "owner__username")  # fmt: skip
 
 
 @login_required
