@@ -162,11 +162,20 @@ class KubernetesCluster:
         what = f"{job.namespace}/{job.name}"
         verb = "try to create" if dry_run else "create"
         # `one_object`: a 404 naming no object is the kind not served for a moment, retried, then an outage;
-        # never the cluster's word on the job (a missing namespace's 404 names it, and is a refusal).
-        created = self.api.call(
-            verb, job.kind, what, self.api.custom.create_namespaced_custom_object,
-            *args, desired, tolerate=(CONFLICT,), one_object=True, **mode,
-        )
+        # never the cluster's word on the job (a missing namespace's 404 names it, and is a refusal). Unless
+        # the kind is not installed at all: that is the cluster's word, and the other jobs go on.
+        try:
+            created = self.api.call(
+                verb, job.kind, what, self.api.custom.create_namespaced_custom_object,
+                *args, desired, tolerate=(CONFLICT,), one_object=True, **mode,
+            )
+        except ClusterUnavailable as error:
+            if error.status != NOT_FOUND or self._installed(kind):
+                raise
+            raise ClusterError(
+                f"{verb} {job.kind} {what}: the cluster has no {job.kind} (its CustomResourceDefinition "
+                f"{kind.plural}.{kind.group} is not installed); install its operator, or submit the job as another "
+                "kind") from error  # fmt: skip
         if created is not None:
             return
         existing = self.api.call(

@@ -285,6 +285,7 @@ def test_a_create_answered_by_a_kinds_404_for_a_moment_is_an_outage_never_a_refu
     # The API server answers a custom resource's generic NotFound now and then (an aggregated API reloading):
     # counted as the cluster refusing the create, it failed the job at the fifth, "change the job and submit it".
     alpha, _ = two_teams
+    fake.add(_crd("tfjobs.kubeflow.org"))  # installed: the 404 is a moment's
     fake.fail(404, method="POST", path="/namespaces/alpha/tfjobs$", times=10**6,
               message="the server could not find the requested resource")
     assert admission_cycle(cluster=cluster).error.startswith("create TFJob alpha/train-g")
@@ -330,6 +331,27 @@ def test_a_running_jobs_object_deleted_or_suspended_outside_gangway_comes_back_s
             else "was suspended outside Gangway: resumed")
     assert alpha.events.get(code=Because.CREATED_AGAIN).message == (
         f"Its TFJob {what} on its nodes; its pods start over, from its last checkpoint if it saves them.")
+
+
+def test_a_create_of_a_kind_the_cluster_has_not_installed_is_refused_and_the_others_go_on(fake, cluster, tiers, owner):
+    # A cluster with the Training Operator and without Kubeflow Trainer answers a TrainJob's create with the
+    # generic NotFound: the cluster's word on that job, not an outage that would stop every other create.
+    fake.add(_node("n1"))
+    fake.add(_crd("tfjobs.kubeflow.org"))
+    fake.fail(404, method="POST", path="/trainjobs", times=10**6, message="the server could not find the requested resource")
+    teams = {slug: make_team(slug, tiers, gpu=8, borrowing_limit=0) for slug in ("alpha", "gamma")}
+    for slug in teams:
+        fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": slug}})
+    train = job_submit(team=teams["alpha"], owner=owner, spec=parse_spec(spec_data(
+        team="alpha", name="llama", kind="TrainJob", runtime="torch-distributed", replicas=None, num_nodes=1,
+        resources_per_node={"gpu": 1})))[0]  # fmt: skip
+    tf = job_submit(team=teams["gamma"], owner=owner, spec=parse_spec(spec_data(
+        team="gamma", name="train", replicas=[{"role": "Worker", "count": 1, "gpu": 1}])))[0]  # fmt: skip
+    assert not admission_cycle(cluster=cluster).error
+    train.refresh_from_db(), tf.refresh_from_db()
+    assert train.state == Job.State.QUEUED and train.reason_code == Because.CLUSTER_REFUSED
+    assert "the cluster has no TrainJob (its CustomResourceDefinition trainjobs.trainer.kubeflow.org" in train.reason
+    assert tf.state == Job.State.ADMITTED and len(fake.list("TFJob")) == 1
 
 
 def test_a_create_in_a_namespace_that_is_gone_is_refused(fake, cluster, two_teams):
