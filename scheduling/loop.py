@@ -358,15 +358,19 @@ def _apply(decided: list[Decided], cluster: Cluster, now: datetime) -> str:
             if isinstance(error, ServerFailing) and error.unanswered:
                 # The create may have gone through: reconcile finds its object, or creates it, as after an outage.
                 log.warning("no answer in time to the create of job %s: %s", item.job.pk, error)
-                _creation_pending([item.job])
+                _creation_pending([item.job], UNANSWERED)
                 continue
             requeue_refused(item.job, str(error), now, failing=isinstance(error, ServerFailing))
     return ""
 
 
-def _creation_pending(jobs: list[Job]) -> None:
-    reason = ("Admitted, but the cluster cannot be reached to create it; it is created as soon as the "
-              "cluster answers, on the nodes already set aside for it.")  # fmt: skip
+UNREACHABLE = ("Admitted, but the cluster cannot be reached to create it; it is created as soon as the cluster "
+               "answers, on the nodes already set aside for it.")  # fmt: skip
+UNANSWERED = ("Admitted; the cluster did not answer its create in time. Reconcile finds it created, or creates it, "
+              "on the nodes already set aside for it.")  # fmt: skip
+
+
+def _creation_pending(jobs: list[Job], reason: str = UNREACHABLE) -> None:
     Job.objects.filter(pk__in=[job.pk for job in jobs], state=Job.State.ADMITTED).update(
         reason=reason, reason_code=Because.CREATE_PENDING
     )

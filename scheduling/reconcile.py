@@ -277,15 +277,17 @@ class CreateRefused(ClusterError):
         self.failing = failing
 
 
-def _create(job: Job, cluster: Cluster) -> bool:
+def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
     """Creates the job's object (a suspended one is resumed); a refusal, a 500 of that object's
     namespace included, is a CreateRefused. Returns False when the server took the create and did not
-    answer in time: the job stays as it is, and the next pass finds its object or creates it."""
+    answer in time: the job stays as it is, and the next pass finds its object or creates it; until R13's
+    ADMISSION_TIMEOUT has passed since its admission, when it is requeued as after a 500 (its object, should
+    it turn up, is stopped as a queued job's)."""
     try:
         with on_one_object(cluster):
             cluster.create_job(to_cluster_job(job))
     except ServerFailing as error:
-        if not error.unanswered:
+        if not error.unanswered or _stuck(job, now):
             raise CreateRefused(str(error), failing=True) from error
         log.warning("no answer in time to the create of job %s: %s", job.pk, error)
         return False
@@ -397,7 +399,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if status is None:
         # Level-triggered: the database says it should exist (admitted by a cycle whose create never
         # reached the cluster, or deleted by hand), so create it (same name: harmless).
-        if _create(job, cluster):
+        if _create(job, cluster, now):
             _created(job, again="was gone from the cluster (deleted outside Gangway): created again")
             result.created += 1
         return
@@ -417,7 +419,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
     if phase is Phase.SUSPENDED:
         # Suspended while the database says it should run (a preemption whose cycle rolled back,
         # or a person): resume it, as a create of a suspended job does.
-        if _create(job, cluster):
+        if _create(job, cluster, now):
             _created(job, again="was suspended outside Gangway: resumed")
             result.created += 1
         return

@@ -82,6 +82,11 @@ class Api:
         self.retry_budget = retry_budget
         self.timeout = timeout
         self.page_size = page_size
+        # (namespace, operation) where a call on one object went unanswered (a slow webhook, which answers for an
+        # operation: a create, an update, a delete): the same operation on that namespace's other objects is not
+        # sent for the rest of this client's life (one pass of the loop or of reconcile, which build their own),
+        # as each would cost a whole read timeout, and a few would outlast the task's time limit.
+        self.unanswered: set[tuple[str, str]] = set()
 
     def call(
         self,
@@ -111,9 +116,16 @@ class Api:
         not serve just now ("the server could not find the requested resource")
         is retried, then ClusterUnavailable, so a victim is never taken for
         stopped nor a cancel for done while its object still runs, and a create
-        never counts as refused (a job failed after a few) by a moment's 404.
+        never counts as refused (a job failed after a few) by a moment's 404;
+        and once one such call goes unanswered, the same call on the other
+        objects of its namespace is not sent (`unanswered`: NoAnswer at once).
         """
         what = f"{verb} {kind} {name}"
+        namespace = name.split("/", 1)[0] if one_object and "/" in name else None
+        operation = (namespace, getattr(method, "__name__", verb)) if namespace is not None else None
+        if operation in self.unanswered:
+            raise NoAnswer(f"{what}: not sent in this pass: the same request on another object of namespace "
+                           f"{namespace} was not answered in time")  # fmt: skip
         deadline = time.monotonic() + self.retry_budget
         backoff = 0.1
         while True:
@@ -144,6 +156,8 @@ class Api:
                 # timeout has spent the budget already: the server is not answering.
                 cause = getattr(error, "reason", None) or error
                 if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
+                    if operation is not None:
+                        self.unanswered.add(operation)
                     raise NoAnswer(f"{what}: the API server did not answer in time: {cause}") from error
                 if time.monotonic() + backoff > deadline:
                     raise ClusterUnavailable(f"{what}: cannot reach the API server: {cause}") from error

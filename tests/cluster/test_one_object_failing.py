@@ -5,9 +5,11 @@ correction goes on, in reconcile and in the admission cycle's apply phase, over 
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 
+from jobs.codes import Because
 from jobs.models import Job
 from scheduling.cluster.manifests import JOB_ID_LABEL, MANAGED_BY
 from scheduling.loop import admission_cycle
@@ -29,9 +31,11 @@ def slow(fake, cluster, verb: str, path: str, *, applied: bool = False) -> None:
     server applies them all the same."""
     cluster.api.timeout = (1.0, 0.3)
     served = FakeApiServer.answer.__get__(fake)
+    fake.slowed = []  # the paths of the requests slowed, as they came
 
     def answer(method, raw_path, headers, body):
         if method == verb and path in raw_path and "dryRun" not in raw_path:
+            fake.slowed.append(raw_path)
             time.sleep(0.6)
             return served(method, raw_path, headers, body) if applied else (500, status(500, WEBHOOK), {})
         return served(method, raw_path, headers, body)
@@ -84,8 +88,10 @@ def test_a_create_not_answered_in_time_stays_admitted_and_the_others_are_created
     assert not cycle.error
     assert alpha.state == Job.State.ADMITTED and alpha.reason_code == "create_pending" and alpha.not_before is None
     assert fake.get("TFJob", f"train-g{beta.pk}", "beta") is not None
-    # Once the server answers, reconcile creates it, or finds it created: one object either way.
+    # Once the server answers, reconcile creates it, or finds it created: one object either way. (Its pass builds
+    # its own client, which has not met the namespace's slow creates.)
     del fake.answer
+    cluster.api.unanswered.clear()
     result = reconcile(cluster=cluster)
     alpha.refresh_from_db()
     assert not result.error and alpha.state == Job.State.ADMITTED and alpha.reason_code != "create_pending"
@@ -103,6 +109,39 @@ def test_reconcile_leaves_a_create_not_answered_in_time_for_its_next_pass(fake, 
     alpha.refresh_from_db()
     assert not result.error and result.created == 1  # beta's; alpha's waits for the next pass, still admitted
     assert alpha.state == Job.State.ADMITTED and fake.get("TFJob", f"train-g{beta.pk}", "beta") is not None
+
+
+def test_a_create_never_answered_in_time_is_requeued_once_r13s_timeout_has_passed(fake, cluster, four_teams, settings):
+    alpha = four_teams("alpha", 4)
+    slow(fake, cluster, "POST", "/namespaces/alpha/tfjobs")
+    admission_cycle(cluster=cluster)
+    alpha.refresh_from_db()
+    assert alpha.reason == ("Admitted; the cluster did not answer its create in time. Reconcile finds it created, "
+                            "or creates it, on the nodes already set aside for it.")
+    reconcile(cluster=cluster)  # within ADMISSION_TIMEOUT: still admitted, asked again at the next pass
+    alpha.refresh_from_db()
+    assert alpha.state == Job.State.ADMITTED
+    later = alpha.admitted_at + timedelta(seconds=settings.ADMISSION_TIMEOUT + 1)
+    reconcile(cluster=cluster, now=later)
+    alpha.refresh_from_db()
+    # Its nodes go back to the queue; a server failure, never counted toward failing the job.
+    assert alpha.state == Job.State.QUEUED and alpha.reason_code == Because.CLUSTER_FAILING and not alpha.placement
+
+
+def test_after_one_create_not_answered_in_time_a_pass_sends_no_other_create_to_its_namespace(fake, cluster,
+                                                                                              four_teams):  # fmt: skip
+    # Each would cost a whole read timeout (30 s by default): a few, and the pass outlasts the task's time limit.
+    alpha = [four_teams("alpha", 1, f"a{n}") for n in range(4)]
+    beta = four_teams("beta", 1)
+    slow(fake, cluster, "POST", "/namespaces/alpha/tfjobs")
+    assert not admission_cycle(cluster=cluster).error
+    assert len(fake.slowed) == 1
+    for job in alpha:
+        job.refresh_from_db()
+        assert job.state == Job.State.ADMITTED and job.reason_code == Because.CREATE_PENDING
+    assert fake.get("TFJob", f"train-g{beta.pk}", "beta") is not None
+    # Another operation on the namespace is still sent (its webhook may answer that one): a victim's delete after
+    # its suspend went unanswered, in test_a_victims_failing_suspend_leaves_every_other_correction_to_go_on.
 
 
 def test_a_failing_delete_of_one_leftover_leaves_the_others_to_be_deleted(fake, cluster, four_teams):
