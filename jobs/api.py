@@ -311,7 +311,7 @@ class QueuePagination(JobPagination):
     admitted, one cancelled) moved the jobs behind it up a page between two reads, and they were never shown.
     So each `next` link names the last job of its page (`after`, with `at`, how many came before it), and
     that page starts right after that job wherever it stands then; where it last stood, if it has left the
-    queue. `page` still reads the queue by number."""
+    queue or moved back. `page` still reads the queue by number."""
 
     def paginate_queryset(self, queryset, request, view=None):
         cursor = QueueFilterSerializer(data=request.query_params)
@@ -325,7 +325,11 @@ class QueuePagination(JobPagination):
             return shown
         self.request, self.page = request, None
         ids = list(queryset.values_list("id", flat=True))
-        start = ids.index(after) + 1 if after in ids else min(cursor.validated_data.get("at", 0), len(ids))
+        at = min(cursor.validated_data.get("at", 0), len(ids))
+        # Right after the job, when jobs ahead of it left or it stands where it stood; where it stood, when it has
+        # left the queue or moved back (a job held out of the plan goes to its end): never past the jobs between.
+        index = ids.index(after) if after in ids else None
+        start = index + 1 if index is not None and index <= at else at
         size = self.get_page_size(request) or len(ids)
         shown = ids[start:start + size]
         by_id = queryset.in_bulk(shown)

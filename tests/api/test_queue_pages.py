@@ -3,6 +3,7 @@ last job shown, wherever that job stands now, so no waiting job is skipped betwe
 
 from __future__ import annotations
 
+from jobs.models import Job
 from jobs.services import job_cancel
 from tests.pages.conftest import fill_and_wait  # noqa: F401 (fixture)
 
@@ -43,3 +44,12 @@ def test_every_page_by_next_links_shows_the_queue_once(as_persona, fill_and_wait
 def test_a_cursor_that_is_not_a_job_id_is_refused(as_persona):
     response = as_persona("owner").get("/api/v1/queue/?after=x&at=-1")
     assert response.status_code == 400 and {"after", "at"} <= set(response.json())
+
+
+def test_a_page_after_a_job_that_moved_to_the_end_starts_where_it_stood(as_persona, fill_and_wait):
+    waiting = fill_and_wait(12)
+    client = as_persona("owner")
+    first = client.get("/api/v1/queue/?page_size=5").json()
+    Job.objects.filter(pk=waiting[4].pk).update(position=None)  # held out of the plan: last of the queue now
+    second = client.get(first["next"]).json()
+    assert [job["id"] for job in second["results"]] == [job.pk for job in waiting[5:10]]  # none skipped
