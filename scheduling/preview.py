@@ -7,7 +7,6 @@ the cluster (ClusterNode), so no preview ever calls the cluster.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone as dt_timezone
@@ -119,7 +118,6 @@ class _Shared:
 
 
 _shared: _Shared | None = None
-_shared_lock = threading.Lock()
 
 
 def _preview_world() -> _Shared | None:
@@ -129,20 +127,21 @@ def _preview_world() -> _Shared | None:
     queue took seconds, at each pause in the typing of everyone on the submit form."""
     global _shared
     version = live_version()
-    with _shared_lock:
-        held = _shared
-        if held is not None and held.version == version and time.monotonic() < held.until:
-            return held
-        nodes, outside = _known_nodes()
-        if not nodes:
-            return None
-        now = timezone.now()
-        world = build_world(now=now, nodes=nodes, outside=outside)
-        teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
-        held = _Shared(version, time.monotonic() + settings.FIT_PREVIEW_REUSE, now, world.snapshot, teams_of)
-        if settings.FIT_PREVIEW_REUSE:
-            _shared = held
+    held = _shared  # one reference, read and replaced whole: no lock, and none held while a reading is made
+    if held is not None and held.version == version and time.monotonic() < held.until:
         return held
+    # Read outside the lock: previews needing a new reading at once each read one, as they would without sharing,
+    # rather than wait in turn.
+    nodes, outside = _known_nodes()
+    if not nodes:
+        return None
+    now = timezone.now()
+    world = build_world(now=now, nodes=nodes, outside=outside)
+    teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
+    held = _Shared(version, time.monotonic() + settings.FIT_PREVIEW_REUSE, now, world.snapshot, teams_of)
+    if settings.FIT_PREVIEW_REUSE:
+        _shared = held
+    return held
 
 
 def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
