@@ -130,8 +130,7 @@ def _preview_world() -> _Shared | None:
     held = _shared  # one reference, read and replaced whole: no lock, and none held while a reading is made
     if held is not None and held.version == version and time.monotonic() < held.until:
         return held
-    # Read outside the lock: previews needing a new reading at once each read one, as they would without sharing,
-    # rather than wait in turn.
+    # Previews needing a new reading at once each make one, as they would without sharing, rather than wait in turn.
     nodes, outside = _known_nodes()
     if not nodes:
         return None
