@@ -8,7 +8,7 @@ from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum,
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from jobs.models import Job, Sweep
+from jobs.models import Job, JobEvent, Sweep
 from tenants.models import Team
 from tenants.permissions import is_admin
 
@@ -78,6 +78,38 @@ def get_job_for_user(user, job_id: int) -> Job:
     if job is None:
         raise Http404("No such job.")
     return job
+
+
+TIMELINE_LATEST = 50  # the events a job page shows unless asked for the whole timeline
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The events a job page shows, oldest first, and how many of the job's events it leaves out."""
+
+    events: list[JobEvent]
+    earlier: int  # events older than the first shown, not shown
+
+    @property
+    def total(self) -> int:
+        return len(self.events) + self.earlier
+
+
+def timeline_of(job: Job, *, whole: bool = False) -> Timeline:
+    """The job's latest `TIMELINE_LATEST` events (or all when `whole`): a job preempted and requeued for
+    weeks gathers thousands, and each poll of its page would render them all."""
+    events = job.events.select_related("actor")
+    if whole:
+        return Timeline(list(events), 0)
+    latest = list(events.order_by("-at", "-id")[:TIMELINE_LATEST])[::-1]
+    earlier = job.events.count() - len(latest) if len(latest) == TIMELINE_LATEST else 0
+    return Timeline(latest, earlier)
+
+
+def ending_event(job: Job) -> JobEvent | None:
+    """The event that ended a failed or rejected job, if any."""
+    kinds = (JobEvent.Kind.FAILED, JobEvent.Kind.REJECTED)
+    return job.events.filter(kind__in=kinds).order_by("-at", "-id").first()
 
 
 def queue_for(user) -> QuerySet[Job]:

@@ -20,8 +20,8 @@ from jobs.form_errors import add_fit_error, add_spec_errors, error_count, mark_i
 from jobs.form_initial import bound_data, initial_from_data, initial_from_job
 from jobs.form_spec import preview_spec, validate
 from jobs.forms import JobForm, bind, replica_formset, submission_key
-from jobs.models import Job, JobEvent
-from jobs.selectors import get_job_for_user, jobs_for
+from jobs.models import Job
+from jobs.selectors import TIMELINE_LATEST, ending_event, get_job_for_user, jobs_for, timeline_of
 from jobs.services import (
     IdempotencyConflict, KatibTrial, NeverFits, PipelinesStep, QueueFull, counted_spec, gpu_type_problem, job_cancel,
     job_check, job_submit, refuse_copy, spec_digest,
@@ -231,20 +231,22 @@ def detail(request, job_id: int):
     """The job page; the polled `live` fragment answers 304 while the job and its events are unchanged,
     and 286 once the job has ended, which stops polling."""
     job = _get_job(request, job_id)
+    whole = request.GET.get("timeline") == "all"
     cancellable = can_cancel_now(request.user, job) and not job.is_trial  # Katib stops its trials (KatibTrial)
     expected = None if job.is_terminal else expected_runtime_of(job)
     etag = fingerprint(request, "job", job.pk, job.state, job.updated_at, job.position, job.team_position, job.eta,
                        job.reason, job.reservation, job.checkpointed_at, job.preemption_count, job.placement,
                        job.events.order_by("-id").values_list("id", flat=True).first(), cancellable, expected,
-                       clock=True)  # fmt: skip
+                       whole, clock=True)  # fmt: skip
     held = unchanged(request, etag)
     if held is not None:
         return held
-    events = list(job.events.select_related("actor"))
     context = {
         "job": job,
-        "events": events,
-        "ending": _ending(job, events),
+        "timeline": timeline_of(job, whole=whole),
+        "timeline_whole": whole,
+        "timeline_latest": TIMELINE_LATEST,
+        "ending": _ending(job),
         "replicas": _replica_rows(job),
         "has_run": has_run(job),
         "can_cancel": cancellable,
@@ -260,11 +262,11 @@ def detail(request, job_id: int):
     return render(request, "jobs/detail.html", context)
 
 
-def _ending(job: Job, events: list[JobEvent]) -> str:
+def _ending(job: Job) -> str:
     """Why a failed or rejected job ended: its reason, else the message of the event that ended it."""
-    if job.reason:
+    if job.reason or job.state not in (Job.State.FAILED, Job.State.REJECTED):
         return job.reason
-    ended = next((e for e in reversed(events) if e.kind in (JobEvent.Kind.FAILED, JobEvent.Kind.REJECTED)), None)
+    ended = ending_event(job)
     return ended.message if ended else ""
 
 

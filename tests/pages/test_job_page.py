@@ -152,8 +152,7 @@ def test_queries_do_not_grow_with_the_events(login, owner, submit, cycle, django
     client = login(owner)
     with django_assert_max_num_queries(12):
         client.get(f"/jobs/{job.pk}/")
-    for _ in range(20):
-        job.events.create(kind="note", message="A note.")
+    _notes(job, 80)  # past the timeline's latest, which then counts the rest
     with django_assert_max_num_queries(12):
         client.get(f"/jobs/{job.pk}/")
 
@@ -219,3 +218,60 @@ def test_the_page_says_how_long_a_job_is_expected_to_run_and_why(login, owner, s
     settings.DEFAULT_RUNTIME = 600
     assert "Expected to run about 10 min: the median of the latest 3 successful TFJobs of 2 GPUs in team maps, " \
            "capped at the default runtime." in page(waiting)
+
+
+def _notes(job, count: int) -> None:
+    from jobs.models import JobEvent
+
+    JobEvent.objects.bulk_create([JobEvent(job=job, kind="note", message=f"Note {n}.") for n in range(count)])
+
+
+def test_a_long_timeline_shows_its_latest_events_and_a_link_to_the_rest(login, owner, submit):
+    from jobs.selectors import TIMELINE_LATEST
+
+    job = submit()  # its submitted event, then the notes
+    _notes(job, TIMELINE_LATEST + 9)
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert f"{TIMELINE_LATEST + 10} events" in body
+    assert f"Note {TIMELINE_LATEST + 8}." in body and "Note 9." in body  # the latest, oldest of them first
+    assert body.index("Note 9.") < body.index(f"Note {TIMELINE_LATEST + 8}.")
+    assert "Note 8." not in body and "Submitted by owner" not in body
+    assert "10 earlier events not shown here." in body
+    assert 'href="?timeline=all#timeline-h"' in body
+
+
+def test_the_whole_timeline_on_asking_and_its_poll_keeps_it_whole(login, owner, submit, htmx):
+    from jobs.selectors import TIMELINE_LATEST
+
+    job = submit()
+    _notes(job, TIMELINE_LATEST + 9)
+    client = login(owner)
+    body = client.get(f"/jobs/{job.pk}/?timeline=all").content.decode()
+    assert "Submitted by owner" in body and "Note 0." in body and f"Note {TIMELINE_LATEST + 8}." in body
+    assert "earlier events not shown" not in body
+    assert f'hx-get="/jobs/{job.pk}/?timeline=all"' in body
+    assert f"show the latest {TIMELINE_LATEST} only" in body
+    polled = client.get(f"/jobs/{job.pk}/?timeline=all", **htmx)
+    assert "Note 0." in polled.content.decode()
+    # The fragment of the latest events is another version: a poll holding it is answered in full.
+    latest = client.get(f"/jobs/{job.pk}/", **htmx)
+    held = client.get(f"/jobs/{job.pk}/?timeline=all", HTTP_IF_NONE_MATCH=latest["ETag"], **htmx)
+    assert held.status_code == 200 and "Note 0." in held.content.decode()
+
+
+def test_a_short_timeline_shows_every_event_without_a_link(login, owner, submit, cycle):
+    job = submit()
+    cycle()
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "earlier event" not in body and "?timeline=all" not in body
+
+
+def test_a_rejected_job_says_why_from_the_event_that_ended_it_among_many(login, owner, submit):
+    from jobs.selectors import TIMELINE_LATEST
+
+    job = submit()
+    Job.objects.filter(pk=job.pk).update(state=Job.State.REJECTED, reason="")
+    job.events.create(kind="rejected", message="It asks for 99 GPUs; the cluster has 16.")
+    _notes(job, TIMELINE_LATEST + 5)  # the rejection is no longer among the latest shown
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "It asks for 99 GPUs; the cluster has 16." in body
