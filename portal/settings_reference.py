@@ -82,9 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
             shown="`~/.kube/config`"),
     Setting("ADMISSION_INTERVAL", 5, "How often beat runs an admission cycle.", unit="s"),
     Setting("RECONCILE_INTERVAL", 5, "How often beat reconciles job states with the cluster.", unit="s"),
-    Setting("FIT_PREVIEW_REUSE", 5, "The submit form's fit previews in one web process plan against one reading of "
-            "the queue and the cluster for at most this long, while nothing a page shows has changed; 0 reads "
-            "them for each preview.", unit="s"),
+    Setting("FIT_PREVIEW_REUSE", 5, "The submit form's fit previews and the quota editor's what-ifs in one web "
+            "process plan against one reading of the queue and the cluster for at most this long, while nothing "
+            "a page shows has changed; 0 reads them for each preview.", unit="s"),
     Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13); a "
             "job being preempted that the cluster has refused to stop for this long runs on, counted in its team's "
             "quota.", unit="s"),

@@ -115,16 +115,24 @@ class _Shared:
     now: datetime
     snapshot: Snapshot
     teams_of: dict[str, str]
+    plans: dict = field(default_factory=dict)  # plans of the snapshot as it is, by how they were made
+
+    def plan_as_is(self):
+        """The snapshot's plan without estimated starts, made once per reading (quota what-ifs compare with it)."""
+        made = self.plans.get("as_is")
+        if made is None:
+            made = self.plans["as_is"] = make_plan(self.snapshot, with_eta=False)
+        return made
 
 
 _shared: _Shared | None = None
 
 
-def _preview_world() -> _Shared | None:
-    """The snapshot of now for fit previews (None before any cycle read the cluster's nodes), read again once
-    a page would show something new (`live_version`: a decision, a job's move, a quota) or once
-    FIT_PREVIEW_REUSE seconds have passed, and shared by the previews of this process meanwhile: reading a busy
-    queue took seconds, at each pause in the typing of everyone on the submit form."""
+def _preview_world() -> _Shared:
+    """The snapshot of now for fit previews and quota what-ifs (with no nodes before any cycle read the
+    cluster's), read again once a page would show something new (`live_version`: a decision, a job's move, a
+    quota) or once FIT_PREVIEW_REUSE seconds have passed, and shared by the previews of this process meanwhile:
+    reading a busy queue took seconds, at each pause in the typing of everyone on the submit form."""
     global _shared
     version = live_version()
     held = _shared  # one reference, read and replaced whole: no lock, and none held while a reading is made
@@ -132,8 +140,6 @@ def _preview_world() -> _Shared | None:
         return held
     # Previews needing a new reading at once each make one, as they would without sharing, rather than wait in turn.
     nodes, outside = _known_nodes()
-    if not nodes:
-        return None
     now = timezone.now()
     world = build_world(now=now, nodes=nodes, outside=outside)
     teams_of = {job_id: job.team.slug for job_id, job in world.jobs.items()}
@@ -147,7 +153,7 @@ def fit_preview(*, team: Team, spec: JobSpec, tier: PriorityTier) -> Preview:
     """Where the job would stand if submitted now: starts now, waits (position, ETA), or never fits. It is
     planned into the snapshot of now, as the submission's first cycle would plan it (`_preview_world`)."""
     world = _preview_world()
-    if world is None:
+    if not world.snapshot.nodes:
         return Preview("unknown", "No cluster reading yet; the first admission cycle will place it.")
     now = world.now
     pending = _pending(team.slug, spec, tier, now, replica_defaults(team))
@@ -217,38 +223,39 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
     returned as preemptions, starts and rejections; the team's jobs that
     would keep waiting, its limits before and after, and warnings come along.
     """
-    nodes, outside = _known_nodes()
-    now = timezone.now()
-    world = build_world(now=now, nodes=nodes, outside=outside)
-    current = make_plan(world.snapshot, with_eta=False)
-    before = next((t for t in world.snapshot.teams if t.name == team.slug), None)
-    changed_teams = [_with_quotas(t, quotas) if t.name == team.slug else t for t in world.snapshot.teams]
+    world = _preview_world()
+    now, snapshot, teams_of = world.now, world.snapshot, world.teams_of
+    current = world.plan_as_is()
+    before = next((t for t in snapshot.teams if t.name == team.slug), None)
+    changed_teams = [_with_quotas(t, quotas) if t.name == team.slug else t for t in snapshot.teams]
     after = next((t for t in changed_teams if t.name == team.slug), None)
-    proposed_snapshot = replace(world.snapshot, teams=tuple(changed_teams))
+    proposed_snapshot = replace(snapshot, teams=tuple(changed_teams))
     proposed = make_plan(proposed_snapshot, with_eta=False)
     victims_now = {victim for admission in current.admit for victim in admission.victims}
     admitted_now = {admission.id for admission in current.admit}
     rejected_now = {rejection.id for rejection in current.reject}
-    jobs: dict[str, Job] = world.jobs
-    preempted = []
-    for admission in proposed.admit:
-        for victim in admission.victims:
-            if victim not in victims_now and victim in jobs:
-                preempted.append((jobs[victim], f"to make room for {jobs[admission.id].name} (#{admission.id})"))
-    starting = [jobs[a.id] for a in proposed.admit if a.id not in admitted_now and a.id in jobs]
-    teams_of = {job_id: job.team.slug for job_id, job in jobs.items()}
+    # The portal's jobs only (not outside usage), and of those only the ones the answer names are read.
+    preempting = [(victim, admission.id) for admission in proposed.admit for victim in admission.victims
+                  if victim not in victims_now and victim in teams_of]  # fmt: skip
+    starting = [a.id for a in proposed.admit if a.id not in admitted_now and a.id in teams_of]
+    rejected = [r for r in proposed.reject if r.id not in rejected_now and r.id in teams_of]
+    waits = [w for w in proposed.wait if w.id in teams_of]
+    own = [w for w in waits if teams_of[w.id] == team.slug]
+    named = {*(i for pair in preempting for i in pair), *starting, *(r.id for r in rejected),
+             *(w.id for w in own[:SHOWN_WAITING])}  # fmt: skip
+    jobs = {str(pk): job for pk, job in Job.objects.select_related("team").in_bulk([int(i) for i in named]).items()}
 
-    def readable(job: Job, reason: str) -> str:  # as the job's page says it: clock times, "#12" for its team's jobs
-        return readable_reason(reason, team=job.team.slug, teams_of=teams_of, now=now)
+    def readable(job_id: str, reason: str) -> str:  # as the job's page says it: clock times, "#12" for its team's jobs
+        return readable_reason(reason, team=teams_of[job_id], teams_of=teams_of, now=now)
 
-    rejected = [(jobs[r.id], readable(jobs[r.id], r.reason)) for r in proposed.reject
-                if r.id not in rejected_now and r.id in jobs]  # fmt: skip
-    waits = [(jobs[w.id], readable(jobs[w.id], w.reason)) for w in proposed.wait if w.id in jobs]
-    own = [(job, reason) for job, reason in waits if job.team_id == team.pk]
-    return QuotaWhatIf(
-        preempted=preempted, starting=starting, rejected=rejected,
-        waiting=own[:SHOWN_WAITING], others_waiting=len(waits) - len(own),
-        limits=_limit_changes(before, after, world.snapshot.gpu_types) if before and after else [],
+    return QuotaWhatIf(  # a job deleted since the reading is left out
+        preempted=[(jobs[victim], f"to make room for {jobs[by].name} (#{by})") for victim, by in preempting
+                   if victim in jobs and by in jobs],
+        starting=[jobs[i] for i in starting if i in jobs],
+        rejected=[(jobs[r.id], readable(r.id, r.reason)) for r in rejected if r.id in jobs],
+        waiting=[(jobs[w.id], readable(w.id, w.reason)) for w in own[:SHOWN_WAITING] if w.id in jobs],
+        others_waiting=len(waits) - len(own),
+        limits=_limit_changes(before, after, snapshot.gpu_types) if before and after else [],
         warnings=_warnings(proposed_snapshot, team.slug),
     )  # fmt: skip
 
