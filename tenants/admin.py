@@ -164,6 +164,12 @@ class TeamAdmin(AuditedAdmin):
     filter_horizontal = ("tiers",)
     inlines = (QuotaInline, MembershipInline)
 
+    def get_readonly_fields(self, request, obj=None):
+        """A team's slug is fixed once it exists: it names the namespace its jobs' objects run in, and the loop
+        finds each job's object there. A new slug would create every open job again in a new namespace while
+        the old objects ran on, counted only as outside usage."""
+        return ("slug",) if obj is not None else ()
+
     @admin.display(description="Members")
     def member_count(self, team: Team) -> int:
         return team.memberships.count()
@@ -177,6 +183,14 @@ class PriorityTierAdmin(AuditedAdmin):
     list_filter = ("preemptible",)
     search_fields = ("name",)
     ordering = ("-value",)
+
+    def get_deleted_objects(self, objs, request):
+        """A tier that caps a token in use is protected, the delete page naming the tokens: deleted, it would
+        leave them with no cap (`max_tier` empty), free to submit at any tier."""
+        deleted, counts, perms, protected = super().get_deleted_objects(objs, request)
+        capped = ApiToken.objects.filter(max_tier__in=list(objs), revoked_at__isnull=True).select_related("team", "max_tier")
+        protected = [*protected, *(f"API token {t.name} of team {t.team} (max tier {t.max_tier})" for t in capped)]
+        return deleted, counts, perms, protected
 
 
 @admin.register(Membership)

@@ -37,6 +37,7 @@ def apply_groups(user, groups: list[str], grants: dict[str, Grant]) -> list[str]
             wanted[grant.team] = grant.role
     managed = {grant.team for grant in grants.values() if grant.role != STAFF}
     changes = []
+    by_team: dict[Team, list[str]] = {}  # each team's history says what a login changed in it
     with transaction.atomic():
         # FOR NO KEY UPDATE: rows that merely reference the person (their jobs, events) are not held up.
         users = get_user_model().objects.select_for_update(no_key=True)
@@ -46,34 +47,46 @@ def apply_groups(user, groups: list[str], grants: dict[str, Grant]) -> list[str]
         for slug, membership in current.items():
             if slug not in wanted:
                 membership.delete()
-                changes.append(f"left {slug}")
+                by_team.setdefault(membership.team, []).append(f"left {slug}")
         for slug, role in wanted.items():
             if slug not in teams:
                 continue  # a mapped team that does not exist (yet) grants nothing
             membership = current.get(slug)
             if membership is None:
                 Membership.objects.create(user=user, team=teams[slug], role=role)
-                changes.append(f"joined {slug} as {role}")
+                by_team.setdefault(teams[slug], []).append(f"joined {slug} as {role}")
             elif membership.role != role:
                 membership.role = role
                 membership.save(update_fields=["role"])
-                changes.append(f"now {role} of {slug}")
+                by_team.setdefault(teams[slug], []).append(f"now {role} of {slug}")
+        for team, changed in by_team.items():
+            changes.extend(changed)
+            _audit(user, groups, team, changed)
         if any(grant.role == STAFF for grant in grants.values()):
             staff = any(grants.get(group, Grant("", "")).role == STAFF for group in groups)
             if user.is_staff != staff:
                 user.is_staff = staff
                 user.save(update_fields=["is_staff"])
                 changes.append("granted staff" if staff else "staff removed")
-        if changes:
-            AuditEntry.objects.create(
-                actor=None, subject="membership", before={}, after={"groups": sorted(groups)},
-                summary=f"Single sign-on for {user.username}: " + "; ".join(changes) + ".",
-            )  # fmt: skip
+                _audit(user, groups, None, changes[-1:])
     return changes
+
+
+def _audit(user, groups: list[str], team: Team | None, changes: list[str]) -> None:
+    AuditEntry.objects.create(
+        actor=None, team=team, subject="membership", before={}, after={"groups": sorted(groups)},
+        summary=f"Single sign-on for {user.username}: " + "; ".join(changes) + ".",
+    )  # fmt: skip
 
 
 class GangwayOIDCBackend(OIDCAuthenticationBackend):
     """mozilla-django-oidc's code flow, with users named from their claims and groups applied each login."""
+
+    def get_user(self, user_id):
+        """The signed-in user of a session, None once an admin deactivates the account (as Django's own
+        backend answers): a person who left is signed out of the pages at their next request."""
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
 
     def verify_claims(self, claims) -> bool:
         return bool(claims.get("email") and claims.get("sub"))

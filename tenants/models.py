@@ -107,7 +107,7 @@ class Team(models.Model):
         max_length=63,
         unique=True,
         validators=[dns_label_validator],
-        help_text="Kubernetes namespace and Volcano queue name.",
+        help_text="Kubernetes namespace and Volcano queue name; fixed once the team exists.",
     )
     name = models.CharField(max_length=100)
     weight = models.FloatField(
@@ -230,7 +230,8 @@ class AuditEntry(models.Model):
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="audit")
+    # A deleted team's entries stay, the deletion's own among them (each summary names the team).
+    team = models.ForeignKey(Team, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit")
     subject = models.CharField(max_length=40, help_text="What changed: quota, tier, membership, token.")
     before = models.JSONField(default=dict, blank=True)
     after = models.JSONField(default=dict, blank=True)
@@ -261,7 +262,7 @@ class ApiToken(models.Model):
     max_tier = models.ForeignKey(
         PriorityTier, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
         help_text="Highest tier a team token may submit to; empty = any tier its team may use.",
-    )  # fmt: skip
+    )  # fmt: skip  (a tier capping a token in use is not deleted: PriorityTierAdmin.get_deleted_objects)
     digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token, hex.")
     prefix = models.CharField(max_length=12, help_text="The token's first characters, to recognise it.")
     created_by = models.ForeignKey(
