@@ -34,6 +34,9 @@ class Because(StrEnum):
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff
     DELETED_OUTSIDE = "deleted_outside"  # an adopted job deleted in the cluster: cancelled in Gangway
+    # An adopted job whose owner changed what it asks (replicas, GPUs, CPU, memory) before it was admitted:
+    # rejected, never unsuspended asking more than Gangway counted.
+    CHANGED_OUTSIDE = "changed_outside"
     # An adopted job that ended here (rejected, cancelled) marked Failed in the cluster: what waits on it ends.
     MARKED_FAILED = "marked_failed"
     FIELDS_KEPT = "fields_kept"  # an adopted job has fields Gangway does not read: they stay as written

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import DatabaseError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from jobs import origins
@@ -30,9 +30,11 @@ from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, can_move, note, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
-from scheduling.cluster.base import (Cluster, ClusterError, JobStatus, OutsideJob, OutsideJobs, TrialResult,
+from scheduling.cluster.base import (Cluster, ClusterError, OutsideJob, OutsideJobs, TrialResult,
                                      on_one_object)
+from scheduling.handed_back import left_the_queue
 from scheduling.models import RefusedOutsideJob
+from scheduling.snapshot import replica_defaults, replica_specs
 from tenants.models import Team
 from tenants.selectors import sweep_tier
 
@@ -52,24 +54,6 @@ KATIB_ENDINGS: dict[str, tuple[str, str]] = {
     "Failed": (Job.State.FAILED, "Failed, as its Katib trial reports"),
     "Killed": (Job.State.CANCELLED, "Killed by Katib, which stopped its trial"),
 }  # fmt: skip
-
-
-def left_the_queue() -> Exists:
-    """Whether a job was cancelled because its object left the queue or the cluster (DELETED_OUTSIDE): an
-    expression to annotate jobs with."""
-    return Exists(JobEvent.objects.filter(job=OuterRef("pk"), code=Because.DELETED_OUTSIDE))
-
-
-def given_back(pairs: Iterable[tuple[Job, JobStatus]]) -> set[int]:
-    """The ids of the jobs of `pairs` (a job, the status of its own object) whose object Gangway no longer stops:
-    an adopted job that ended here otherwise than by a person's cancel (rejected, or cancelled because its object
-    left the queue) is its owner's again, never touched, and its pods are outside usage (R12). Gangway stops
-    every other job's object that runs once the job has ended. One query, only when an adopted job has ended."""
-    adopted = [job.pk for job, status in pairs if status.adopted and job.is_terminal]
-    if not adopted:
-        return set()
-    return set(Job.objects.filter(pk__in=adopted).annotate(left_queue=left_the_queue())
-               .filter(~Q(state=Job.State.CANCELLED) | Q(left_queue=True)).values_list("pk", flat=True))  # fmt: skip
 
 
 @dataclass
@@ -127,6 +111,8 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
         return None if reported is None else {trial.trial: trial.outcome for trial in reported}
 
     for job in gone:
+        if _still_here(cluster, job):
+            continue
         # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
         ended = outcomes(job.team.slug) if job.sweep_id else {}
         if ended is None:
@@ -135,6 +121,7 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     # Tiers read with them: an adoption reads its team's tiers twice (a trial's default, the submission's check).
     teams = {team.slug: team for team in Team.objects.prefetch_related("tiers")}
     refused: dict[str, tuple[OutsideJob, str]] = {}  # uid -> the job refused at this pass, and why
+    _reject_changed(found, known, now)
     for item in found.jobs:
         try:
             with on_one_object(cluster):
@@ -147,6 +134,50 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     reported = [trials(namespace) for namespace in _sweep_namespaces(now)]
     _learn_objectives([trial for listed_trials in reported if listed_trials is not None for trial in listed_trials])
     return result
+
+
+def _still_here(cluster: Cluster, job: Job) -> bool:
+    """Whether a job the pass's lists did not show is there all the same, read on its own (true, too, when that
+    read fails: judged at a later pass). The lists are two, by the job-id label and by the queue label without
+    it: an admission that labels an object between the two (its adoption's label had not gone through) hides
+    it from both, and the job would be judged deleted by its owner, its object given back running."""
+    try:
+        with on_one_object(cluster):
+            return cluster.outside_job_here(job.kind, job.team.slug, job.cluster_name, job.cluster_uid)
+    except ClusterError as error:
+        log.warning("could not read %s %s/%s, missing from this pass's lists: %s", job.kind, job.team.slug,
+                    job.cluster_name, error)  # fmt: skip
+        return True
+
+
+def _reject_changed(found: OutsideJobs, known: dict[str, tuple], now: datetime) -> None:
+    """Rejects each queued adopted job whose object its owner changed to ask otherwise since its adoption
+    (`outside.demand_change`), and notes it in `known`, so that this pass writes the refusal back on the
+    object (3). Gangway admits a job as it adopted it: to queue the changed job, its owner creates it again."""
+    queued = {uid for uid, (_, state, _, _) in known.items() if state == Job.State.QUEUED}
+    if not queued:
+        return
+    jobs = {job.cluster_uid: job for job in Job.objects.filter(cluster_uid__in=queued, state=Job.State.QUEUED)
+            .select_related("team")}  # fmt: skip
+    defaults: dict[int, dict[str, int]] = {}
+    for item in found.jobs:
+        job = jobs.get(item.uid)
+        if job is None:
+            continue
+        team_defaults = defaults.setdefault(job.team_id, replica_defaults(job.team))
+        changed = outside.demand_change(replica_specs(job, team_defaults), item.manifest)
+        if not changed:
+            continue
+        reason = (f"Its {job.kind} {job.team.slug}/{job.cluster_name} was changed after Gangway adopted it: "
+                  f"{changed}. Gangway admits a job as it adopted it; to queue the changed job, delete it and "
+                  f"create it again.")  # fmt: skip
+        try:
+            transition(job, Job.State.REJECTED, message=f"Rejected: {reason}", code=Because.CHANGED_OUTSIDE,
+                       reason=reason, reason_code=Because.CHANGED_OUTSIDE, finished_at=now, position=None,
+                       team_position=None, eta=None, reservation=None)  # fmt: skip
+        except StaleJob:
+            continue  # a cycle admitted it meanwhile: its admission refuses the changed object
+        known[item.uid] = (job.pk, Job.State.REJECTED, reason, False)
 
 
 def _katib_trials(cluster: Cluster, namespace: str) -> list[TrialResult] | None:

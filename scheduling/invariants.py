@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from jobs.models import Job
-from scheduling.adoption import given_back
+from scheduling.handed_back import given_back
 from scheduling.cluster.base import RUNS, Cluster, JobStatus, NodeInfo, Phase
 from scheduling.cluster.simulated_replicas import kept_room_drift
 from scheduling.snapshot import UNSTOPPED, limits_of, own_statuses
@@ -69,7 +69,7 @@ def charged_jobs(statuses: list[JobStatus]) -> dict[int, tuple[str, int]]:
     """The jobs whose own objects are neither suspended nor ended (RUNS), whatever the job's state, with each
     one's team slug and GPUs: what each team asks for in the cluster. Left out, as the cycles leave them out of
     quota: a copy of a job's object (`snapshot.own_statuses`) and an adopted job's object given back to its
-    owner (`adoption.given_back`), both outside usage (R12)."""
+    owner (`handed_back.given_back`), both outside usage (R12)."""
     runs = [status for status in statuses if status.phase in RUNS]
     jobs = {job.pk: job for job in Job.objects.filter(pk__in={status.job_id for status in runs})
             .select_related("team").only("pk", "name", "cluster_name", "state", "gpu_total", "team__slug")}  # fmt: skip

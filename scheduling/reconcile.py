@@ -22,7 +22,8 @@ from jobs.models import Job, JobEvent
 from jobs.services import CHECKPOINT_STATES, NotRunning, job_checkpoint
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
-from scheduling.adoption import adopt_outside_jobs, given_back
+from scheduling.adoption import adopt_outside_jobs
+from scheduling.handed_back import given_back
 from scheduling.cluster.base import (
     Cluster,
     ClusterError,

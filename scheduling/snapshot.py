@@ -23,7 +23,7 @@ from scheduling.policy.demand import GPU
 from scheduling.policy.reasons import amount
 from scheduling.policy.runtime import ESTIMATE_FROM, learned_estimate
 from scheduling.policy.types import type_of_key
-from scheduling.adoption import given_back
+from scheduling.handed_back import given_back
 from scheduling.cluster.base import (
     RUNS, ClusterJob, JobStatus, NodeInfo, OutsidePod, ReplicaSpec, cluster_name, missing_claims_error, volume_mounts,
 )
@@ -596,6 +596,17 @@ def _object_of(job: Job) -> tuple[str, str]:
     return job.team.slug, job.cluster_name or cluster_name(job.pk, job.name)
 
 
+def replica_specs(job: Job, defaults: dict[str, int]) -> tuple[ReplicaSpec, ...]:
+    """The job's replica groups as its pods ask: a group naming no CPU or memory gets its team's `defaults`."""
+    return tuple(
+        ReplicaSpec(
+            role=group["role"], count=group["count"], gpu=group.get("gpu", 0),
+            cpu=group.get("cpu") or defaults.get("cpu", 0), memory=group.get("memory") or defaults.get("memory", 0),
+        )  # fmt: skip
+        for group in job.replicas
+    )
+
+
 def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
     """The port's view of a job: everything an adapter needs to create, suspend or resume it."""
     defaults = replica_defaults(job.team)
@@ -611,13 +622,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         command=tuple(job.command),
         args=tuple(job.args),
         env=tuple(sorted(job.env.items())),
-        replicas=tuple(
-            ReplicaSpec(
-                role=group["role"], count=group["count"], gpu=group.get("gpu", 0),
-                cpu=group.get("cpu") or defaults.get("cpu", 0), memory=group.get("memory") or defaults.get("memory", 0),
-            )  # fmt: skip
-            for group in job.replicas
-        ),
+        replicas=replica_specs(job, defaults),
         tier=job.tier.name,
         grace_period=job.tier.grace_period,
         max_runtime=job.max_runtime,
@@ -628,7 +633,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         placement=placement or tuple(job.placement),
         gangway_url=settings.PUBLIC_URL,
         job_token=job_tokens.issue(job.pk) if settings.PUBLIC_URL else "",
-        volumes=volume_mounts(job.volumes), shm=job.shm, adopted=job.adopted,
+        volumes=volume_mounts(job.volumes), shm=job.shm, adopted=job.adopted, uid=job.cluster_uid,
         gpu_type=job.assigned_gpu_type,
         gpu_type_label=label_of(job.assigned_gpu_type, known_types()) if job.assigned_gpu_type else (),
     )

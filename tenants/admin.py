@@ -188,7 +188,8 @@ class PriorityTierAdmin(AuditedAdmin):
         """A tier that caps a token in use is protected, the delete page naming the tokens: deleted, it would
         leave them with no cap (`max_tier` empty), free to submit at any tier."""
         deleted, counts, perms, protected = super().get_deleted_objects(objs, request)
-        capped = ApiToken.objects.filter(max_tier__in=list(objs), revoked_at__isnull=True).select_related("team", "max_tier")
+        capped = (ApiToken.objects.filter(max_tier__in=list(objs), revoked_at__isnull=True)
+                  .select_related("team", "max_tier"))  # fmt: skip
         protected = [*protected, *(f"API token {t.name} of team {t.team} (max tier {t.max_tier})" for t in capped)]
         return deleted, counts, perms, protected
 

@@ -183,6 +183,7 @@ class ClusterJob:
     # Created elsewhere (kubectl, Katib, Pipelines) and adopted: admission patches the scheduling fields
     # Gangway owns and unsuspends it, instead of creating it; Gangway never deletes it.
     adopted: bool = False
+    uid: str = ""  # an adopted job's object, as adopted: another object of its name is not the job
     # The GPU type its admission gave it, and the node label (key, value) that pins its pods to
     # that type's nodes; "" and () on a cluster without types.
     gpu_type: str = ""
@@ -465,6 +466,11 @@ class Cluster(Protocol):
     def outside_jobs(self) -> OutsideJobs:
         """Every job of the adopted kinds Gangway did not create that carries `gangway.io/queue`, adopted
         or not, and the kinds whose list the cluster answered. Reads no Katib Trial."""
+
+    def outside_job_here(self, kind: str, namespace: str, name: str, uid: str) -> bool:
+        """Whether the cluster has the outside job of that kind and name in the queue (labelled
+        `gangway.io/queue`), the object of that uid (another made under its name since is not it). Read on
+        its own, for a job the lists of a pass did not show."""
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
                      cancelled: str = "") -> bool:

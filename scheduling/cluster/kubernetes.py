@@ -332,6 +332,11 @@ class KubernetesCluster:
         and the kinds whose list the cluster answered."""
         return kubernetes_outside.outside_jobs(self.api)
 
+    def outside_job_here(self, kind: str, namespace: str, name: str, uid: str) -> bool:
+        """Whether the cluster has the outside job of that kind and name in the queue, of that uid: read on its
+        own."""
+        return kubernetes_outside.here(self.api, kind, namespace, name, uid)
+
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
                      cancelled: str = "") -> bool:
         """Labels an outside job with its Gangway job, or writes back that it was refused or cancelled.

@@ -71,11 +71,21 @@ def outside_jobs(api: Api, *, labelled: dict[str, list[dict] | None] | None = No
 
 
 def _read(api: Api, job: OutsideJob | ClusterJob) -> dict | None:
-    kind = outside.outside_kind(job.kind)
+    return _read_named(api, job.kind, job.namespace, job.name)
+
+
+def _read_named(api: Api, kind_name: str, namespace: str, name: str) -> dict | None:
+    kind = outside.outside_kind(kind_name)
     return api.call(
-        "read", kind.kind, f"{job.namespace}/{job.name}", api.custom.get_namespaced_custom_object,
-        kind.group, kind.version, job.namespace, kind.plural, job.name, tolerate=(NOT_FOUND,), one_object=True,
+        "read", kind.kind, f"{namespace}/{name}", api.custom.get_namespaced_custom_object,
+        kind.group, kind.version, namespace, kind.plural, name, tolerate=(NOT_FOUND,), one_object=True,
     )  # fmt: skip
+
+
+def here(api: Api, kind: str, namespace: str, name: str, uid: str) -> bool:
+    """Whether the outside job of that kind and name is there in the queue, the object of that uid. Raises
+    what `Api.call` raises."""
+    return outside.queued_as(_read_named(api, kind, namespace, name), uid)
 
 
 def _patch(api: Api, job: OutsideJob | ClusterJob, verb: str, body: dict, *, dry_run: bool = False) -> dict | None:
@@ -192,14 +202,20 @@ def admit(api: Api, job: ClusterJob, *, dry_run: bool = False) -> None:
     A 409 Conflict (its owner's controller wrote it at the same moment) is no verdict on the job: the
     object is read again and the patch built anew, at most CONFLICT_ATTEMPTS times; one still conflicting
     is left suspended, its admission kept, and reconcile admits it at its next pass (an admitted job whose
-    object is suspended is resumed). With `dry_run` the API server only tries the patch (`dryRun=All`)
+    object is suspended is resumed). Another object made under its name (another uid) is left as it is, as
+    a deleted one; one its owner changed since its adoption to ask otherwise (`outside.demand_change`) is
+    refused, left suspended (a ClusterError: the job is requeued, and reconcile rejects it). With `dry_run` the API server only tries the patch (`dryRun=All`)
     and keeps nothing.
     """
     verb = "try to admit" if dry_run else "admit"
     for _ in range(CONFLICT_ATTEMPTS):
         current = _read(api, job)
-        if current is None:
-            return
+        if current is None or (job.uid and current["metadata"].get("uid") != job.uid):
+            return  # gone, or another object made under its name since: reconcile cancels the job
+        changed = outside.demand_change(job.replicas, current)
+        if changed:
+            raise ClusterError(f"{job.kind} {job.namespace}/{job.name} was changed after Gangway adopted it: "
+                               f"{changed}; it stays suspended")  # fmt: skip
         try:
             _patch(api, job, verb, outside.admission_patch(job, current), dry_run=dry_run)
             return

@@ -20,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+from core.quantities import format_cpu, memory_text
 from jobs import kinds, origins
+from jobs.spec import ReplicaGroup, SpecError, parse_spec
+from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import trainjob_manifests
-from scheduling.cluster.base import ClusterJob, OutsideJob
+from scheduling.cluster.base import ClusterJob, OutsideJob, ReplicaSpec
 from scheduling.cluster.manifests import (
     JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL, required_terms, type_affinity, type_labels,
 )
@@ -170,6 +173,49 @@ def import_manifest(obj: dict) -> dict:
         "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"].get("namespace", "")},
         "spec": obj.get("spec") or {},
     }  # fmt: skip
+
+
+def queued_as(obj: dict | None, uid: str) -> bool:
+    """Whether `obj` (None: not there) is the object of that uid, in the queue (labelled `gangway.io/queue`)."""
+    if obj is None:
+        return False
+    return obj["metadata"].get("uid") == uid and QUEUE_LABEL in (obj["metadata"].get("labels") or {})
+
+
+def demand_change(asked: tuple[ReplicaSpec, ...], obj: dict) -> str:
+    """Returns "" when an adopted object asks what Gangway counted for its job (`asked`: each replica group's
+    role, count and GPUs, and the CPU and memory the object names), else what it asks now, for people.
+
+    Its owner may change an adopted job while it is suspended (`kubectl edit`; the admission policy forbids
+    only unsuspending it): unsuspended as it is then, its pods would take more than its admission made room
+    for, on nodes the snapshot counts as free."""
+    try:
+        data, _ = spec_from_manifest(import_manifest(obj))
+        spec = parse_spec({**data, "name": "adopted", "tier": ""})  # only its replicas are compared
+    except SpecError as error:
+        return f"it can no longer be read as a job ({error})"
+    now = spec.replicas
+    same = len(now) == len(asked) and all(
+        (group.role, group.count, group.gpu) == (was.role, was.count, was.gpu)
+        and group.cpu in (0, was.cpu) and (not group.memory or group.memory + spec.shm == was.memory)
+        for group, was in zip(now, asked)
+    )  # fmt: skip
+    if same:
+        return ""
+    return f"it asks {_groups(now, spec.shm)} now, where Gangway adopted it asking {_groups(asked, 0)}"
+
+
+def _groups(groups: tuple[ReplicaGroup, ...] | tuple[ReplicaSpec, ...], shm: int) -> str:
+    """Replica groups for people: "2 Worker of 8 GPUs, 16 CPU, 64 GiB memory"."""
+    said = []
+    for group in groups:
+        parts = [f"{group.gpu} GPU{'' if group.gpu == 1 else 's'}"]
+        if group.cpu:
+            parts.append(f"{format_cpu(group.cpu)} CPU")
+        if group.memory:
+            parts.append(f"{memory_text(group.memory + shm)} memory")
+        said.append(f"{group.count} {group.role} of {', '.join(parts)}")
+    return "; ".join(said)
 
 
 def adoption_labels(job_id: int) -> dict:

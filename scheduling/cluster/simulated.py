@@ -89,6 +89,9 @@ class SimulatedCluster:
         self.advance()
         return simulated_outside.outside_jobs()
 
+    def outside_job_here(self, kind: str, namespace: str, name: str, uid: str) -> bool:
+        return simulated_outside.here(kind, namespace, name, uid)
+
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
                      cancelled: str = "") -> bool:
         return simulated_outside.mark(job, job_id=job_id, rejected=rejected, cancelled=cancelled)

@@ -119,6 +119,11 @@ def _fail(job: OutsideJob, message: str, reason: str) -> bool:
         return True
 
 
+def here(kind: str, namespace: str, name: str, uid: str) -> bool:
+    row = SimOutsideJob.objects.filter(kind=kind, namespace=namespace, name=name).first()
+    return row is not None and outside.queued_as(row.manifest, uid)
+
+
 def exists(job: ClusterJob) -> bool:
     return SimOutsideJob.objects.filter(namespace=job.namespace, name=job.name).exists()
 

@@ -247,7 +247,7 @@ def test_a_new_object_created_under_the_name_of_a_cancelled_one_is_not_marked(wo
 
 @pytest.mark.parametrize("admitted", [False, True], ids=["queued", "running"])
 def test_a_job_taken_out_of_the_queue_and_put_back_is_never_marked(world, fake, cluster, admitted):
-    """Cancelled here as it left the queue (its owner's again, `adoption.given_back`), not by a person:
+    """Cancelled here as it left the queue (its owner's again, `handed_back.given_back`), not by a person:
     put back in the queue, it is listed again, and still nobody cancelled it in Gangway."""
     fake.add(outside_job())
     reconcile(cluster=cluster)

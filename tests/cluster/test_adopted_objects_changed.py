@@ -1,0 +1,152 @@
+"""An adopted job's object its owner changes in the cluster after its adoption, over HTTP on the fake API
+server: edited while suspended (`kubectl edit`, which the admission policy allows), replaced under its name
+(`kubectl replace --force`), or labelled by an admission between reconcile's two lists. Gangway never
+unsuspends an object asking more than it counted, and never takes an object that is there for deleted."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job
+from jobs.services import job_submit
+from jobs.spec import parse_spec
+from scheduling.cluster import outside
+from scheduling.cluster.base import ReplicaSpec
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+from tests.cluster.test_outside_jobs import outside_job, world  # noqa: F401 (fixture)
+from tests.conftest import spec_data
+
+pytestmark = pytest.mark.django_db
+
+KEY = ("apis/kubeflow.org/v1", "tfjobs", "maps", "bert-kubectl")
+
+
+def _edit_gpus(fake, gpu: int) -> None:
+    """Its owner edits the suspended object to ask `gpu` GPUs a Worker (the same object: its uid kept)."""
+    edited = fake.get("TFJob", "bert-kubectl", "maps")
+    edited["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"][
+        "nvidia.com/gpu"] = gpu
+    fake.add(edited)
+
+
+def _suspended(fake) -> bool:
+    return fake.get("TFJob", "bert-kubectl", "maps")["spec"]["runPolicy"]["suspend"] is True
+
+
+def test_a_queued_job_its_owner_edits_is_rejected_saying_what_changed(world, fake, cluster):
+    fake.add(outside_job(gpu=1, replicas=1))
+    reconcile(cluster=cluster)
+    job = Job.objects.get()
+    _edit_gpus(fake, 8)
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.REJECTED and job.reason_code == "changed_outside"
+    assert ("Its TFJob maps/bert-kubectl was changed after Gangway adopted it: it asks 1 Worker of 8 GPUs now, "
+            "where Gangway adopted it asking 1 Worker of 1 GPU") in job.reason  # fmt: skip
+    admission_cycle(cluster=cluster)
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    assert _suspended(fake)
+    assert "was changed after Gangway adopted it" in obj["metadata"]["annotations"]["gangway.io/rejected"]
+
+
+def test_an_edit_a_cycle_meets_before_reconcile_is_refused_and_the_object_stays_suspended(world, fake, cluster):
+    fake.add(outside_job(gpu=1, replicas=1))
+    reconcile(cluster=cluster)
+    job = Job.objects.get()
+    _edit_gpus(fake, 8)
+    admission_cycle(cluster=cluster)  # a cycle before the next reconcile pass: it admits the job as adopted
+    job.refresh_from_db()
+    assert _suspended(fake)
+    assert job.state == Job.State.QUEUED and "was changed after Gangway adopted it" in job.reason
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.REJECTED and _suspended(fake)
+
+
+def test_an_edit_that_leaves_what_it_asks_is_no_change(world, fake, cluster):
+    fake.add(outside_job(gpu=1, replicas=1))
+    reconcile(cluster=cluster)
+    job = Job.objects.get()
+    edited = fake.get("TFJob", "bert-kubectl", "maps")
+    edited["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = "busybox:2"
+    fake.add(edited)
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.ADMITTED and not _suspended(fake)
+
+
+def test_an_edited_job_never_lets_a_cycle_overfill_its_node(world, fake, cluster):
+    fake.add(outside_job(gpu=1, replicas=1))
+    reconcile(cluster=cluster)
+    _edit_gpus(fake, 8)
+    admission_cycle(cluster=cluster)
+    reconcile(cluster=cluster)
+    other, _ = job_submit(team=world["vision"], spec=parse_spec(spec_data(
+        team="vision", name="other", replicas=[{"role": "Worker", "count": 1, "gpu": 4}])))  # fmt: skip
+    admission_cycle(cluster=cluster)
+    other.refresh_from_db()
+    assert other.state == Job.State.ADMITTED  # the edited job never ran: its node's room is the other job's
+    assert _suspended(fake)
+
+
+def test_an_object_replaced_under_the_adopted_name_is_not_unsuspended_for_the_old_job(world, fake, cluster):
+    fake.add(outside_job(gpu=1, replicas=1))
+    reconcile(cluster=cluster)
+    adopted = Job.objects.get()
+    fake.objects.pop(KEY)
+    fake.add(outside_job(gpu=8, replicas=1))  # kubectl replace --force: same name, a new uid
+    admission_cycle(cluster=cluster)
+    assert _suspended(fake)
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+    adopted.refresh_from_db()
+    assert adopted.state == Job.State.CANCELLED  # its own object is gone
+    new_uid = fake.get("TFJob", "bert-kubectl", "maps")["metadata"]["uid"]
+    assert Job.objects.get(cluster_uid=new_uid).gpu_total == 8  # the new object waits as a job of its own
+    assert _suspended(fake)
+
+
+def test_a_job_labelled_between_reconciles_two_lists_is_not_taken_for_deleted(world, fake, cluster):
+    fake.add(outside_job(gpu=1, replicas=1))
+    fake.fail(500, path="/bert-kubectl$", method="PATCH", times=50)  # its adoption's label does not go through
+    reconcile(cluster=cluster)
+    fake.heal()
+    job = Job.objects.get()
+    before = fake.get("TFJob", "bert-kubectl", "maps")
+    assert "gangway.io/job-id" not in before["metadata"]["labels"]
+    admission_cycle(cluster=cluster)  # labels and unsuspends it...
+    admitted = fake.get("TFJob", "bert-kubectl", "maps")
+    fake.add(before)  # ...landing, in this test, only once reconcile has read the job-id list
+    lists = []
+
+    def admission_lands():
+        lists.append(1)
+        if len(lists) == 2:  # the first TFJob list is by the job-id label, the second by the queue label
+            fake.add(admitted)
+
+    fake.before(admission_lands, path=r"/apis/kubeflow.org/v1/tfjobs$", method="GET", times=2)
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert len(lists) == 2
+    assert job.state == Job.State.ADMITTED, [e.message for e in job.events.order_by("pk")][-2:]
+
+
+WORKER = (ReplicaSpec("Worker", 2, 4, 8000, 32 * 2**30),)
+
+
+@pytest.mark.parametrize(("limits", "says"), [
+    ({"nvidia.com/gpu": 4}, ""),
+    ({"nvidia.com/gpu": 4, "cpu": "8", "memory": "32Gi"}, ""),
+    ({"nvidia.com/gpu": 8}, "it asks 2 Worker of 8 GPUs now, where Gangway adopted it asking 2 Worker of 4 GPUs, 8 CPU, "
+                            "32 GiB memory"),
+    ({"nvidia.com/gpu": 4, "cpu": "16"}, "it asks 2 Worker of 4 GPUs, 16 CPU now"),
+    ({"nvidia.com/gpu": 4, "memory": "64Gi"}, "2 Worker of 4 GPUs, 64 GiB memory now"),
+    ({"nvidia.com/gpu": "many"}, "it can no longer be read as a job"),
+], ids=["same", "same, named", "more GPUs", "more CPU", "more memory", "unreadable"])
+def test_what_an_adopted_object_asks_against_what_was_counted(limits, says):
+    obj = outside_job(gpu=4, replicas=2)
+    obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"] = limits
+    changed = outside.demand_change(WORKER, obj)
+    assert (changed == "") if not says else (says in changed)
