@@ -14,6 +14,7 @@ from __future__ import annotations
 from tenants.selectors import gpu_types
 
 NODE_SELECTION = {"nodeSelector", "affinity"}  # the pod spec fields read here
+NO_TYPE = "no GPU type has the value"  # how a value of a type's label that no type has is listed back
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -53,7 +54,7 @@ def _from_selector(selector, where: str, labels: dict, keys: set, unsupported: l
         if name is not None:
             names.append(name)
         elif key in keys:
-            unsupported.append(f"{where}.{key} (no GPU type has the value {value!r})")
+            unsupported.append(f"{where}.{key} ({NO_TYPE} {value!r})")
         else:
             unsupported.append(f"{where}.{key}")
     return names
@@ -99,7 +100,7 @@ def _from_affinity(affinity, where: str, labels: dict, keys: set, unsupported: l
         for number, value in enumerate(expression["values"]):
             name = labels.get((expression["key"], value)) if isinstance(value, str) else None
             if name is None:
-                unsupported.append(f"{path}.values[{number}] (no GPU type has the value {value!r})")
+                unsupported.append(f"{path}.values[{number}] ({NO_TYPE} {value!r})")
             elif name not in names:
                 names.append(name)
     return names

@@ -25,6 +25,7 @@ from django.utils import timezone
 from jobs import origins
 from jobs.codes import Because
 from jobs.models import Job, JobEvent, Sweep
+from jobs.node_selection import NO_TYPE
 from jobs.services import NeverFits, job_submit
 from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, can_move, note, transition
@@ -36,7 +37,7 @@ from scheduling.handed_back import left_the_queue
 from scheduling.models import RefusedOutsideJob
 from scheduling.snapshot import replica_defaults, replica_specs
 from tenants.models import Team
-from tenants.selectors import sweep_tier
+from tenants.selectors import gpu_types, sweep_tier
 
 log = logging.getLogger("gangway.adoption")
 
@@ -351,6 +352,12 @@ def _adopt(item: OutsideJob, team: Team) -> tuple[Job | None, str]:
                       f"namespace {team.slug}; a job joins the queue of its own namespace's team ({team.slug}).")  # fmt: skip
     try:
         data, unsupported = spec_from_manifest(outside.import_manifest(item.manifest))
+        unmet = [entry for entry in unsupported if ".nodeSelector." in entry and NO_TYPE in entry]
+        if unmet:
+            types = ", ".join(t.name for t in gpu_types())
+            return None, (f"Refused by Gangway: {'; '.join(unmet)[:600]}. Its own nodeSelector stays on its pods, so "
+                          f"no node of the cluster's GPU types ({types}) could run it: select one of them, or "
+                          "none.")  # fmt: skip
         data["name"] = gangway_name(item.name)
         with transaction.atomic():
             sweep = _sweep(item, team)

@@ -150,3 +150,37 @@ def test_what_an_adopted_object_asks_against_what_was_counted(limits, says):
     obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"] = limits
     changed = outside.demand_change(WORKER, obj)
     assert (changed == "") if not says else (says in changed)
+
+
+PRODUCT = "nvidia.com/gpu.product"
+A100 = "NVIDIA-A100-SXM4-80GB"
+
+
+@pytest.fixture
+def typed_world(fake, tiers):
+    """One a100 node of 8 GPUs; team maps has 8 a100 GPUs; its namespace exists."""
+    from tenants.models import GpuType, Quota
+    from tests.conftest import make_team
+
+    fake.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {PRODUCT: A100}}, "spec": {},
+              "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}}})
+    fake.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "maps"}})
+    GpuType.objects.create(name="a100", value=A100, order=0)
+    maps = make_team("maps", tiers, gpu=8, borrowing_limit=0)
+    maps.quotas.all().delete()
+    Quota.objects.create(team=maps, resource="gpu:a100", nominal=8, borrowing_limit=0, max_per_replica=8)
+
+
+@pytest.mark.parametrize(("selected", "adopted"), [(A100, True), ("NVIDIA-B200", False)], ids=["a100", "no such type"])
+def test_an_adopted_job_selecting_a_gpu_model_no_type_has_is_refused(typed_world, fake, cluster, selected, adopted):
+    admission_cycle(cluster=cluster)  # the nodes known
+    trial = outside_job(name="tune-x7k2", gpu=1, replicas=1)
+    trial["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"] = {PRODUCT: selected}
+    fake.add(trial)
+    reconcile(cluster=cluster)
+    assert Job.objects.filter(cluster_name="tune-x7k2").exists() is adopted
+    if not adopted:  # its own nodeSelector and Gangway's pin to the type it got could never both hold
+        refusal = fake.get("TFJob", "tune-x7k2", "maps")["metadata"]["annotations"]["gangway.io/rejected"]
+        assert refusal.startswith("Refused by Gangway: spec.tfReplicaSpecs.Worker.template.spec.nodeSelector."
+                                  "nvidia.com/gpu.product (no GPU type has the value 'NVIDIA-B200').")  # fmt: skip
+        assert "no node of the cluster's GPU types (a100) could run it" in refusal
