@@ -239,20 +239,20 @@ class GpuTypeForm(LoadedRowForm):
         model = GpuType
         fields = GPU_TYPE_FIELDS
 
-    def clean_name(self):
-        name = self.cleaned_data["name"]
-        if self.instance.pk:
+    def clean(self):
+        # The first lock of every GPU type change (`gpu_type_create`, `gpu_type_update`, `gpu_type_delete`),
+        # before the row's: taken the other way round, this save and another admin's delete of the type could
+        # deadlock. Whatever is checked after it (a rename no open job's type names, a name no other type has,
+        # in `validate_unique` after this) holds until the save commits: a job submitted, or a type added,
+        # between a check and the save would make the service refuse it where the admin shows no form.
+        lock_teams()
+        cleaned = super().clean()
+        name = cleaned.get("name")
+        if self.instance.pk and name is not None:
             problem = gpu_type_rename_problem(GpuType.objects.get(pk=self.instance.pk), name)
             if problem:
-                raise ValidationError(problem)
-        return name
-
-    def clean(self):
-        if self.instance.pk:
-            # The first lock of every GPU type change (`gpu_type_update`, `gpu_type_delete`), before the row's:
-            # taken the other way round, this save and another admin's delete of the type could deadlock.
-            lock_teams()
-        return super().clean()
+                self.add_error("name", problem)
+        return cleaned
 
 
 @admin.register(GpuType)
