@@ -69,8 +69,8 @@ def test_the_web_is_ready_on_readyz_and_alive_on_healthz():
 def test_only_the_worker_holds_the_scheduler_account_and_beat_runs_once():
     deployments = by_kind(OBJECTS, "Deployment")
     accounts = {name: d["spec"]["template"]["spec"]["serviceAccountName"] for name, d in deployments.items()}
-    assert accounts == {"gangway-web": "gangway", "gangway-worker": "gangway-scheduler", "gangway-notifier": "gangway",
-                        "gangway-beat": "gangway"}  # fmt: skip
+    assert accounts == {"gangway-web": "gangway-web", "gangway-worker": "gangway-scheduler",
+                        "gangway-notifier": "gangway", "gangway-beat": "gangway"}  # fmt: skip
     for name in ("gangway-notifier", "gangway-beat"):  # no token either: they never call the API server
         assert deployments[name]["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
     binding = by_kind(OBJECTS, "ClusterRoleBinding")["gangway-scheduler"]
