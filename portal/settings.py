@@ -369,7 +369,11 @@ AXES_COOLOFF_TIME = env.integer("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # h
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 AXES_RESET_ON_SUCCESS = True
-AXES_IPWARE_PROXY_COUNT = env.integer("PROXY_COUNT", 0)
+# Behind PROXY_COUNT reverse proxies (an Ingress: 1) the client is read from X-Forwarded-For
+# (portal.addresses), else every client would be the proxy's address and five wrong passwords
+# from anywhere would lock a person out for everyone; axes reads it through this callable alone.
+PROXY_COUNT = env.integer("PROXY_COUNT", 0)
+AXES_CLIENT_IP_CALLABLE = "portal.addresses.client_address"
 
 # Browser security. Pages carry no inline scripts, so scripts come only from this origin.
 MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "csp.middleware.CSPMiddleware")

@@ -176,7 +176,9 @@ SETTINGS: tuple[Setting, ...] = (
     # -- Login and browser security -------------------------------------------------
     Setting("AXES_FAILURE_LIMIT", 5, "Failed logins for one username from one address before a lockout."),
     Setting("AXES_COOLOFF_MINUTES", 15, "How long a lockout lasts; staff can clear it in the admin.", unit="min"),
-    Setting("PROXY_COUNT", 0, "Reverse proxies in front of Gangway, to find the client's address for lockouts."),
+    Setting("PROXY_COUNT", 0, "Reverse proxies in front of Gangway (an Ingress: 1): login lockouts and the API's "
+            "throttle of anonymous calls take the client's address that many entries from the right of "
+            "X-Forwarded-For; 0: the connection's address. More than there are lets a client choose its address."),
     Setting("SECURE_SSL_REDIRECT", COMPUTED, "Redirect plain HTTP to HTTPS (probes and /metrics are exempt).",
             shown="on unless debug"),
     Setting("SECURE_COOKIES", COMPUTED, "Session and CSRF cookies only over HTTPS.", shown="on unless debug"),

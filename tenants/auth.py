@@ -25,6 +25,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from portal.addresses import client_address
 from tenants.inputs import flag
 from tenants.models import ApiToken, Team
 from tenants.tokens import token_for_value, token_touch
@@ -160,6 +161,11 @@ class TokenRateThrottle(SimpleRateThrottle):
 
     def get_rate(self):
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def get_ident(self, request):
+        """The client's address, read as login lockouts read it (`portal.addresses`): DRF's own reading
+        joins the whole X-Forwarded-For, which a client writes, into a fresh budget per header it makes up."""
+        return client_address(request)
 
     def get_cache_key(self, request, view):
         budget = request_budget(request)
