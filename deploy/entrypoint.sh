@@ -5,10 +5,14 @@
 #   notifier   the Celery worker that sends notifications, e-mails and webhooks (queue notifications)
 #   beat       the Celery scheduler; run exactly one
 #   migrate    apply database migrations, then exit (an init container or a one-off Job)
+#   wait-for-schema  wait (SCHEMA_WAIT seconds at most) until the database has every migration this
+#              code needs, then exit: the init container of worker, notifier and beat on Kubernetes
 #   manage ... any manage.py command (doctor, sync_tenants, seed_demo, createsuperuser)
 # Worker, notifier and beat first wait (SCHEMA_WAIT seconds at most, 600 by default) until the
 # database has every migration they need: during an upgrade the migrate Job runs beside them. The
-# web instead starts at once and answers /readyz 503 until then.
+# web instead starts at once and answers /readyz 503 until then. On Kubernetes an init container
+# has already waited (so the pod is not Ready meanwhile, and no liveness probe watches the wait):
+# this second look then finds the schema complete at once.
 # Each process runs Django's system checks first and stops on an error, such as a bad setting: the web
 # in gunicorn's on_starting hook (deploy/gunicorn.conf.py), worker, notifier and beat in wait_for_schema,
 # migrate as management commands do.
@@ -19,7 +23,7 @@ cd "$(dirname "$0")/.."
 command="${1:-web}"
 [ "$#" -gt 0 ] && shift
 case "$command" in
-  worker|notifier|beat)
+  worker|notifier|beat|wait-for-schema)
     python manage.py wait_for_schema --timeout "${SCHEMA_WAIT:-600}" ;;
 esac
 case "$command" in
@@ -37,6 +41,8 @@ case "$command" in
     exec celery -A portal beat --loglevel="${LOG_LEVEL:-INFO}" "$@" ;;
   migrate)
     exec python manage.py migrate --noinput "$@" ;;
+  wait-for-schema)
+    exit 0 ;;
   manage)
     exec python manage.py "$@" ;;
   *)

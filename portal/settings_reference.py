@@ -195,8 +195,9 @@ SETTINGS: tuple[Setting, ...] = (
             "pages' polls. Each thread keeps a PostgreSQL connection of its own, reused for 60 s: a web container may "
             "hold as many (16 by default).", read_by=IMAGE),
     Setting("WORKER_CONCURRENCY", "2", "Celery worker processes per worker or notifier container.", shown="2", read_by=IMAGE),
-    Setting("SCHEMA_WAIT", "600", "How long a worker, notifier or beat container waits at start for the database to "
-            "have every migration it needs (an upgrade's migrate Job) before it gives up and restarts.", shown="600 s",
+    Setting("SCHEMA_WAIT", "600", "How long a worker, notifier or beat waits at start (on Kubernetes, in its init "
+            "container) for the database to have every migration it needs (an upgrade's migrate Job) before it "
+            "gives up and is started again.", shown="600 s",
             read_by=IMAGE),
 )
 

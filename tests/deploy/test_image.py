@@ -135,9 +135,11 @@ WAIT = "python manage.py wait_for_schema --timeout 600"
                        " --without-gossip --queues=notifications"),
         (["beat"], f"{WAIT}\ncelery -A portal beat --loglevel=INFO"),
         (["migrate"], "python manage.py migrate --noinput"),
+        (["wait-for-schema"], WAIT),
         (["manage", "doctor"], "python manage.py doctor"),
     ],
-    ids=["no argument runs the web", "web", "worker", "notifier", "beat", "migrate", "manage runs any command"],
+    ids=["no argument runs the web", "web", "worker", "notifier", "beat", "migrate", "wait-for-schema",
+         "manage runs any command"],
 )
 def test_the_entrypoint_runs_the_process_its_first_argument_names(tmp_path, arguments, expected):
     fake_bin = tmp_path / "bin"

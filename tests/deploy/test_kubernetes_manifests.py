@@ -39,13 +39,13 @@ def test_the_validator_refuses_a_broken_manifest():
 def containers():
     pods = [d["spec"]["template"]["spec"] for d in by_kind(OBJECTS, "Deployment").values()]
     pods += [j["spec"]["template"]["spec"] for j in by_kind(OBJECTS, "Job").values()]
-    return [(pod, container) for pod in pods for container in pod["containers"]]
+    return [(pod, container) for pod in pods for container in pod.get("initContainers", []) + pod["containers"]]
 
 
 def test_web_worker_notifier_beat_and_migrate_run_the_image_by_command():
     commands = {container["name"]: container["args"] for _, container in containers()}
     assert commands == {"web": ["web"], "worker": ["worker"], "notifier": ["notifier"], "beat": ["beat"],
-                        "migrate": ["migrate"]}  # fmt: skip
+                        "migrate": ["migrate"], "wait-for-schema": ["wait-for-schema"]}  # fmt: skip
 
 
 def test_every_container_runs_locked_down_with_requests_and_limits():
