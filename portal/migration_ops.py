@@ -15,19 +15,41 @@ from django.db.models import Index
 class AddIndexWithoutLocking(AddIndexConcurrently):
     """Adds an index without blocking writes to its table: CREATE INDEX CONCURRENTLY on PostgreSQL,
     outside a transaction (its migration says `atomic = False`); a plain index on any other database
-    (the demo's SQLite, where the demo alone writes)."""
+    (the demo's SQLite, where the demo alone writes).
+
+    Run again, it finishes what a run before it left. Outside a transaction, the index can outlive a run
+    that stopped before its migration was recorded: built, when the migrate pod was killed just after; or
+    left invalid by PostgreSQL, when the build failed or was cancelled part-way. A valid index of the name
+    is kept; an invalid one is dropped (DROP INDEX CONCURRENTLY) and built again. Without that, every retry
+    of the migrate Job failed on "relation already exists" until someone dropped the index by hand.
+    Backwards drops it with IF EXISTS, so a rerun of that finds nothing to do either.
+    """
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, from_state, to_state)
-        else:
-            AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+        if schema_editor.connection.vendor != "postgresql":
+            return AddIndex.database_forwards(self, app_label, schema_editor, from_state, to_state)
+        valid = None if schema_editor.collect_sql else _index_valid(schema_editor, self.index.name)
+        if valid:
+            return
+        if valid is False:
+            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_editor.quote_name(self.index.name)}")
+        super().database_forwards(app_label, schema_editor, from_state, to_state)
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
         if schema_editor.connection.vendor == "postgresql":
             super().database_backwards(app_label, schema_editor, from_state, to_state)
         else:
             AddIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
+
+
+def _index_valid(schema_editor, name: str) -> bool | None:
+    """Returns whether the index `name` (in the schemas searched) is valid, or None when there is none:
+    pg_index.indisvalid, false while a concurrent build runs and after one failed or was cancelled."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
+                       [schema_editor.quote_name(name)])  # fmt: skip
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 class DropFieldIndexWithoutLocking(AlterField):
