@@ -10,9 +10,9 @@ answers 200 when every check passes and 503 naming the failing ones, e.g.
 `{"status": "not ready", "checks": {"broker": {"status": "failing", "error": "..."}}}`.
 
 `?exclude=cluster` leaves a check out, as the Kubernetes API server's own
-/readyz does: the web Deployment's readiness probe excludes the cluster and the
-cycles, so an API-server outage or a stopped loop does not take the pages (which
-read the database and say so) out of the Service.
+/readyz does: the web Deployment's readiness probe excludes the cluster, the
+cycles and the broker, so an API-server outage, a stopped loop or a Redis outage
+does not take the pages (which read the database and say so) out of the Service.
 """
 
 from __future__ import annotations
