@@ -278,8 +278,8 @@ REST_FRAMEWORK.update(
     }
 )
 # Throttle counts must be shared by every web process: Redis when there is one
-# (REDIS_URL, else a redis:// broker), process memory for the demo.
-_REDIS_URL = env.text("REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis://") else "")
+# (REDIS_URL, else a Redis broker, redis:// or over TLS rediss://), process memory for the demo.
+_REDIS_URL = env.text("REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
 # While that Redis is down, requests go unthrottled rather than fail (portal.cache.BestEffortRedisCache).
 API_THROTTLE_CACHE = "throttle"
 CACHES = {

@@ -68,8 +68,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CELERY_RESULT_BACKEND", COMPUTED, "Where task results go; rarely needed.",
             shown="the broker (files in the demo)", secret=True),
     Setting("CELERY_TASK_ALWAYS_EAGER", False, "Run tasks inline in the caller; for debugging only."),
-    Setting("REDIS_URL", COMPUTED, "Redis for counters every web process shares (API throttling).",
-            shown="the broker when it is Redis", secret=True),
+    Setting("REDIS_URL", COMPUTED, "Redis for what every process shares: API throttling, a job's log reads "
+            "shared between its viewers, the worker's task-failure counts for /metrics. Without it and a Redis "
+            "broker, each process keeps its own.",
+            shown="the broker when it is Redis (`redis://`, or `rediss://` over TLS)", secret=True),
     Setting("API_RATE", "600/min", "API requests per person (all their user tokens and their session share it) or "
             "per team (all its team tokens share it), per second, minute, hour or day."),
     Setting("USER_TOKEN_LIMIT", 20, "Active user tokens one person may hold; creating one more is refused until "

@@ -125,3 +125,23 @@ def test_database_options(tmp_path, url, flag, options):
         assert "transaction_mode" in printed and "server_side_binding" not in printed
     else:
         assert printed == str(options)
+
+
+@pytest.mark.parametrize(
+    "broker",
+    ["redis://redis.example.com:6379/0", "rediss://redis.example.com:6380/0?ssl_cert_reqs=required"],
+    ids=["redis", "redis over TLS"],
+)
+def test_every_shared_cache_is_in_the_brokers_redis(tmp_path, broker):
+    """Throttle counts, a job's shared log reads and the worker's task-failure counts for /metrics live in the
+    broker's Redis when no REDIS_URL is given; elsewhere each process would keep its own, silently."""
+    env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1",
+           "GANGWAY_VAR_DIR": str(tmp_path), "CELERY_BROKER_URL": broker}  # fmt: skip
+    script = ("from django.conf import settings; "
+              "print(sorted({settings.CACHES[name]['LOCATION'] for name in ('throttle', 'logs', 'metrics')}))")
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env, capture_output=True, text=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent),
+        check=True,
+    )  # fmt: skip
+    assert result.stdout.strip() == str([broker])
