@@ -35,6 +35,9 @@ elif _unfit_key:
         "SECRET_KEY must be set to a long random value (or DJANGO_DEBUG=1 for a local demo)."
     )
 ALLOWED_HOSTS = env.items("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+# A Host header names an IPv6 address in brackets ("[fd00::5]:8000": Prometheus scraping a pod by its address
+# on an IPv6 cluster), Django compares it so: an IPv6 address listed bare is accepted in brackets too.
+ALLOWED_HOSTS += [f"[{host}]" for host in ALLOWED_HOSTS if ":" in host and not host.startswith("[")]
 CSRF_TRUSTED_ORIGINS = env.items("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [

@@ -50,7 +50,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", COMPUTED, "Django's signing key: long and random (or `SECRET_KEY_FILE`, a mounted file). "
             "The commands `plan`, `replay`, `manifest` and `settings_reference` run without one.",
             shown="required unless debug", secret=True),
-    Setting("ALLOWED_HOSTS", COMPUTED, "Comma-separated host names the portal answers to.",
+    Setting("ALLOWED_HOSTS", COMPUTED, "Comma-separated host names the portal answers to; an IPv6 address "
+            "listed bare is accepted in brackets too, as a Host header writes it (`[fd00::5]:8000`).",
             shown="`127.0.0.1,localhost` in debug, else none"),
     Setting("CSRF_TRUSTED_ORIGINS", "", "Comma-separated origins (`https://gangway.example.com`) behind a TLS proxy."),
     Setting("TIME_ZONE", "UTC", "Time zone of dates shown on pages; clock times in reasons name it (\"from about 16:30 UTC\")."),
