@@ -46,7 +46,8 @@ for username in ("admin", "lead", "engineer"):
     user = User.objects.get(username=username)
     job = jobs_for(user).order_by("pk").first()
     pages = ["/", "/jobs/", "/teams/", "/teams/perception/", f"/jobs/{job.pk}/", f"/jobs/{job.pk}/logs/",
-             "/jobs/new/", "/notifications/", "/tokens/"]
+             "/jobs/new/", "/notifications/", "/tokens/",
+             "/api/v1/jobs/", "/api/v1/jobs/?state=queued,running", "/api/v1/queue/"]  # the API, as a script reads it
     client = Client(raise_request_exception=False)  # a failing page is a 500 in the table, not the end
     client.force_login(user)
     answers[username] = {page: client.get(page).status_code for page in pages}
