@@ -275,3 +275,13 @@ def test_a_rejected_job_says_why_from_the_event_that_ended_it_among_many(login, 
     _notes(job, TIMELINE_LATEST + 5)  # the rejection is no longer among the latest shown
     body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
     assert "It asks for 99 GPUs; the cluster has 16." in body
+
+
+def test_an_adopted_jobs_page_shows_no_manifest_of_gangways_own(login, lead, submit):
+    job = submit(name="from-kubectl")
+    Job.objects.filter(pk=job.pk).update(cluster_name="bert-kubectl", cluster_uid="0b7c2f6e-kubectl",
+                                         submitted_via="kubectl-create (alice)")  # fmt: skip
+    body = login(lead).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Gangway creates in namespace" not in body and "schedulerName" not in body
+    assert "<code>maps/bert-kubectl</code> is its owner's, as they wrote it: Gangway creates no object for it." in body
+    assert "kubectl get tfjob bert-kubectl -n maps -o yaml" in body
