@@ -11,7 +11,7 @@ def duration(seconds: float, *, at_most: bool = False) -> str:
     "3 d". Seconds under a minute, minutes under an hour, hours and minutes under two
     days, days beyond; a negative span reads as "0 s". `at_most` rounds down instead, for
     a bound that must hold as read ("a max_runtime of at most 7 min" when 468 s are left)."""
-    whole = math.floor if at_most else round
+    whole = math.floor if at_most else _half_up
     seconds = max(0, whole(seconds))
     if seconds < 60:
         return f"{seconds} s"
@@ -22,6 +22,11 @@ def duration(seconds: float, *, at_most: bool = False) -> str:
     if hours < 48:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     return f"{whole(hours / 24 + minutes / 1440)} d"
+
+
+def _half_up(value: float) -> int:
+    """Rounds half up, as people do: 150 s is "3 min" (Python's `round` gives 2, to the even)."""
+    return math.floor(value + 0.5)
 
 
 def clock_time(at: datetime, today: date) -> str:

@@ -16,6 +16,8 @@ export DEMO_TRAFFIC="${DEMO_TRAFFIC:-40}"
 # The demo's people hear of their own jobs by e-mail at example.com: written to worker.log, never sent
 # (whatever EMAIL_BACKEND the shell has).
 export EMAIL_BACKEND=django.core.mail.backends.console.EmailBackend
+# Links in those e-mails lead back to the demo's pages.
+export PUBLIC_URL="${PUBLIC_URL:-http://127.0.0.1:${PORT}}"
 export GANGWAY_VAR_DIR="${GANGWAY_VAR_DIR:-$PWD/var}"
 LOGS="$GANGWAY_VAR_DIR"
 mkdir -p "$LOGS"

@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from portal import views
 from portal.health import readyz
@@ -17,6 +19,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg")), name="favicon"),  # the admin's pages ask
     path("admin/", admin.site.urls),
     path("api/", include("portal.api_urls")),
     path("oidc/", include("tenants.identity_urls")),

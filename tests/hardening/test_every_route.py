@@ -64,7 +64,8 @@ ROUTES: dict[str, list[tuple[str, str, dict | None, int, int]]] = {
     "logout": [("get", "/logout/", None, 405, 405)],  # POST only: a link cannot sign anyone out
     "healthz": [("get", "/healthz", None, 200, 200)],
     "readyz": [("get", "/readyz", None, 200, 200)],
-    "metrics": [("get", "/metrics", None, 200, 200)],  # METRICS_TOKEN, when set, guards it (its own tests)
+    "metrics": [("get", "/metrics", None, 200, 200)],
+    "favicon": [("get", "/favicon.ico", None, 302, 302)],  # METRICS_TOKEN, when set, guards it (its own tests)
     "api:job-list": [
         ("get", "/api/v1/jobs/", None, NOBODY, 200),
         ("post", "/api/v1/jobs/", spec_data(), NOBODY, 403),

@@ -187,3 +187,9 @@ def test_a_user_token_over_the_limit_answers_422_saying_so(login, member, settin
     assert response.status_code == 422 and shown_value(response) is None
     assert "one person may hold at most 1 (USER_TOKEN_LIMIT)" in body
     assert list(ApiToken.objects.values_list("name", flat=True)) == ["laptop"]
+
+
+@pytest.mark.parametrize("page", ["/tokens/", "/teams/maps/tokens/"])
+def test_the_token_pages_lead_to_the_api_reference(login, lead, page):
+    body = login(lead).get(page).content.decode()
+    assert body.count('href="/api/schema/redoc/"') == 2  # on the page, and in every page's footer
