@@ -139,7 +139,9 @@ def worker_used() -> set[tuple[str, str, str]]:
         fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {
             "name": "tune-x1", "namespace": "maps", "labels": {"gangway.io/queue": "maps"},
             "ownerReferences": [{"apiVersion": "kubeflow.org/v1beta1", "kind": "Trial", "name": "tune-x1"}]},
-            "spec": {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {}}})  # fmt: skip
+            "spec": {"runPolicy": {"suspend": True}, "tfReplicaSpecs": {"Worker": {"replicas": 2, "template": {
+                "spec": {"containers": [{"name": "tensorflow", "image": "busybox", "resources": {"limits": {
+                    "nvidia.com/gpu": 1, "cpu": "1", "memory": "1Gi"}}}]}}}}}})  # fmt: skip  (what job("TFJob") asks)
         [found] = cluster.outside_jobs().jobs
         cluster.trials("maps")
         cluster.mark_outside(found, job_id=3)
