@@ -20,6 +20,7 @@ from scheduling.cluster.node_types import type_of
 from scheduling.cluster_words import RBAC_RULES
 from scheduling.gpu_types import known_types
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
+from scheduling.policy.types import typed_key
 from scheduling.selectors import latest_gpu_usage
 from scheduling.snapshot import World
 from tenants.models import Team
@@ -275,24 +276,30 @@ def readable_reason(reason: str, *, team: str, teams_of: dict[str, str], now: da
 
 
 class GpuTally:
-    """GPUs each team holds as a cycle's decisions are committed, for the sentences victims read."""
+    """GPUs each team holds of each GPU type ("" on a cluster without types) as a cycle's decisions are
+    committed, for the sentences victims read."""
 
-    def __init__(self, used: dict[str, int]):
+    def __init__(self, used: dict[tuple[str, str], int]):
         self.used = used
 
     @classmethod
     def of(cls, snapshot) -> "GpuTally":
-        used: dict[str, int] = {}
+        types = {node.name: node.gpu_type for node in snapshot.nodes}
+        used: dict[tuple[str, str], int] = {}
         for job in snapshot.running:
-            if job.team is not None:
-                used[job.team] = used.get(job.team, 0) + sum(group.count * group.gpu for group in job.replicas)
+            if job.team is not None:  # its type, else its first node's (as the policy charges it)
+                kind = job.gpu_type or next((types.get(node) for node in job.nodes), None) or ""
+                key = (job.team, kind)
+                used[key] = used.get(key, 0) + sum(group.count * group.gpu for group in job.replicas)
         return cls(used)
 
     def add(self, job: Job) -> None:
-        self.used[job.team.slug] = self.used.get(job.team.slug, 0) + job.gpu_total
+        key = (job.team.slug, job.assigned_gpu_type)
+        self.used[key] = self.used.get(key, 0) + job.gpu_total
 
     def remove(self, job: Job) -> None:
-        self.used[job.team.slug] = self.used.get(job.team.slug, 0) - job.gpu_total
+        key = (job.team.slug, job.assigned_gpu_type)
+        self.used[key] = self.used.get(key, 0) - job.gpu_total
 
 
 def preemption_sentence(world: World, victim: Job, preemptor: Job, usage: GpuTally) -> str:
@@ -307,10 +314,12 @@ def preemption_sentence(world: World, victim: Job, preemptor: Job, usage: GpuTal
             f"{preemptor.tier.name} ranks above {victim.tier.name}; it will be requeued with its place kept."
         )
     team = next((t for t in world.snapshot.teams if t.name == victim.team.slug), None)
-    nominal = team.nominal.get("gpu", 0) if team else 0
-    used = usage.used.get(victim.team.slug, 0)
+    kind = victim.assigned_gpu_type  # with GPU types, its type's figures: each type has its own quota
+    nominal = team.nominal.get(typed_key(kind) if kind else "gpu", 0) if team else 0
+    used = usage.used.get((victim.team.slug, kind), 0)
+    gpus = f"{kind} GPUs" if kind else "GPUs"
     return (
-        f"Preempted to return GPUs borrowed by team {victim.team.slug} ({used} in use, {nominal} nominal) "
+        f"Preempted to return {gpus} borrowed by team {victim.team.slug} ({used} in use, {nominal} nominal) "
         f"to team {preemptor.team.slug}, which is reclaiming its nominal quota for a job of its own; "
         f"it will be requeued with its place kept."
     )

@@ -65,3 +65,14 @@ def test_without_types_nothing_is_typed(nodes, submit, cycle):
     job.refresh_from_db()
     assert job.assigned_gpu_type == "" and to_cluster_job(job).gpu_type_label == ()
     assert set(ClusterNode.objects.values_list("gpu_type", flat=True)) == {""}
+
+
+def test_a_reclaims_victim_reads_the_figures_of_its_own_gpu_type(gpu_types, submit, cycle, vision):
+    borrower = asking(submit(name="borrower", replicas=[{"role": "Worker", "count": 1, "gpu": 8}]), "a100")
+    asking(submit(name="beside", replicas=[{"role": "Worker", "count": 1, "gpu": 2}]), "l4")
+    cycle()
+    assert Job.objects.get(pk=borrower.pk).assigned_gpu_type == "a100"  # 4 of its 8 a100 GPUs borrowed
+    asking(submit(name="owner", team=vision, replicas=[{"role": "Worker", "count": 1, "gpu": 4}]), "a100")
+    cycle()
+    message = JobEvent.objects.get(job=borrower, kind="preempted").message
+    assert "Preempted to return a100 GPUs borrowed by team maps (8 in use, 4 nominal) to team vision" in message
