@@ -56,7 +56,7 @@ def bound_data(initial: dict, rows: list[dict]) -> dict:
     """What a post of the form filled with `initial` and `rows` would send (to check an import as a submission)."""
     data = {key: value if isinstance(value, list) else "" if value is None else str(value)
             for key, value in initial.items()}  # fmt: skip
-    data.update({"replicas-TOTAL_FORMS": str(len(rows)), "replicas-INITIAL_FORMS": "0"})
+    data.update({"replicas-TOTAL_FORMS": str(len(rows)), "replicas-INITIAL_FORMS": str(len(rows))})
     for index, row in enumerate(rows):
         data.update({f"replicas-{index}-{key}": "" if value is None else str(value) for key, value in row.items()})
     return data

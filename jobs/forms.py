@@ -158,6 +158,17 @@ class ReplicaForm(forms.Form):
     cpu = forms.CharField(required=False, label="CPU", widget=forms.TextInput(attrs={"placeholder": "default"}))
     memory = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "default"}))
 
+    def has_changed(self) -> bool:
+        """Always true: every row posted is a replica group, whatever its values.
+
+        Django reads a row past the formset's initial forms whose values equal the fields'
+        initial ones as an empty extra form and leaves it out: a row "+ Add replica group"
+        adds (Worker, 1 replica, 1 GPU) and left as it came lost its GPU, and a lone such
+        row was refused with "Please submit at least 1 form.". A row cleared of its values
+        is still a row, whose empty fields are marked required; "×" removes a row.
+        """
+        return True
+
 
 def replica_formset(*args, **kwargs) -> forms.BaseFormSet:
     """The replica rows: at most one group per role of the kind with the most (read from the registry now).
