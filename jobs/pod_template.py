@@ -65,8 +65,10 @@ def amounts(resources: object, where: str, unsupported: list[str]) -> dict:
     return out
 
 
-def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str]) -> tuple[list[dict], str | None]:
-    """(volumes in the spec's shape, shm size or None) from a pod's volumes and its container's mounts.
+def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str], *,
+               container_index: int = 0) -> tuple[list[dict], str | None]:  # fmt: skip
+    """(volumes in the spec's shape, shm size or None) from a pod's volumes and the mounts of its
+    container at `container_index`.
 
     Claims and config maps of the namespace map onto `volumes`; a memory-backed
     emptyDir at /dev/shm onto `shm`. Anything else (hostPath, secrets, other
@@ -83,7 +85,7 @@ def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str]) ->
         by_name[volume.get("name")] = (index, volume)
     used, result, shm = set(), [], None
     for index, mount in enumerate(mounts):
-        mount_path = f"{where}.containers[0].volumeMounts[{index}]"
+        mount_path = f"{where}.containers[{container_index}].volumeMounts[{index}]"
         mount = as_mapping(mount, mount_path)
         list_unsupported(unsupported, mount_path, mount, {"name", "mountPath", "readOnly"})
         found = by_name.get(mount.get("name"))

@@ -1,7 +1,8 @@
 """A Training Operator (v1) manifest read as the job spec: TFJob, PyTorchJob, every kind of that layout.
 
-Each replica type becomes a replica group; the first container of its pod template gives
-the image, command, args, literal env, resources and mounts (read in `pod_template.py`);
+Each replica type becomes a replica group; the training container of its pod template (the
+one named as the operator looks for it, else the only one) gives the image, command, args,
+literal env, resources and mounts (read in `pod_template.py`);
 everything else is listed back as unsupported, and so is a later replica type's image, command,
 args or env value that differs from the one taken (the job has one of each).
 """
@@ -44,13 +45,9 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         list_unsupported(unsupported, f"{path}.template.spec", pod, {"containers", "volumes"} | MANAGED | NODE_SELECTION)
         gpu_types_of(data, pod, f"{path}.template.spec", unsupported)
         tier = tier or pod.get("priorityClassName")
-        containers = pod.get("containers") or []
-        if not isinstance(containers, list) or not containers:
-            raise SpecError({f"{path}.template.spec.containers": ["Required: one container."]})
-        if len(containers) > 1:
-            unsupported.append(f"{path}.template.spec.containers[1:] (only the first container is used)")
-        container = as_mapping(containers[0], f"{path}.template.spec.containers[0]")
-        list_unsupported(unsupported, f"{path}.template.spec.containers[0]", container,
+        number, container = _training_container(kind, pod, f"{path}.template.spec", unsupported)
+        at = f"{path}.template.spec.containers[{number}]"
+        list_unsupported(unsupported, at, container,
                          {"name", "image", "command", "args", "env", "resources", "volumeMounts"})  # fmt: skip
         # One image, command, args and env serve every replica group: the first replica type that sets one
         # gives it, and a later type's other value is listed back (a PS's CPU image must not hide a Worker's).
@@ -58,22 +55,22 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
             if key in container and key not in data:
                 data[key], given_by[key] = container[key], role
             elif key in container and container[key] != data[key]:
-                unsupported.append(f"{path}.template.spec.containers[0].{key} (differs from {given_by[key]}'s; "
+                unsupported.append(f"{at}.{key} (differs from {given_by[key]}'s; "
                                    f"one {key} serves every replica)")  # fmt: skip
         # `or []`: an empty env of any type ("", {}) reads as none here, as it always has
-        env = literal_env(container.get("env") or [], f"{path}.template.spec.containers[0].env", unsupported)
+        env = literal_env(container.get("env") or [], f"{at}.env", unsupported)
         for name, value in env.items():
             job_env = data.setdefault("env", {})
             if name not in job_env:
                 job_env[name], given_by[f"env.{name}"] = value, role
             elif job_env[name] != value:
-                unsupported.append(f"{path}.template.spec.containers[0].env.{name} (differs from "
+                unsupported.append(f"{at}.env.{name} (differs from "
                                    f"{given_by[f'env.{name}']}'s; one value serves every replica)")  # fmt: skip
-        volumes, shm = volumes_of(pod, container, path, unsupported)
+        volumes, shm = volumes_of(pod, container, path, unsupported, container_index=number)
         for volume in volumes:
             if volume not in data.setdefault("volumes", []):
                 data["volumes"].append(volume)
-        resources = _resources(container, path, unsupported)
+        resources = amounts(container.get("resources"), f"{at}.resources", unsupported)
         if shm:
             data["shm"] = shm
             resources = without_shm(resources, shm)
@@ -83,5 +80,19 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
     return data, unsupported
 
 
-def _resources(container: dict, path: str, unsupported: list[str]) -> dict:
-    return amounts(container.get("resources"), f"{path}.template.spec.containers[0].resources", unsupported)
+def _training_container(kind: kinds.JobKind, pod: dict, where: str, unsupported: list[str]) -> tuple[int, dict]:
+    """(index, container) of the pod's training container: the one named as the operator looks for it
+    (a sidecar may come first), else the only one; every other container is listed back."""
+    containers = pod.get("containers") or []
+    if not isinstance(containers, list) or not containers:
+        raise SpecError({f"{where}.containers": ["Required: one container."]})
+    containers = [as_mapping(item, f"{where}.containers[{number}]") for number, item in enumerate(containers)]
+    named = [number for number, item in enumerate(containers) if item.get("name") == kind.container]
+    if not named and len(containers) > 1:
+        raise SpecError({f"{where}.containers": [f"Required: a container named {kind.container}, the one the "
+                                                 f"{kind.name} runs in; got {len(containers)} containers."]})  # fmt: skip
+    chosen = named[0] if named else 0
+    for number in range(len(containers)):
+        if number != chosen:
+            unsupported.append(f"{where}.containers[{number}] (only the {kind.container} container)")
+    return chosen, containers[chosen]

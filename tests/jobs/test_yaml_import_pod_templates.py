@@ -1,0 +1,66 @@
+"""Manifests as engineers write them: the pod template read as the operator reads it, and what Gangway
+sets in its place listed back, never changed silently."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.spec import SpecError, parse_spec
+from jobs.yaml_import import spec_from_yaml
+
+pytestmark = pytest.mark.django_db  # node selection is read against the cluster's GPU types
+
+MASTER = "spec.pytorchReplicaSpecs.Master.template.spec"
+
+# A log-shipping sidecar listed before the training container: the Training Operator finds its
+# container by name ("pytorch"), not by position.
+SIDECAR_FIRST = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ddp, namespace: maps}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: log-shipper
+              image: fluent/fluent-bit:2.2
+            - name: pytorch
+              image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+              command: [torchrun, train.py]
+              resources: {limits: {nvidia.com/gpu: 2, memory: 32Gi}}
+              env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+              command: [torchrun, train.py]
+              resources: {limits: {nvidia.com/gpu: 2, memory: 32Gi}}
+"""
+
+
+def test_the_training_container_is_read_by_its_name_not_its_position():
+    data, unsupported = spec_from_yaml(SIDECAR_FIRST)
+    spec = parse_spec(data)
+    assert (spec.image, spec.command) == ("pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime", ("torchrun", "train.py"))
+    assert [(group.role, group.count, group.gpu) for group in spec.replicas] == [("Master", 1, 2), ("Worker", 3, 2)]
+    assert f"{MASTER}.containers[0] (only the pytorch container)" in unsupported
+    assert f"{MASTER}.containers[1].env[0] (only literal values)" in unsupported  # named where it stands
+
+
+def test_a_lone_container_of_another_name_is_the_training_container():
+    worker_only = SIDECAR_FIRST[:SIDECAR_FIRST.index("    Master:")] + SIDECAR_FIRST[SIDECAR_FIRST.index("    Worker:"):]
+    data, unsupported = spec_from_yaml(worker_only.replace("name: pytorch", "name: main"))
+    assert data["image"] == "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime" and unsupported == []
+
+
+def test_several_containers_none_of_them_named_are_refused_naming_the_one_wanted():
+    with pytest.raises(SpecError) as refused:
+        spec_from_yaml(SIDECAR_FIRST.replace("name: pytorch", "name: trainer"))
+    assert refused.value.errors == {f"{MASTER}.containers": [
+        "Required: a container named pytorch, the one the PyTorchJob runs in; got 2 containers."]}  # fmt: skip
