@@ -13,6 +13,7 @@ from core.quantities import format_memory, memory_bytes
 from jobs.manifest_fields import as_mapping, list_unsupported
 from jobs.node_selection import pod_gpu_types
 from jobs.spec import SpecError
+from tenants.selectors import checkpoint_claim_of
 
 # Fields Gangway sets itself when it builds the manifest: read and replaced, not unsupported.
 MANAGED = {"schedulerName", "priorityClassName", "restartPolicy", "terminationGracePeriodSeconds"}
@@ -65,14 +66,16 @@ def amounts(resources: object, where: str, unsupported: list[str]) -> dict:
     return out
 
 
-def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str], *,
-               container_index: int = 0) -> tuple[list[dict], str | None]:  # fmt: skip
+def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str], *, container_index: int = 0,
+               namespace: str = "") -> tuple[list[dict], str | None]:  # fmt: skip
     """(volumes in the spec's shape, shm size or None) from a pod's volumes and the mounts of its
     container at `container_index`.
 
     Claims and config maps of the namespace map onto `volumes`; a memory-backed
-    emptyDir at /dev/shm onto `shm`. Anything else (hostPath, secrets, other
-    emptyDirs, subPath...) is listed in `unsupported`.
+    emptyDir at /dev/shm onto `shm`; the checkpoint claim of the team of `namespace`
+    at /checkpoint onto nothing, as Gangway mounts it there itself. Anything else
+    (another claim at /checkpoint, hostPath, secrets, other emptyDirs, subPath...) is
+    listed in `unsupported`.
     """
     where = f"{path}.template.spec"
     pod_volumes = pod.get("volumes") or []
@@ -96,13 +99,15 @@ def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str], *,
         used.add(volume_index)
         target, read_only = mount.get("mountPath"), bool(mount.get("readOnly", False))
         volume_path = f"{where}.volumes[{volume_index}]"
-        if target == CHECKPOINT_PATH and "persistentVolumeClaim" in volume:
-            continue  # Gangway mounts the team's checkpoint claim there itself
         if "persistentVolumeClaim" in volume and set(volume) == {"name", "persistentVolumeClaim"}:
             claim = as_mapping(volume["persistentVolumeClaim"], f"{volume_path}.persistentVolumeClaim")
             list_unsupported(unsupported, f"{volume_path}.persistentVolumeClaim", claim, {"claimName", "readOnly"})
             read_only = read_only or bool(claim.get("readOnly", False))
-            result.append({"claim": claim.get("claimName"), "path": target, "read_only": read_only})
+            if target != CHECKPOINT_PATH:
+                result.append({"claim": claim.get("claimName"), "path": target, "read_only": read_only})
+            elif not namespace or claim.get("claimName") != checkpoint_claim_of(namespace):
+                unsupported.append(f"{volume_path} (claim {claim.get('claimName')} at {CHECKPOINT_PATH}, where Gangway "
+                                   f"mounts the team's checkpoint claim; mount it at another path)")  # fmt: skip
         elif "configMap" in volume and set(volume) == {"name", "configMap"}:
             config = as_mapping(volume["configMap"], f"{volume_path}.configMap")
             list_unsupported(unsupported, f"{volume_path}.configMap", config, {"name"})

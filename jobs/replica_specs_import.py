@@ -66,7 +66,8 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
             elif job_env[name] != value:
                 unsupported.append(f"{at}.env.{name} (differs from "
                                    f"{given_by[f'env.{name}']}'s; one value serves every replica)")  # fmt: skip
-        volumes, shm = volumes_of(pod, container, path, unsupported, container_index=number)
+        volumes, shm = volumes_of(pod, container, path, unsupported, container_index=number,
+                                 namespace=data.get("team", ""))  # fmt: skip
         for volume in volumes:
             if volume not in data.setdefault("volumes", []):
                 data["volumes"].append(volume)

@@ -47,7 +47,7 @@ def spec_from_trainjob(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[
     if env:
         data["env"] = env
     pod, container, path = _node_patch(kind, spec.get("runtimePatches"), unsupported)
-    volumes, shm = volumes_of(pod, container, path, unsupported)
+    volumes, shm = volumes_of(pod, container, path, unsupported, namespace=data.get("team", ""))
     if volumes:
         data["volumes"] = volumes
     gpu_types_of(data, pod, f"{path}.template.spec", unsupported)

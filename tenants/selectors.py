@@ -72,6 +72,11 @@ def get_team_to_view(user, slug: str) -> Team:
     return team
 
 
+def checkpoint_claim_of(slug: str) -> str:
+    """The checkpoint claim of the team of `slug`; "" when it has none or there is no such team."""
+    return Team.objects.filter(slug=slug).values_list("checkpoint_claim", flat=True).first() or ""
+
+
 def gpu_types() -> list[GpuType]:
     """The cluster's GPU types, cheapest first; empty on a cluster whose GPUs are of one kind."""
     return list(GpuType.objects.order_by("order", "name"))

@@ -64,3 +64,43 @@ def test_several_containers_none_of_them_named_are_refused_naming_the_one_wanted
         spec_from_yaml(SIDECAR_FIRST.replace("name: pytorch", "name: trainer"))
     assert refused.value.errors == {f"{MASTER}.containers": [
         "Required: a container named pytorch, the one the PyTorchJob runs in; got 2 containers."]}  # fmt: skip
+
+
+# A claim mounted at /checkpoint, the usual name: where Gangway mounts the team's checkpoint claim.
+CHECKPOINT_CLAIM = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ddp, namespace: maps}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+              resources: {limits: {nvidia.com/gpu: 1, memory: 16Gi}}
+              volumeMounts:
+                - {name: ckpt, mountPath: /checkpoint}
+          volumes:
+            - {name: ckpt, persistentVolumeClaim: {claimName: my-ckpts}}
+"""
+WORKER = "spec.pytorchReplicaSpecs.Worker.template.spec"
+
+
+@pytest.mark.parametrize("team_claim", ["", "team-ckpts"], ids=["a team with no claim", "a team with another claim"])
+def test_a_claim_of_ones_own_at_checkpoint_is_listed_back_not_dropped(maps, team_claim):
+    maps.checkpoint_claim = team_claim
+    maps.save()
+    data, unsupported = spec_from_yaml(CHECKPOINT_CLAIM)
+    assert "volumes" not in data
+    assert unsupported == [f"{WORKER}.volumes[0] (claim my-ckpts at /checkpoint, where Gangway mounts the team's "
+                           "checkpoint claim; mount it at another path)"]  # fmt: skip
+
+
+def test_the_teams_own_checkpoint_claim_at_checkpoint_is_gangways_to_mount(maps):
+    maps.checkpoint_claim = "my-ckpts"
+    maps.save()
+    data, unsupported = spec_from_yaml(CHECKPOINT_CLAIM)
+    assert "volumes" not in data and unsupported == []
