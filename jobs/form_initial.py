@@ -7,6 +7,7 @@ shown as a replica row.
 
 from __future__ import annotations
 
+import itertools
 import math
 import shlex
 
@@ -28,7 +29,7 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
         "args": _join(data.get("args")),
         "tier": data.get("tier") or "",
         "max_runtime": math.ceil(seconds / 60) if isinstance(seconds, int) and seconds > 0 else None,
-        "env": "\n".join(f"{k}={v}" for k, v in (data.get("env") or {}).items()) if isinstance(data.get("env"), dict) else "",
+        "env": "\n".join(_env_line(k, v) for k, v in data["env"].items()) if isinstance(data.get("env"), dict) else "",
         "volumes": "\n".join(_volume_line(v) for v in data.get("volumes") or [] if isinstance(v, dict))
         if isinstance(data.get("volumes"), list) else "",
         "shm": str(data.get("shm") or ""),
@@ -85,6 +86,18 @@ def _volume_line(volume: dict) -> str:
     if "config_map" in volume:
         return f"configmap {volume['config_map']} {volume.get('path', '')}"
     return f"claim {volume.get('claim', '')} {volume.get('path', '')}" + (" ro" if volume.get("read_only") else "")
+
+
+def _env_line(name, value) -> str:
+    """NAME=value, or for a value the form's line would change (line breaks, spaces at either end)
+    NAME<<END, its lines, then END, with an END that is none of its lines."""
+    value = str(value)
+    if value == value.strip() and value == " ".join(value.splitlines()):
+        return f"{name}={value}"
+    lines = value.split("\n")
+    taken = {line.strip() for line in lines}
+    end = next(word for word in itertools.chain(["END"], (f"END{n}" for n in itertools.count(2))) if word not in taken)
+    return "\n".join([f"{name}<<{end}", *lines, end])
 
 
 def _join(words) -> str:

@@ -43,15 +43,19 @@ class JobForm(forms.Form):
     image = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"placeholder": "tensorflow/tensorflow:2.12.0-gpu"}))
     runtime = forms.CharField(required=False, max_length=253,
                               widget=forms.TextInput(attrs={"placeholder": "torch-distributed", "autocomplete": "off"}))
+    # Text areas, not inputs: a browser strips the line breaks of an input's value, and a word may hold
+    # some (a script given to `bash -c`), quoted as a shell would.
     command = forms.CharField(required=False, help_text="Run as is, never through a shell.",
-                              widget=forms.TextInput(attrs={"placeholder": "python /app/train.py"}))
-    args = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "--epochs 90"}))
+                              widget=forms.Textarea(attrs={"rows": 1, "placeholder": "python /app/train.py"}))
+    args = forms.CharField(required=False, help_text="Words as a shell splits them: quote one holding spaces or line breaks.",
+                           widget=forms.Textarea(attrs={"rows": 1, "placeholder": "--epochs 90"}))  # fmt: skip
     tier = forms.ChoiceField(required=False)
     max_runtime = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_RUNTIME_MINUTES, label="Max runtime (min)",
         help_text="Stopped after this; also used for estimates.",
     )
-    env = forms.CharField(required=False, label="Environment", help_text="One NAME=value per line.",
+    env = forms.CharField(required=False, label="Environment",
+                          help_text="One NAME=value per line; a value of several lines as NAME<<END, its lines, then END.",
                           widget=forms.Textarea(attrs={"rows": 3, "placeholder": "DATASET=imagenet"}))
     volumes = forms.CharField(
         required=False, label="Volumes",
@@ -115,14 +119,30 @@ class JobForm(forms.Form):
         return _words(self.cleaned_data["args"])
 
     def clean_env(self):
+        """NAME: value of each NAME=value line, and of each NAME<<END, the value's lines as they are
+        (their spaces kept), then END: how `form_initial` writes a value of several lines."""
         env = {}
-        for number, line in enumerate(self.cleaned_data["env"].splitlines(), start=1):
+        lines = _lines(self.cleaned_data["env"])
+        number = 0
+        while number < len(lines):
+            line = lines[number]
+            number += 1
             if not line.strip():
                 continue
             name, sep, value = line.partition("=")
-            if not sep:
-                raise forms.ValidationError(f"Line {number} has no '=': write NAME=value.")
-            env[name.strip()] = value.strip()
+            heredoc = None if sep else HEREDOC.fullmatch(line)
+            if heredoc is None and not sep:
+                raise forms.ValidationError(f"Line {number} has no '=': write NAME=value, or NAME<<END, the "
+                                            "value's lines, then END.")  # fmt: skip
+            if heredoc is None:
+                env[name.strip()] = value.strip()
+                continue
+            closing = next((at for at in range(number, len(lines)) if lines[at].strip() == heredoc["end"]), None)
+            if closing is None:
+                raise forms.ValidationError(f"Line {number}: {line.strip()} is never closed by a line "
+                                            f"{heredoc['end']}.")  # fmt: skip
+            env[heredoc["name"]] = "\n".join(lines[number:closing])
+            number = closing + 1
         return env
 
     def clean_volumes(self):
@@ -143,9 +163,18 @@ class JobForm(forms.Form):
         return volumes
 
 
+# A value of several lines in the environment field: NAME<<END, its lines, then END.
+HEREDOC = re.compile(r"\s*(?P<name>[^\s<=]+)<<(?P<end>\S+)\s*")
+
+
+def _lines(text: str) -> list[str]:
+    """The lines of a text area's value: a browser sends its line breaks as CRLF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def _words(text: str) -> list[str]:
     try:
-        return shlex.split(text)
+        return shlex.split("\n".join(_lines(text)))
     except ValueError as error:
         raise forms.ValidationError(f"Could not split into words: {error} (check the quotes).") from None
 

@@ -72,3 +72,23 @@ def test_an_imported_lone_worker_of_one_replica_and_one_gpu_can_be_submitted(pag
     master, worker = MASTER_AND_WORKER.split("    Worker:\n")
     import_then_submit(page, owner, master.split("    Master:\n")[0] + "    Worker:\n" + worker)
     assert groups_of(Job.objects.get()) == {"Worker": (1, 1)}
+
+
+def test_a_script_of_several_lines_in_args_survives_the_import(page, owner, cycle):
+    """bash -c and a literal block: a one-line input would have lost the script's line breaks."""
+    cycle()
+    worker = MASTER_AND_WORKER[MASTER_AND_WORKER.index("    Worker:"):]
+    script = worker.replace("command: [torchrun, train.py]", 'command: [bash, -c], args: ["pip install -r requirements.txt\\n'
+                            'torchrun train.py\\n"]')  # fmt: skip
+    import_then_submit(page, owner, MASTER_AND_WORKER[:MASTER_AND_WORKER.index("    Master:")] + script)
+    job = Job.objects.get()
+    assert (job.command, job.args) == (["bash", "-c"], ["pip install -r requirements.txt\ntorchrun train.py\n"])
+
+
+def test_an_env_value_of_several_lines_survives_the_import(page, owner, cycle):
+    cycle()
+    worker = MASTER_AND_WORKER[MASTER_AND_WORKER.index("    Worker:"):]
+    hosts = worker.replace("command: [torchrun, train.py]", 'command: [torchrun, train.py], '
+                           'env: [{name: HOSTS, value: "a.example\\nb.example\\n"}]')  # fmt: skip
+    import_then_submit(page, owner, MASTER_AND_WORKER[:MASTER_AND_WORKER.index("    Master:")] + hosts)
+    assert Job.objects.get().env == {"HOSTS": "a.example\nb.example\n"}

@@ -183,7 +183,7 @@ def test_importing_a_tfjob_fills_the_form_and_lists_what_was_not_carried_over(lo
     response = login(owner).post("/jobs/new/import/", {"yaml": TFJOB, "team": "maps"}, **htmx)
     body = response.content.decode()
     assert response.status_code == 200
-    assert 'value="mnist"' in body and 'value="python /app/mnist.py"' in body
+    assert 'value="mnist"' in body and ">\npython /app/mnist.py</textarea>" in body
     assert 'name="replicas-0-count" value="3"' in body and 'name="replicas-0-gpu" value="2"' in body
     assert 'value="120"' in body  # 7200 s as minutes
     for path in ("metadata.labels", "spec.runPolicy.cleanPodPolicy", "template.spec.nodeSelector"):
@@ -221,7 +221,7 @@ def test_a_manifest_that_cannot_be_read_says_where_and_judges_nothing_else(login
 def test_resubmit_pre_fills_the_form(login, owner, submit):
     job = submit(name="again", command=["python", "run.py"], replicas=[{"role": "Worker", "count": 3, "gpu": 2}])
     body = login(owner).get(f"/jobs/new/?from={job.pk}").content.decode()
-    assert 'value="again"' in body and 'value="python run.py"' in body
+    assert 'value="again"' in body and ">\npython run.py</textarea>" in body
     assert 'name="replicas-0-count" value="3"' in body
 
 

@@ -1,0 +1,98 @@
+"""The submit page's YAML import: the form filled with what the API would take from the same manifest,
+submitted as a browser posts it back."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job
+from tests.page_forms import form_fields
+
+pytestmark = pytest.mark.django_db
+
+TFJOB = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: mnist, namespace: maps}
+spec:
+  runPolicy: {activeDeadlineSeconds: 3600}
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0-gpu
+              command: [python, train.py]
+              resources: {limits: {nvidia.com/gpu: 1, memory: 4Gi}}
+"""
+
+
+def tfjob(**container: str) -> str:
+    """TFJOB with `container`'s lines (YAML, flow style) added to its container."""
+    lines = "".join(f"              {key}: {value}\n" for key, value in container.items())
+    return TFJOB.replace("              resources:", lines + "              resources:")
+
+
+def imported(client, text: str):
+    return client.post("/jobs/new/import/", {"yaml": text, "team": "maps"}, HTTP_HX_REQUEST="true")
+
+
+def as_a_browser_posts(body: str) -> dict:
+    """The filled form's fields as a browser sends them: a text area's line breaks as CRLF."""
+    return {name: value.replace("\n", "\r\n") if isinstance(value, str) else value
+            for name, value in form_fields(body).items()}  # fmt: skip
+
+
+def through_the_page(client, text: str) -> Job:
+    """The job the page makes of `text`: imported, then submitted as filled."""
+    page = imported(client, text)
+    assert page.status_code == 200, page.content.decode()
+    response = client.post("/jobs/new/", as_a_browser_posts(page.content.decode()))
+    assert response.status_code == 302, response.content.decode()
+    return Job.objects.get(name="mnist")
+
+
+def through_the_api(client, text: str) -> dict:
+    response = client.post("/api/v1/jobs/?team=maps", data=text.replace("name: mnist", "name: mnist-api"),
+                           content_type="application/yaml")  # fmt: skip
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+SCRIPT = 'command: [bash, -c]\n              args:\n                - |\n                  pip install -r "requirements.txt"\n' \
+         "                  torchrun train.py --name 'it''s'\n"  # fmt: skip
+
+
+def test_a_script_of_several_lines_in_args_is_kept_as_the_api_keeps_it(login, owner, nodes):
+    client = login(owner)
+    text = TFJOB.replace("              command: [python, train.py]\n", "              " + SCRIPT)
+    api = through_the_api(client, text)
+    job = through_the_page(client, text)
+    assert job.args == api["args"] == ["pip install -r \"requirements.txt\"\ntorchrun train.py --name 'it''s'\n"]
+    assert job.command == api["command"] == ["bash", "-c"]
+
+
+@pytest.mark.parametrize("value", ['"a.example\\nb.example"', '"  indented\\n\\nEND\\n"', '" padded "', '""'],
+                         ids=["two lines", "blank lines and a line END", "spaces at either end", "empty"])  # fmt: skip
+def test_an_env_value_is_kept_as_the_api_keeps_it(login, owner, nodes, value):
+    client = login(owner)
+    text = tfjob(env=f"[{{name: OTHER, value: x}}, {{name: HOSTS, value: {value}}}]")
+    api = through_the_api(client, text)
+    job = through_the_page(client, text)
+    assert job.env == api["env"] and set(job.env) == {"OTHER", "HOSTS"}
+
+
+def test_a_value_of_several_lines_is_shown_as_its_lines(login, owner, nodes):
+    body = imported(login(owner), tfjob(env='[{name: HOSTS, value: "a.example\\nb.example"}]')).content.decode()
+    assert ">\nHOSTS&lt;&lt;END\na.example\nb.example\nEND</textarea>" in body
+
+
+def test_a_value_of_several_lines_never_closed_is_marked_by_the_field(login, owner, nodes):
+    from tests.pages.test_submit_page import form_data
+
+    response = login(owner).post("/jobs/new/", form_data(env="HOSTS<<END\na.example\nDATASET=imagenet"))
+    body = response.content.decode()
+    assert response.status_code == 422 and 'id="field-env"' in body
+    assert "Line 1: HOSTS&lt;&lt;END is never closed by a line END." in body
