@@ -4,7 +4,7 @@ Each replica type becomes a replica group; the training container of its pod tem
 one named as the operator looks for it, else the only one) gives the image, command, args,
 literal env, resources and mounts (read in `pod_template.py`);
 everything else is listed back as unsupported, and so is a later replica type's image, command,
-args or env value that differs from the one taken (the job has one of each).
+args, env value or /dev/shm that differs from the one taken (the job has one of each).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
     tier = as_mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")
     replica_specs = as_mapping(spec.get(replica_key), f"spec.{replica_key}")
     given_by: dict[str, str] = {}  # the replica type each image, command, args and env value was taken from
+    shm_of: dict[str, str | None] = {}  # each replica type's /dev/shm size, None for none
     if not replica_specs:
         raise SpecError({f"spec.{replica_key}": [f"Required: at least one replica type, e.g. {kind.default_role}."]})
     for role, replica in replica_specs.items():
@@ -72,10 +73,19 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
             if volume not in data.setdefault("volumes", []):
                 data["volumes"].append(volume)
         resources = amounts(container.get("resources"), f"{at}.resources", unsupported)
+        shm_of[role] = shm
         if shm:
-            data["shm"] = shm
+            data.setdefault("shm", shm)
             resources = without_shm(resources, shm)
         data["replicas"].append({"role": role, "count": replica.get("replicas", 1), **resources})
+    # One /dev/shm serves every replica group, added to each one's memory: the first replica type's
+    # is kept, and a type that mounts another size, or none, is listed back.
+    given = next((role for role, shm in shm_of.items() if shm), None)
+    for role, shm in shm_of.items():
+        if given and shm != data["shm"]:
+            mounted = f"a /dev/shm of {shm}" if shm else "no /dev/shm"
+            unsupported.append(f"spec.{replica_key}.{role}.template.spec ({mounted}, differs from {given}'s "
+                               f"{data['shm']}; one /dev/shm serves every replica, counted in its memory)")  # fmt: skip
     if tier:
         data["tier"] = tier
     return data, unsupported

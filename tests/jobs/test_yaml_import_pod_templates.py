@@ -104,3 +104,66 @@ def test_the_teams_own_checkpoint_claim_at_checkpoint_is_gangways_to_mount(maps)
     maps.save()
     data, unsupported = spec_from_yaml(CHECKPOINT_CLAIM)
     assert "volumes" not in data and unsupported == []
+
+
+# Parameter servers that ask for no /dev/shm; only the workers mount one.
+PS_WITHOUT_SHM = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: wide, namespace: maps}
+spec:
+  tfReplicaSpecs:
+    PS:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0-gpu
+              resources: {limits: {cpu: "4", memory: 4Gi}}
+              PS_MOUNTS
+          PS_VOLUMES
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0-gpu
+              resources: {limits: {nvidia.com/gpu: 1, cpu: "8", memory: 32Gi}}
+              volumeMounts: [{name: shm, mountPath: /dev/shm}]
+          volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}]
+"""
+
+
+def shm_lines(unsupported: list[str]) -> list[str]:
+    return [item for item in unsupported if "/dev/shm" in item]
+
+
+@pytest.mark.parametrize("ps_first", [True, False], ids=["the PS listed first", "the PS listed last"])
+def test_a_replica_type_without_the_others_shm_is_listed_back(ps_first):
+    text = PS_WITHOUT_SHM.replace("PS_MOUNTS", "").replace("PS_VOLUMES", "")
+    if not ps_first:
+        ps, worker = text.split("    Worker:\n")
+        head, ps = ps.split("    PS:\n")
+        text = head + "    Worker:\n" + worker + "    PS:\n" + ps
+    data, unsupported = spec_from_yaml(text)
+    assert data["shm"] == "16Gi"
+    assert shm_lines(unsupported) == ["spec.tfReplicaSpecs.PS.template.spec (no /dev/shm, differs from Worker's 16Gi; "
+                                      "one /dev/shm serves every replica, counted in its memory)"]  # fmt: skip
+
+
+def test_a_replica_type_with_another_shm_is_listed_back():
+    text = PS_WITHOUT_SHM.replace("PS_MOUNTS", "volumeMounts: [{name: shm, mountPath: /dev/shm}]").replace(
+        "PS_VOLUMES", "volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: 1Gi}}]")
+    data, unsupported = spec_from_yaml(text)
+    assert data["shm"] == "1Gi" and [group["memory"] for group in data["replicas"]] == ["3Gi", "16Gi"]
+    assert shm_lines(unsupported) == ["spec.tfReplicaSpecs.Worker.template.spec (a /dev/shm of 16Gi, differs from "
+                                      "PS's 1Gi; one /dev/shm serves every replica, counted in its memory)"]  # fmt: skip
+
+
+def test_replica_types_of_one_shm_list_nothing():
+    text = PS_WITHOUT_SHM.replace("PS_MOUNTS", "volumeMounts: [{name: shm, mountPath: /dev/shm}]").replace(
+        "PS_VOLUMES", "volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}]")
+    data, unsupported = spec_from_yaml(text)
+    assert data["shm"] == "16Gi" and shm_lines(unsupported) == []
