@@ -42,7 +42,9 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         path = f"spec.{replica_key}.{role}"
         replica = as_mapping(replica, path)
         list_unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
-        pod = as_mapping(as_mapping(replica.get("template"), f"{path}.template").get("spec"), f"{path}.template.spec")
+        template = as_mapping(replica.get("template"), f"{path}.template")
+        list_unsupported(unsupported, f"{path}.template", template, {"spec"})  # its metadata: labels, annotations
+        pod = as_mapping(template.get("spec"), f"{path}.template.spec")
         list_unsupported(unsupported, f"{path}.template.spec", pod, {"containers", "volumes"} | MANAGED | NODE_SELECTION)
         gpu_types_of(data, pod, f"{path}.template.spec", unsupported)
         tier = tier or pod.get("priorityClassName")

@@ -167,3 +167,30 @@ def test_replica_types_of_one_shm_list_nothing():
         "PS_VOLUMES", "volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}]")
     data, unsupported = spec_from_yaml(text)
     assert data["shm"] == "16Gi" and shm_lines(unsupported) == []
+
+
+# Kubeflow's own examples annotate the pod template so that Istio injects no sidecar (a sidecar
+# keeps the job from ever completing).
+ISTIO_ANNOTATED = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: mnist, namespace: maps}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {sidecar.istio.io/inject: "false"}
+          labels: {app: mnist}
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0-gpu
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_the_pod_templates_metadata_is_listed_back():
+    _, unsupported = spec_from_yaml(ISTIO_ANNOTATED)
+    assert unsupported == ["spec.tfReplicaSpecs.Worker.template.metadata"]
