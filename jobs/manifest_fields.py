@@ -18,6 +18,13 @@ def as_mapping(value: object, path: str) -> dict:
     return value
 
 
+def as_name(value: object, path: str) -> str | None:
+    """`value` as a name (None when absent); raises SpecError naming `path` when it is not a string."""
+    if value is None or isinstance(value, str):
+        return value
+    raise SpecError({path: [f"Must be a string, got {type(value).__name__}."]})
+
+
 def list_unsupported(found: list[str], path: str, data: object, known: set[str]) -> None:
     """Adds to `found` the path of every key of `data` not in `known` ("" is the top level)."""
     if isinstance(data, dict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from core.quantities import format_memory, memory_bytes
-from jobs.manifest_fields import as_mapping, list_unsupported
+from jobs.manifest_fields import as_mapping, as_name, list_unsupported
 from jobs.node_selection import pod_gpu_types
 from jobs.spec import SpecError
 from tenants.selectors import checkpoint_claim_of
@@ -43,7 +43,7 @@ def literal_env(items: object, path: str, unsupported: list[str]) -> dict:
     env = {}
     for index, item in enumerate(items):
         if isinstance(item, dict) and "value" in item and set(item) <= {"name", "value"}:
-            env[item.get("name")] = item["value"]
+            env[as_name(item.get("name"), f"{path}[{index}].name")] = item["value"]
         else:
             unsupported.append(f"{path}[{index}] (only literal values)")
     return env
@@ -85,13 +85,13 @@ def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str], *,
     by_name = {}
     for index, volume in enumerate(pod_volumes):
         volume = as_mapping(volume, f"{where}.volumes[{index}]")
-        by_name[volume.get("name")] = (index, volume)
+        by_name[as_name(volume.get("name"), f"{where}.volumes[{index}].name")] = (index, volume)
     used, result, shm = set(), [], None
     for index, mount in enumerate(mounts):
         mount_path = f"{where}.containers[{container_index}].volumeMounts[{index}]"
         mount = as_mapping(mount, mount_path)
         list_unsupported(unsupported, mount_path, mount, {"name", "mountPath", "readOnly"})
-        found = by_name.get(mount.get("name"))
+        found = by_name.get(as_name(mount.get("name"), f"{mount_path}.name"))
         if found is None:
             unsupported.append(f"{mount_path} (no pod volume named {mount.get('name')!r})")
             continue

@@ -10,7 +10,7 @@ args, env value or /dev/shm that differs from the one taken (the job has one of 
 from __future__ import annotations
 
 from jobs import kinds
-from jobs.manifest_fields import as_mapping, list_unsupported
+from jobs.manifest_fields import as_mapping, as_name, list_unsupported
 from jobs.node_selection import NODE_SELECTION
 from jobs.pod_template import MANAGED, amounts, gpu_types_of, literal_env, volumes_of, without_shm
 from jobs.spec import SpecError
@@ -28,8 +28,8 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
     run_policy = as_mapping(spec.get("runPolicy"), "spec.runPolicy")
     list_unsupported(unsupported, "spec.runPolicy", run_policy, {"activeDeadlineSeconds", "schedulingPolicy", "suspend"})
     data: dict = {"name": metadata.get("name"), "kind": kind.name, "replicas": []}
-    if metadata.get("namespace"):
-        data["team"] = metadata["namespace"]
+    if namespace := as_name(metadata.get("namespace"), "metadata.namespace"):
+        data["team"] = namespace
     if run_policy.get("activeDeadlineSeconds") is not None:
         data["max_runtime"] = run_policy["activeDeadlineSeconds"]
     tier = as_mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")

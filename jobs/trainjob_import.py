@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jobs import kinds
-from jobs.manifest_fields import as_mapping, list_unsupported
+from jobs.manifest_fields import as_mapping, as_name, list_unsupported
 from jobs.node_selection import NODE_SELECTION
 from jobs.pod_template import MANAGED, amounts, gpu_types_of, literal_env, volumes_of, without_shm
 from jobs.spec import SpecError
@@ -38,8 +38,8 @@ def spec_from_trainjob(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[
     list_unsupported(unsupported, "spec.trainer", trainer,
                      {"image", "command", "args", "env", "numNodes", "resourcesPerNode"})  # fmt: skip
     data: dict = {"name": metadata.get("name"), "kind": kind.name, "runtime": ref.get("name")}
-    if metadata.get("namespace"):
-        data["team"] = metadata["namespace"]
+    if namespace := as_name(metadata.get("namespace"), "metadata.namespace"):
+        data["team"] = namespace
     if spec.get("activeDeadlineSeconds") is not None:
         data["max_runtime"] = spec["activeDeadlineSeconds"]
     data.update({key: trainer[key] for key in ("image", "command", "args") if key in trainer})
@@ -87,7 +87,10 @@ def _node_patch(kind: kinds.JobKind, patches: object, unsupported: list[str]) ->
                          {QUEUE_ANNOTATION})  # fmt: skip
         jobset = as_mapping(template.get("spec"), f"{path}.spec")
         list_unsupported(unsupported, f"{path}.spec", jobset, {"replicatedJobs"})
-        for job_index, replicated in enumerate(jobset.get("replicatedJobs") or []):
+        replicated_jobs = jobset.get("replicatedJobs") or []
+        if not isinstance(replicated_jobs, list):
+            raise SpecError({f"{path}.spec.replicatedJobs": ["Must be a list of replicated jobs."]})
+        for job_index, replicated in enumerate(replicated_jobs):
             job_path = f"{path}.spec.replicatedJobs[{job_index}]"
             replicated = as_mapping(replicated, job_path)
             if replicated.get("name") != kind.container:

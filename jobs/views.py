@@ -198,6 +198,8 @@ def import_yaml(request):
             raise SpecError({"yaml": [f"Expected a mapping: a {', '.join(kinds.names())} manifest or a Gangway job spec."]})
         if problem := lone_surrogate_problem(data):  # the filled form could not be written out
             raise SpecError({"yaml": [problem]})
+        if not isinstance(data.get("team") or "", str):  # a Gangway spec's; a manifest's namespace is checked as read
+            raise SpecError({"team": [f"Must be a string, got {type(data['team']).__name__}."]})
     except SpecError as error:
         # The form keeps what was typed in it, unjudged: only the manifest was sent to be read.
         form, formset = bind(request.POST, teams=teams, offers=gpu_type_offers)

@@ -96,3 +96,53 @@ def test_a_value_of_several_lines_never_closed_is_marked_by_the_field(login, own
     body = response.content.decode()
     assert response.status_code == 422 and 'id="field-env"' in body
     assert "Line 1: HOSTS&lt;&lt;END is never closed by a line END." in body
+
+
+TRAINJOB = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: llm, namespace: maps}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime, numNodes: 2, resourcesPerNode: {limits: {nvidia.com/gpu: 1}}}
+  runtimePatches:
+    - manager: me
+      trainingRuntimeSpec: {template: {spec: {replicatedJobs: 5}}}
+"""
+WORKER = "spec.tfReplicaSpecs.Worker.template.spec"
+MALFORMED = {
+    "a namespace that is a list": (TFJOB.replace("namespace: maps", "namespace: [maps]"), "metadata.namespace",
+                                   "Must be a string, got list."),
+    "a namespace that is a mapping": (TFJOB.replace("namespace: maps", "namespace: {team: maps}"), "metadata.namespace",
+                                      "Must be a string, got dict."),
+    "an env name that is a list": (tfjob(env="[{name: [A], value: x}]"), f"{WORKER}.containers[0].env[0].name",
+                                   "Must be a string, got list."),
+    "a volume name that is a list": (
+        tfjob(volumeMounts="[{name: [d], mountPath: /data}]").replace(
+            "          containers:", "          volumes: [{name: [d], persistentVolumeClaim: {claimName: data}}]\n"
+                                    "          containers:"),
+        f"{WORKER}.volumes[0].name", "Must be a string, got list."),
+    "a mount's name that is a list": (tfjob(volumeMounts="[{name: [d], mountPath: /data}]"),
+                                      f"{WORKER}.containers[0].volumeMounts[0].name", "Must be a string, got list."),
+    "replicatedJobs that is a number": (TRAINJOB, "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs",
+                                        "Must be a list of replicated jobs."),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "path", "message"), MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_manifest_is_refused_by_the_page_as_by_the_api_naming_the_path(login, owner, nodes, text, path,
+                                                                                   message):  # fmt: skip
+    client = login(owner)
+    api = client.post("/api/v1/jobs/?team=maps", data=text, content_type="application/yaml")
+    assert api.status_code == 400 and message in api.json()[path][0], api.json()
+    page = imported(client, text)
+    assert page.status_code == 422
+    assert f"{path}: {message}" in page.content.decode()
+
+
+def test_a_spec_whose_team_is_a_list_is_refused_by_the_page_as_by_the_api(login, owner, nodes):
+    client = login(owner)
+    text = "{team: [maps], name: x, image: busybox, replicas: [{count: 1}]}"
+    assert client.post("/api/v1/jobs/?team=maps", data=text, content_type="application/yaml").status_code == 400
+    page = imported(client, text)
+    assert page.status_code == 422 and "team: Must be a string, got list." in page.content.decode()
