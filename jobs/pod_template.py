@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from core.quantities import format_memory, memory_bytes
+from core.quantities import format_memory, memory_bytes, parse_quantity
 from jobs.manifest_fields import as_mapping, as_name, list_unsupported
 from jobs.node_selection import pod_gpu_types
 from jobs.spec import SpecError
@@ -55,6 +55,9 @@ def amounts(resources: object, where: str, unsupported: list[str]) -> dict:
     requests = as_mapping(resources.get("requests"), f"{where}.requests")
     limits = as_mapping(resources.get("limits"), f"{where}.limits")
     merged = {**requests, **limits}  # Gangway sets requests = limits
+    for key in sorted(set(requests) & set(limits) & {"nvidia.com/gpu", "cpu", "memory"}):
+        if not _same_quantity(requests[key], limits[key]):
+            unsupported.append(f"{where}.requests.{key} ({requests[key]}; Gangway requests the limit, {limits[key]})")
     out = {}
     for key, value in merged.items():
         if key == "nvidia.com/gpu":
@@ -64,6 +67,15 @@ def amounts(resources: object, where: str, unsupported: list[str]) -> dict:
         else:
             unsupported.append(f"{where}.{key}")
     return out
+
+
+def _same_quantity(one: object, other: object) -> bool:
+    """Whether two Kubernetes quantities are the same amount ("1" and "1000m" are); a quantity that does
+    not parse is the same only as itself (the spec refuses it)."""
+    try:
+        return parse_quantity(one) == parse_quantity(other)
+    except ValueError:
+        return str(one) == str(other)
 
 
 def volumes_of(pod: dict, container: dict, path: str, unsupported: list[str], *, container_index: int = 0,

@@ -194,3 +194,35 @@ spec:
 def test_the_pod_templates_metadata_is_listed_back():
     _, unsupported = spec_from_yaml(ISTIO_ANNOTATED)
     assert unsupported == ["spec.tfReplicaSpecs.Worker.template.metadata"]
+
+
+REQUESTS_AND_LIMITS = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ddp, namespace: maps}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+              resources:
+                requests: {nvidia.com/gpu: 1, cpu: REQUESTED_CPU, memory: 16Gi}
+                limits: {nvidia.com/gpu: 1, cpu: "16", memory: 64Gi}
+"""
+RESOURCES = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources"
+
+
+def test_requests_below_the_limits_are_listed_back_with_what_gangway_requests():
+    data, unsupported = spec_from_yaml(REQUESTS_AND_LIMITS.replace("REQUESTED_CPU", '"4"'))
+    assert (data["replicas"][0]["cpu"], data["replicas"][0]["memory"]) == ("16", "64Gi")
+    assert unsupported == [f"{RESOURCES}.requests.cpu (4; Gangway requests the limit, 16)",
+                           f"{RESOURCES}.requests.memory (16Gi; Gangway requests the limit, 64Gi)"]  # fmt: skip
+
+
+def test_requests_equal_to_the_limits_however_written_list_nothing():
+    text = REQUESTS_AND_LIMITS.replace("REQUESTED_CPU", "16000m").replace("memory: 16Gi", "memory: 65536Mi")
+    assert spec_from_yaml(text)[1] == []
