@@ -15,6 +15,8 @@ from jobs.node_selection import NODE_SELECTION
 from jobs.pod_template import MANAGED, amounts, gpu_types_of, literal_env, volumes_of, without_shm
 from jobs.spec import SpecError
 
+RESTART_POLICY = "OnFailure"  # what Gangway sets on every replica type (`scheduling.cluster.manifests`)
+
 
 def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, list[str]]:
     """(spec data, unsupported fields) from a Training Operator (v1) manifest: TFJob, PyTorchJob..."""
@@ -32,7 +34,9 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         data["team"] = namespace
     if run_policy.get("activeDeadlineSeconds") is not None:
         data["max_runtime"] = run_policy["activeDeadlineSeconds"]
-    tier = as_mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy").get("priorityClass")
+    scheduling = as_mapping(run_policy.get("schedulingPolicy"), "spec.runPolicy.schedulingPolicy")
+    list_unsupported(unsupported, "spec.runPolicy.schedulingPolicy", scheduling, {"priorityClass", "minAvailable", "queue"})
+    tier = scheduling.get("priorityClass")
     replica_specs = as_mapping(spec.get(replica_key), f"spec.{replica_key}")
     given_by: dict[str, str] = {}  # the replica type each image, command, args and env value was taken from
     shm_of: dict[str, str | None] = {}  # each replica type's /dev/shm size, None for none
@@ -42,6 +46,9 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         path = f"spec.{replica_key}.{role}"
         replica = as_mapping(replica, path)
         list_unsupported(unsupported, path, replica, {"replicas", "template", "restartPolicy"})
+        if replica.get("restartPolicy", RESTART_POLICY) != RESTART_POLICY:
+            unsupported.append(f"{path}.restartPolicy ({replica['restartPolicy']}; Gangway sets {RESTART_POLICY}, "
+                               "restarting a failed replica in place)")  # fmt: skip
         template = as_mapping(replica.get("template"), f"{path}.template")
         list_unsupported(unsupported, f"{path}.template", template, {"spec"})  # its metadata: labels, annotations
         pod = as_mapping(template.get("spec"), f"{path}.template.spec")
@@ -88,6 +95,13 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
             mounted = f"a /dev/shm of {shm}" if shm else "no /dev/shm"
             unsupported.append(f"spec.{replica_key}.{role}.template.spec ({mounted}, differs from {given}'s "
                                f"{data['shm']}; one /dev/shm serves every replica, counted in its memory)")  # fmt: skip
+    # Gangway asks Volcano for every replica at once, in the team's queue.
+    replicas = sum(group["count"] for group in data["replicas"] if isinstance(group["count"], int))
+    if scheduling.get("minAvailable", replicas) != replicas:
+        unsupported.append(f"spec.runPolicy.schedulingPolicy.minAvailable ({scheduling['minAvailable']}; Gangway "
+                           f"starts all {replicas} replicas at once)")  # fmt: skip
+    if scheduling.get("queue", data.get("team")) != data.get("team"):
+        unsupported.append(f"spec.runPolicy.schedulingPolicy.queue ({scheduling['queue']}; Gangway sets the team's queue)")
     if tier:
         data["tier"] = tier
     return data, unsupported

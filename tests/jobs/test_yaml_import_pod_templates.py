@@ -226,3 +226,43 @@ def test_requests_below_the_limits_are_listed_back_with_what_gangway_requests():
 def test_requests_equal_to_the_limits_however_written_list_nothing():
     text = REQUESTS_AND_LIMITS.replace("REQUESTED_CPU", "16000m").replace("memory: 16Gi", "memory: 65536Mi")
     assert spec_from_yaml(text)[1] == []
+
+
+# Fail fast (Never) or retry only retryable exits (ExitCode), and a gang asked of Volcano its own way.
+RESTART_AND_SCHEDULING = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: mnist, namespace: maps}
+spec:
+  runPolicy:
+    schedulingPolicy: SCHEDULING
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      restartPolicy: RESTART
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: tensorflow/tensorflow:2.12.0-gpu
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_a_restart_policy_and_a_scheduling_policy_gangway_replaces_are_listed_back():
+    text = RESTART_AND_SCHEDULING.replace("RESTART", "ExitCode").replace(
+        "SCHEDULING", "{minAvailable: 1, scheduleTimeoutSeconds: 600, queue: research}")
+    _, unsupported = spec_from_yaml(text)
+    assert unsupported == [
+        "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
+        "spec.tfReplicaSpecs.Worker.restartPolicy (ExitCode; Gangway sets OnFailure, restarting a failed replica in place)",
+        "spec.runPolicy.schedulingPolicy.minAvailable (1; Gangway starts all 2 replicas at once)",
+        "spec.runPolicy.schedulingPolicy.queue (research; Gangway sets the team's queue)",
+    ]
+
+
+def test_a_restart_policy_and_a_scheduling_policy_as_gangway_sets_them_list_nothing():
+    text = RESTART_AND_SCHEDULING.replace("RESTART", "OnFailure").replace(
+        "SCHEDULING", "{minAvailable: 2, queue: maps, priorityClass: standard}")
+    data, unsupported = spec_from_yaml(text)
+    assert unsupported == [] and data["tier"] == "standard"
