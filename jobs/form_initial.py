@@ -8,7 +8,6 @@ shown as a replica row.
 from __future__ import annotations
 
 import itertools
-import math
 import shlex
 
 from core.quantities import format_cpu, format_memory
@@ -28,7 +27,7 @@ def initial_from_data(data: dict) -> tuple[dict, list[dict]]:
         "command": _join(data.get("command")),
         "args": _join(data.get("args")),
         "tier": data.get("tier") or "",
-        "max_runtime": math.ceil(seconds / 60) if isinstance(seconds, int) and seconds > 0 else None,
+        "max_runtime": _runtime_text(seconds),
         "env": "\n".join(_env_line(k, v) for k, v in data["env"].items()) if isinstance(data.get("env"), dict) else "",
         "volumes": "\n".join(_volume_line(v) for v in data.get("volumes") or [] if isinstance(v, dict))
         if isinstance(data.get("volumes"), list) else "",
@@ -86,6 +85,20 @@ def _volume_line(volume: dict) -> str:
     if "config_map" in volume:
         return f"configmap {volume['config_map']} {volume.get('path', '')}"
     return f"claim {volume.get('claim', '')} {volume.get('path', '')}" + (" ro" if volume.get("read_only") else "")
+
+
+def _runtime_text(seconds) -> str:
+    """The max runtime field's text of `seconds`: whole minutes as their number, as the field reads one,
+    else minutes and seconds ("1 min 30 s"); a value that is no number of seconds as it came (a text
+    quoted, never read as minutes), for the form to refuse by the field."""
+    if seconds is None:
+        return ""
+    if not isinstance(seconds, int) or isinstance(seconds, bool):
+        return repr(seconds)
+    minutes, rest = divmod(seconds, 60)
+    if not rest and minutes > 0:
+        return str(minutes)
+    return f"{minutes} min {rest} s" if minutes > 0 else f"{seconds} s"
 
 
 def _env_line(name, value) -> str:

@@ -21,8 +21,7 @@ def spec_data(form: JobForm, formset) -> dict:
         data["shm"] = cleaned["shm"].strip()
     if cleaned.get("gpu_type"):
         data["gpu_type"] = cleaned["gpu_type"]
-    minutes = cleaned.get("max_runtime")
-    data["max_runtime"] = minutes * 60 if minutes else None
+    data["max_runtime"] = cleaned.get("max_runtime")
     data["replicas"] = [
         {key: value for key, value in getattr(replica, "cleaned_data", {}).items() if value not in ("", None)}
         for replica in formset.forms
@@ -60,10 +59,9 @@ def preview_spec(form: JobForm, formset) -> tuple[object | None, str]:
         return None, "Fill in the replica groups to see where the job would stand."
     form.is_valid()
     cleaned = form.cleaned_data
-    minutes = cleaned.get("max_runtime")
     data = {
         "team": form.selected_team.slug, "name": "preview", "image": "preview", "kind": cleaned.get("kind") or kinds.default().name,
-        "tier": cleaned.get("tier") or "", "max_runtime": minutes * 60 if minutes else None,
+        "tier": cleaned.get("tier") or "", "max_runtime": cleaned.get("max_runtime"),
         "replicas": [{k: v for k, v in f.cleaned_data.items() if v not in ("", None)} for f in formset.forms],
         "shm": (cleaned.get("shm") or "").strip() or None, "runtime": (cleaned.get("runtime") or "").strip() or None,
         "gpu_type": cleaned.get("gpu_type") or None,

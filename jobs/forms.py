@@ -17,11 +17,9 @@ from django import forms
 
 from jobs import kinds
 from jobs.gpu_type_field import GpuTypeField, choice_rows
-from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
+from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS
 from tenants.models import DNS_LABEL, PriorityTier, Team
 from tenants.selectors import gpu_types
-
-MAX_RUNTIME_MINUTES = MAX_RUNTIME // 60
 
 
 def html_pattern(regex: str) -> str:
@@ -50,9 +48,12 @@ class JobForm(forms.Form):
     args = forms.CharField(required=False, help_text="Words as a shell splits them: quote one holding spaces or line breaks.",
                            widget=forms.Textarea(attrs={"rows": 1, "placeholder": "--epochs 90"}))  # fmt: skip
     tier = forms.ChoiceField(required=False)
-    max_runtime = forms.IntegerField(
-        required=False, min_value=1, max_value=MAX_RUNTIME_MINUTES, label="Max runtime (min)",
-        help_text="Stopped after this; also used for estimates.",
+    # Minutes, as the field always read a bare number, or a duration to the second: an import or a
+    # resubmission of 90 s must stay 90 s, not become 2 minutes.
+    max_runtime = forms.CharField(
+        required=False, max_length=40, label="Max runtime",
+        help_text="Minutes, or a duration such as 90 s or 1 h 30 min; stopped after this, also used for estimates.",
+        widget=forms.TextInput(attrs={"placeholder": "minutes", "autocomplete": "off"}),
     )
     env = forms.CharField(required=False, label="Environment",
                           help_text="One NAME=value per line; a value of several lines as NAME<<END, its lines, then END.",
@@ -112,6 +113,18 @@ class JobForm(forms.Form):
         chosen = self["gpu_type"].value() if self.is_bound else self.initial.get("gpu_type")
         return choice_rows(self.gpu_offers, GpuTypeField().to_python(chosen))
 
+    def clean_max_runtime(self) -> int | None:
+        """The max runtime in seconds (None when empty); its range is the spec's to check."""
+        text = self.cleaned_data["max_runtime"].strip()
+        if not text:
+            return None
+        if text.isascii() and text.isdigit():
+            return int(text) * 60
+        parts = DURATION.fullmatch(text)
+        if parts is None or not any(parts.groupdict().values()):
+            raise forms.ValidationError("Write minutes, or a duration such as 90 s or 1 h 30 min.")
+        return sum(int(parts[unit] or 0) * seconds for unit, seconds in (("h", 3600), ("min", 60), ("s", 1)))
+
     def clean_command(self):
         return _words(self.cleaned_data["command"])
 
@@ -162,6 +175,9 @@ class JobForm(forms.Form):
                 )
         return volumes
 
+
+# A max runtime to the second: "90 s", "1 h 30 min", "2h 5min 10s".
+DURATION = re.compile(r"(?:(?P<h>\d{1,9})\s*h\s*)?(?:(?P<min>\d{1,9})\s*min\s*)?(?:(?P<s>\d{1,9})\s*s)?")
 
 # A value of several lines in the environment field: NAME<<END, its lines, then END.
 HEREDOC = re.compile(r"\s*(?P<name>[^\s<=]+)<<(?P<end>\S+)\s*")

@@ -146,3 +146,44 @@ def test_a_spec_whose_team_is_a_list_is_refused_by_the_page_as_by_the_api(login,
     assert client.post("/api/v1/jobs/?team=maps", data=text, content_type="application/yaml").status_code == 400
     page = imported(client, text)
     assert page.status_code == 422 and "team: Must be a string, got list." in page.content.decode()
+
+
+def test_an_imported_deadline_is_kept_to_the_second(login, owner, nodes):
+    client = login(owner)
+    text = TFJOB.replace("activeDeadlineSeconds: 3600", "activeDeadlineSeconds: 90")
+    assert 'name="max_runtime" value="1 min 30 s"' in imported(client, text).content.decode()
+    assert through_the_page(client, text).max_runtime == through_the_api(client, text)["max_runtime"] == 90
+
+
+def test_a_resubmission_keeps_the_max_runtime_to_the_second(login, owner, submit):
+    client = login(owner)
+    job = submit(name="short", max_runtime=90)
+    body = client.get(f"/jobs/new/?from={job.pk}").content.decode()
+    assert 'name="max_runtime" value="1 min 30 s"' in body
+    assert client.post("/jobs/new/", as_a_browser_posts(body)).status_code == 302
+    assert Job.objects.exclude(pk=job.pk).get().max_runtime == 90
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("60", 3600), ("90 s", 90), ("1 h 30 min", 5400), ("2h 5min 10s", 7510)])
+def test_the_max_runtime_is_minutes_or_a_duration(login, owner, text, seconds):
+    from tests.pages.test_submit_page import form_data
+
+    assert login(owner).post("/jobs/new/", form_data(max_runtime=text)).status_code == 302
+    assert Job.objects.get().max_runtime == seconds
+
+
+@pytest.mark.parametrize(("text", "message"), [("soon", "Write minutes, or a duration such as 90 s or 1 h 30 min."),
+                                               ("0", "Must be whole seconds from 1 to 2592000 (30 days), got 0.")])
+def test_a_max_runtime_it_cannot_take_is_marked_by_the_field(login, owner, text, message):
+    from tests.pages.test_submit_page import form_data
+
+    response = login(owner).post("/jobs/new/", form_data(max_runtime=text))
+    body = response.content.decode()
+    assert response.status_code == 422 and 'id="error-max_runtime"' in body and message in body
+    assert not Job.objects.exists()
+
+
+def test_a_deadline_given_as_text_is_not_read_as_minutes(login, owner, nodes):
+    text = TFJOB.replace("activeDeadlineSeconds: 3600", 'activeDeadlineSeconds: "90"')
+    page = imported(login(owner), text)
+    assert page.status_code == 422 and "name=\"max_runtime\" value=\"&#x27;90&#x27;\"" in page.content.decode()
