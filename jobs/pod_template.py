@@ -35,7 +35,8 @@ def gpu_types_of(data: dict, pod: dict, where: str, unsupported: list[str]) -> N
 
 
 def literal_env(items: object, path: str, unsupported: list[str]) -> dict:
-    """NAME: value of the literal entries of a container's env; the others (valueFrom...) are listed."""
+    """NAME: value of the literal entries of a container's env; the others (valueFrom...) are listed.
+    A value left empty (`value:`, YAML's null) is "", as Kubernetes reads it."""
     if items is None:
         return {}
     if not isinstance(items, list):
@@ -43,7 +44,7 @@ def literal_env(items: object, path: str, unsupported: list[str]) -> dict:
     env = {}
     for index, item in enumerate(items):
         if isinstance(item, dict) and "value" in item and set(item) <= {"name", "value"}:
-            env[as_name(item.get("name"), f"{path}[{index}].name")] = item["value"]
+            env[as_name(item.get("name"), f"{path}[{index}].name")] = "" if item["value"] is None else item["value"]
         else:
             unsupported.append(f"{path}[{index}] (only literal values)")
     return env

@@ -266,3 +266,10 @@ def test_a_restart_policy_and_a_scheduling_policy_as_gangway_sets_them_list_noth
         "SCHEDULING", "{minAvailable: 2, queue: maps, priorityClass: standard}")
     data, unsupported = spec_from_yaml(text)
     assert unsupported == [] and data["tier"] == "standard"
+
+
+def test_an_env_value_left_empty_reads_as_empty_as_kubernetes_reads_it():
+    data, unsupported = spec_from_yaml(ISTIO_ANNOTATED.replace(
+        "              resources:", "              env: [{name: DEBUG, value: }, {name: EMPTY, value: ''}]\n"
+                                   "              resources:"))  # fmt: skip
+    assert data["env"] == {"DEBUG": "", "EMPTY": ""} and dict(parse_spec(data).env) == {"DEBUG": "", "EMPTY": ""}

@@ -187,3 +187,11 @@ def test_a_deadline_given_as_text_is_not_read_as_minutes(login, owner, nodes):
     text = TFJOB.replace("activeDeadlineSeconds: 3600", 'activeDeadlineSeconds: "90"')
     page = imported(login(owner), text)
     assert page.status_code == 422 and "name=\"max_runtime\" value=\"&#x27;90&#x27;\"" in page.content.decode()
+
+
+def test_an_env_value_left_empty_is_empty_on_the_page_as_in_the_api(login, owner, nodes):
+    client = login(owner)
+    text = tfjob(env="[{name: DEBUG, value: }, {name: OTHER, value: x}]")  # YAML's null: Kubernetes reads ""
+    assert through_the_api(client, text)["env"] == {"DEBUG": "", "OTHER": "x"}
+    assert ">\nDEBUG=\nOTHER=x</textarea>" in imported(client, text).content.decode()
+    assert through_the_page(client, text).env == {"DEBUG": "", "OTHER": "x"}
