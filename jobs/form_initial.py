@@ -12,6 +12,7 @@ import shlex
 
 from core.quantities import format_cpu, format_memory
 from jobs import kinds
+from jobs.forms import new_submission
 from jobs.gpu_type_field import names_of
 from jobs.models import Job
 
@@ -53,9 +54,11 @@ def _groups(data: dict) -> list:
 
 
 def bound_data(initial: dict, rows: list[dict]) -> dict:
-    """What a post of the form filled with `initial` and `rows` would send (to check an import as a submission)."""
+    """What a post of the form filled with `initial` and `rows` would send (to check an import as a submission),
+    with a new submission key, so that a second post of the filled form makes no second job."""
     data = {key: value if isinstance(value, list) else "" if value is None else str(value)
             for key, value in initial.items()}  # fmt: skip
+    data["submission"] = new_submission()
     data.update({"replicas-TOTAL_FORMS": str(len(rows)), "replicas-INITIAL_FORMS": str(len(rows))})
     for index, row in enumerate(rows):
         data.update({f"replicas-{index}-{key}": "" if value is None else str(value) for key, value in row.items()})

@@ -28,11 +28,15 @@ def html_pattern(regex: str) -> str:
     return regex.removeprefix("^").removesuffix("$").replace("[-", "[\\-")
 
 
+def new_submission() -> str:
+    """A new form's submission key (see `submission_key`): the form shown, or filled by an import."""
+    return uuid.uuid4().hex
+
+
 class JobForm(forms.Form):
     # One value per form shown, sent back with it: a second post of the same form (a double
     # click, a retried request) finds the job the first made instead of making another.
-    submission = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput,
-                                 initial=lambda: uuid.uuid4().hex)  # fmt: skip
+    submission = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput, initial=new_submission)
     team = forms.ChoiceField()
     kind = forms.ChoiceField(choices=kinds.choices, initial=lambda: kinds.default().name)
     name = forms.CharField(max_length=50, help_text="Lowercase letters, digits and '-'.",

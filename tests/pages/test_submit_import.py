@@ -195,3 +195,13 @@ def test_an_env_value_left_empty_is_empty_on_the_page_as_in_the_api(login, owner
     assert through_the_api(client, text)["env"] == {"DEBUG": "", "OTHER": "x"}
     assert ">\nDEBUG=\nOTHER=x</textarea>" in imported(client, text).content.decode()
     assert through_the_page(client, text).env == {"DEBUG": "", "OTHER": "x"}
+
+
+def test_the_imported_form_posted_twice_makes_one_job(login, owner, nodes):
+    client = login(owner)
+    first, second = (imported(client, TFJOB).content.decode() for _ in range(2))
+    key = form_fields(first)["submission"]
+    assert len(key) == 32 and key != form_fields(second)["submission"]  # each form filled gets its own
+    posts = [client.post("/jobs/new/", as_a_browser_posts(first)) for _ in range(2)]  # a retried post
+    assert [post.status_code for post in posts] == [302, 302] and posts[0]["Location"] == posts[1]["Location"]
+    assert Job.objects.count() == 1
