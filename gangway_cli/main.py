@@ -41,12 +41,31 @@ def _read_file(name: str) -> str:
         raise Problem(f"Cannot read {name}: it is not UTF-8 text.") from None
 
 
+def media_type(name: str, text: str) -> str:
+    """application/json for a file named .json or whose text is JSON, else application/yaml.
+
+    The server's YAML parser reads YAML 1.1, which is no superset of JSON: a JSON file indented with tabs
+    (`jq --tab`, Go's MarshalIndent) would be refused and a number such as 36e2 read as a string.
+    """
+    if name.lower().endswith(".json"):
+        return "application/json"
+    try:
+        json.loads(text, parse_constant=_not_json)
+    except ValueError:
+        return "application/yaml"
+    return "application/json"
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")  # NaN and the infinities: the server's JSON parser refuses them
+
+
 def cmd_submit(client: Client, args) -> int:
     try:
         text = _read_file(args.file)
     except Problem as problem:
         return fail(str(problem), exits.USAGE)
-    # The server parses the YAML (safely, with its limits) and validates it, so
+    # The server parses the JSON or YAML (safely, with its limits) and validates it, so
     # the CLI and the portal can never disagree about what a valid job is.
     key = args.idempotency_key or f"gangway-cli-{uuid.uuid4()}"  # our own retries stay safe either way
     again = (f"the job may have been created: run the same command with --idempotency-key {key} to get it "
@@ -58,7 +77,7 @@ def cmd_submit(client: Client, args) -> int:
     started = time.monotonic()
     deadline = started + args.timeout if args.wait and args.timeout else None
     try:
-        answer = client.request("POST", "api/v1/jobs/", data=text.encode(), content_type="application/yaml",
+        answer = client.request("POST", "api/v1/jobs/", data=text.encode(), content_type=media_type(args.file, text),
                                 query=query or None, headers={"Idempotency-Key": key}, retry=True,
                                 deadline=deadline)  # fmt: skip
     except STOPS as stop:

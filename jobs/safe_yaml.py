@@ -4,14 +4,20 @@ No custom tags, no aliases (the "billion laughs" expansion), a size limit, and a
 limit checked on the text before parsing (PyYAML recurses once per level and slows down
 with the square of flow nesting), then counted exactly as the document composes. Every
 problem is a SpecError under "yaml".
+
+A JSON text is read as JSON, within the same limits: PyYAML reads YAML 1.1, which is no
+superset of JSON (a tab before a key, as `jq --tab` and Go's MarshalIndent with "\t" write
+it, is an error, and 36e2 or 1e+16 is a string).
 """
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from jobs.spec import SpecError
-from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, yaml_depth_problem
+from tenants.inputs import MAX_DEPTH, MAX_YAML_BYTES, json_depth_problem, yaml_depth_problem
 
 
 class _TooDeep(yaml.YAMLError):
@@ -48,6 +54,9 @@ def load_yaml(text: str) -> object:
     problem = yaml_depth_problem(text)
     if problem:
         raise SpecError({"yaml": [problem]})
+    document = _json_document(text)
+    if document is not _NOT_JSON:
+        return document
     try:
         documents = [doc for doc in yaml.load_all(text, Loader=_NoAliasLoader) if doc is not None]
     except _TooDeep as error:
@@ -57,6 +66,24 @@ def load_yaml(text: str) -> object:
     if len(documents) != 1:
         raise SpecError({"yaml": [f"Expected one YAML document, got {len(documents)}."]})
     return documents[0]
+
+
+_NOT_JSON = object()
+
+
+def _json_document(text: str) -> object:
+    """The document when `text` is one JSON object or array, else _NOT_JSON (then read as YAML, which
+    says what is wrong with it). NaN and the infinities are not JSON, as DRF's JSON parser holds."""
+    if not text.lstrip().startswith(("{", "[")) or json_depth_problem(text):
+        return _NOT_JSON  # too deep for json's recursion: the YAML composer counts it exactly and refuses it
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
