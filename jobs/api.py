@@ -60,6 +60,31 @@ class JobPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
 
+    def get_page_size(self, request) -> int:
+        """`?page_size=`, at most max_page_size; the default when it is absent or empty. Anything but a whole
+        number of at least 1 is a 400 naming it: DRF answered a typo (`abc`, `0`, `-5`) with the default."""
+        given = request.query_params.get(self.page_size_query_param, "")
+        if not given:
+            return self.page_size
+        digits = given.lstrip("0")
+        if not (given.isascii() and given.isdigit() and digits):
+            raise exceptions.ValidationError({self.page_size_query_param: [
+                f"A whole number from 1 to {self.max_page_size} (a larger one reads as {self.max_page_size}), "
+                f"got {given[:40]!r}."]})  # fmt: skip
+        # Compared by length first: a number of thousands of digits is too long for int().
+        if len(digits) > len(str(self.max_page_size)):
+            return self.max_page_size
+        return min(int(digits), self.max_page_size)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["minimum"] = 1
+                parameter["description"] = (f"Results per page, from 1 to {self.max_page_size} (a larger number "
+                                            f"reads as {self.max_page_size}); {self.page_size} by default.")
+        return parameters
+
 
 def visible_jobs(request) -> QuerySet[Job]:
     team = team_scope(request)
@@ -135,6 +160,16 @@ class TieBrokenOrdering(OrderingFilter):
     """DRF's ordering, ended by the job's id in the last field's direction unless it names the id: most fields
     tie (every 1-GPU trial has the same gpu_total, every waiting job no started_at), and PostgreSQL returns
     tied rows in an order of its own for each page, so pages repeated some jobs and never showed others."""
+
+    def remove_invalid_fields(self, queryset, fields, view, request):
+        """The fields asked for; a 400 naming those it cannot order by (DRF left them out without a word)."""
+        valid = super().remove_invalid_fields(queryset, fields, view, request)
+        unknown = [field for field in fields if field not in valid]
+        if unknown:
+            raise exceptions.ValidationError({self.ordering_param: [
+                f"Cannot order by {', '.join(repr(field[:80]) for field in unknown[:5])}: order by "
+                f"{', '.join(ORDERING_FIELDS)}, comma-separated, each with - for descending."]})  # fmt: skip
+        return valid
 
     def get_ordering(self, request, queryset, view):
         ordering = super().get_ordering(request, queryset, view)
