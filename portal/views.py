@@ -20,7 +20,11 @@ def not_found(request, exception=None):
 
 
 def server_error(request):
-    """Rendered without the request context: whatever broke may be in it (a context processor, the session)."""
+    """Rendered without the request context: whatever broke may be in it (a context processor, the session).
+    Under /api/ a JSON body in DRF's shape, which clients of the API read (the CLI shows its detail)."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": "The server failed to answer this request; the error is in its log."},
+                            status=500)  # fmt: skip
     return HttpResponseServerError(loader.get_template("500.html").render())
 
 

@@ -19,10 +19,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.compiled import CompiledQuery, columns, instance
+from portal.database_errors import READ_ONLY
 from tenants.models import ApiToken, AuditEntry, PriorityTier, Team
 
 log = logging.getLogger("gangway.tokens")
-READ_ONLY = "25006"  # SQLSTATE read_only_sql_transaction
 
 # last_used_at is written at most this often per token: one UPDATE a minute, not one per request.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
