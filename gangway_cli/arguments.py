@@ -16,7 +16,8 @@ ABOUT = ("Submit training jobs to a Gangway portal and wait for them, show their
 CONFIGURATION = """\
 Configuration: --url or GANGWAY_URL (https://; plain http only to this machine unless --allow-http or
 GANGWAY_ALLOW_HTTP=1); the token from GANGWAY_TOKEN, or the file --token-file or GANGWAY_TOKEN_FILE
-names (--token works too, but shows in the process list). Errors are one line on standard error;
+names (--token works too, but shows in the process list). A portal whose certificate your organisation's
+own CA signed: set SSL_CERT_FILE to that CA's PEM file. Errors are one line on standard error;
 --json prints what the API returns, one JSON document on standard output. `gangway COMMAND --help`
 says more about each command.
 """

@@ -24,6 +24,13 @@ CHUNK = 64 * 1024  # bytes of a download read and written at a time
 # A download read on from a line starts once the portal has read the log up to that line again, which may take
 # the whole of its time bound (40 s): a download's reads wait this many times as long as other requests'.
 DOWNLOAD_WAIT = 2
+# The status of an ApiError for a portal whose certificate does not verify (0 is a portal out of reach): no
+# answer came, and none will by trying again, so it exits as a configuration error (`exits.for_status`).
+UNTRUSTED = -1
+# OpenSSL's verify codes of a certificate whose issuer is not trusted here: a self-signed one, or one a
+# company's own CA signed. SSL_CERT_FILE names the CA to trust.
+_UNKNOWN_ISSUER = {2, 18, 19, 20, 21}  # unable to get issuer; self-signed, or one in the chain; no local issuer
+_NOT_ITS_NAME = {62, 64}  # hostname or IP address mismatch
 
 
 class ApiError(Exception):
@@ -154,8 +161,10 @@ class Client:
                         continue
                 raise ApiError(error.code, body, self._error_text(error, body, attempt)) from None
             except (OSError, http.client.HTTPException) as error:  # refused, reset, timed out, cut short, TLS
+                if isinstance(getattr(error, "reason", error), ssl.SSLCertVerificationError):
+                    raise ApiError(UNTRUSTED, None, self._certificate_text(getattr(error, "reason", error))) from None
                 wait = self._backoff(attempt)
-                if attempt < attempts and not _certificate_problem(error) and _in_time(wait, deadline):
+                if attempt < attempts and _in_time(wait, deadline):
                     self.sleep(wait)
                     continue
                 tries = f" ({attempt} attempts)" if attempt > 1 else ""
@@ -208,6 +217,19 @@ class Client:
                 raise ApiError(0, None, f"The server stopped sending after {written:,} bytes "
                                f"({_reason(error)}).") from None  # fmt: skip
         return last
+
+    def _certificate_text(self, error: ssl.SSLCertVerificationError) -> str:
+        """What is wrong with the portal's certificate and what to set, as one line."""
+        said = one_line(error.verify_message or error.reason or str(error), 200)
+        where = urllib.parse.urlsplit(self.base).hostname
+        if error.verify_code in _UNKNOWN_ISSUER:
+            return (f"The certificate of {self.base} does not verify ({said}): set SSL_CERT_FILE to a PEM file "
+                    "of the CA that signed it (your organisation's own CA), which the command then trusts "
+                    "instead of the system's.")  # fmt: skip
+        if error.verify_code in _NOT_ITS_NAME:
+            return (f"The certificate of {self.base} is not for {where} ({said}): set GANGWAY_URL to a name "
+                    "the certificate was issued for.")  # fmt: skip
+        return f"The certificate of {self.base} does not verify ({said}); trying again will not mend it."
 
     def _backoff(self, attempt: int) -> float:
         """Seconds before attempt `attempt + 1`: about 1, 2, 4, 8 s (up to BACKOFF_CAP), each between half and all of it."""
@@ -274,11 +296,6 @@ def _reason(error: BaseException) -> str:
     if isinstance(error, http.client.IncompleteRead):
         return "the answer was cut short"
     return one_line(str(reason) or type(reason).__name__, 300)
-
-
-def _certificate_problem(error: BaseException) -> bool:
-    """A certificate that does not verify: another attempt would fail the same way."""
-    return isinstance(getattr(error, "reason", error), ssl.SSLCertVerificationError)
 
 
 def _retry_after(header: str | None) -> float | None:

@@ -7,6 +7,8 @@ by what the caller should do next.
 
 from __future__ import annotations
 
+from gangway_cli.client import UNTRUSTED
+
 OK = 0
 JOB_FAILED = 1
 USAGE = 2
@@ -21,8 +23,8 @@ TERMINATED = 143  # 128 + SIGTERM: what CI expects of a step it cancelled
 MEANINGS = {
     OK: "success",
     JOB_FAILED: "the job failed, was cancelled or rejected, or can never fit",
-    USAGE: "a usage error: a bad option, no URL or token, an unreadable file, a URL the token may not go to "
-    "or that redirects",
+    USAGE: "a usage error: a bad option, no URL or token, an unreadable file, a URL the token may not go to, "
+    "that redirects or whose certificate does not verify (SSL_CERT_FILE names a CA to trust)",
     TIMEOUT: "--timeout passed while waiting; the job keeps going",
     AUTH: "the server refused the token: unknown, revoked or expired, or not allowed to do this (HTTP 401, 403)",
     NOT_FOUND: "no such job among those you can see (HTTP 404)",
@@ -35,7 +37,10 @@ MEANINGS = {
 
 
 def for_status(status: int) -> int:
-    """The exit code for the status of an answer the client raised ApiError for; 0 is a server out of reach."""
+    """The exit code for the status of an answer the client raised ApiError for; 0 is a server out of reach,
+    UNTRUSTED a certificate that does not verify."""
+    if status == UNTRUSTED:
+        return USAGE
     if status in (401, 403):
         return AUTH
     if status == 404:
