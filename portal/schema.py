@@ -7,6 +7,8 @@ answers every view shares are written once.
 
 from __future__ import annotations
 
+from django.conf import settings
+
 ERROR = {
     "type": "object",
     "description": 'DRF\'s shapes: {"detail": "sentence"}, or a field dict {"field": ["sentence", ...]}.',
@@ -19,6 +21,8 @@ SHARED = {
     "401": "No credentials, or a token that is unknown or revoked.",
     "403": "Not allowed for this caller (a team token outside its team, a member where a lead or admin is needed).",
     "404": "Nothing there among what the caller may see (or a page past the last).",
+    "413": "The request body is larger than {body_limit} KiB; a job spec is a few KiB.",
+    "415": "A Content-Type the operation does not parse: JSON (and YAML on a job's submission).",
     "429": "Over the caller's request budget; retry after Retry-After seconds.",
 }
 
@@ -34,7 +38,7 @@ def document_error_answers(result, generator, request, public):
             for status, description in SHARED.items():
                 if status not in responses and _applies(status, path, operation):
                     responses[status] = {
-                        "description": description,
+                        "description": description.format(body_limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024),
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
                     }
     return result
@@ -44,6 +48,8 @@ def _applies(status: str, path: str, operation: dict) -> bool:
     has_input = "{" in path or operation.get("parameters") or "requestBody" in operation
     if status == "400":
         return bool(has_input)
+    if status in ("413", "415"):  # answered by DRF's parsers, which only a request body reaches
+        return "requestBody" in operation
     if status == "404":
         names = {parameter.get("name") for parameter in operation.get("parameters", [])}
         return "{" in path or "page" in names
