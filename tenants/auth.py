@@ -258,11 +258,14 @@ class ApiDefaults:
         seconds = max(1, round(wait or 1))
         budget = request_budget(request)
         whom, shared = (budget.whom, budget.shared) if budget else ("from this address", "")
-        raise exceptions.Throttled(
-            wait=seconds,
+        refused = exceptions.Throttled(
             detail=f"Too many requests {whom} (at most {api_settings.DEFAULT_THROTTLE_RATES['token']}{shared}); "
             f"retry in {seconds} s.",
         )
+        # Set after: given to Throttled, the wait is also appended as DRF's own "Expected available in N seconds.",
+        # saying it twice. DRF's exception handler reads it for Retry-After.
+        refused.wait = seconds
+        raise refused
 
 
 class TokenScheme(OpenApiAuthenticationExtension):

@@ -96,6 +96,16 @@ def test_a_persons_tokens_and_session_share_one_budget(api_rate, owner):
     assert 1 <= int(refused[-1]["Retry-After"]) <= 60
 
 
+def test_the_429_says_the_wait_once_as_retry_after_does(api_rate, tokens):
+    api_rate("1/min")
+    client = bearer(tokens["maps_token"])
+    client.get("/api/v1/jobs/")
+    refused = client.get("/api/v1/jobs/")
+    assert refused.status_code == 429
+    assert refused.json()["detail"] == ("Too many requests for team maps (at most 1/min, shared by all its tokens); "
+                                        f"retry in {refused['Retry-After']} s.")  # fmt: skip
+
+
 def test_a_teams_tokens_share_the_teams_budget(api_rate, maps, lead, tokens):
     api_rate("3/min")
     first, second = bearer(tokens["maps_token"]), bearer(token_create(name="ci-nightly", team=maps)[1])
