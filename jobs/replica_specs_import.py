@@ -40,6 +40,7 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
     replica_specs = as_mapping(spec.get(replica_key), f"spec.{replica_key}")
     given_by: dict[str, str] = {}  # the replica type each image, command, args and env value was taken from
     shm_of: dict[str, str | None] = {}  # each replica type's /dev/shm size, None for none
+    set_by: dict[str, tuple[str, set, set]] = {}  # each type's container: its path, and what it sets itself
     if not replica_specs:
         raise SpecError({f"spec.{replica_key}": [f"Required: at least one replica type, e.g. {kind.default_role}."]})
     for role, replica in replica_specs.items():
@@ -60,7 +61,8 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
         list_unsupported(unsupported, at, container,
                          {"name", "image", "command", "args", "env", "resources", "volumeMounts"})  # fmt: skip
         # One image, command, args and env serve every replica group: the first replica type that sets one
-        # gives it, and a later type's other value is listed back (a PS's CPU image must not hide a Worker's).
+        # gives it, and a later type's other value is listed back (a PS's CPU image must not hide a Worker's),
+        # as is a type that sets none, which runs the one given all the same (`_unset`, after every type).
         for key in ("image", "command", "args"):
             if key in container and key not in data:
                 data[key], given_by[key] = container[key], role
@@ -69,6 +71,7 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
                                    f"one {key} serves every replica)")  # fmt: skip
         # `or []`: an empty env of any type ("", {}) reads as none here, as it always has
         env = literal_env(container.get("env") or [], f"{at}.env", unsupported)
+        set_by[role] = (at, {key for key in ("command", "args") if key in container}, set(env))
         for name, value in env.items():
             job_env = data.setdefault("env", {})
             if name not in job_env:
@@ -87,6 +90,7 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
             data.setdefault("shm", shm)
             resources = without_shm(resources, shm)
         data["replicas"].append({"role": role, "count": replica.get("replicas", 1), **resources})
+    _unset(set_by, data, given_by, unsupported)
     # One /dev/shm serves every replica group, added to each one's memory: the first replica type's
     # is kept, and a type that mounts another size, or none, is listed back.
     given = next((role for role, shm in shm_of.items() if shm), None)
@@ -105,6 +109,20 @@ def spec_from_replica_specs(kind: kinds.JobKind, manifest: dict) -> tuple[dict, 
     if tier:
         data["tier"] = tier
     return data, unsupported
+
+
+def _unset(set_by: dict[str, tuple[str, set, set]], data: dict, given_by: dict[str, str],
+           unsupported: list[str]) -> None:
+    """Lists each replica type's container that sets no command, args or env variable another type gives:
+    it runs that one all the same (a PS without args gets the Worker's, a Worker the PS's variables)."""
+    for role, (at, keys, names) in set_by.items():
+        for key in ("command", "args"):
+            if key in data and key not in keys:
+                unsupported.append(f"{at}.{key} (not set; {given_by[key]}'s serves every replica)")
+        for name in data.get("env", {}):
+            if name not in names:
+                unsupported.append(f"{at}.env.{name} (not set; {given_by[f'env.{name}']}'s value serves every "
+                                   "replica)")  # fmt: skip
 
 
 def _training_container(kind: kinds.JobKind, pod: dict, where: str, unsupported: list[str]) -> tuple[int, dict]:

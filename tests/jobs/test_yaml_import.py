@@ -182,6 +182,16 @@ def test_a_replica_types_own_image_or_env_value_is_listed_back_never_dropped_sil
     # ... and the Worker's own are named in the list of what was not carried over.
     assert f"{worker}.image (differs from PS's; one image serves every replica)" in unsupported, unsupported
     assert f"{worker}.env.ROLE_THREADS (differs from PS's; one value serves every replica)" in unsupported
-    # A value only one replica type sets is carried over as before.
+    # A value only one replica type sets is carried over, and the type that sets none is named: it runs it too.
     assert data["command"] == ["python", "/app/mnist.py"]
-    assert not any(".command" in item for item in unsupported), unsupported
+    assert [item for item in unsupported if ".command" in item] == [
+        "spec.tfReplicaSpecs.PS.template.spec.containers[0].command (not set; Worker's serves every replica)"]
+
+
+def test_a_replica_type_setting_no_args_or_env_variable_another_sets_is_named():
+    data, unsupported = spec_from_yaml(TFJOB_WITH_A_PS.replace(
+        "env: [{name: ROLE_THREADS, value: \"2\"}]", "args: [--steps, \"1000\"]"))
+    assert (data["args"], data["env"]) == (["--steps", "1000"], {"ROLE_THREADS": "8"})
+    ps, worker = (f"spec.tfReplicaSpecs.{role}.template.spec.containers[0]" for role in ("PS", "Worker"))
+    assert f"{worker}.args (not set; PS's serves every replica)" in unsupported, unsupported
+    assert f"{ps}.env.ROLE_THREADS (not set; Worker's value serves every replica)" in unsupported, unsupported
