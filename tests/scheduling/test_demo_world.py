@@ -120,3 +120,29 @@ def test_every_demo_team_has_members_and_its_seeded_jobs_are_theirs(db):
         owners = set(Job.objects.filter(team=team, owner__isnull=False).values_list("owner__username", flat=True))
         assert members, f"team {team.slug} has no members"
         assert owners <= members, f"team {team.slug}'s jobs are owned by {sorted(owners - members)}, not members"
+
+
+def test_the_demos_traffic_shows_a_reclaim_within_minutes(db, clock, settings, monkeypatch):
+    """After the seeded story, people go on submitting (demo_traffic, one look every 40 s): within a quarter of
+    an hour a team takes back the nominal quota another borrowed, and the borrower is preempted (R6). The
+    submissions' times follow the clock, as in the demo, where both are the wall's."""
+    from django.utils import timezone
+
+    from jobs.models import JobEvent
+    from scheduling import demo_traffic
+
+    monkeypatch.setattr(timezone, "now", clock)
+    settings.STARVATION_AFTER, settings.CLUSTER_BACKEND = demo_starvation_after(), "simulated"
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    cluster = SimulatedCluster(clock=clock, seed=1, failure_rate=0)
+    start = clock()
+    while not JobEvent.objects.filter(kind="preempted").exists():
+        assert (clock() - start).total_seconds() <= 15 * 60, "nobody was preempted in a quarter of an hour"
+        if (clock() - start).total_seconds() % 40 < BEAT:
+            demo_traffic.look(clock())
+        reconcile(cluster=cluster, now=clock())
+        admission_cycle(cluster=cluster, now=clock())
+        clock.tick(BEAT)
+    event = JobEvent.objects.get(kind="preempted")
+    assert event.code == "reclaimed" and event.job.team.slug == "perception"
+    assert "to team finance, which is reclaiming its nominal quota" in event.message
