@@ -36,7 +36,7 @@ TEMPLATES = [
     ("research", "tokenizer-probe", "experiment", 1, 1, 90, ()),
     ("perception", "vit-pretrain", "standard", 1, 8, 420, ("a100",)),
     ("maps", "tile-superres", "experiment", 2, 1, 120, ()),
-    # A reclaim (R6): perception's sweep borrows the l4 GPUs others leave idle, then finance takes its
+    # A reclaim (R6): perception's augment-search borrows the l4 GPUs others leave idle, then finance takes its
     # nominal back for a whole node, which only preempting the borrower gives.
     ("perception", "augment-search", "experiment", 6, 3, 900, ("l4",)),
     ("finance", "quarter-close", "production", 1, 8, 300, ()),

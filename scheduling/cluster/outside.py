@@ -165,14 +165,24 @@ def asked_tier(obj: dict) -> str:
 def import_manifest(obj: dict) -> dict:
     """Returns the parts of an outside job the submission's manifest import reads.
 
-    Its name and namespace, and its spec; what the cluster keeps (status, uid, managedFields,
-    labels, annotations, owner references) is Kubernetes' bookkeeping, not the job's request.
+    Its name and namespace, and its spec as its owner wrote it (Gangway's own runtime patch left out: read
+    last, it would stand for the owner's pod, its /dev/shm among it); what the cluster keeps (status, uid,
+    managedFields, labels, annotations, owner references) is Kubernetes' bookkeeping, not the job's request.
     """
+    spec = obj.get("spec") or {}
+    if isinstance(spec.get("runtimePatches"), list):  # a TrainJob admitted before carries Gangway's own patch
+        spec = {**spec, "runtimePatches": _owners_patches(spec)}
     return {
         "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
         "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"].get("namespace", "")},
-        "spec": obj.get("spec") or {},
+        "spec": spec,
     }  # fmt: skip
+
+
+def _owners_patches(spec: dict) -> list:
+    """A TrainJob's runtime patches but Gangway's own (its `manager` is trainjob_manifests.PATCH_MANAGER)."""
+    return [patch for patch in spec.get("runtimePatches") or ()
+            if not (isinstance(patch, dict) and patch.get("manager") == trainjob_manifests.PATCH_MANAGER)]  # fmt: skip
 
 
 def queued_as(obj: dict | None, uid: str) -> bool:
@@ -309,8 +319,7 @@ def _trainer_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dic
     """
     labels = {JOB_ID_LABEL: str(job.job_id), TEAM_LABEL: job.team, trainjob_manifests.TIER_LABEL: job.tier,
               **type_labels(job)}  # fmt: skip
-    owners = [patch for patch in (current.get("spec") or {}).get("runtimePatches") or ()
-              if not (isinstance(patch, dict) and patch.get("manager") == trainjob_manifests.PATCH_MANAGER)]  # fmt: skip
+    owners = _owners_patches(current.get("spec") or {})
     # Gangway's patch comes last and its affinity replaces theirs: their required node terms are carried into it.
     (terms,) = trainjob_manifests.train_job_terms({"kind": job.kind, "spec": {"runtimePatches": owners}})
     pod_spec = trainjob_manifests.node_pod_spec(job, terms)

@@ -184,3 +184,37 @@ def test_an_adopted_job_selecting_a_gpu_model_no_type_has_is_refused(typed_world
         assert refusal.startswith("Refused by Gangway: spec.tfReplicaSpecs.Worker.template.spec.nodeSelector."
                                   "nvidia.com/gpu.product (no GPU type has the value 'NVIDIA-B200').")  # fmt: skip
         assert "no node of the cluster's GPU types (a100) could run it" in refusal
+
+
+def _trainjob_with_shm(memory: str, shm: str) -> dict:
+    """A TrainJob as its owner writes it, its node pod given a /dev/shm of `shm` by the owner's runtime patch."""
+    import copy
+
+    from tests.cluster.test_outside_trainjobs import OWNER_PATCH, outside_trainjob
+
+    obj = outside_trainjob(gpu=4, nodes=1)
+    patch = copy.deepcopy(OWNER_PATCH)
+    pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["volumes"].append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}})
+    pod["containers"][0]["volumeMounts"].append({"name": "dshm", "mountPath": "/dev/shm"})
+    obj["spec"]["runtimePatches"] = [patch]
+    obj["spec"]["trainer"]["resourcesPerNode"]["limits"]["memory"] = memory
+    return obj
+
+
+def test_an_admitted_trainjob_reads_as_its_owner_wrote_it_not_as_gangways_patch_has_it(world, fake, cluster):
+    from scheduling.snapshot import replica_defaults, replica_specs
+    from tests.cluster.test_outside_jobs import preempt_for_urgent_work
+
+    fake.add(_trainjob_with_shm("16Gi", "16Gi"))  # counted as 32 GiB a node: its memory and its /dev/shm
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job = Job.objects.get(cluster_name="llama-kubectl")
+    assert job.state == Job.State.ADMITTED
+    admitted = fake.get("TrainJob", "llama-kubectl", "maps")  # Gangway's runtime patch now comes last
+    assert outside.demand_change(replica_specs(job, replica_defaults(job.team)), admitted) == ""
+    preempt_for_urgent_work(world, cluster)  # suspended, and waiting again
+    for _ in range(2):
+        reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.QUEUED, job.reason  # not rejected as changed: nobody changed it
