@@ -166,7 +166,7 @@ def _reject_changed(found: OutsideJobs, known: dict[str, tuple], now: datetime) 
         if job is None:
             continue
         team_defaults = defaults.setdefault(job.team_id, replica_defaults(job.team))
-        changed = outside.demand_change(replica_specs(job, team_defaults), item.manifest)
+        changed = outside.demand_change(replica_specs(job, team_defaults), item.manifest, team_defaults)
         if not changed:
             continue
         reason = (f"Its {job.kind} {job.team.slug}/{job.cluster_name} was changed after Gangway adopted it: "

@@ -634,6 +634,7 @@ def to_cluster_job(job: Job, *, placement: tuple[str, ...] = ()) -> ClusterJob:
         gangway_url=settings.PUBLIC_URL,
         job_token=job_tokens.issue(job.pk) if settings.PUBLIC_URL else "",
         volumes=volume_mounts(job.volumes), shm=job.shm, adopted=job.adopted, uid=job.cluster_uid,
+        defaults=tuple(sorted(defaults.items())),
         gpu_type=job.assigned_gpu_type,
         gpu_type_label=label_of(job.assigned_gpu_type, known_types()) if job.assigned_gpu_type else (),
     )

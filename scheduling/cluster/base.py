@@ -184,6 +184,8 @@ class ClusterJob:
     # Gangway owns and unsuspends it, instead of creating it; Gangway never deletes it.
     adopted: bool = False
     uid: str = ""  # an adopted job's object, as adopted: another object of its name is not the job
+    # What a replica naming no CPU or memory gets, its team's ("cpu", "memory"): already in `replicas`.
+    defaults: tuple[tuple[str, int], ...] = ()
     # The GPU type its admission gave it, and the node label (key, value) that pins its pods to
     # that type's nodes; "" and () on a cluster without types.
     gpu_type: str = ""

@@ -212,7 +212,7 @@ def admit(api: Api, job: ClusterJob, *, dry_run: bool = False) -> None:
         current = _read(api, job)
         if current is None or (job.uid and current["metadata"].get("uid") != job.uid):
             return  # gone, or another object made under its name since: reconcile cancels the job
-        changed = outside.demand_change(job.replicas, current)
+        changed = outside.demand_change(job.replicas, current, dict(job.defaults))
         if changed:
             raise ClusterError(f"{job.kind} {job.namespace}/{job.name} was changed after Gangway adopted it: "
                                f"{changed}; it stays suspended")  # fmt: skip

@@ -192,9 +192,10 @@ def queued_as(obj: dict | None, uid: str) -> bool:
     return obj["metadata"].get("uid") == uid and QUEUE_LABEL in (obj["metadata"].get("labels") or {})
 
 
-def demand_change(asked: tuple[ReplicaSpec, ...], obj: dict) -> str:
+def demand_change(asked: tuple[ReplicaSpec, ...], obj: dict, defaults: dict[str, int]) -> str:
     """Returns "" when an adopted object asks what Gangway counted for its job (`asked`: each replica group's
-    role, count and GPUs, and the CPU and memory the object names), else what it asks now, for people.
+    role, count, GPUs, CPU and memory, a group naming no CPU or memory given its team's `defaults`, as its pods
+    are by the namespace's LimitRange), else what it asks now, for people.
 
     Its owner may change an adopted job while it is suspended (`kubectl edit`; the admission policy forbids
     only unsuspending it): unsuspended as it is then, its pods would take more than its admission made room
@@ -205,9 +206,10 @@ def demand_change(asked: tuple[ReplicaSpec, ...], obj: dict) -> str:
     except SpecError as error:
         return f"it can no longer be read as a job ({error})"
     now = spec.replicas
+    cpu, memory = defaults.get("cpu", 0), defaults.get("memory", 0)
     same = len(now) == len(asked) and all(
-        (group.role, group.count, group.gpu) == (was.role, was.count, was.gpu)
-        and group.cpu in (0, was.cpu) and (not group.memory or group.memory + spec.shm == was.memory)
+        (group.role, group.count, group.gpu, group.cpu or cpu, (group.memory or memory) + spec.shm)
+        == (was.role, was.count, was.gpu, was.cpu, was.memory)
         for group, was in zip(now, asked)
     )  # fmt: skip
     if same:

@@ -134,6 +134,7 @@ def test_a_job_labelled_between_reconciles_two_lists_is_not_taken_for_deleted(wo
 
 
 WORKER = (ReplicaSpec("Worker", 2, 4, 8000, 32 * 2**30),)
+DEFAULTS = {"cpu": 8000, "memory": 32 * 2**30}  # its team's: what a replica naming none gets
 
 
 @pytest.mark.parametrize(("limits", "says"), [
@@ -148,8 +149,15 @@ WORKER = (ReplicaSpec("Worker", 2, 4, 8000, 32 * 2**30),)
 def test_what_an_adopted_object_asks_against_what_was_counted(limits, says):
     obj = outside_job(gpu=4, replicas=2)
     obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"] = limits
-    changed = outside.demand_change(WORKER, obj)
+    changed = outside.demand_change(WORKER, obj, DEFAULTS)
     assert (changed == "") if not says else (says in changed)
+
+
+def test_an_edit_dropping_a_named_cpu_for_a_larger_team_default_is_a_change():
+    counted = (ReplicaSpec("Worker", 2, 4, 1000, 32 * 2**30),)  # adopted naming 1 CPU a replica
+    obj = outside_job(gpu=4, replicas=2)  # edited to name none: its pods get the team's 8
+    assert outside.demand_change(counted, obj, DEFAULTS) == (
+        "it asks 2 Worker of 4 GPUs now, where Gangway adopted it asking 2 Worker of 4 GPUs, 1 CPU, 32 GiB memory")
 
 
 PRODUCT = "nvidia.com/gpu.product"
@@ -212,7 +220,8 @@ def test_an_admitted_trainjob_reads_as_its_owner_wrote_it_not_as_gangways_patch_
     job = Job.objects.get(cluster_name="llama-kubectl")
     assert job.state == Job.State.ADMITTED
     admitted = fake.get("TrainJob", "llama-kubectl", "maps")  # Gangway's runtime patch now comes last
-    assert outside.demand_change(replica_specs(job, replica_defaults(job.team)), admitted) == ""
+    defaults = replica_defaults(job.team)
+    assert outside.demand_change(replica_specs(job, defaults), admitted, defaults) == ""
     preempt_for_urgent_work(world, cluster)  # suspended, and waiting again
     for _ in range(2):
         reconcile(cluster=cluster)
