@@ -31,6 +31,10 @@ UNTRUSTED = -1
 # company's own CA signed. SSL_CERT_FILE names the CA to trust.
 _UNKNOWN_ISSUER = {2, 18, 19, 20, 21}  # unable to get issuer; self-signed, or one in the chain; no local issuer
 _NOT_ITS_NAME = {62, 64}  # hostname or IP address mismatch
+# The portal says when the token expires (RFC 3339, UTC) on every answer to a token that will; within this many
+# days the client warns, once, on standard error.
+EXPIRES_HEADER = "Gangway-Token-Expires"
+EXPIRY_WARNING_DAYS = 14
 
 
 class ApiError(Exception):
@@ -95,8 +99,12 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 class Client:
     def __init__(self, url: str, token: str, *, timeout: float | None = None, retries: int | None = None,
-                 max_wait: float | None = None, sleep=None, rng: random.Random | None = None):  # fmt: skip
+                 max_wait: float | None = None, sleep=None, rng: random.Random | None = None,
+                 warn=None):  # fmt: skip
         self.base = url.rstrip("/") + "/"
+        # Told, once, a sentence to show the person (`expiry_warning`); None says nothing.
+        self.warn = warn
+        self._warned = False
         self.token = token
         self.timeout = TIMEOUT if timeout is None else timeout
         self.retries = RETRIES if retries is None else retries
@@ -143,6 +151,7 @@ class Client:
             timeout = timeout if deadline is None else max(0.1, min(timeout, deadline - time.monotonic()))
             try:
                 with self.opener.open(request, timeout=timeout) as answer:
+                    self._note_expiry(answer.headers)
                     if into is not None:
                         # Read before anything is written, so that a failure up to here is retried as any read.
                         first = answer.read(CHUNK)
@@ -153,6 +162,7 @@ class Client:
                         return Response(answer.status, self._copy(answer, first, into), dict(answer.headers))
                     status, raw, answer_headers = answer.status, answer.read(), dict(answer.headers)
             except urllib.error.HTTPError as error:
+                self._note_expiry(error.headers)
                 body = _json(_read(error))
                 if error.code in RETRY_STATUSES and attempt < attempts:
                     wait = self._wait(error.headers.get("Retry-After"), attempt)
@@ -175,6 +185,15 @@ class Client:
                                "JSON; is that the portal's address?")  # fmt: skip
             return Response(status, body, answer_headers)
         raise AssertionError("unreachable")
+
+    def _note_expiry(self, headers) -> None:
+        """Warns once when the portal says the token expires within EXPIRY_WARNING_DAYS."""
+        if self.warn is None or self._warned or headers is None:
+            return
+        sentence = expiry_warning(headers.get(EXPIRES_HEADER), self.token, now=datetime.now(timezone.utc))
+        if sentence:
+            self._warned = True
+            self.warn(sentence)
 
     def get(self, path: str, *, deadline: float | None = None, **query) -> object:
         query = {name: value for name, value in query.items() if value is not None}
@@ -312,3 +331,19 @@ def _retry_after(header: str | None) -> float | None:
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     return max(0.0, (at - datetime.now(timezone.utc)).total_seconds())
+
+
+def expiry_warning(expires: str | None, token: str, *, now: datetime) -> str:
+    """The warning for a token that expires at `expires` (the portal's header), or "" when that is more than
+    EXPIRY_WARNING_DAYS away, absent, or not a time."""
+    try:
+        at = datetime.strptime(expires or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return ""
+    left = (at - now).total_seconds()
+    if left > EXPIRY_WARNING_DAYS * 86400:
+        return ""
+    days = round(left / 86400)
+    when = "in less than a day" if left < 86400 else f"in {days} day{'s' if days != 1 else ''}"
+    return (f"warning: token {token[:10]}... expires {at:%Y-%m-%d %H:%M} UTC ({when}); "
+            "make a new one before then (a team lead makes team tokens) and set GANGWAY_TOKEN to it.")

@@ -197,6 +197,10 @@ def fail(message: str, code: int) -> int:
     return code
 
 
+def _warn(sentence: str) -> None:
+    print(f"gangway: {sentence}", file=sys.stderr, flush=True)
+
+
 def run(argv: list[str] | None = None) -> int:
     """The exit code of one command line; ApiError, KeyboardInterrupt and Terminated may escape."""
     args = build_parser().parse_args(argv)
@@ -211,7 +215,7 @@ def run(argv: list[str] | None = None) -> int:
         return fail("no API token: set GANGWAY_TOKEN or pass --token-file (a lead creates one on the team page).",
                     exits.USAGE)  # fmt: skip
     try:
-        return COMMANDS[args.command](Client(url, token), args)
+        return COMMANDS[args.command](Client(url, token, warn=_warn), args)
     except ApiError as error:
         return fail(str(error), exits.for_status(error.status))
 

@@ -260,6 +260,8 @@ INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
 API_RATE = env.text("API_RATE", "600/min")
 # Active user tokens one person may hold (the budget is theirs however many they make; this keeps them few).
 USER_TOKEN_LIMIT = env.integer("USER_TOKEN_LIMIT", 20, minimum=1)
+# The longest an API token may live, in days; 0 lets a token never expire.
+TOKEN_MAX_LIFETIME = env.integer("TOKEN_MAX_LIFETIME", 0)
 # Posts of the pages that submit or preview (the submit form, fit preview, YAML import, quota editor), per user.
 PAGE_RATE = env.text("PAGE_RATE", "120/min")
 for _name, _rate in (("API_RATE", API_RATE), ("PAGE_RATE", PAGE_RATE)):

@@ -76,7 +76,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("API_RATE", "600/min", "API requests per person (all their user tokens and their session share it) or "
             "per team (all its team tokens share it), per second, minute, hour or day."),
     Setting("USER_TOKEN_LIMIT", 20, "Active user tokens one person may hold; creating one more is refused until "
-            "one is revoked."),
+            "one is revoked or expires."),
+    Setting("TOKEN_MAX_LIFETIME", 0, "The longest an API token may live, in days; a token asked for longer, or for never, is "
+            "refused, and one created without a lifetime gets this one. 0: a token may never expire.", shown="0 (no limit)"),
     Setting("PAGE_RATE", "120/min", "Posts per signed-in user to the pages that submit or preview (the submit form, "
             "its fit preview and YAML import, the quota editor)."),
     # -- Scheduling ----------------------------------------------------------------

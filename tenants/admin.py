@@ -15,6 +15,7 @@ from tenants.services import (
     admission_inputs_changed, gpu_type_create, gpu_type_delete, gpu_type_delete_problem, gpu_type_rename_problem,
     gpu_type_update, lock_teams,
 )
+from tenants.tokens import active_tokens
 
 
 class AuditedAdmin(admin.ModelAdmin):
@@ -188,8 +189,7 @@ class PriorityTierAdmin(AuditedAdmin):
         """A tier that caps a token in use is protected, the delete page naming the tokens: deleted, it would
         leave them with no cap (`max_tier` empty), free to submit at any tier."""
         deleted, counts, perms, protected = super().get_deleted_objects(objs, request)
-        capped = (ApiToken.objects.filter(max_tier__in=list(objs), revoked_at__isnull=True)
-                  .select_related("team", "max_tier"))  # fmt: skip
+        capped = active_tokens(ApiToken.objects.filter(max_tier__in=list(objs))).select_related("team", "max_tier")
         protected = [*protected, *(f"API token {t.name} of team {t.team} (max tier {t.max_tier})" for t in capped)]
         return deleted, counts, perms, protected
 
@@ -304,7 +304,8 @@ class ApiTokenAdmin(AuditedAdmin):
 
     form = LoadedRowForm  # a page opened before a lead revoked the token never makes it work again
 
-    list_display = ("name", "prefix", "team", "user", "max_tier", "created_at", "last_used_at", "revoked_at")
+    list_display = ("name", "prefix", "team", "user", "max_tier", "created_at", "last_used_at", "expires_at",
+                    "revoked_at")  # fmt: skip
     list_filter = ("team",)
     search_fields = ("name", "prefix", "team__slug", "user__username")
     readonly_fields = ("digest", "prefix", "created_by", "created_at", "last_used_at")

@@ -73,8 +73,8 @@ TOKEN_EXAMPLE = OpenApiExample(
     response_only=True,
     status_codes=["201"],
     value={"id": 3, "name": "ci-main", "team": "maps", "user": None, "max_tier": "standard", "prefix": "gw_Xy12ab3",
-           "created_by": "lead", "created_at": "2025-05-01T12:00:00Z", "last_used_at": None, "revoked_at": None,
-           "token": "gw_Xy12ab3...(43 characters)"},
+           "created_by": "lead", "created_at": "2025-05-01T12:00:00Z", "last_used_at": None,
+           "expires_at": "2026-05-01T12:00:00Z", "revoked_at": None, "token": "gw_Xy12ab3...(43 characters)"},
 )  # fmt: skip
 
 QUOTA_ANSWER = PolymorphicProxySerializer(
@@ -203,7 +203,8 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         summary="Create a team token (leads and staff)", tags=["tokens"], methods=["POST"],
         description="The token is in the answer this once; only its SHA-256 is stored.",
         request=TokenCreateSerializer, responses={201: TokenCreatedSerializer, 403: OpenApiResponse(ERROR)},
-        examples=[OpenApiExample("CI token", request_only=True, value={"name": "ci-main", "max_tier": "standard"}),
+        examples=[OpenApiExample("CI token", request_only=True,
+                                 value={"name": "ci-main", "max_tier": "standard", "expires_in_days": 365}),
                   TOKEN_EXAMPLE],
     )  # fmt: skip
     @action(detail=True, methods=["get", "post"], url_path="tokens", pagination_class=None)
@@ -220,7 +221,8 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         if max_tier is not None and not team.tiers.filter(pk=max_tier.pk).exists():
             allowed = ", ".join(team.tiers.values_list("name", flat=True)) or "none"
             raise exceptions.ValidationError({"max_tier": [f"Team {team.slug} may use tiers {allowed}."]})
-        token, value = token_create(name=form.validated_data["name"], team=team, max_tier=max_tier, actor=person)
+        token, value = token_create(name=form.validated_data["name"], team=team, max_tier=max_tier, actor=person,
+                                    days=form.validated_data["expires_in_days"])  # fmt: skip
         token.token = value
         return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
@@ -261,7 +263,8 @@ class UserTokenViewSet(ApiDefaults, GenericViewSet):
         form = TokenCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            token, value = token_create(name=form.validated_data["name"], user=person, actor=person)
+            token, value = token_create(name=form.validated_data["name"], user=person, actor=person,
+                                        days=form.validated_data["expires_in_days"])  # fmt: skip
         except TokenLimitReached as error:
             raise exceptions.ValidationError({"detail": str(error)}) from None
         token.token = value

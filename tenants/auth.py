@@ -14,6 +14,7 @@ membership table and is never staff: views scope it to its team through
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC
 from functools import wraps
 
 from django.conf import settings
@@ -75,6 +76,11 @@ class TokenAuthentication(BaseAuthentication):
         if token.is_revoked:
             raise exceptions.AuthenticationFailed(
                 f"Token {token.prefix}... was revoked on {token.revoked_at:%Y-%m-%d %H:%M} UTC; "
+                + ("make a new one on your tokens page." if token.user_id else "ask a team lead for a new one.")
+            )
+        if token.is_expired:
+            raise exceptions.AuthenticationFailed(
+                f"Token {token.prefix}... expired on {token.expires_at:%Y-%m-%d %H:%M} UTC; "
                 + ("make a new one on your tokens page." if token.user_id else "ask a team lead for a new one.")
             )
         if token.user_id is not None and not token.user.is_active:
@@ -243,9 +249,21 @@ def rate_limited(view):
     return wrapped
 
 
-# Mixed into every API view: error messages that say what to do next. (No
+# The header that tells a caller when its token expires (RFC 3339, UTC), on every answer to a token that will:
+# the CLI warns in its last EXPIRY_WARNING days, so a CI log says so before its jobs stop being submitted.
+EXPIRES_HEADER = "Gangway-Token-Expires"
+
+
+# Mixed into every API view: error messages that say what to do next, and when the caller's token expires. (No
 # docstring: the schema would take it as every view's description.)
 class ApiDefaults:
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        token = request_token(request)
+        if token is not None and token.expires_at is not None:
+            response[EXPIRES_HEADER] = token.expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return response
+
     def permission_denied(self, request, message=None, code=None):
         if request.authenticators and not request.successful_authenticator:
             raise exceptions.NotAuthenticated(

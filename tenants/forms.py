@@ -8,6 +8,7 @@ has a GPU row per type (`gpu:a100`, "a100 GPUs") in place of the one `gpu` row.
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.core.validators import RegexValidator
 
 from core.quantities import IN_UNITS, NotFinite, TooLarge, format_cpu, format_memory
@@ -16,7 +17,7 @@ from scheduling.policy.types import type_of_key
 from tenants.models import Team, base_resource
 from tenants.quota_conflicts import QuotaAsRead
 from tenants.selectors import gpu_types, quota_resources
-from tenants.tokens import TOKEN_NAME
+from tenants.tokens import LIFETIMES, TOKEN_NAME, lifetime_problem
 
 LIMITS = ("nominal", "borrowing_limit", "lending_limit")
 LABELS = {"gpu": "GPUs", "cpu": "CPU", "memory": "Memory"}
@@ -148,9 +149,27 @@ class TokenForm(forms.Form):
         help_text="Jobs it submits may not ask for a higher tier.",
     )  # fmt: skip
 
+    lifetime = forms.TypedChoiceField(
+        label="Expires after", coerce=int, empty_value=None, initial=90, required=False,
+        help_text="From then on it no longer authenticates, and whatever uses it gets 401 saying so.",
+    )  # fmt: skip
+
     def __init__(self, *args, team: Team | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         if team is None:
             del self.fields["max_tier"]  # a user token acts as its user, with the user's tiers
         else:
             self.fields["max_tier"].queryset = team.tiers.order_by("-value", "name")
+        lifetime = self.fields["lifetime"]
+        offered = [(days, label) for days, label in LIFETIMES if not lifetime_problem(days)]
+        if not offered:  # TOKEN_MAX_LIFETIME shorter than a week: its own days
+            offered = [(settings.TOKEN_MAX_LIFETIME, f"{settings.TOKEN_MAX_LIFETIME} days")]
+        lifetime.choices = [("" if days is None else days, label) for days, label in offered]
+        if all(days != lifetime.initial for days, _ in offered):
+            lifetime.initial = offered[-1][0]  # the longest allowed
+
+    def clean_lifetime(self) -> int | None:
+        days = self.cleaned_data["lifetime"]
+        if problem := lifetime_problem(days):
+            raise forms.ValidationError(problem)
+        return days

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from scheduling.policy.types import type_of_key, typed_key
 from tenants.inputs import quota_problem, weight_problem
@@ -271,6 +272,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="From then on it no longer authenticates; empty = never expires.")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -288,3 +291,12 @@ class ApiToken(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def is_active(self) -> bool:
+        """Whether it authenticates: neither revoked nor expired (its user's account aside)."""
+        return not self.is_revoked and not self.is_expired

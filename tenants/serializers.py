@@ -9,7 +9,7 @@ from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem, tex
 from tenants.models import ApiToken, PriorityTier, Quota, base_resource, is_quota_resource
 from tenants.selectors import quota_resources
 from tenants.services import QUOTA_FIELDS
-from tenants.tokens import TOKEN_NAME
+from tenants.tokens import LONGEST_LIFETIME, TOKEN_NAME, default_lifetime, lifetime_problem
 
 BIG = max(QUOTA_MAX.values())  # the largest of any resource; each resource's own range is checked in validate_quotas
 
@@ -222,7 +222,7 @@ class TokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
         fields = ["id", "name", "team", "user", "max_tier", "prefix", "created_by", "created_at", "last_used_at",
-                  "revoked_at"]  # fmt: skip
+                  "expires_at", "revoked_at"]  # fmt: skip
         read_only_fields = fields
 
 
@@ -251,3 +251,19 @@ class TokenCreateSerializer(serializers.Serializer):
         slug_field="name", queryset=PriorityTier.objects.all(), required=False, allow_null=True,
         help_text="Team tokens: the highest tier it may submit to.",
     )  # fmt: skip
+    expires_in_days = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=LONGEST_LIFETIME,
+        help_text="Days until it expires; null never expires. Left out: TOKEN_MAX_LIFETIME's days, or never when "
+        "that is 0. Refused above TOKEN_MAX_LIFETIME.",
+    )  # fmt: skip
+
+    def validate_expires_in_days(self, days: int | None) -> int | None:
+        if problem := lifetime_problem(days):
+            raise serializers.ValidationError(problem)
+        return days
+
+    def to_internal_value(self, data):
+        values = super().to_internal_value(data)
+        if "expires_in_days" not in values:
+            values["expires_in_days"] = default_lifetime()
+        return values

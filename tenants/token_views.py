@@ -57,7 +57,7 @@ def _create(request, *, team: Team | None):
     try:
         token, value = token_create(
             name=form.cleaned_data["name"], team=team, user=None if team else request.user,
-            max_tier=form.cleaned_data.get("max_tier"), actor=request.user,
+            max_tier=form.cleaned_data.get("max_tier"), actor=request.user, days=form.cleaned_data["lifetime"],
         )  # fmt: skip
     except TokenLimitReached as error:
         form.add_error(None, str(error))

@@ -2,7 +2,9 @@
 
 Only the SHA-256 of a token is stored, so a database dump leaks no credential;
 the first characters are kept to tell tokens apart in lists. A person holds at
-most USER_TOKEN_LIMIT active user tokens.
+most USER_TOKEN_LIMIT active user tokens. A token lives for the days it was
+created with (never expiring when none were given and TOKEN_MAX_LIFETIME is 0);
+an expired one no longer authenticates, and no longer counts as active.
 """
 
 from __future__ import annotations
@@ -30,8 +32,38 @@ LAST_USED_RESOLUTION = timedelta(seconds=60)
 TOKEN_NAME = r"^[\w.@+-]+( [\w.@+-]+)*$"
 
 
+# The lifetimes the token pages offer, in days; None never expires (offered while TOKEN_MAX_LIFETIME is 0).
+LIFETIMES: tuple[tuple[int | None, str], ...] = ((7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year"),
+                                                 (None, "Never"))  # fmt: skip
+LONGEST_LIFETIME = 3650  # days: ten years, the longest a token may be asked for even with no TOKEN_MAX_LIFETIME
+
+
 class TokenLimitReached(ValueError):
     """A person already holds USER_TOKEN_LIMIT active user tokens; the message says so in a sentence."""
+
+
+def lifetime_problem(days: int | None) -> str:
+    """Returns why a token may not live `days` (None: never expire), or "" when it may."""
+    cap = settings.TOKEN_MAX_LIFETIME
+    if days is None:
+        return f"Tokens expire after at most {cap} days here (TOKEN_MAX_LIFETIME): choose a lifetime." if cap else ""
+    if days < 1:
+        return "A token lives at least 1 day."
+    if cap and days > cap:
+        return f"Tokens expire after at most {cap} days here (TOKEN_MAX_LIFETIME); ask for {cap} days or fewer."
+    if days > LONGEST_LIFETIME:
+        return f"A token lives at most {LONGEST_LIFETIME} days; ask for no expiry instead."
+    return ""
+
+
+def default_lifetime() -> int | None:
+    """The lifetime of a token created without one: TOKEN_MAX_LIFETIME's days, or never when it is 0."""
+    return settings.TOKEN_MAX_LIFETIME or None
+
+
+def active_tokens(tokens):
+    """Of `tokens` (a queryset), those that authenticate: neither revoked nor expired."""
+    return tokens.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()), revoked_at__isnull=True)
 
 
 def token_digest(value: str) -> str:
@@ -43,27 +75,36 @@ def _new_value() -> str:
 
 
 def token_create(
-    *, name: str, team: Team | None = None, user=None, max_tier: PriorityTier | None = None, actor=None
+    *, name: str, team: Team | None = None, user=None, max_tier: PriorityTier | None = None, actor=None,
+    days: int | None = None,
 ) -> tuple[ApiToken, str]:
-    """A new token and its value (the only time the value exists outside the caller's hands).
+    """A new token and its value (the only time the value exists outside the caller's hands), living `days`
+    from now (None: never expiring). Callers check `days` with `lifetime_problem` first.
 
     Exactly one of `team` (a team token) and `user` (a user token) is given.
     Raises TokenLimitReached when the user already holds USER_TOKEN_LIMIT active tokens.
     """
     if (team is None) == (user is None):
         raise ValueError("A token belongs to a team or to a user, not both and not neither.")
+    if problem := lifetime_problem(days):
+        raise ValueError(problem)
     value = _new_value()
+    expires_at = timezone.now() + timedelta(days=days) if days is not None else None
     with transaction.atomic():
         if user is not None:
             _check_token_limit(user)
         token = ApiToken.objects.create(
             name=name, team=team, user=user, max_tier=max_tier if team else None,
-            digest=token_digest(value), prefix=value[:10], created_by=actor,
+            digest=token_digest(value), prefix=value[:10], created_by=actor, expires_at=expires_at,
         )  # fmt: skip
         if team is not None:
             tier = f", up to tier {max_tier.name}" if max_tier else ""
-            AuditEntry.objects.create(actor=actor, team=team, subject="token", after={"token": token.prefix, "name": name},
-                                      summary=f"API token {name!r} ({token.prefix}...) created for team {team.slug}{tier}.")  # fmt: skip
+            until = f", expiring {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else ", never expiring"
+            AuditEntry.objects.create(
+                actor=actor, team=team, subject="token",
+                after={"token": token.prefix, "name": name, "expires_at": expires_at.isoformat() if expires_at else None},
+                summary=f"API token {name!r} ({token.prefix}...) created for team {team.slug}{tier}{until}.",
+            )  # fmt: skip
     return token, value
 
 
@@ -73,7 +114,7 @@ def _check_token_limit(user) -> None:
     The user's row is locked first (in token_create's transaction), so two creates at once cannot both pass the count.
     """
     get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").get()
-    active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
+    active = active_tokens(ApiToken.objects.filter(user=user)).count()
     if active >= settings.USER_TOKEN_LIMIT:
         raise TokenLimitReached(
             f"User {user.username} already holds {active} active tokens; one person may hold at most "

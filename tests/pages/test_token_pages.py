@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tenants.models import ApiToken, AuditEntry
@@ -193,3 +195,41 @@ def test_a_user_token_over_the_limit_answers_422_saying_so(login, member, settin
 def test_the_token_pages_lead_to_the_api_reference(login, lead, page):
     body = login(lead).get(page).content.decode()
     assert body.count('href="/api/schema/redoc/"') == 2  # on the page, and in every page's footer
+
+
+def test_the_form_offers_lifetimes_and_a_new_token_lives_the_one_chosen(login, lead):
+    client = login(lead)
+    form = client.get("/teams/maps/tokens/").content.decode()
+    assert re.search(r'<option value="90" selected>90 days</option>', form) and '<option value="">Never</option>' in form
+    response = client.post("/teams/maps/tokens/", {"name": "ci-main", "lifetime": "30"})
+    token = ApiToken.objects.get()
+    assert timedelta(days=29) < token.expires_at - timezone.now() <= timedelta(days=30)
+    assert f"expiring {timezone.localtime(token.expires_at):%Y-%m-%d %H:%M}" in response.content.decode()
+    never = client.post("/teams/maps/tokens/", {"name": "ci-forever", "lifetime": ""})
+    assert never.status_code == 200 and ApiToken.objects.get(name="ci-forever").expires_at is None
+
+
+def test_with_a_cap_the_form_offers_only_lifetimes_within_it_and_refuses_never(login, member, settings):
+    settings.TOKEN_MAX_LIFETIME = 30
+    client = login(member)
+    form = client.get("/tokens/").content.decode()
+    assert "Never</option>" not in form and ">90 days<" not in form and ">1 year<" not in form
+    assert '<option value="30" selected>30 days</option>' in form
+    refused = client.post("/tokens/", {"name": "laptop", "lifetime": ""})
+    assert refused.status_code == 422 and "at most 30 days here (TOKEN_MAX_LIFETIME)" in refused.content.decode()
+    assert not ApiToken.objects.exists()
+
+
+def test_a_cap_shorter_than_a_week_is_offered_as_it_is(login, member, settings):
+    settings.TOKEN_MAX_LIFETIME = 3
+    form = login(member).get("/tokens/").content.decode()
+    assert '<option value="3" selected>3 days</option>' in form and "7 days" not in form
+
+
+def test_an_expired_token_reads_as_expired_with_nothing_to_revoke(login, lead, maps):
+    token, value = token_create(name="ci-old", team=maps, days=7)
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(hours=1))
+    page = login(lead).get("/teams/maps/tokens/").content.decode()
+    row = re.search(rf'<tr id="token-{token.pk}" class="revoked">.*?</tr>', page, re.S).group(0)
+    assert '<span class="badge s-failed">expired</span>' in row and "Revoke" not in row
+    assert api_status(value) == 401
