@@ -35,6 +35,8 @@ TOKEN_NAME = r"^[\w.@+-]+( [\w.@+-]+)*$"
 # The lifetimes the token pages offer, in days; None never expires (offered while TOKEN_MAX_LIFETIME is 0).
 LIFETIMES: tuple[tuple[int | None, str], ...] = ((7, "7 days"), (30, "30 days"), (90, "90 days"), (365, "1 year"),
                                                  (None, "Never"))  # fmt: skip
+# A team's leads read on its page which of its tokens expire within this (the CLI warns as long before).
+EXPIRY_NOTICE = timedelta(days=14)
 LONGEST_LIFETIME = 3650  # days: ten years, the longest a token may be asked for even with no TOKEN_MAX_LIFETIME
 
 
@@ -187,6 +189,12 @@ def token_touch(token: ApiToken) -> None:
         log.warning("token %s was used but its last use could not be written: the database is read-only", token.pk)
         return
     token.last_used_at = now
+
+
+def expiring_tokens(team: Team, *, within: timedelta = EXPIRY_NOTICE):
+    """The team's tokens that still authenticate and expire within `within`, soonest first."""
+    return active_tokens(ApiToken.objects.filter(team=team, expires_at__lte=timezone.now() + within)).order_by(
+        "expires_at", "id")  # fmt: skip
 
 
 def tokens_for_team(team: Team):

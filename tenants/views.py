@@ -26,6 +26,7 @@ from tenants.permissions import can_edit_quota, can_manage_tokens, can_view
 from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since
 from tenants.selectors import get_team_to_view, gpu_types, role_in, teams_for
 from tenants.services import quota_update, quota_values
+from tenants.tokens import expiring_tokens
 
 CHART_WIDTH, CHART_HEIGHT, CHART_LEFT, CHART_BOTTOM = 960, 220, 36, 22
 JOBS_PAGE = 25
@@ -100,6 +101,7 @@ def team_detail(request, slug: str):
     audit = AuditEntry.objects.filter(team=team).select_related("actor")
     tiles = _tiles(team)
     total, per_type = usage_series(team, now - timedelta(hours=24), [name for name, *_ in tiles["by_type"]])
+    manages_tokens = can_manage_tokens(request.user, team)
     context = {
         "team": team,
         "insider": insider,
@@ -116,7 +118,9 @@ def team_detail(request, slug: str):
         **jobs,
         "members": team.memberships.select_related("user").order_by("-role", "user__username"),
         "audit": (audit if insider else audit.filter(subject=QUOTA_SUBJECT))[:20],
-        "can_manage_tokens": can_manage_tokens(request.user, team),
+        "can_manage_tokens": manages_tokens,
+        # Its tokens about to expire, for those who make new ones: CI using one stops at its expiry.
+        "expiring": list(expiring_tokens(team)) if manages_tokens else [],
         "can_edit_quota": can_edit_quota(request.user),
         "sweeps": with_waits(list(sweeps_for(request.user, team=team, open_first=True)[:SWEEPS_SHOWN])),
         # Jobs from elsewhere Gangway refused to adopt, by name: for its members and staff only, as its jobs are.

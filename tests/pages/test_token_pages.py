@@ -233,3 +233,25 @@ def test_an_expired_token_reads_as_expired_with_nothing_to_revoke(login, lead, m
     row = re.search(rf'<tr id="token-{token.pk}" class="revoked">.*?</tr>', page, re.S).group(0)
     assert '<span class="badge s-failed">expired</span>' in row and "Revoke" not in row
     assert api_status(value) == 401
+
+
+def test_the_team_page_tells_its_leads_which_tokens_expire_soon(login, owner, lead, maps):
+    token_create(name="ci-soon", team=maps, days=5)
+    token_create(name="ci-later", team=maps, days=90)
+    token_create(name="ci-forever", team=maps)
+    gone, _ = token_create(name="ci-gone", team=maps, days=3)
+    ApiToken.objects.filter(pk=gone.pk).update(expires_at=timezone.now() - timedelta(hours=1))
+    page = login(lead).get("/teams/maps/").content.decode()
+    notice = re.search(r'<p class="flash warning" role="status" id="tokens-expiring">(.*?)</p>', page, re.S).group(1)
+    assert notice.startswith("API token <b>ci-soon</b>") and "expires soon: whatever uses it gets 401" in notice
+    assert "ci-later" not in notice and "ci-forever" not in notice and "ci-gone" not in notice
+    assert 'id="tokens-expiring"' not in login(owner).get("/teams/maps/").content.decode()  # not theirs to renew
+
+
+def test_several_tokens_expiring_are_named_together(login, lead, maps):
+    token_create(name="ci-a", team=maps, days=2)
+    token_create(name="ci-b", team=maps, days=9)
+    page = login(lead).get("/teams/maps/").content.decode()
+    notice = re.search(r'id="tokens-expiring">(.*?)</p>', page, re.S).group(1)
+    assert notice.startswith("API tokens <b>ci-a</b>") and " and <b>ci-b</b>" in notice
+    assert "expire soon: whatever uses them" in notice
