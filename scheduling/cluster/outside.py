@@ -198,8 +198,8 @@ def demand_change(asked: tuple[ReplicaSpec, ...], obj: dict, defaults: dict[str,
     are by the namespace's LimitRange), else what it asks now, for people.
 
     Its owner may change an adopted job while it is suspended (`kubectl edit`; the admission policy forbids
-    only unsuspending it): unsuspended as it is then, its pods would take more than its admission made room
-    for, on nodes the snapshot counts as free."""
+    unsuspending it, and changing what it asks only while it runs): unsuspended as it is then, its pods would
+    take more than its admission made room for, on nodes the snapshot counts as free."""
     try:
         data, _ = spec_from_manifest(import_manifest(obj))
         spec = parse_spec({**data, "name": "adopted", "tier": ""})  # only its replicas are compared

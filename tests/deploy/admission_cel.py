@@ -90,18 +90,18 @@ def evaluate(expression: str, activation: dict):
         return error
 
 
-def request(*, operation: str, kind: str, obj: dict | None, old: dict | None = None, user: str = "alice",
+def request(*, operation: str, obj: dict | None, old: dict | None = None, user: str = "alice",
             resource: tuple[str, str] | None = None, subresource: str = "") -> dict:  # fmt: skip
-    """An AdmissionRequest as the API server builds it for a namespaced object: `resource` (group, plural) is
-    read from the object's apiVersion and kind unless given; empty fields are left out."""
+    """An AdmissionRequest as the API server builds it for a namespaced object: its kind is the object's (a
+    Scale's for /scale), its resource (group, plural) read from the object unless given; empty fields are left
+    out."""
     source = obj if obj is not None else old
-    meta = source.get("metadata", {}) if source else {}
-    if resource is None:
-        group = source["apiVersion"].rsplit("/", 1)[0]
-        resource = (group, kind.lower() + "s")
+    meta = source.get("metadata", {})
+    group, _, version = source["apiVersion"].rpartition("/")
+    resource = resource or (group, source["kind"].lower() + "s")
     req = {
         "uid": "0", "operation": operation, "name": meta.get("name", ""), "namespace": meta.get("namespace", ""),
-        "kind": {"group": resource[0], "version": "v1", "kind": kind},
+        "kind": {"group": group, "version": version, "kind": source["kind"]},
         "resource": {"group": resource[0], "version": "v1", "resource": resource[1]},
         "userInfo": {"username": user, "groups": ["system:authenticated"]},
     }  # fmt: skip

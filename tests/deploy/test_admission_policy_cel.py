@@ -41,11 +41,11 @@ def trainjob(*, suspend: bool | None = True, labels: dict | None = None, nodes: 
 
 
 def create(obj: dict, *, user: str = "alice", spec: dict | None = None):
-    return review(request(operation="CREATE", kind=obj["kind"], obj=obj, user=user), obj, None, spec)
+    return review(request(operation="CREATE", obj=obj, user=user), obj, None, spec)
 
 
 def update(old: dict, new: dict, *, user: str = "alice", spec: dict | None = None):
-    return review(request(operation="UPDATE", kind=new["kind"], obj=new, old=old, user=user), new, old, spec)
+    return review(request(operation="UPDATE", obj=new, old=old, user=user), new, old, spec)
 
 
 def with_suspend(obj: dict, suspend: bool) -> dict:
@@ -146,14 +146,14 @@ def test_the_queue_label_is_required_at_create_only():
 
 def test_deletes_and_status_writes_are_not_the_policys():
     running = tfjob(suspend=False)
-    deleted = review(request(operation="DELETE", kind="TFJob", obj=None, old=running), None, running)
+    deleted = review(request(operation="DELETE", obj=None, old=running), None, running)
     assert not deleted.matched
     # The Training Operator, Kubeflow Trainer and Gangway's Failed mark write status through /status.
     for obj in (running, trainjob(suspend=False)):
         status = copy.deepcopy(obj)
         status["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
-        req = request(operation="UPDATE", kind=obj["kind"], obj=status, old=obj, user="system:serviceaccount:"
-                      "kubeflow:training-operator", subresource="status")  # fmt: skip
+        req = request(operation="UPDATE", obj=status, old=obj, user="system:serviceaccount:kubeflow:training-operator",
+                      subresource="status")  # fmt: skip
         assert not review(req, status, obj).matched
 
 
