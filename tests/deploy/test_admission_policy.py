@@ -48,7 +48,9 @@ def test_it_covers_every_kind_gangway_adopts_and_trainjob():
     for kind in outside.outside_kinds():
         assert covered[(kind.group, kind.plural)] == {"CREATE", "UPDATE"}
     assert covered[("trainer.kubeflow.org", "trainjobs")] == {"CREATE", "UPDATE"}
-    # No rule matches /status, where the operators (and Gangway's Failed mark) write.
+    # kubectl scale changes a PyTorchJob's Workers through its scale subresource; no rule matches /status, where
+    # the operators (and Gangway's Failed mark) write.
+    assert covered[("kubeflow.org", "pytorchjobs/scale")] == {"UPDATE"}
     assert not [resource for _, resource in covered if resource.endswith("/status") or resource.endswith("/*")]
 
 

@@ -1,6 +1,7 @@
 """The admission policy keeps a running job as Gangway counts it: once a job runs (Gangway unsuspended it), nobody
-else changes what its replicas ask, by `kubectl edit`, `apply` or `patch`. Its labels and annotations stay its
-owner's, and so does suspending it. Evaluated from the manifest (`admission_cel`)."""
+else changes what its replicas ask, by `kubectl edit`, `apply` or `patch`, nor a PyTorchJob's Workers by
+`kubectl scale`. Its labels and annotations stay its owner's, and so does suspending it. Evaluated from the
+manifest (`admission_cel`)."""
 
 from __future__ import annotations
 
@@ -149,3 +150,30 @@ def test_a_job_gangway_created_is_told_to_submit_it_again_in_gangway():
     [message] = update(before, after).denials
     assert message.endswith("its labels and annotations may. To run it otherwise, cancel it in Gangway and submit "
                             "it again.")  # fmt: skip
+
+
+def scale(replicas: int | None) -> dict:
+    """The Scale `kubectl scale pytorchjob` reads and writes: its Worker count (left out when 0, as Kubernetes
+    leaves out an empty integer)."""
+    spec = {} if not replicas else {"replicas": replicas}
+    return {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "bert", "namespace": NS},
+            "spec": spec, "status": {"replicas": 2}}  # fmt: skip
+
+
+def scaled(before: int | None, after: int | None, *, user: str = "alice"):
+    old, new = scale(before), scale(after)
+    req = request(operation="UPDATE", obj=new, old=old, user=user, resource=("kubeflow.org", "pytorchjobs"),
+                  subresource="scale")  # fmt: skip
+    return review(req, new, old)
+
+
+def test_kubectl_scale_cannot_change_a_pytorchjobs_workers():
+    assert scaled(2, 4).denials == (
+        "kubectl scale cannot change the Worker count of PyTorchJob maps/bert: Gangway counts the job as it was "
+        "sent. To run it with another count, cancel it in Gangway and submit it again if Gangway created it; else "
+        "delete it and create it again suspended, with the label gangway.io/queue: maps.",
+    )
+    assert not scaled(2, None).allowed  # to none
+    assert not scaled(None, 1).allowed  # from none
+    assert scaled(2, 2).allowed  # the same count: nothing changes
+    assert not scaled(2, 4, user=GANGWAY).matched
