@@ -151,6 +151,13 @@ def _still_here(cluster: Cluster, job: Job) -> bool:
         return True
 
 
+def changed_reason(job: Job, changed: str) -> str:
+    """Why an adopted job whose object its owner changed since its adoption (`changed`, as
+    `outside.demand_change` says it) is rejected."""
+    return (f"Its {job.kind} {job.team.slug}/{job.cluster_name} was changed after Gangway adopted it: {changed}. "
+            "Gangway admits a job as it adopted it; to queue the changed job, delete it and create it again.")
+
+
 def _reject_changed(found: OutsideJobs, known: dict[str, tuple], now: datetime) -> None:
     """Rejects each queued adopted job whose object its owner changed to ask otherwise since its adoption
     (`outside.demand_change`), and notes it in `known`, so that this pass writes the refusal back on the
@@ -169,9 +176,7 @@ def _reject_changed(found: OutsideJobs, known: dict[str, tuple], now: datetime) 
         changed = outside.demand_change(replica_specs(job, team_defaults), item.manifest, team_defaults)
         if not changed:
             continue
-        reason = (f"Its {job.kind} {job.team.slug}/{job.cluster_name} was changed after Gangway adopted it: "
-                  f"{changed}. Gangway admits a job as it adopted it; to queue the changed job, delete it and "
-                  f"create it again.")  # fmt: skip
+        reason = changed_reason(job, changed)
         try:
             transition(job, Job.State.REJECTED, message=f"Rejected: {reason}", code=Because.CHANGED_OUTSIDE,
                        reason=reason, reason_code=Because.CHANGED_OUTSIDE, finished_at=now, position=None,

@@ -22,9 +22,10 @@ from jobs.models import Job, JobEvent
 from jobs.services import CHECKPOINT_STATES, NotRunning, job_checkpoint
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
-from scheduling.adoption import adopt_outside_jobs
+from scheduling.adoption import adopt_outside_jobs, changed_reason
 from scheduling.handed_back import given_back
 from scheduling.cluster.base import (
+    ChangedOutside,
     Cluster,
     ClusterError,
     ClusterUnavailable,
@@ -271,11 +272,13 @@ def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: Reconcile
 
 class CreateRefused(ClusterError):
     """The cluster refused to create (or resume) a job's object, as opposed to stopping it; `failing`
-    when it was a server error (ServerFailing), not a verdict on the job."""
+    when it was a server error (ServerFailing), not a verdict on the job; `changed` when it was an adopted
+    job's object that its owner changed to ask otherwise (ChangedOutside), saying how."""
 
-    def __init__(self, message: str, *, failing: bool = False):
+    def __init__(self, message: str, *, failing: bool = False, changed: str = ""):
         super().__init__(message)
         self.failing = failing
+        self.changed = changed
 
 
 def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
@@ -292,6 +295,8 @@ def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
             raise CreateRefused(str(error), failing=True) from error
         log.warning("no answer in time to the create of job %s: %s", job.pk, error)
         return False
+    except ChangedOutside as error:
+        raise CreateRefused(str(error), changed=error.changed) from error
     except ClusterError as error:
         raise CreateRefused(str(error)) from error
     return True
@@ -303,13 +308,17 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
     victim's, a cancelled job's, a resume of a running job) is logged for operators and said once on the
     job; the next pass tries again, except for a victim the cluster has refused to stop for
     ADMISSION_TIMEOUT, which runs on (`stop_refused`). A victim or a cancelled job whose stop is refused,
-    or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). Returns whether the job went
-    back to running."""
+    or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). A running adopted job whose
+    owner suspended its object and changed what it asks is not resumed: it is rejected (`_reject_stopped`).
+    Returns whether the job went back to running, or was rejected."""
     error = str(refusal)
     job.refresh_from_db()
     if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
         requeue_refused(job, error, now, failing=refusal.failing)
         return False
+    if isinstance(refusal, CreateRefused) and refusal.changed and job.state == Job.State.RUNNING:
+        _reject_stopped(job, refusal.changed, now)
+        return True
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
@@ -371,6 +380,23 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
                    placement=[], held_until_stopped=False, stop_failed_at=None)  # fmt: skip
         result.changed += 1
+
+
+def _reject_stopped(job: Job, changed: str, now: datetime) -> None:
+    """A running adopted job whose owner suspended its object (its pods stopped) and changed what it asks in
+    the same update, which the admission policy allows: Gangway runs a job as it adopted it, so it is not
+    resumed. It no longer holds its room and quota, and is rejected as a waiting job so changed is
+    (`adoption.changed_reason`), the refusal written back on its object. Three moves in one transaction, the
+    first two notes (the owner stopped it; nobody preempted it)."""
+    reason = changed_reason(job, changed)
+    transition(job, Job.State.PREEMPTING, event_kind=JobEvent.Kind.NOTE, code=Because.CHANGED_OUTSIDE,
+               message=f"Stopped by its owner: its {job.kind} was suspended and changed in the cluster ({changed}).")
+    transition(job, Job.State.QUEUED, event_kind=JobEvent.Kind.NOTE, code=Because.CHANGED_OUTSIDE,
+               message="No longer running: its nodes and its team's quota are free.", placement=[], started_at=None,
+               admitted_at=None, not_before=None, stop_failed_at=None)  # fmt: skip
+    transition(job, Job.State.REJECTED, message=f"Rejected: {reason}", code=Because.CHANGED_OUTSIDE, reason=reason,
+               reason_code=Because.CHANGED_OUTSIDE, finished_at=now, position=None, team_position=None, eta=None,
+               reservation=None)  # fmt: skip
 
 
 def _count_stop(result: ReconcileResult, suspended: bool) -> None:

@@ -61,6 +61,15 @@ class ClusterError(Exception):
     """The cluster refused a request (e.g. 422 Invalid); the message names the object's kind and name."""
 
 
+class ChangedOutside(ClusterError):
+    """An adopted job's object that its owner changed since its adoption to ask otherwise than Gangway counted
+    (`outside.demand_change`), which Gangway leaves suspended; `changed` says how, for people."""
+
+    def __init__(self, message: str, *, changed: str):
+        super().__init__(message)
+        self.changed = changed
+
+
 class ServerFailing(ClusterError):
     """The server kept failing (500) on one object while it answered a read: a webhook or the storage
     behind that object's namespace, which passes once mended; the object itself was not refused.

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 
 from scheduling.cluster import outside
 from scheduling.cluster.base import (
+    ChangedOutside,
     ClusterError,
     ClusterJob,
     ClusterUnavailable,
@@ -214,8 +215,8 @@ def admit(api: Api, job: ClusterJob, *, dry_run: bool = False) -> None:
             return  # gone, or another object made under its name since: reconcile cancels the job
         changed = outside.demand_change(job.replicas, current, dict(job.defaults))
         if changed:
-            raise ClusterError(f"{job.kind} {job.namespace}/{job.name} was changed after Gangway adopted it: "
-                               f"{changed}; it stays suspended")  # fmt: skip
+            raise ChangedOutside(f"{job.kind} {job.namespace}/{job.name} was changed after Gangway adopted it: "
+                                 f"{changed}; it stays suspended", changed=changed)  # fmt: skip
         try:
             _patch(api, job, verb, outside.admission_patch(job, current), dry_run=dry_run)
             return

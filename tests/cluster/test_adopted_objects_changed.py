@@ -227,3 +227,51 @@ def test_an_admitted_trainjob_reads_as_its_owner_wrote_it_not_as_gangways_patch_
         reconcile(cluster=cluster)
     job.refresh_from_db()
     assert job.state == Job.State.QUEUED, job.reason  # not rejected as changed: nobody changed it
+
+
+def _owner_suspends_and_edits(fake, gpu: int) -> None:
+    """Its owner suspends the running object and, in the same update, asks `gpu` GPUs a Worker (the admission
+    policy allows it: the object is suspended after the update); the operator deletes its pods."""
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    obj["spec"]["runPolicy"]["suspend"] = True
+    obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"][
+        "nvidia.com/gpu"] = gpu
+    obj["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    fake.add(obj)
+    for key in [key for key in fake.objects if key[1] == "pods"]:
+        fake.objects.pop(key)
+
+
+def test_a_running_job_its_owner_suspends_and_changes_gives_back_its_quota_and_is_rejected(world, fake, cluster):
+    from tests.cluster import busy_cluster as busy
+
+    fake.add(outside_job(gpu=4, replicas=2))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job = Job.objects.get()
+    busy.run(fake, job)
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING
+    _owner_suspends_and_edits(fake, 8)
+
+    reconcile(cluster=cluster)
+
+    job.refresh_from_db()
+    assert job.state != Job.State.RUNNING and _suspended(fake)  # not resumed, and no longer in its team's quota
+    other, _ = job_submit(team=world["maps"], spec=parse_spec(spec_data(
+        team="maps", name="other", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])))  # fmt: skip
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job.refresh_from_db(), other.refresh_from_db()
+    assert job.state == Job.State.REJECTED and job.reason_code == "changed_outside"
+    assert "it asks 2 Worker of 8 GPUs now, where Gangway adopted it asking 2 Worker of 4 GPUs" in job.reason
+    assert other.state == Job.State.ADMITTED  # the node and the quota the stopped job held are free
+    said = [event.message for event in job.events.order_by("pk")]
+    assert any(message.startswith("Stopped by its owner: its TFJob was suspended and changed in the cluster (it asks")
+               for message in said), said
+    kinds = [event.kind for event in job.events.order_by("pk")]
+    assert "preempted" not in kinds and "evicted" not in kinds and kinds.count("rejected") == 1  # nobody preempted it
+    assert _suspended(fake)
+    rejected = fake.get("TFJob", "bert-kubectl", "maps")["metadata"]["annotations"]["gangway.io/rejected"]
+    assert "was changed after Gangway adopted it" in rejected
