@@ -66,6 +66,7 @@ REDIS = f"redis://127.0.0.1:6379/{REDIS_DB}"
 TEAMS = ["maps", "perception", "finance", "research", "speech", "ranking", "robotics", "search"]
 A100_TEAMS = {"perception": 8, "research": 8}  # a100 nominal; the other teams' quotas name l4 only
 L4_NODES, A100_NODES, GPUS_PER_NODE = 4, 2, 8
+METRICS_TOKEN = "busy-monday-metrics-token"  # as the Secret gives it: Prometheus scrapes with it
 PARAMS = "BUSY_MONDAY"  # environment variable carrying the seed's and the account's parameters
 
 
@@ -184,7 +185,7 @@ def environment(port: int, var: Path) -> dict:
     """The production settings as the ConfigMap and Secret give them, on the scratch database."""
     return {
         **os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "0",
-        "SECRET_KEY": "busy-monday-bench-secret-key-not-for-production-use",
+        "SECRET_KEY": "busy-monday-bench-secret-key-not-for-production-use", "METRICS_TOKEN": METRICS_TOKEN,
         "DATABASE_URL": f"{PG}/{DB}", "CELERY_BROKER_URL": REDIS, "ALLOWED_HOSTS": "127.0.0.1",
         "TRUST_X_FORWARDED_PROTO": "1", "LOG_FORMAT": "json", "LOG_LEVEL": "INFO", "GANGWAY_VAR_DIR": str(var),
         "CLUSTER_BACKEND": "simulated", "SIM_DEFAULT_DURATION": "45", "SIM_FAILURE_RATE": "0.05",
@@ -292,7 +293,8 @@ class Watch(threading.Thread):
                     browser.request("readyz probe", "GET", "/readyz?exclude=cluster&exclude=cycles")
                 if time.monotonic() >= scrape:
                     scrape += 15
-                    browser.request("metrics scrape", "GET", "/metrics")
+                    browser.request("metrics scrape", "GET", "/metrics",
+                                    headers={"Authorization": f"Bearer {METRICS_TOKEN}"})  # fmt: skip
 
 
 def cpu_by_process() -> dict[tuple[str, int], float]:

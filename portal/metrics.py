@@ -41,7 +41,9 @@ FAILED_KEY = "tasks_failed:{}"
 
 
 def metrics(request):
-    """Returns every metric in the Prometheus text format; 401 without the bearer token when METRICS_TOKEN is set."""
+    """Returns every metric in the Prometheus text format; 401 without the bearer token when METRICS_TOKEN is set,
+    403 when no token is set and METRICS_PUBLIC does not open them (the figures of every team, for anyone who
+    reaches the web otherwise)."""
     token = settings.METRICS_TOKEN
     if token:
         sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
@@ -49,6 +51,10 @@ def metrics(request):
             response = HttpResponse("A bearer token is required for /metrics.\n", status=401, content_type="text/plain")
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
+    elif not settings.METRICS_PUBLIC:
+        return HttpResponse("/metrics is closed: set METRICS_TOKEN and scrape with Authorization: Bearer <token>, "
+                            "or METRICS_PUBLIC=1 to serve it to whoever reaches the web.\n",
+                            status=403, content_type="text/plain")  # fmt: skip
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -331,6 +331,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = LOG_FORMAT != "json"
 # The worker imports the task_failure counter at start-up; /metrics reads it from the shared cache.
 CELERY_IMPORTS = ["portal.metrics"]
 METRICS_TOKEN = env.text("METRICS_TOKEN", "")
+# /metrics shows every team's queue, quotas and usage: without a token it answers 403 (portal.metrics), unless it is
+# opened to whoever reaches the web on purpose. Open in debug, so the demo's needs no token.
+METRICS_PUBLIC = env.flag("METRICS_PUBLIC", DEBUG)
 CACHES["metrics"] = (
     {"BACKEND": "portal.cache.RedisCache", "LOCATION": _REDIS_URL, "KEY_PREFIX": "gangway"}
     if _REDIS_URL

@@ -122,8 +122,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LOG_LEVEL", "INFO", "`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`."),
     Setting("LOG_FORMAT", "plain", "`plain` lines, or `json`: one object per line with the decision's job, team, "
             "rule and reason."),
-    Setting("METRICS_TOKEN", "", "When set, `/metrics` asks for `Authorization: Bearer <token>`.",
-            shown="none (open)", secret=True),
+    Setting("METRICS_TOKEN", "", "`/metrics` asks for `Authorization: Bearer <token>`; without it `/metrics` "
+            "answers 403, unless `METRICS_PUBLIC` opens it.", secret=True),
+    Setting("METRICS_PUBLIC", COMPUTED, "Without `METRICS_TOKEN`, serve `/metrics` (every team's queue, quotas "
+            "and usage) to whoever reaches the web; off: 403. A token, when set, is asked for either way.",
+            shown="on in debug, else off"),
     Setting("GANGWAY_POLICY", "", "`python` (any case) runs the admission policy interpreted even when a build compiled "
             "with mypyc matches its sources (`make policy`; the plans are the same).",
             shown="none (compiled when built)"),

@@ -14,6 +14,8 @@ os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
 # The suite talks plain HTTP to the test client and to live_server; header tests turn these back on.
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("SECURE_COOKIES", "0")
+# Tests scrape /metrics without a token; the tests of its guard close it again.
+os.environ.setdefault("METRICS_PUBLIC", "1")
 # Page tests post far faster than a person; the page rate limit's own tests set a small one.
 os.environ.setdefault("PAGE_RATE", "100000/min")
 # Tests change rows a page shows without an event (an ORM update): each fit preview reads them afresh, but in the

@@ -1,4 +1,8 @@
-"""/metrics: Prometheus text read from the database, optionally behind a bearer token."""
+"""/metrics: Prometheus text read from the database, behind a bearer token, or closed without one unless opened."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.test import override_settings
@@ -7,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
@@ -139,6 +144,31 @@ def test_it_requires_the_bearer_token_when_one_is_set(client):
     assert missing.status_code == wrong.status_code == 401
     assert missing["WWW-Authenticate"].startswith("Bearer")
     assert scrape(client, Authorization="Bearer s3cret-token")
+
+
+@override_settings(METRICS_TOKEN="", METRICS_PUBLIC=False)
+def test_without_a_token_it_answers_nobody_unless_opened(client, busy_world):
+    response = client.get("/metrics", headers={"Authorization": "Bearer anything"})
+
+    assert response.status_code == 403
+    assert response.content.decode() == ("/metrics is closed: set METRICS_TOKEN and scrape with Authorization: "
+                                         "Bearer <token>, or METRICS_PUBLIC=1 to serve it to whoever reaches the web.\n")
+    assert b"gangway_" not in response.content
+
+
+@override_settings(METRICS_TOKEN="s3cret-token", METRICS_PUBLIC=True)
+def test_a_token_set_is_asked_for_even_when_it_is_opened(client):
+    assert client.get("/metrics").status_code == 401
+
+
+@pytest.mark.parametrize(("debug", "public"), [("", False), ("1", True)], ids=["in production", "in debug"])
+def test_it_is_closed_by_default_in_production_and_open_in_debug(tmp_path, debug, public):
+    environment = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "portal.settings", "GANGWAY_VAR_DIR": str(tmp_path),
+                   "SECRET_KEY": "a-long-random-production-key", **({"DJANGO_DEBUG": debug} if debug else {})}
+    result = subprocess.run([sys.executable, "-c", "from django.conf import settings; print(settings.METRICS_PUBLIC)"],
+                            env=environment, cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    assert result.stdout.strip() == str(public), result.stderr[-2000:]
 
 
 
