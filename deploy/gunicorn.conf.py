@@ -29,6 +29,8 @@ worker_class = "gthread"
 # worker whose loop is stuck, it no longer ends a long request. Requests bound their own waits (the download's
 # 40 s, the cluster's and Redis's timeouts, the webhook deadline).
 timeout = 60
+# On SIGTERM, requests in flight have this long to finish: the web pod's terminationGracePeriodSeconds
+# (deploy/kubernetes/web.yaml) leaves room for it after its preStop sleep.
 graceful_timeout = 30
 # Worker heartbeats in memory: the root file system may be read-only.
 worker_tmp_dir = "/dev/shm"

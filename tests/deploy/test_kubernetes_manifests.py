@@ -1,6 +1,8 @@
 """The Kubernetes manifests: valid against the schemas, probes, resources, secrets by reference."""
 
 import copy
+import runpy
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -8,6 +10,7 @@ import pytest
 from portal.settings_reference import BY_NAME
 from tests.deploy.manifests import by_kind, rendered_objects, source_objects
 
+ROOT = Path(__file__).resolve().parents[2]
 VERSION = kubernetes_validate.latest_version()
 OBJECTS = source_objects()
 
@@ -64,6 +67,22 @@ def test_the_web_is_ready_on_readyz_and_alive_on_healthz():
     assert web["livenessProbe"]["httpGet"]["path"] == "/healthz"
     service = by_kind(OBJECTS, "Service")["gangway-web"]
     assert service["spec"]["ports"][0]["targetPort"] == web["ports"][0]["name"]
+
+
+def test_a_stopping_web_pod_serves_until_the_service_forgets_it_then_finishes_its_requests():
+    pod = by_kind(OBJECTS, "Deployment")["gangway-web"]["spec"]["template"]["spec"]
+    web = pod["containers"][0]
+    pause = web["lifecycle"]["preStop"]["sleep"]["seconds"]  # the kubelet's sleep: the image runs nothing
+    graceful = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))["graceful_timeout"]
+
+    assert 5 <= pause <= 15  # endpoints reach kube-proxy and the Ingress controller within seconds
+    assert pod["terminationGracePeriodSeconds"] >= pause + graceful + 5
+
+
+def test_the_web_runs_on_the_oldest_kubernetes_the_base_supports():
+    # The preStop sleep action is on by default from 1.30, as the ValidatingAdmissionPolicy the base ships.
+    kubernetes_validate.validate(by_kind(OBJECTS, "Deployment")["gangway-web"], "1.30.0", strict=True)
+    assert by_kind(OBJECTS, "ValidatingAdmissionPolicy")["gangway-queue-required"]["apiVersion"].endswith("/v1")
 
 
 def test_only_the_worker_holds_the_scheduler_account_and_beat_runs_once():
