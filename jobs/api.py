@@ -252,10 +252,7 @@ class JobViewSet(JobLogsActions, ApiDefaults, GenericViewSet):
                              description="GPU types it accepts, comma-separated in order of preference (a100,l4), "
                              "when the body does not name them; a manifest has no field of its own for them."),
         ],  # fmt: skip
-        request={
-            "application/json": JobSpecSerializer,
-            "application/yaml": JobSpecSerializer,
-        },
+        request=JobSpecSerializer,  # under each media type the view's parsers take (parser_classes)
         responses={
             201: SubmittedJobSerializer,
             200: OpenApiResponse(SubmittedJobSerializer, description="Replay of an earlier submission with this key."),

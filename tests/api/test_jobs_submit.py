@@ -1,8 +1,11 @@
 """POST /api/v1/jobs/: submission through the service, idempotency, manifests, and who may submit."""
 
+import json
+
 import pytest
 import yaml
 
+from jobs.api import JobViewSet
 from jobs.models import Job
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
@@ -152,6 +155,20 @@ def test_it_takes_the_team_from_the_query_for_a_yaml_spec(as_persona):
     del data["team"]
     response = as_persona("owner").post(f"{URL}?team=maps", yaml.safe_dump(data), content_type="text/yaml")
     assert response.status_code == 201, response.json()
+
+
+def test_its_schema_lists_every_media_type_it_parses_and_each_is_taken(as_persona, client):
+    taken = [parser.media_type for parser in JobViewSet.parser_classes]
+    schema = client.get("/api/schema/?format=json").json()
+    listed = schema["paths"][URL]["post"]["requestBody"]["content"]
+
+    assert list(listed) == taken and len(taken) == 4  # JSON and the three YAML spellings
+    assert all(body["schema"] == {"$ref": "#/components/schemas/JobSpecRequest"} for body in listed.values())
+    for number, media_type in enumerate(taken):
+        data = spec_data(name=f"typed-{number}")
+        text = json.dumps(data) if media_type == "application/json" else yaml.safe_dump(data)
+        response = as_persona("maps_token").post(URL, text, content_type=media_type)
+        assert response.status_code == 201, (media_type, response.json())
 
 
 def test_it_explains_malformed_yaml(as_persona):
