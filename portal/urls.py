@@ -25,6 +25,7 @@ urlpatterns = [
     path("oidc/", include("tenants.identity_urls")),
 ]
 
+handler400 = "portal.views.bad_request"
 handler403 = "portal.views.forbidden"
 handler404 = "portal.views.not_found"
 handler500 = "portal.views.server_error"

@@ -1,14 +1,30 @@
 """Project-wide views: health, and the error pages in the site's style."""
 
+import sys
+
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.template import loader
 from django.http import HttpResponseServerError
+from django.views import defaults
+
+from portal.api_errors import RETRY_AFTER, database_unavailable
 
 
 def healthz(request):
     """The process is alive (it answers); readiness lives at /readyz."""
     return JsonResponse({"status": "ok"})
+
+
+def bad_request(request, exception=None):
+    """Django's 400 page for a request refused outside a view (a SuspiciousOperation, a session the session
+    middleware could not save); under /api/, a session unsaved because the database is out of service for a
+    while is the API's 503 with Retry-After (`portal.api_errors`), not the client's mistake."""
+    if request.path_info.startswith("/api/"):
+        unavailable = database_unavailable(exception)
+        if unavailable:
+            return JsonResponse({"detail": unavailable}, status=503, headers=RETRY_AFTER)
+    return defaults.bad_request(request, exception)
 
 
 def forbidden(request, exception=None):
@@ -21,8 +37,15 @@ def not_found(request, exception=None):
 
 def server_error(request):
     """Rendered without the request context: whatever broke may be in it (a context processor, the session).
-    Under /api/ a JSON body in DRF's shape, which clients of the API read (the CLI shows its detail)."""
+    Under /api/ a JSON body in DRF's shape, which clients of the API read (the CLI shows its detail); for a
+    database out of service for a while, the 503 with Retry-After that an API view answers itself
+    (`portal.api_errors`). Django calls this, inside its handling of the exception, for what was raised
+    outside a view's own handling: in a middleware, or while the browsable API renders its page (whose
+    context processors read the database)."""
     if request.path_info.startswith("/api/"):
+        unavailable = database_unavailable(sys.exception())
+        if unavailable:
+            return JsonResponse({"detail": unavailable}, status=503, headers=RETRY_AFTER)
         return JsonResponse({"detail": "The server failed to answer this request; the error is in its log."},
                             status=500)  # fmt: skip
     return HttpResponseServerError(loader.get_template("500.html").render())
