@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT="${PORT:-8000}"
 export DJANGO_DEBUG=1 CLUSTER_BACKEND=simulated
+# Debug for a machine of its own (no secret key to make, plain HTTP, static files from runserver), but the
+# product's own 404 and 500 pages, not Django's debug pages; a traceback goes to web.log.
+export DEBUG_ERROR_PAGES="${DEBUG_ERROR_PAGES:-0}"
 export DEMO_PASSWORD="${DEMO_PASSWORD:-demo}"
 # A job starves after 90 s here, not half an hour, so the seeded gang's reservation (R4) shows
 # within the first minutes.

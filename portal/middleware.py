@@ -1,15 +1,19 @@
-"""Requests refused before any view (a URL carrying text no name, slug or id can hold), and the answer to a
-live part asked for by a browser whose session has ended."""
+"""Requests refused before any view (a URL carrying text no name, slug or id can hold), the answer to a
+live part asked for by a browser whose session has ended, and the portal's own error pages in debug."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404, JsonResponse
 from django.shortcuts import render, resolve_url
+from django.urls import Resolver404, resolve
+from django.utils.log import log_response
 from django_htmx.http import HttpResponseClientRedirect
 
+from portal.views import not_found, server_error
 from tenants.inputs import text_problem
 
 
@@ -71,3 +75,34 @@ def signed_out_parts(get_response):
         return HttpResponseClientRedirect(f"{login}?{urlencode({'next': page})}")
 
     return middleware
+
+
+class ProductErrorPages:
+    """The portal's own 404 and 500 pages under DEBUG, where Django answers with its debug pages (the URLs
+    tried, a traceback): set when DEBUG_ERROR_PAGES is off (`make demo`). Last in MIDDLEWARE, so that every
+    other middleware has seen the request (the page shows who is signed in) and CommonMiddleware still
+    redirects an address missing its slash.
+
+    An address no URL matches fails before any view, where no middleware sees it: it is resolved here first.
+    An error a view raises is logged with its traceback, as Django logs it, and answered by the 500 handler;
+    the client's errors (403, 400) keep Django's answers."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            resolve(request.path_info, getattr(request, "urlconf", None))
+        except Resolver404 as error:
+            return not_found(request, error)
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, Http404):
+            return not_found(request, exception)
+        if isinstance(exception, (PermissionDenied, BadRequest, SuspiciousOperation)):
+            return None
+        response = server_error(request)
+        log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request,
+                     exception=exception)  # fmt: skip
+        return response

@@ -414,3 +414,10 @@ if env.flag("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024  # request bodies: a job spec or manifest is a few KiB
 REST_FRAMEWORK["EXCEPTION_HANDLER"] = "portal.api_errors.exception_handler"  # 413 as JSON for an oversized body
+
+# Under DEBUG Django answers an unknown address or an error with its debug pages (the URLs tried, a traceback).
+# Off, debug keeps its other conveniences and the pages are the portal's own 404 and 500, the traceback in the
+# log: the demo's choice (deploy/demo.sh). Last of the middleware (portal.middleware.ProductErrorPages).
+DEBUG_ERROR_PAGES = env.flag("DEBUG_ERROR_PAGES", True)
+if DEBUG and not DEBUG_ERROR_PAGES:
+    MIDDLEWARE.append("portal.middleware.ProductErrorPages")

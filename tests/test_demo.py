@@ -1,5 +1,5 @@
-"""`make demo` starts: the web server answers with a login page, a worker answers a ping, and the demo's
-people are told of their jobs.
+"""`make demo` starts: the web server answers with a login page (and the product's own 404 page), a worker
+answers a ping, and the demo's people are told of their jobs.
 
 Runs deploy/demo.sh as a newcomer would (SQLite, simulated cluster, embedded
 broker), in a scratch folder and on a free port.
@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -48,6 +49,11 @@ def test_the_demo_serves_a_login_page_and_its_worker_answers(tmp_path):
             except OSError:
                 time.sleep(1)
         assert "Log in" in page, f"no login page; demo said: {demo.stdout.read() if demo.poll() is not None else ''}"
+        # An address that leads nowhere gets the product's own page, not Django's debug page.
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/no/such/page/", timeout=10)
+        body = missing.value.read().decode()
+        assert missing.value.code == 404 and "Nothing here" in body and "Using the URLconf" not in body
         ping = subprocess.run(
             [sys.executable, "-c", "import django; django.setup(); from scheduling.tasks import ping; "
              "print(ping.apply_async(ignore_result=False).get(timeout=60))"],

@@ -1,6 +1,12 @@
-"""Error pages in the site's style."""
+"""Error pages in the site's style, in debug too when DEBUG_ERROR_PAGES is off (the demo)."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.test import RequestFactory
@@ -8,6 +14,8 @@ from django.test import RequestFactory
 from portal import views
 
 pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
+DEBUG_PAGE = "Using the URLconf defined in"  # Django's debug 404 page lists the URLs it tried
 
 
 def test_404_is_styled_and_keeps_the_navigation(login, owner):
@@ -33,3 +41,83 @@ def test_500_renders_without_a_request_context():
 def test_login_page_is_styled(client):
     body = client.get("/login/").content.decode()
     assert "Log in to Gangway" in body and 'name="csrfmiddlewaretoken"' in body
+
+
+@pytest.fixture
+def as_the_demo(settings, client):
+    """Debug with DEBUG_ERROR_PAGES off, as `make demo` runs: its middleware last (portal/settings.py)."""
+    settings.DEBUG = True
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "portal.middleware.ProductErrorPages"]
+    client.raise_request_exception = False
+    return client
+
+
+def test_the_demo_answers_an_unknown_address_with_the_styled_404(as_the_demo, owner):
+    as_the_demo.force_login(owner)
+    response = as_the_demo.get("/no/such/page/")
+    body = response.content.decode()
+
+    assert response.status_code == 404
+    assert "Nothing here" in body and 'class="topbar"' in body and DEBUG_PAGE not in body
+
+
+def test_the_demo_answers_a_view_that_finds_nothing_with_the_styled_404(as_the_demo, owner):
+    as_the_demo.force_login(owner)
+    response = as_the_demo.get("/jobs/987654/")
+
+    assert response.status_code == 404 and "Nothing here" in response.content.decode()
+
+
+def test_the_demo_still_adds_a_missing_slash(as_the_demo, owner):
+    as_the_demo.force_login(owner)
+    response = as_the_demo.get("/jobs")
+
+    assert response.status_code == 301 and response["Location"] == "/jobs/"
+
+
+def test_the_demo_answers_an_error_with_the_styled_500_and_logs_its_traceback(as_the_demo, owner, monkeypatch,
+                                                                             caplog):
+    as_the_demo.force_login(owner)
+    monkeypatch.setattr("jobs.views.jobs_for", lambda user: 1 / 0)
+    response = as_the_demo.get("/jobs/")
+
+    assert response.status_code == 500 and "Something broke on our side" in response.content.decode()
+    errors = [record for record in caplog.records if record.name == "django.request" and record.levelname == "ERROR"]
+    assert [record.getMessage() for record in errors] == ["Internal Server Error: /jobs/"]
+    assert errors[0].exc_info[0] is ZeroDivisionError
+
+
+def test_the_demo_answers_an_api_error_in_json(as_the_demo, owner, monkeypatch):
+    as_the_demo.force_login(owner)
+    monkeypatch.setattr("jobs.api.visible_jobs", lambda request: 1 / 0)
+    response = as_the_demo.get("/api/v1/jobs/")
+
+    assert response.status_code == 500 and response.json()["detail"].startswith("The server failed")
+
+
+ASK_FOR_NOTHING = """
+import json
+import django
+django.setup()
+from django.test import Client
+response = Client().get("/no/such/page/")
+print(json.dumps({"status": response.status_code, "body": response.content.decode()}))
+"""
+
+
+@pytest.mark.parametrize(("pages", "debug_page"), [("0", False), (None, True)],
+                         ids=["off: the portal's, as in the demo", "by default: Django's"])  # fmt: skip
+def test_debug_error_pages_chooses_the_404_page_debug_shows(tmp_path, pages, debug_page):
+    keep = {key: value for key, value in os.environ.items() if not key.startswith(("DATABASE_", "CELERY_", "DJANGO_"))}
+    env = {**keep, "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1", "GANGWAY_VAR_DIR": str(tmp_path),
+           "ALLOWED_HOSTS": "testserver"}  # fmt: skip
+    env.pop("DEBUG_ERROR_PAGES", None)
+    if pages is not None:
+        env["DEBUG_ERROR_PAGES"] = pages
+    run = subprocess.run([sys.executable, "-c", ASK_FOR_NOTHING], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    answer = json.loads(run.stdout.strip().splitlines()[-1])
+
+    assert answer["status"] == 404
+    assert (DEBUG_PAGE in answer["body"]) is debug_page and ("Nothing here" in answer["body"]) is not debug_page
