@@ -56,8 +56,9 @@ def _asking(job, flag: str):
 
 def why_not_wanted(delivery: Delivery) -> str:
     """Why a delivery made earlier must not go out now ("" when it still should): its person left the
-    job's team or unsubscribed, or the team's webhook was changed or removed. A retry comes up to
-    a quarter of an hour later; it never tells someone who may no longer see the job."""
+    job's team or unsubscribed, or the team's webhook was changed or removed. A send comes up to a quarter
+    of an hour after the event (a retry, or news held for its receiver's retry); it never tells someone
+    who may no longer see the job, nor posts to a webhook address the team gave up."""
     event, job = delivery.event, delivery.event.job
     flag = MOMENTS[event.kind].flag
     if delivery.channel == Delivery.Channel.WEBHOOK:
@@ -75,11 +76,21 @@ def why_not_wanted(delivery: Delivery) -> str:
 
 
 def still_wanted(digest: list[Delivery]) -> list[Delivery]:
-    """The deliveries of a claimed digest that may go out: each one tried before (a retry) that is no
-    longer wanted (`why_not_wanted`) is recorded failed, saying why, and left out."""
-    wanted = []
+    """The deliveries of a claimed digest that may go out: each one no longer wanted (`why_not_wanted`) is
+    recorded failed, saying why, and left out.
+
+    Every delivery is asked, not only a retry: a first send waits too, for a burst to gather
+    (NOTIFY_BATCH_SECONDS) or for its receiver's retry (up to a quarter of an hour), and whoever
+    unsubscribed, left the team or moved its webhook meanwhile is not sent what was gathered for them.
+    Asked once per job team, owner, moment and person: a digest of 200 trials of one sweep asks once.
+    """
+    wanted, answers = [], {}
     for delivery in digest:
-        unwanted = delivery.attempts > 1 and why_not_wanted(delivery)
+        job = delivery.event.job
+        key = (job.team_id, job.owner_id, delivery.event.kind, delivery.user_id)
+        if key not in answers:
+            answers[key] = why_not_wanted(delivery)
+        unwanted = answers[key]
         if unwanted:
             record([delivery], error=SendFailed(unwanted, retry=False), final=True, digest_size=None)
         else:

@@ -50,7 +50,7 @@ def deliver(self, delivery_id: int, tried: int | None = None) -> str:
 
     Returns the state the delivery's message reached; "skipped" when it was not waiting (sent, failed,
     being sent, or `tried` shows it went out since in another task's digest). Every delivery of the
-    digest is recorded as a single one would be: a retry first drops each no longer wanted
+    digest is recorded as a single one would be: each send first drops each no longer wanted
     (`audience.why_not_wanted`), and a failure retries together those with tries left (the same
     retry_at) and fails the rest; an error nobody foresaw is recorded and retried like any other, so
     a delivery never stays "sending", and a send the worker's soft time limit stops is recorded by how
