@@ -56,6 +56,8 @@ class WebhookForm(forms.ModelForm):
         scheme = urlsplit(url).scheme if url else ""
         if url and scheme != "https" and not (scheme == "http" and settings.WEBHOOK_ALLOW_HTTP):
             raise forms.ValidationError("Use an https:// URL: the message names the team's jobs.")
+        if url and (problem := outbound.url_problem(url)):
+            raise forms.ValidationError(problem + ".")
         if url and (problem := outbound.host_problem(url)):
             raise forms.ValidationError(problem)
         return url

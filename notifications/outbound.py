@@ -54,6 +54,23 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast and not ip.is_reserved
 
 
+def url_problem(url: str) -> str:
+    """The sentence saying why a webhook could never be posted to `url` whatever its host, or "" when it could: a
+    scheme other than http(s) (urllib would hand it to its FTP or file handler, which check no address), a user
+    or password in it (http.client reads them as the host and port, and its error would repeat the password), or
+    letters outside ASCII after the host (an HTTP request line cannot carry them). Never repeats the URL: it is
+    the team's secret, and the sentence is written on the delivery's record and in the worker's log."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return "Use an https:// URL"
+    if "@" in parts.netloc:
+        return ("Put no user name or password in the URL: the receiver's secret goes in its path, as Slack's "
+                "incoming webhooks carry it")  # fmt: skip
+    if not url.replace(parts.netloc, "", 1).isascii():
+        return "Write letters outside ASCII in the URL's path or query percent-encoded, as the receiver gives it"
+    return ""
+
+
 def host_problem(url: str) -> str:
     """The sentence saying why `url`'s host may not receive webhooks, or "" when it may; its lookup waits no
     longer than WEBHOOK_DEADLINE, as a post's does."""

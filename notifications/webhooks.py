@@ -27,6 +27,9 @@ RETRY_AFTER_MOST = 15 * 60
 def post(url: str, text: str, *, attempt: Attempt) -> None:
     """Posts Slack's incoming-webhook JSON: {"text": ...}, within WEBHOOK_DEADLINE in all; raises SendFailed or
     AnswerUnknown unless the receiver answered 2xx."""
+    if problem := outbound.url_problem(url):  # saved before it was checked, or set in the admin
+        raise SendFailed(f"Not sent: the webhook's URL cannot be posted to. {problem}; a lead of the team saves it "
+                         "again on the notifications page.", retry=False)  # fmt: skip
     body = {"text": text, "username": "Gangway"}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "gangway"})  # fmt: skip
