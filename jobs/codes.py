@@ -34,6 +34,9 @@ class Because(StrEnum):
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff
     DELETED_OUTSIDE = "deleted_outside"  # an adopted job deleted in the cluster: cancelled in Gangway
+    # A Katib trial's job gone from the cluster while its namespace's Trials cannot be read: how its trial ended
+    # is unknown, and it is cancelled as deleted if they still cannot be read after a while.
+    TRIAL_UNREAD = "trial_unread"
     # An adopted job whose owner changed what it asks (replicas, GPUs, CPU, memory) before it was admitted:
     # rejected, never unsuspended asking more than Gangway counted.
     CHANGED_OUTSIDE = "changed_outside"

@@ -44,6 +44,10 @@ log = logging.getLogger("gangway.adoption")
 # Katib reports a trial's last objective value around the time its job ends: a sweep whose last
 # trial ended this recently is still read, so its best objective counts that trial.
 OBJECTIVE_GRACE = timedelta(minutes=10)
+# How long a trial's job gone from the cluster waits for its namespace's Trials to be read, to end as its trial
+# did: past this (a list refused for good, its experiment deleted with its Trials) it is cancelled as deleted,
+# so that neither its sweep stays open nor its GPUs count for ever.
+TRIAL_UNREAD_MOST = timedelta(minutes=30)
 
 # How a trial's job that Katib removed once its Trial completed ends in Gangway, by the Trial's
 # outcome (`outside.TRIAL_OUTCOMES`): the state, and what its timeline says.
@@ -87,8 +91,9 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
     Katib's Trials are listed in a team's namespace only, at most once a pass, and only when a step needs
     them there: a trial's job gone (2), a new trial whose labels do not name its experiment (4), a sweep of
     the team to learn of (6). A list the cluster refuses (a missing permission in that namespace) says
-    nothing of its trials: a trial's job gone there waits to be judged, a new trial's experiment is read
-    from its name, its sweeps learn no objective this pass; the other namespaces go on.
+    nothing of its trials: a trial's job gone there waits to be judged (TRIAL_UNREAD_MOST at most, then it is
+    cancelled as deleted), a new trial's experiment is read from its name, its sweeps learn no objective this
+    pass; the other namespaces go on.
     """
     found = found if found is not None else cluster.outside_jobs()
     result = Adopted()
@@ -116,9 +121,10 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
             continue
         # Katib deletes a trial's job once the trial completes: the Trial says how it ended.
         ended = outcomes(job.team.slug) if job.sweep_id else {}
-        if ended is None:
+        if ended is None and not _unread_too_long(job, now):
             continue  # how its trial ended is unknown: judged at a pass that reads its namespace's Trials
-        result.cancelled += _end_deleted(job, ended.get(job.cluster_name, ""), now)
+        result.cancelled += _end_deleted(job, "" if ended is None else ended.get(job.cluster_name, ""), now,
+                                         unread=ended is None)  # fmt: skip
     # Tiers read with them: an adoption reads its team's tiers twice (a trial's default, the submission's check).
     teams = {team.slug: team for team in Team.objects.prefetch_related("tiers")}
     refused: dict[str, tuple[OutsideJob, str]] = {}  # uid -> the job refused at this pass, and why
@@ -184,6 +190,19 @@ def _reject_changed(found: OutsideJobs, known: dict[str, tuple], now: datetime) 
         except StaleJob:
             continue  # a cycle admitted it meanwhile: its admission refuses the changed object
         known[item.uid] = (job.pk, Job.State.REJECTED, reason, False)
+
+
+def _unread_too_long(job: Job, now: datetime) -> bool:
+    """Whether a trial's job gone from the cluster has waited TRIAL_UNREAD_MOST for its namespace's Trials to be
+    read. Its first such pass says on its timeline that it waits, and until when; the wait is counted from it."""
+    since = job.events.filter(code=Because.TRIAL_UNREAD).order_by("at").values_list("at", flat=True).first()
+    if since is None:
+        note(job, JobEvent.Kind.NOTE, f"Its {job.kind} {job.cluster_name} is gone from the cluster, and Katib's "
+             f"trials in namespace {job.team.slug} could not be read to tell how its trial ended; Gangway reads them "
+             f"at every reconcile, and cancels it as deleted if they still cannot be read "
+             f"{int(TRIAL_UNREAD_MOST.total_seconds() // 60)} min from now.", code=Because.TRIAL_UNREAD)  # fmt: skip
+        return False
+    return now - since >= TRIAL_UNREAD_MOST
 
 
 def _katib_trials(cluster: Cluster, namespace: str) -> list[TrialResult] | None:
@@ -300,12 +319,12 @@ def _note_marked(pk: int, item: OutsideJob) -> None:
          "instead of waiting for it for ever.", code=Because.MARKED_FAILED)  # fmt: skip
 
 
-def _end_deleted(job: Job, outcome: str, now: datetime) -> int:
+def _end_deleted(job: Job, outcome: str, now: datetime, *, unread: bool = False) -> int:
     """Ends a job whose adopted object is gone; returns 1, or 0 when someone moved it first.
 
     A Katib trial's job that Katib removed once its Trial completed ends as KATIB_ENDINGS says
     for the Trial's outcome; a trial that completed before it was admitted, and any job its
-    owner deleted, is cancelled.
+    owner deleted, is cancelled, as is a trial's job whose Trials stayed `unread` TRIAL_UNREAD_MOST.
     """
     state, says = KATIB_ENDINGS.get(outcome, (None, ""))
     removed = f"Katib removed its {job.kind} {job.cluster_name}."
@@ -321,6 +340,11 @@ def _end_deleted(job: Job, outcome: str, now: datetime) -> int:
                 done = "Cancelled: its trial completed without it."
             elif state is not None:  # being cancelled here when its trial completed
                 why = done = f"Cancelled; its Katib trial completed ({outcome}) while it was being cancelled. {removed}"
+            elif unread:
+                why = (f"Its {job.kind} {job.cluster_name} was deleted in the cluster, and how its trial ended could not "
+                       f"be read in {int(TRIAL_UNREAD_MOST.total_seconds() // 60)} min (Katib's trials in namespace "
+                       f"{job.team.slug} stayed unreadable); cancelled in Gangway.")  # fmt: skip
+                done = "Cancelled: its cluster object is gone."
             else:
                 why = f"Its {job.kind} {job.cluster_name} was deleted in the cluster; cancelled in Gangway."
                 done = "Cancelled: its cluster object is gone."
