@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from jobs.models import Job
 from tests.browser.conftest import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -56,3 +57,33 @@ def test_a_long_job_name_wraps_and_the_jobs_table_fits_its_card(page_at, owner, 
             expect(link).to_be_visible()
             assert link.get_attribute("href") == f"/jobs/{long_names[job_name].pk}/"
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0, f"{name} spills sideways"
+
+
+# Each piece of each owner cell shown (its words, split again at their hyphens, where a line may break): its
+# text and how many lines it takes.
+OWNER_PIECES = """() => [...document.querySelectorAll('td.owner')].filter((td) => td.offsetParent).flatMap((td) => {
+  const text = td.firstChild; const pieces = [];
+  for (const match of text.data.matchAll(/[^ -]+/g)) {
+    const range = document.createRange(); range.setStart(text, match.index); range.setEnd(text, match.index + match[0].length);
+    pieces.push([match[0], new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size]);
+  }
+  return pieces; })"""
+
+
+@pytest.mark.parametrize("width", [1366, 1280])
+def test_a_katib_trial_s_owner_wraps_between_its_words(page_at, owner, maps, submit, cycle, width, shot):
+    """An adopted job's owner is where it came from, shown whole: it wraps at its spaces and hyphens, never
+    inside "experiment" as a column squeezed to a few letters by a long reason beside it did."""
+    cycle()
+    submit(name="filler", replicas=[{"role": "Worker", "count": 2, "gpu": 8}])
+    cycle()
+    trial = submit(name="tune-lr-t005", replicas=[{"role": "Worker", "count": 1, "gpu": 2}])
+    Job.objects.filter(pk=trial.pk).update(owner=None, submitted_via="katib experiment tune-lr, trial tune-lr-t005")
+    cycle()
+    page = sign_in(page_at({"width": width, "height": 900}), owner, "/teams/maps/")
+    page.wait_for_load_state("networkidle")
+    shot(page, f"katib-owner-{width}")
+    pieces = page.evaluate(OWNER_PIECES)
+    assert ["experiment", 1] in pieces or ["experiment", 2] in pieces, pieces
+    split = [piece for piece, lines in pieces if lines > 1]
+    assert not split, f"at {width}px these words of an owner break across lines: {split}"
