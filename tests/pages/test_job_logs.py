@@ -79,6 +79,13 @@ def test_a_running_job_shows_the_first_replicas_lines_and_lists_the_others(login
     assert "failed" not in body
 
 
+def test_a_log_shorter_than_the_page_s_tail_is_said_to_be_whole(login, owner, submit, cycle, htmx):
+    job = submit(name="fresh", replicas=[{"role": "Worker", "count": 1, "gpu": 1}], simulate={"duration": 3600})
+    cycle()  # just started: its log has a line or two, not 30
+    body = login(owner).get(f"/jobs/{job.pk}/logs/", **htmx).content.decode()
+    assert "every line of worker-0" in body and "the last 30 lines" not in body
+
+
 def test_a_reader_chooses_the_replica_shown_and_the_poll_keeps_it(login, owner, running_job, htmx):
     body = login(owner).get(f"/jobs/{running_job.pk}/logs/?replica=worker-1", **htmx).content.decode()
     assert "the last 30 lines of worker-1" in body and "<summary><code>worker-1</code>" in body
