@@ -1,6 +1,7 @@
 """A team's slug may be 63 characters long. On a desktop (1366, 1280 and 1024 px wide) the tables that name a
 job's team (the dashboard's queue, My jobs) still fit their cards: the name wraps at its hyphens in its chip
-rather than push the reason beside it out of sight."""
+rather than push the reason beside it out of sight; and the dashboard's bar of the team, too narrow for the
+whole name, ends it with an ellipsis and keeps it whole on hover."""
 
 from __future__ import annotations
 
@@ -43,3 +44,11 @@ def test_a_long_team_name_wraps_and_its_tables_fit_their_cards(page_at, owner, l
         assert not scrolled, f"{name} at {width}px: tables scroll sideways in their boxes: {scrolled}"
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0, f"{name} spills sideways"
 
+
+def test_the_team_s_bar_ends_a_name_too_long_for_it_with_an_ellipsis(page_at, owner, long_team_waits):
+    page = sign_in(page_at({"width": 1280, "height": 900}), owner)
+    link = page.locator(f".team-bar-label a[href='/teams/{LONG}/']").first
+    clipped = link.evaluate("""(a) => { let el = a; while (el && el.scrollWidth <= el.clientWidth) el = el.parentElement;
+      return el && {tag: el.tagName, ellipsis: getComputedStyle(el).textOverflow}; }""")
+    assert clipped == {"tag": "A", "ellipsis": "ellipsis"}, f"the name is cut by {clipped}, without an ellipsis"
+    assert link.get_attribute("title") == LONG
