@@ -8,6 +8,10 @@ from portal import views
 from portal.health import readyz
 from portal.metrics import metrics
 
+# The admin's pages carry the portal's name, as the portal's own do ("Quotas · Gangway"), not Django's.
+admin.site.site_header = "Gangway administration"
+admin.site.site_title = "Gangway admin"
+
 urlpatterns = [
     path("", include("scheduling.urls")),
     path("jobs/", include("jobs.urls")),
