@@ -1,0 +1,30 @@
+"""The quota editor's preview on a laptop or desktop (1024 to 1366 px): its table of limits, now and after the
+change, stays in its card beside the form, and the page never scrolls sideways, though a lending limit of "all
+unused nominal" is the widest figure it shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# The table's right edge, and its card's inner right edge (less the card's padding).
+EDGES = """(table) => { const card = table.closest('.card'); const pad = parseFloat(getComputedStyle(card).paddingRight);
+  return [table.getBoundingClientRect().right, card.getBoundingClientRect().right - pad]; }"""
+
+
+@pytest.mark.parametrize("width", [1366, 1280, 1120, 1024])
+def test_the_quota_preview_s_limits_stay_in_their_card(page_at, staff, gpu_types, width, shot):
+    page = sign_in(page_at({"width": width, "height": 900}), staff, "/teams/maps/quota/")
+    page.fill("#id_gpu-a100_nominal", "6")
+    page.click("text=Preview change")
+    table = page.locator(".whatif-limits")
+    table.wait_for()
+    shot(page, f"quota-preview-{width}")
+    assert "all unused nominal" in table.text_content()
+    right, room = table.evaluate(EDGES)
+    assert right <= room + 0.5, f"at {width}px the limits end at {right:.0f}px, past their card's {room:.0f}px"
+    spill = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+    assert spill <= 0, f"at {width}px the quota page spills {spill}px sideways"
