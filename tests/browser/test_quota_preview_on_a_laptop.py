@@ -28,3 +28,14 @@ def test_the_quota_preview_s_limits_stay_in_their_card(page_at, staff, gpu_types
     assert right <= room + 0.5, f"at {width}px the limits end at {right:.0f}px, past their card's {room:.0f}px"
     spill = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
     assert spill <= 0, f"at {width}px the quota page spills {spill}px sideways"
+
+
+@pytest.mark.parametrize("width", [1366, 1280, 1120, 1024])
+def test_every_input_of_the_quota_editor_shows_in_its_card(page_at, staff, gpu_types, width):
+    """The form's table of limits fits the card beside the preview: at 1024 px its lending limits were cut off
+    at the card's edge, reached only by scrolling the table sideways."""
+    page = sign_in(page_at({"width": width, "height": 900}), staff, "/teams/maps/quota/")
+    box = page.locator("#quota-form .table-wrap").evaluate("(box) => [box.scrollWidth, box.clientWidth]")
+    assert box[0] <= box[1], f"at {width}px the quota table is {box[0]}px wide in a box of {box[1]}px"
+    right, room = page.locator("#quota-form table").evaluate(EDGES)
+    assert right <= room + 0.5, f"at {width}px the quota table ends at {right:.0f}px, past its card's {room:.0f}px"
