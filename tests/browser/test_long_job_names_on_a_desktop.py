@@ -5,7 +5,10 @@ name."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs.models import Job
@@ -78,8 +81,10 @@ def test_a_katib_trial_s_owner_wraps_between_its_words(page_at, owner, maps, sub
     submit(name="filler", replicas=[{"role": "Worker", "count": 2, "gpu": 8}])
     cycle()
     trial = submit(name="tune-lr-t005", replicas=[{"role": "Worker", "count": 1, "gpu": 2}])
-    Job.objects.filter(pk=trial.pk).update(owner=None, submitted_via="katib experiment tune-lr, trial tune-lr-t005")
+    Job.objects.filter(pk=trial.pk).update(owner=None, submitted_via="katib experiment tune-lr, trial tune-lr-t005",
+                                           preemption_count=1)  # its badge, "Preempted, requeued", widens its row
     cycle()
+    Job.objects.update(submitted_at=timezone.now() - timedelta(minutes=15))  # "15 minutes ago", as wide as it gets
     page = sign_in(page_at({"width": width, "height": 900}), owner, "/teams/maps/")
     page.wait_for_load_state("networkidle")
     shot(page, f"katib-owner-{width}")
@@ -87,3 +92,5 @@ def test_a_katib_trial_s_owner_wraps_between_its_words(page_at, owner, maps, sub
     assert ["experiment", 1] in pieces or ["experiment", 2] in pieces, pieces
     split = [piece for piece, lines in pieces if lines > 1]
     assert not split, f"at {width}px these words of an owner break across lines: {split}"
+    scrolled = [(table, wide, shown) for table, wide, shown in page.evaluate(TABLE_BOXES) if wide > shown]
+    assert not scrolled, f"at {width}px tables scroll sideways in their boxes: {scrolled}"
