@@ -92,3 +92,13 @@ def test_an_env_value_of_several_lines_survives_the_import(page, owner, cycle):
                            'env: [{name: HOSTS, value: "a.example\\nb.example\\n"}]')  # fmt: skip
     import_then_submit(page, owner, MASTER_AND_WORKER[:MASTER_AND_WORKER.index("    Master:")] + hosts)
     assert Job.objects.get().env == {"HOSTS": "a.example\nb.example\n"}
+
+
+@pytest.mark.parametrize("width", [1280, 1024])
+def test_the_replica_groups_fit_their_card_on_a_laptop(page_at, owner, width):
+    """Each group's role, count, GPUs, CPU, memory and its remove button show without scrolling the table
+    sideways: at 1024 px the remove buttons sat past the card's edge."""
+    page = sign_in(page_at({"width": width, "height": 900}), owner, "/jobs/new/")
+    page.click("[data-add-replica]")
+    wide, shown = page.locator("#replicas .table-wrap").evaluate("(box) => [box.scrollWidth, box.clientWidth]")
+    assert wide <= shown, f"at {width}px the replica groups are {wide}px wide in a box of {shown}px"
