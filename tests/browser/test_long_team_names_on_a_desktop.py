@@ -1,5 +1,5 @@
 """A team's slug may be 63 characters long. On a desktop (1366, 1280 and 1024 px wide) the tables that name a
-job's team (the dashboard's queue, My jobs) still fit their cards: the name wraps at its hyphens in its chip
+job's team (the dashboard's queue, My jobs) or offer its notifications still fit their cards: the name wraps at its hyphens in its chip
 rather than push the reason beside it out of sight; and the dashboard's bar of the team, too narrow for the
 whole name, ends it with an ellipsis and keeps it whole on hover."""
 
@@ -35,11 +35,11 @@ def long_team_waits(tiers, owner, submit, cycle):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_long_team_name_wraps_and_its_tables_fit_their_cards(page_at, owner, long_team_waits, width, shot):
     page = sign_in(page_at({"width": width, "height": 900}), owner)
-    for name, path in (("dashboard", "/"), ("my-jobs", "/jobs/")):
+    for name, path in (("dashboard", "/"), ("my-jobs", "/jobs/"), ("notifications", "/notifications/")):
         page.goto(path)
         page.wait_for_load_state("networkidle")
         shot(page, f"long-team-{name}-{width}")
-        assert page.locator(f"td .chip:has-text('{LONG}')").count() >= 1, f"{name} names no job of the team"
+        assert page.locator(f".table .chip:has-text('{LONG}')").count() >= 1, f"{name} does not name the team"
         scrolled = [(table, wide, shown) for table, wide, shown in page.evaluate(TABLE_BOXES) if wide > shown]
         assert not scrolled, f"{name} at {width}px: tables scroll sideways in their boxes: {scrolled}"
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0, f"{name} spills sideways"
