@@ -76,6 +76,12 @@ def test_the_team_page_says_when_there_is_no_sample(login, owner):
     assert "No samples yet" in login(owner).get("/teams/maps/").content.decode()
 
 
+def test_a_team_without_jobs_says_what_to_do_and_counts_nothing(login, owner):
+    body = login(owner).get("/teams/maps/").content.decode()
+    assert "No jobs yet — <a" in body
+    assert "0 jobs" not in body and "newest first" not in body  # no order told of a list that is not there
+
+
 def test_the_team_page_shows_jobs_members_and_lending(login, lead, owner, submit, cycle, vision):
     submit(name="big-one", replicas=[{"role": "Worker", "count": 3, "gpu": 4}])  # 12: borrows 4 from vision
     cycle()

@@ -178,7 +178,9 @@ def test_i_revoke_my_own_token_but_not_anothers(login, member, owner):
 
 
 def test_the_empty_state_says_what_to_do(login, lead):
-    assert "No tokens yet — create one for CI" in login(lead).get("/teams/maps/tokens/").content.decode()
+    body = login(lead).get("/teams/maps/tokens/").content.decode()
+    assert "No tokens yet — create one for CI" in body
+    assert "0 tokens" not in body and "newest first" not in body  # no order told of a list that is not there
 
 
 def test_a_user_token_over_the_limit_answers_422_saying_so(login, member, settings, htmx):
