@@ -217,6 +217,16 @@ RUNS = (Phase.CREATED, Phase.RUNNING, Phase.RESTARTING)
 
 
 @dataclass(frozen=True, slots=True)
+class WaitingPod:
+    """A replica of a job whose pod waits to start: pending (bound to a node or not), or not created yet while
+    its job runs. A replica whose pod completed (Succeeded) never waits: a TFJob's workers may end one by one
+    while its chief runs on."""
+
+    replica: str  # "worker-2": its role and index, lowercase, as `ReplicaLog.replica`
+    why: str = ""  # the cluster's word on it (the scheduler's message, why its container cannot start); "" if none
+
+
+@dataclass(frozen=True, slots=True)
 class JobStatus:
     job_id: int
     name: str
@@ -230,6 +240,10 @@ class JobStatus:
     # the loop counts these as outside usage (R12) whenever it does not count the job itself.
     pods: tuple[OutsidePod, ...] = ()
     adopted: bool = False  # created elsewhere and adopted (see OutsideJob): never deleted by Gangway
+    # The replicas whose pods wait to start while the job's object is neither suspended nor ended (RUNS): a
+    # pod lost with its node and made again by the operator, that no node takes or whose image cannot be
+    # pulled. Reconcile evicts a running job short of replicas for ADMISSION_TIMEOUT (R13); empty otherwise.
+    waiting_pods: tuple[WaitingPod, ...] = ()
     # When the job's running pods last saved a checkpoint in this run, when the cluster itself knows it: the
     # simulated cluster's training, as its log says. None otherwise; the Kubernetes adapter always says None,
     # since real pods report through the checkpoint endpoint. Reconcile records it as that endpoint would (R8).

@@ -33,6 +33,7 @@ from scheduling.cluster.base import (
     OutsideJobs,
     OutsidePod,
     Phase,
+    RUNS,
     ReplicaLog,
     Tenants,
     TrialResult,
@@ -47,7 +48,7 @@ from scheduling.cluster.kubernetes_api import (
     client_for,
     definition_installed,
 )
-from scheduling.cluster.kubernetes_pods import controller, failure_sentence
+from scheduling.cluster.kubernetes_pods import controller, failure_sentence, waiting_pods
 from scheduling.cluster.manifests import JOB_ID_LABEL
 
 # Taints that keep pods off a node, unless the pod tolerates them.
@@ -238,7 +239,8 @@ class KubernetesCluster:
         )
 
     def job_statuses(self, *, with_outside: bool = False) -> JobStatuses:
-        """Returns every job labelled with a Gangway job id, its phase and its running pods, and the
+        """Returns every job labelled with a Gangway job id, its phase, its running pods and, while it is
+        neither suspended nor ended, its replicas waiting to start (`kubernetes_pods.waiting_pods`), and the
         labelled pods bound to a node that belong to none of those jobs (`JobStatuses.strays`); with
         `with_outside`, the jobs from elsewhere (`JobStatuses.outside`): the adopted ones read from the same
         lists, since they carry the job-id label, and only those not adopted yet listed on their own.
@@ -302,6 +304,7 @@ class KubernetesCluster:
                     phase=phase, message=message, running_pods=len(nodes), nodes=tuple(nodes),
                     pods=tuple(_of_job(bound, key)),
                     adopted=not outside.created_by_gangway(obj),
+                    waiting_pods=waiting_pods(kind, obj, _of_job(owned, key)) if phase in RUNS else (),
                 ))
         strays = [pod for key, of_key in bound.items() if key not in claimed for pod in of_key]
         return JobStatuses(sorted(result, key=lambda status: status.job_id),

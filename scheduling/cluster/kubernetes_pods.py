@@ -1,13 +1,14 @@
 """A job's replica pods as the Kubernetes adapter reads them: which replica a pod is, its training
-container, how it stopped, and the job object that controls it. Read by the adapter's job statuses
-(`kubernetes.py`) and its log reads (`kubernetes_logs.py`)."""
+container, how it stopped or why it waits to start, and the job object that controls it. Read by the
+adapter's job statuses (`kubernetes.py`) and its log reads (`kubernetes_logs.py`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from jobs import kinds
-from scheduling.cluster.base import ReplicaLog, failing_replica
+from scheduling.cluster import job_manifests
+from scheduling.cluster.base import ReplicaLog, WaitingPod, failing_replica
 
 
 def controller_name(pod: dict) -> str:
@@ -36,6 +37,55 @@ def failure_sentence(pods: list[dict], message: str) -> str:
     why = f"{failure.reason}: {failure.explanation}" if failure.explanation else failure.reason
     head = f"Replica {failure.replica} {how}" + (f" ({why})" if why else "") + "."
     return f"{head} {message}".strip()
+
+
+def waiting_pods(kind: kinds.JobKind, obj: dict, pods: list[dict]) -> tuple[WaitingPod, ...]:
+    """The replicas of job object `obj` whose pods wait to start, read from its pods (`pods`, every phase): each
+    pod Pending, bound to a node or not, with why (`pending_why`); then one for each replica the object asks
+    for beyond the pods it has, its pod not made yet (the operator makes a lost pod again only once the old one
+    is gone, and a namespace's quota may refuse it), named by the replicas no pod is labelled as.
+
+    A pod that ended counts as made: a replica that completed (Succeeded) does not wait, nor does one that
+    failed, which the operator restarts (its new pod is Pending) or fails the job for. Pods are counted, not
+    matched by their labels, so a kind with more pods than replicas (a TrainJob's Jobs keep a failed pod
+    beside its next) or labels the registry does not know only ever counts fewer missing. An object whose
+    replicas cannot be read counts none missing. The caller asks only for an object neither suspended nor ended.
+    """
+    pending = sorted((pod for pod in pods if (pod.get("status") or {}).get("phase") == "Pending"), key=replica_order)
+    waiting = [WaitingPod(replica=replica_name(pod), why=pending_why(pod)) for pod in pending]
+    try:
+        asked = job_manifests.replica_needs({**obj, "kind": kind.name})
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return tuple(waiting)  # not a shape its layout reads: nothing is known missing
+    expected = [f"{role.lower()}-{index}" for role, count, _ in asked for index in range(count)]
+    missing = len(expected) - len(pods)
+    if missing > 0:
+        # Named only when every pod says which replica it is: otherwise a name could be a running one's.
+        named = all(_replica_labels(pod)[0] for pod in pods)
+        made = {replica_name(pod) for pod in pods}
+        unmade = [name for name in expected if name not in made] if named else []
+        waiting += [WaitingPod(replica=name, why="its pod has not been created")
+                    for name in (unmade + ["a replica"] * missing)[:missing]]  # fmt: skip
+    return tuple(waiting)
+
+
+def pending_why(pod: dict) -> str:
+    """Why a pending pod has not started, in the cluster's words: its container's when it cannot start (an image
+    that cannot be pulled, explained), else the scheduler's ("0/4 nodes are available: 4 Insufficient
+    nvidia.com/gpu."), else its container's waiting reason (ContainerCreating: a volume that does not attach
+    shows here), else where it stands: bound to a node, or not scheduled yet."""
+    replica = replica_log(pod, ())
+    if replica.explanation:
+        return f"{replica.reason}: {replica.explanation}"
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            said = (condition.get("message") or condition.get("reason") or "").strip().rstrip(".")
+            if said:
+                return f"not scheduled: {said}"
+    if replica.reason:
+        return f"{replica.reason}: {replica.message}" if replica.message else replica.reason
+    node = (pod.get("spec") or {}).get("nodeName")
+    return f"bound to node {node}, not started yet" if node else "not scheduled to a node yet"
 
 
 def _replica_labels(pod: dict) -> tuple[str, str]:
