@@ -324,7 +324,13 @@ class SimJob(models.Model):
     replicas = models.JSONField(null=True, blank=True, help_text="Each replica group of the manifest: role, "
                                 "count, what one replica needs (GPUs, CPU millicores, memory bytes) and its "
                                 "required node affinity terms.")  # fmt: skip
-    nodes = models.JSONField(default=list, help_text="Node of each replica once started.")
+    nodes = models.JSONField(default=list, help_text="Node of each replica once started; empty for a replica "
+                             "whose pod waits for a node again.")
+    # Of a running job, the replicas whose pods wait for a node again: their node was drained (`simulated.drain`)
+    # and each pod, made again as the operator does, waits for room elsewhere; their entries in `nodes` are "".
+    # Kept apart so that a pass finds such jobs by the database, as it finds those waiting to start.
+    unplaced = models.PositiveIntegerField(default=0, db_default=0,
+                                           help_text="Replicas of a running job whose pods wait for a node again.")
     hint = models.JSONField(default=list, help_text="The node Gangway's plan chose for each replica.")
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)

@@ -40,12 +40,16 @@ from scheduling.cluster.base import (
     ReplicaLog,
     Tenants,
     TrialResult,
+    WaitingPod,
     check_claims,
 )
 from scheduling.models import SimClaim, SimJob, SimNode, lock_simulated_room
 
 
 CORDONED = "cordoned"  # why a simulated node takes no new job: the only way it does
+# Why a replica evicted by a drain waits (`drain`): the simulated cluster places it as soon as a node has room.
+UNPLACED = "its node was drained, and no node that takes pods has room for it"
+GANG_WAITS = "its gang waits for room on the nodes for every replica at once"  # why a created job's replicas wait
 
 
 class SimulatedCluster:
@@ -147,8 +151,8 @@ class SimulatedCluster:
             if sim.started_at:
                 sim.progress = simulated_logs.saved_progress(sim, now)
                 _stop(sim)
-            sim.suspended, sim.started_at, sim.nodes = True, None, []
-            sim.save(update_fields=["suspended", "started_at", "nodes", "progress"])
+            sim.suspended, sim.started_at, sim.nodes, sim.unplaced = True, None, [], 0
+            sim.save(update_fields=["suspended", "started_at", "nodes", "unplaced", "progress"])
         self.advance()
 
     def delete_job(self, namespace: str, name: str, kind: str) -> None:
@@ -160,7 +164,7 @@ class SimulatedCluster:
             running = doomed.filter(started_at__isnull=False, finished_at__isnull=True)
             for sim in running.select_for_update().defer("manifest"):
                 _stop(sim)
-                sim.save(update_fields=["started_at", "nodes"])
+                sim.save(update_fields=["started_at", "nodes", "unplaced"])
             doomed.delete()
         self.advance()
 
@@ -214,7 +218,8 @@ class SimulatedCluster:
 
     # --- the passage of time ------------------------------------------------------
     def advance(self) -> None:
-        """End the jobs whose time is up, then start, in creation order, the jobs that now fit.
+        """End the jobs whose time is up, then place again the replicas of running jobs whose pods wait for a
+        node (`drain`), each where it fits, then start, in creation order, the jobs that now fit.
 
         Every create and suspend passes here (80 such calls in a cycle on a busy cluster), so it reads
         only the unfinished jobs it may change: those waiting, those whose time is up (found by the
@@ -228,7 +233,7 @@ class SimulatedCluster:
             _lock_unfinished()
             rows = [_Pass(*values) for values in _moving(now).values_list(*_Pass._fields)]
             jobs = SimJob.objects.defer("manifest").in_bulk(
-                [row.pk for row in rows if row.replicas is None or row.waiting or row.due(now)])
+                [row.pk for row in rows if row.replicas is None or row.waiting or row.unplaced or row.due(now)])
             for index, row in enumerate(rows):
                 if row.replicas is None:  # written without them (before the column): read once, then kept
                     job = jobs[row.pk]
@@ -236,8 +241,9 @@ class SimulatedCluster:
                     job.save(update_fields=["replicas"])
                     rows[index] = row._replace(replicas=job.replicas)
             ending = [row for row in rows if row.due(now)]
+            short = [row for row in rows if row.unplaced and not row.due(now)]
             waiting = [row for row in rows if row.waiting]
-            if ending or waiting:
+            if ending or short or waiting:
                 simulated_replicas.count_uncounted()  # before any figure moves: it counts what runs now
             freed: list[tuple[list[str], list[dict]]] = []
             for row in ending:
@@ -246,13 +252,23 @@ class SimulatedCluster:
                 job.finished_at, job.succeeded = min(done, now), not job.fail
                 job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                 freed.append((job.nodes, row.replicas))
-                job.nodes = []
-                job.save(update_fields=["finished_at", "succeeded", "message", "nodes"])
+                job.nodes, job.unplaced = [], 0
+                job.save(update_fields=["finished_at", "succeeded", "message", "nodes", "unplaced"])
             simulated_replicas.give_back(simulated_replicas.taken(freed))
-            if not waiting:
+            if not (short or waiting):
                 return
-            free, labels = simulated_replicas.room(_least(simulated_replicas.needs_of(row.replicas) for row in waiting))
+            free, labels = simulated_replicas.room(
+                _least(simulated_replicas.needs_of(row.replicas) for row in short + waiting))
             placed: list[tuple[list[str], list[dict]]] = []
+            # Replicas of running jobs first: the rest of their gangs hold their room meanwhile.
+            for row in short:
+                job = jobs[row.pk]
+                again = _place_again(job, free, labels)
+                if any(again):
+                    job.nodes = [node or new for node, new in zip(job.nodes, again)]
+                    job.unplaced = job.nodes.count("")
+                    job.save(update_fields=["nodes", "unplaced"])
+                    placed.append((again, row.replicas))
             for row in waiting:
                 job = jobs[row.pk]
                 nodes = _place(job, free, labels)
@@ -287,6 +303,35 @@ def cordon(name: str, *, schedulable: bool = False) -> bool:
     return True
 
 
+def drain(name: str) -> int:
+    """Drains a simulated node, as `kubectl drain` does (or as its node failing would): cordons it, and evicts
+    the replicas running there. The operator makes each evicted pod again, and it waits for room on a node
+    that takes pods (its entry in its job's `nodes` is "", counted in `SimJob.unplaced`): the cluster's next
+    pass places it where it fits (`_place_again`), and until then its job runs short of it, the rest of its
+    gang holding their GPUs (R13 evicts a job short for ADMISSION_TIMEOUT). Its training goes on meanwhile:
+    the simulated cluster does not stall a gang for a lost replica. Returns how many replicas it evicted.
+    Raises SimNode.DoesNotExist, changing nothing, for a node the simulated cluster does not have."""
+    evicted = 0
+    with transaction.atomic():
+        _lock_unfinished()
+        drained = SimNode.objects.select_for_update().get(name=name)
+        if drained.schedulable:
+            drained.schedulable = False
+            drained.save(update_fields=["schedulable"])
+        running = SimJob.objects.select_for_update().defer("manifest").filter(started_at__isnull=False,
+                                                                               finished_at__isnull=True)  # fmt: skip
+        for sim in running:
+            if name not in sim.nodes:
+                continue
+            there = [node if node == name else "" for node in sim.nodes]
+            simulated_replicas.give_back(simulated_replicas.taken([(there, simulated_replicas.groups(sim))]))
+            sim.nodes = ["" if node == name else node for node in sim.nodes]
+            sim.unplaced = sim.nodes.count("")
+            sim.save(update_fields=["nodes", "unplaced"])
+            evicted += there.count(name)
+    return evicted
+
+
 class _Pass(NamedTuple):
     """What `advance` reads of each unfinished job it may change (`_moving`)."""
 
@@ -297,6 +342,7 @@ class _Pass(NamedTuple):
     suspended: bool
     nodes: list[str]
     replicas: list[dict] | None
+    unplaced: int  # replicas of a running job whose pods wait for a node again
 
     @property
     def waiting(self) -> bool:
@@ -322,13 +368,16 @@ def _lock_unfinished() -> None:
 
 def _moving(now: datetime) -> QuerySet[SimJob]:
     """The unfinished simulated jobs a pass at `now` may change, in creation order, each locked as it is read:
-    those waiting for room, those stored without their replicas, and those whose time is up by the
-    database's reckoning, with a second to spare (`_Pass.due` then decides to the microsecond)."""
+    those waiting for room, running ones with replicas waiting for a node again (`drain`), those stored
+    without their replicas, and those whose time is up by the database's reckoning, with a second to spare
+    (`_Pass.due` then decides to the microsecond)."""
     waiting = Q(started_at__isnull=True, suspended=False)
+    short = Q(started_at__isnull=False, unplaced__gt=0)
     due = Q(started_at__isnull=False, ends__lte=now.timestamp() + 1)
     unfinished = SimJob.objects.select_for_update().filter(finished_at__isnull=True)
     ends = _Epoch(F("started_at")) + F("duration") - F("progress")
-    return unfinished.alias(ends=ends).filter(waiting | due | Q(replicas__isnull=True)).order_by("created_at", "job_id")
+    return (unfinished.alias(ends=ends).filter(waiting | short | due | Q(replicas__isnull=True))
+            .order_by("created_at", "job_id"))  # fmt: skip
 
 
 class _Epoch(Func):
@@ -353,10 +402,10 @@ def _least(needs: Iterable[list[simulated_replicas.Need]]) -> simulated_replicas
 
 
 def _stop(sim: SimJob) -> None:
-    """Stops a running job's pods: gives their room back to its nodes, and clears its start and nodes on the
-    row as read (the caller saves them)."""
+    """Stops a running job's pods: gives their room back to its nodes, and clears its start, its nodes and its
+    replicas waiting for one on the row as read (the caller saves them)."""
     simulated_replicas.give_back(simulated_replicas.taken_by(sim))
-    sim.started_at, sim.nodes = None, []
+    sim.started_at, sim.nodes, sim.unplaced = None, [], 0
 
 
 def _take(room: list[int], need: tuple[int, int, int]) -> None:
@@ -407,6 +456,23 @@ def _place(job: SimJob, free: dict[str, list[int]], labels: dict[str, dict[str, 
     return chosen
 
 
+def _place_again(job: SimJob, free: dict[str, list[int]], labels: dict[str, dict[str, str]]) -> list[str]:
+    """The node each replica of running `job` whose pod waits for one (its entry in `nodes` is "") takes now,
+    first fit, only on nodes its required node affinity admits; "" for the other replicas (placed already, or
+    finding no room). Takes their room from `free`. Each replica goes on its own, not the gang at once: the
+    rest of its gang runs, as Volcano places a lost pod of a started job."""
+    again = [""] * len(job.nodes)
+    for index, (need, terms) in enumerate(zip(simulated_replicas.needs(job), simulated_replicas.terms(job))):
+        if index >= len(job.nodes) or job.nodes[index]:
+            continue
+        for name in sorted(free):
+            if _admits(terms, name, labels.get(name, {})) and all(have >= want for have, want in zip(free[name], need)):
+                _take(free[name], need)
+                again[index] = name
+                break
+    return again
+
+
 def _status(job: SimJob, now: datetime, *, adopted: bool = False) -> JobStatus:
     if job.finished_at:
         phase = Phase.SUCCEEDED if job.succeeded else Phase.FAILED
@@ -419,12 +485,21 @@ def _status(job: SimJob, now: datetime, *, adopted: bool = False) -> JobStatus:
     message = job.message
     if phase is Phase.CREATED:
         message = "Waiting for room on the nodes for every replica at once."
+    running = phase is Phase.RUNNING
     pods = tuple(
         OutsidePod(namespace=job.namespace, name=f"{job.name}-{index}", node=node, gpu=gpu, cpu=cpu, memory=memory)
-        for index, (node, (gpu, cpu, memory)) in enumerate(zip(job.nodes, simulated_replicas.needs(job)))
-    ) if phase is Phase.RUNNING else ()  # fmt: skip
+        for index, (node, (gpu, cpu, memory)) in enumerate(zip(job.nodes, simulated_replicas.needs(job))) if node
+    ) if running else ()  # fmt: skip
+    # A replica evicted by a drain waits for a node again (`drain`): its pod, made again, is pending; a job
+    # created (or resumed) and not started waits with every replica, as its pending pods do on Kubernetes.
+    waiting = tuple(WaitingPod(replica=name, why=UNPLACED)
+                    for name, node in zip(simulated_replicas.names(job), job.nodes) if not node
+                    ) if running and job.unplaced else ()  # fmt: skip
+    if phase is Phase.CREATED:
+        waiting = tuple(WaitingPod(replica=name, why=GANG_WAITS) for name in simulated_replicas.names(job))
+    nodes = tuple(node for node in job.nodes if node)
     return JobStatus(
         job_id=job.job_id, name=job.name, namespace=job.namespace, kind=job.kind, phase=phase, message=message,
-        running_pods=len(job.nodes) if phase is Phase.RUNNING else 0, nodes=tuple(job.nodes), pods=pods,
-        adopted=adopted, checkpointed_at=simulated_logs.last_checkpoint(job, now),
+        running_pods=len(nodes) if running else 0, nodes=nodes, pods=pods, adopted=adopted, waiting_pods=waiting,
+        checkpointed_at=simulated_logs.last_checkpoint(job, now),
     )  # fmt: skip

@@ -75,10 +75,10 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
     culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
     pods = {name: f"{job.name}-{name}" for name in simulated_replicas.names(job)}
     result = []
-    for name in pods:
+    for index, name in enumerate(pods):
         if replica and name != replica:
             continue
-        result.append(ReplicaLog(replica=name, pod=pods[name], phase=_phase(job),
+        result.append(ReplicaLog(replica=name, pod=pods[name], phase=_phase(job, index),
                                  **_ending(job, name, culprit, exception)))  # fmt: skip
     if lines_of == PICK:
         chosen = failing_replica(result) or (result[0] if result else None)
@@ -162,9 +162,10 @@ def _timeline(job: SimJob, now: datetime) -> tuple[datetime, int]:
     return base, int(ran // STEP)
 
 
-def _phase(job: SimJob) -> str:
+def _phase(job: SimJob, index: int) -> str:
+    """The phase of replica `index`'s pod: Pending while it waits for a node again after a drain."""
     if job.finished_at is None:
-        return "Running"
+        return "Pending" if index < len(job.nodes) and not job.nodes[index] else "Running"
     return "Succeeded" if job.succeeded else "Failed"
 
 

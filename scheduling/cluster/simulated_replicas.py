@@ -71,10 +71,13 @@ def names(job: SimJob) -> list[str]:
 
 def taken(running: Iterable[tuple[list[str], list[dict]]]) -> dict[str, Room]:
     """Returns what the replicas of these jobs take on each node, summed: each job as its nodes (one per
-    replica, in order) and its replica groups (`SimJob.replicas`, as read)."""
+    replica, in order; "" for a replica whose pod waits for a node, which takes nothing) and its replica groups
+    (`SimJob.replicas`, as read)."""
     result: dict[str, Room] = {}
     for nodes, stored in running:
         for node, need in zip(nodes, needs_of(stored)):
+            if not node:
+                continue
             room = result.setdefault(node, [0, 0, 0])
             for index, amount in enumerate(need):
                 room[index] += amount

@@ -140,8 +140,10 @@ def test_cordon_names_the_nodes_when_it_does_not_know_one_and_changes_nothing(si
 
 def test_cordon_acts_on_the_simulated_cluster_only(simulated, settings):
     settings.CLUSTER_BACKEND = "kubernetes"
-    with pytest.raises(CommandError, match="run kubectl cordon or uncordon"):
+    with pytest.raises(CommandError, match="run kubectl cordon, drain or uncordon"):
         _run("cordon", "large")
+    with pytest.raises(CommandError, match="run kubectl cordon, drain or uncordon"):
+        _run("cordon", "large", "--drain")
     assert SimNode.objects.get(name="large").schedulable
 
 

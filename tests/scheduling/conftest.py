@@ -6,6 +6,7 @@ import pytest
 
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
+from scheduling.models import SimNode
 from scheduling.reconcile import reconcile
 
 
@@ -42,3 +43,9 @@ def cycle(cluster, clock):
         return admission_cycle(cluster=target, now=clock())
 
     return _cycle
+
+
+@pytest.fixture
+def third_node(nodes):
+    """A third simulated node of 8 GPUs, node-03, beside the two of `nodes`."""
+    return SimNode.objects.create(name="node-03", gpu=8, cpu=64000, memory=512 * 1024**3)

@@ -15,7 +15,7 @@ from portal import triggers
 from scheduling import tasks
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.loop import admission_cycle
-from scheduling.models import SimNode
+from scheduling.models import SimJob, SimNode
 
 
 def _run(*args) -> str:
@@ -71,3 +71,20 @@ def test_cordon_asks_for_a_cycle_too_and_a_node_left_as_it_was_asks_for_none(lar
     assert sent == [triggers.ADMISSION_CYCLE]
     assert out == ("Cordoned node small: its jobs keep running; an admission cycle is asked for now, and places "
                    "nothing there: jobs only it could hold wait for it.\n")
+
+
+def test_drain_evicts_the_replicas_there_which_take_room_elsewhere_as_it_opens(maps, submit, sent):
+    SimNode.objects.create(name="small", gpu=4)
+    SimNode.objects.create(name="large", gpu=8)
+    job = submit(name="pair", replicas=[{"role": "Worker", "count": 2, "gpu": 4}], simulate={"duration": 7200})
+    admission_cycle(cluster=SimulatedCluster())
+    assert Job.objects.get(pk=job.pk).placement == ["large", "large"]
+
+    out = _run("cordon", "large", "--drain")
+
+    assert out == ("Drained node large: cordoned, and 2 replicas evicted, each waiting for room on another node; an "
+                   "admission cycle is asked for now.\n")  # fmt: skip
+    assert sent == [triggers.ADMISSION_CYCLE]
+    sim = SimJob.objects.get(job_id=job.pk)  # the cycle's read placed the one that fits on small
+    assert (sim.nodes, sim.unplaced) == (["small", ""], 1)
+    assert SimNode.objects.get(name="large").schedulable is False
