@@ -32,6 +32,9 @@ class Because(StrEnum):
     CREATED_AGAIN = "created_again"
     REQUEUED = "requeued"  # stopped for a preemption: back in the queue
     STUCK_ADMISSION = "stuck_admission"  # R13: its pods did not all start in time
+    # R13 for a running job: a replica's pod waits to start again (lost with its node, made again, taken by no node);
+    # its reason while it waits, and its eviction once it has waited ADMISSION_TIMEOUT.
+    SHORT_OF_REPLICAS = "short_of_replicas"
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff
     DELETED_OUTSIDE = "deleted_outside"  # an adopted job deleted in the cluster: cancelled in Gangway
     # A Katib trial's job gone from the cluster while its namespace's Trials cannot be read: how its trial ended

@@ -23,6 +23,7 @@ from jobs.services import CHECKPOINT_STATES, NotRunning, job_checkpoint
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs, changed_reason
+from scheduling.evictions import evict, follow_short
 from scheduling.handed_back import given_back
 from scheduling.cluster.base import (
     ChangedOutside,
@@ -37,7 +38,7 @@ from scheduling.cluster.base import (
 )
 from scheduling.locks import lease
 from scheduling.refusals import (
-    backoff, cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
+    cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
 )
 from scheduling.snapshot import own_statuses, to_cluster_job
 
@@ -304,13 +305,13 @@ def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
 
 def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus | None) -> bool:
     """A create of an admitted job refused: requeue it with a backoff, counted toward failing it
-    unless it was a server error (`requeue_refused`). Any other refusal (a stuck job's suspend, a
-    victim's, a cancelled job's, a resume of a running job) is logged for operators and said once on the
-    job; the next pass tries again, except for a victim the cluster has refused to stop for
-    ADMISSION_TIMEOUT, which runs on (`stop_refused`). A victim or a cancelled job whose stop is refused,
-    or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). A running adopted job whose
-    owner suspended its object and changed what it asks is not resumed: it is rejected (`_reject_stopped`).
-    Returns whether the job went back to running, or was rejected."""
+    unless it was a server error (`requeue_refused`). Any other refusal (the suspend of a stuck job or of a
+    running one short of replicas, a victim's, a cancelled job's, a resume of a running job) is logged for
+    operators and said once on the job; the next pass tries again, except for a victim the cluster has refused
+    to stop for ADMISSION_TIMEOUT, which runs on (`stop_refused`). A victim or a cancelled job whose stop is
+    refused, or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). A running adopted job
+    whose owner suspended its object and changed what it asks is not resumed: it is rejected
+    (`_reject_stopped`). Returns whether the job went back to running, or was rejected."""
     error = str(refusal)
     job.refresh_from_db()
     if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
@@ -327,7 +328,9 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
         # `_correct`.
         cancel_refused(job, refusal, now, runs=status is not None and status.phase in RUNS)
         return False
-    note_refused(job, "resume" if job.state == Job.State.RUNNING else "stop", error,
+    # A running job's create is a resume (its object suspended outside Gangway); anything else refused of an
+    # admitted or running job is the suspend of its eviction (R13).
+    note_refused(job, "resume" if isinstance(refusal, CreateRefused) else "stop", error,
                  failing=isinstance(refusal, ServerFailing))
     return False
 
@@ -368,7 +371,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
             transition(job, Job.State.QUEUED, message="Requeued with its original place in the queue; it will "
                        f"resume as attempt {job.attempt + 1}.", code=Because.REQUEUED, attempt=F("attempt") + 1,
                        placement=[], started_at=None, admitted_at=None, not_before=None,
-                       stop_failed_at=None)  # fmt: skip
+                       stop_failed_at=None, short_since=None)  # fmt: skip
             result.changed += 1
     elif state == Job.State.CANCELLING:
         if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED) and job.adopted:
@@ -409,7 +412,8 @@ def _count_stop(result: ReconcileResult, suspended: bool) -> None:
 
 def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
             unstopped: list[Unstopped]) -> None:  # fmt: skip
-    """An admitted or running job: start, finish, re-create, or evict when stuck (R13); an admitted one not
+    """An admitted or running job: start, finish, re-create, or evict when stuck (R13: an admission not started
+    in time, or a running job short of replicas for as long, `evictions.follow_short`); an admitted one not
     created while a job being preempted that the cluster refused to stop still runs is requeued instead
     (`_held_back`)."""
     phase = status.phase if status else None
@@ -450,10 +454,14 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
             _created(job, again="was suspended outside Gangway: resumed")
             result.created += 1
         return
+    if job.state == Job.State.RUNNING:
+        if follow_short(job, status, cluster, now):
+            result.changed += 1
+        return
     total = job.replica_count
-    if job.state == Job.State.ADMITTED and phase is Phase.RUNNING and status.running_pods >= total:
+    if phase is Phase.RUNNING and status.running_pods >= total:
         started = f"all {total} replicas started" if total > 1 else "its replica started"
-        transition(job, Job.State.RUNNING, message=f"Running: {started}.", started_at=now,
+        transition(job, Job.State.RUNNING, message=f"Running: {started}.", started_at=now, short_since=None,
                    placement=list(status.nodes) or job.placement)  # fmt: skip
         result.changed += 1
         return
@@ -511,15 +519,9 @@ def _finish(job: Job, status: JobStatus, now: datetime) -> None:
 
 def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime, *, why: str = "") -> None:
     """R13: suspend a job whose pods did not all start in time (one whose object is suspended already is left
-    as it is), and requeue it after a backoff; the event says why (`why`, else the cluster's message)."""
-    wait = backoff(job.attempt)
+    as it is), and requeue it after a backoff (`evictions.evict`); the event says why (`why`, else the
+    cluster's message)."""
     why = why or status.message or "its pods did not all start"
-    if status.phase is not Phase.SUSPENDED:
-        cluster.suspend_job(to_cluster_job(job))
-    transition(job, Job.State.PREEMPTING, event_kind="evicted", code=Because.STUCK_ADMISSION,
-               message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
-               f"{settings.ADMISSION_TIMEOUT} s after admission ({why}).")  # fmt: skip
-    transition(job, Job.State.QUEUED, code=Because.BACKOFF, attempt=F("attempt") + 1, placement=[], admitted_at=None,
-               not_before=now + wait, reason_code=Because.BACKOFF,
-               reason=f"Backing off for {int(wait.total_seconds())} s after a stuck admission.",
-               message=f"Requeued with its place kept; not admitted again for {int(wait.total_seconds())} s.")  # fmt: skip
+    evict(job, status, cluster, now, code=Because.STUCK_ADMISSION, after="after a stuck admission",
+          message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
+          f"{settings.ADMISSION_TIMEOUT} s after admission ({why}).")  # fmt: skip

@@ -1,15 +1,28 @@
 """The Kubernetes adapter tells which replicas of a job wait to start, from its pods as the API server lists
-them, over real HTTP to the fake API server. A replica whose pod completed never waits: a TFJob's workers may
-end one by one while its chief runs on."""
+them, and reconcile evicts a running job short of one for ADMISSION_TIMEOUT (R13), over real HTTP to the fake
+API server. A replica whose pod completed never waits: a TFJob's workers may end one by one while its chief
+runs on."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.conf import settings
+
+from jobs.codes import Because
+from jobs.models import Job, JobEvent
+from jobs.services import job_submit
+from jobs.spec import parse_spec
 from scheduling.cluster.base import ClusterJob, ReplicaSpec, WaitingPod
-from tests.cluster.busy_cluster import namespace
+from scheduling.loop import admission_cycle
+from scheduling.reconcile import reconcile
+from tests.cluster.busy_cluster import namespace, node
+from tests.cluster.test_outside_jobs import outside_job
+from tests.conftest import spec_data
 
 GiB = 2**30
+CHIEF_AND_WORKERS = [{"role": "Chief", "count": 1, "gpu": 1}, {"role": "Worker", "count": 3, "gpu": 1}]
 NO_ROOM = "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient nvidia.com/gpu."
 PULL = "ImagePullBackOff: its image could not be pulled (a wrong name or tag, or no access to the registry)"
 
@@ -119,3 +132,93 @@ def test_pods_that_say_not_which_replica_they_are_leave_the_missing_ones_unnamed
     [status] = cluster.job_statuses()
 
     assert status.waiting_pods == (WaitingPod("a replica", "its pod has not been created"),)
+
+
+# -- what reconcile does with it -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def maps_on_three_nodes(fake, maps):
+    """Nodes n1, n2 and n3 of 8 GPUs; team maps (8 nominal, may borrow 8) and its namespace."""
+    for name in ("n1", "n2", "n3"):
+        fake.add(node(name))
+    fake.add(namespace("maps"))
+    return maps
+
+
+def _running_job(fake, cluster, team, owner) -> tuple[Job, dict]:
+    """A TFJob of a chief and three workers, admitted, its pods running, and seen running by reconcile."""
+    job, _ = job_submit(team=team, owner=owner, spec=parse_spec(spec_data(name="wide", replicas=CHIEF_AND_WORKERS)))
+    admission_cycle(cluster=cluster)
+    obj = fake.get("TFJob", f"wide-g{job.pk}", "maps")
+    running(fake, obj)
+    pods(fake, obj, [RUNS, RUNS, RUNS])
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING
+    return job, obj
+
+
+def test_workers_that_complete_one_by_one_while_the_chief_runs_never_make_the_job_short(
+        fake, cluster, maps_on_three_nodes, owner):  # fmt: skip
+    job, obj = _running_job(fake, cluster, maps_on_three_nodes, owner)
+    for index in range(3):
+        fake.add(replica_pod(obj, "Worker", index, "Succeeded"))
+        reconcile(cluster=cluster, now=job.started_at + timedelta(seconds=(index + 1) * settings.ADMISSION_TIMEOUT))
+
+    job.refresh_from_db()
+    assert (job.state, job.short_since, job.reason_code) == (Job.State.RUNNING, None, "")
+    assert not job.events.filter(code=Because.SHORT_OF_REPLICAS).exists()
+
+
+def test_a_running_job_whose_recreated_pod_no_node_takes_is_evicted_after_the_admission_timeout(
+        fake, cluster, maps_on_three_nodes, owner):  # fmt: skip
+    job, obj = _running_job(fake, cluster, maps_on_three_nodes, owner)
+    fake.add(replica_pod(obj, "Worker", 2, **PENDING_UNBOUND))  # its node failed; made again, it fits nowhere
+    short = job.started_at + timedelta(seconds=60)
+
+    reconcile(cluster=cluster, now=short)
+    reconcile(cluster=cluster, now=short + timedelta(seconds=settings.ADMISSION_TIMEOUT))
+
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING and job.short_since == short
+    assert job.reason.startswith(f"Only 3 of 4 replicas running: worker-2 waits to start (not scheduled: {NO_ROOM[:-1]})"
+                                 "; evicted and requeued if it has not started by about ")  # fmt: skip
+    fake.log.clear()
+
+    reconcile(cluster=cluster, now=short + timedelta(seconds=settings.ADMISSION_TIMEOUT + 1))
+
+    job.refresh_from_db()
+    assert (job.state, job.attempt, job.reason_code) == (Job.State.QUEUED, 2, Because.BACKOFF)
+    evicted = job.events.get(kind=JobEvent.Kind.EVICTED)
+    assert evicted.code == Because.SHORT_OF_REPLICAS
+    assert evicted.message == (f"Evicted: only 3 of 4 replicas were running {settings.ADMISSION_TIMEOUT} s after it "
+                               f"ran short: worker-2 had not started (not scheduled: {NO_ROOM[:-1]}); its other "
+                               "replicas held their GPUs meanwhile.")  # fmt: skip
+    assert fake.get("TFJob", obj["metadata"]["name"], "maps")["spec"]["runPolicy"]["suspend"] is True
+    assert [method for method, _ in fake.log if method == "DELETE"] == []
+
+
+def test_an_adopted_job_short_of_a_replica_is_suspended_never_deleted(fake, cluster, maps_on_three_nodes):
+    fake.add(outside_job(gpu=1, replicas=2))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job = Job.objects.get()
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    running(fake, obj)
+    fake.add(replica_pod(obj, "Worker", 0))
+    fake.add(replica_pod(obj, "Worker", 1))
+    reconcile(cluster=cluster)
+    job.refresh_from_db()
+    assert job.adopted and job.state == Job.State.RUNNING
+    fake.add(replica_pod(obj, "Worker", 1, "Pending", node_name="n2", waiting="ErrImagePull"))
+    reconcile(cluster=cluster, now=job.started_at)
+    fake.log.clear()
+
+    reconcile(cluster=cluster, now=job.started_at + timedelta(seconds=settings.ADMISSION_TIMEOUT + 1))
+
+    job.refresh_from_db()
+    assert job.state == Job.State.QUEUED
+    assert job.events.get(kind=JobEvent.Kind.EVICTED).code == Because.SHORT_OF_REPLICAS
+    assert fake.get("TFJob", "bert-kubectl", "maps")["spec"]["runPolicy"]["suspend"] is True
+    assert [method for method, _ in fake.log if method == "DELETE"] == []
