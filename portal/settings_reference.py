@@ -93,9 +93,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FIT_PREVIEW_REUSE", 5, "The submit form's fit previews and the quota editor's what-ifs in one web "
             "process plan against one reading of the queue and the cluster for at most this long, while nothing "
             "a page shows has changed; 0 reads them for each preview.", unit="s"),
-    Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13); a "
-            "job being preempted that the cluster has refused to stop for this long runs on, counted in its team's "
-            "quota.", unit="s"),
+    Setting("ADMISSION_TIMEOUT", 600, "An admitted job not fully running by then is evicted and requeued (R13), and "
+            "so is a running job some of whose replicas have waited this long to start again (a pod lost with its "
+            "node, made again, that no node takes or whose image cannot be pulled); a job being preempted that the "
+            "cluster has refused to stop for this long runs on, counted in its team's quota.", unit="s"),
     Setting("CYCLE_FAILURES_BEFORE_UNREADY", 3, "`/readyz` fails, and staff see a banner, once this many admission "
             "cycles in a row have failed."),
     Setting("STARVATION_AFTER", 1800, "A job waiting longer than this starves: it holds its team, or reserves room (R4).", unit="s"),
