@@ -15,6 +15,7 @@ from scheduling.cluster.base import ReplicaSpec
 from scheduling.loop import admission_cycle
 from scheduling.reconcile import reconcile
 from tests.cluster.test_outside_jobs import outside_job, world  # noqa: F401 (fixture)
+from tests.cluster.test_refused_victims import victim  # noqa: F401 (fixture)
 from tests.conftest import spec_data
 
 pytestmark = pytest.mark.django_db
@@ -242,17 +243,9 @@ def _owner_suspends_and_edits(fake, gpu: int) -> None:
         fake.objects.pop(key)
 
 
-def test_a_running_job_its_owner_suspends_and_changes_gives_back_its_quota_and_is_rejected(world, fake, cluster):
-    from tests.cluster import busy_cluster as busy
-
-    fake.add(outside_job(gpu=4, replicas=2))
-    reconcile(cluster=cluster)
-    admission_cycle(cluster=cluster)
-    job = Job.objects.get()
-    busy.run(fake, job)
-    reconcile(cluster=cluster)
-    job.refresh_from_db()
-    assert job.state == Job.State.RUNNING
+def test_a_running_job_its_owner_suspends_and_changes_gives_back_its_quota_and_is_rejected(world, fake, cluster,
+                                                                                          victim):  # fmt: skip
+    job = victim  # adopted, running 2 Workers of 4 GPUs on n1
     _owner_suspends_and_edits(fake, 8)
 
     reconcile(cluster=cluster)
