@@ -330,8 +330,9 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
         return False
     # A running job's create is a resume (its object suspended outside Gangway); anything else refused of an
     # admitted or running job is the suspend of its eviction (R13).
+    # A resume the server failed comes as a CreateRefused marked `failing`, a stop's as ServerFailing itself.
     note_refused(job, "resume" if isinstance(refusal, CreateRefused) else "stop", error,
-                 failing=isinstance(refusal, ServerFailing))
+                 failing=isinstance(refusal, ServerFailing) or getattr(refusal, "failing", False))
     return False
 
 
