@@ -257,3 +257,12 @@ def test_several_tokens_expiring_are_named_together(login, lead, maps):
     notice = re.search(r'id="tokens-expiring">(.*?)</p>', page, re.S).group(1)
     assert notice.startswith("API tokens <b>ci-a</b>") and " and <b>ci-b</b>" in notice
     assert "expire soon: whatever uses them" in notice
+
+
+def test_the_list_gives_each_token_its_expiry_date(login, lead, maps):
+    token, _ = token_create(name="ci-90", team=maps, days=90)
+    token_create(name="ci-forever", team=maps)
+    page = login(lead).get("/teams/maps/tokens/").content.decode()
+    row = re.search(rf'<tr id="token-{token.pk}">.*?</tr>', page, re.S).group(0)
+    expires = re.search(r'<td data-label="Expires">(.*?)</td>', row).group(1)
+    assert expires.endswith(f">{timezone.localtime(token.expires_at):%Y-%m-%d}</time>") and "from now" not in expires
