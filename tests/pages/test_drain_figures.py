@@ -190,7 +190,7 @@ def test_the_team_page_counts_its_gpus_of_a_type_wherever_they_run_and_says_wher
     assert "6 of them on nodes that take no new jobs; may borrow: l4 up to 4 GPUs, a100 up to 4 GPUs" in body
     types = client.get("/teams/maps/?part=types", **htmx).content.decode()
     row = re.search(r'<tr id="type-a100">.*?</tr>', types, re.S).group(0)
-    assert '6 GPUs <span class="muted">(6 on nodes that take no new jobs)</span>' in row
+    assert '6 GPUs<span class="muted wraps"> (6 on nodes that take no new jobs)</span>' in row
     assert "take no new jobs" not in re.search(r'<tr id="type-l4">.*?</tr>', types, re.S).group(0)
 
 
