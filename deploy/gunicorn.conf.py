@@ -29,9 +29,10 @@ worker_class = "gthread"
 # worker whose loop is stuck, it no longer ends a long request. Requests bound their own waits (the download's
 # 40 s, the cluster's and Redis's timeouts, the webhook deadline).
 timeout = 60
-# On SIGTERM, requests in flight have this long to finish: the web pod's terminationGracePeriodSeconds
-# (deploy/kubernetes/web.yaml) leaves room for it after its preStop sleep.
-graceful_timeout = 30
+# On SIGTERM, requests in flight have this long to finish: the longest request the web serves, a whole-log
+# download (DOWNLOAD_SECONDS, 40 s, scheduling/log_download.py), with 5 s to spare. The web pod's
+# terminationGracePeriodSeconds (deploy/kubernetes/web.yaml) leaves room for it after its preStop sleep.
+graceful_timeout = 45
 # Worker heartbeats in memory: the root file system may be read-only.
 worker_tmp_dir = "/dev/shm"
 # Probes hit /healthz and /readyz every few seconds; request lines would drown the decisions.

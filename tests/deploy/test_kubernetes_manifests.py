@@ -8,6 +8,7 @@ import kubernetes_validate
 import pytest
 
 from portal.settings_reference import BY_NAME
+from scheduling.log_download import DOWNLOAD_SECONDS
 from tests.deploy.manifests import by_kind, rendered_objects, source_objects
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +77,7 @@ def test_a_stopping_web_pod_serves_until_the_service_forgets_it_then_finishes_it
     graceful = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))["graceful_timeout"]
 
     assert 5 <= pause <= 15  # endpoints reach kube-proxy and the Ingress controller within seconds
+    assert graceful >= DOWNLOAD_SECONDS  # a whole-log download running when the pod stops ends whole
     assert pod["terminationGracePeriodSeconds"] >= pause + graceful + 5
 
 
