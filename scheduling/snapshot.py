@@ -276,7 +276,7 @@ def build_world(
     run all the same until reconcile stops them (`_left_running`: a queued job's create reported refused that
     went through, an ended job's object not stopped yet), a queued one held meanwhile; a
     replica with no known node (a job whose pods have not all
-    started, a node that went away) is charged to the node with the most room
+    started, a node that went away, one lost with a drained node) is charged to the node with the most room
     left, so a job never counts for less than it asks. Other pods of cluster jobs
     (those of a job being preempted or cancelled that have not stopped yet, its quota being the job's it was
     preempted for; those of a job the database does not know, of a copy of a job's object, of an adopted job's
@@ -303,6 +303,7 @@ def build_world(
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
                                for pod in status.pods]  # fmt: skip
     bound = {job_id: status.pods for job_id, status in mine.items() if status.pods}
+    short = {job_id for job_id, status in mine.items() if status.waiting_pods}
     # Only the nodes that take pods hold room; the others are in the snapshot for R10 alone. A job placed or
     # bound on one of them is charged there: it holds none of the room a plan gives, and its GPUs still count
     # in its team's quota (the policy takes no room on such a node). Outside pods on them are left out.
@@ -322,7 +323,7 @@ def build_world(
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     learned = learned_runtimes(group_of(job) for job in charged + queued if not job.max_runtime)
-    placements = _charged_placements(placeable, running, charged, replicas_of, bound, closed)
+    placements = _charged_placements(placeable, running, charged, replicas_of, bound, closed, short)
     world.left_running = {str(job.pk) for job, _ in left}
     for job in charged:
         if not placements[job.pk]:
@@ -461,7 +462,7 @@ def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:
 def _charged_placements(
     nodes: list[NodeInfo], outside: list[policy.RunningJob], jobs: list[Job],
     replicas_of: dict[int, tuple[policy.ReplicaGroup, ...]], bound: dict[int, tuple[OutsidePod, ...]] | None = None,
-    closed: set[str] | frozenset[str] = frozenset(),
+    closed: set[str] | frozenset[str] = frozenset(), short: set[int] | frozenset[int] = frozenset(),
 ) -> dict[int, tuple[str, ...]]:
     """Returns the node each replica of each job is charged to: the node a pod of its size is
     bound to (`bound`, from the cluster: the scheduler may bind elsewhere than the plan), else
@@ -469,7 +470,10 @@ def _charged_placements(
     left, even below zero. When the cluster has no node that takes pods, a replica on no known node
     is charged to the node it was placed on, else to UNLISTED: either holds no room, and the job is
     never left out of its team's quota. A replica on a node of `closed` (known, but taking no new
-    pods) is charged there and takes none of `nodes`' room.
+    pods) is charged there and takes none of `nodes`' room, unless its job is `short` (the cluster
+    says some of its replicas wait to start) and no pod of it is bound there: that replica was lost with
+    its node (a drain) and waits for room on another, so it is charged as a replica of no known node,
+    and no cycle gives away the room it is about to take.
 
     Over-charging a node only keeps other jobs off it until the cluster's next reading;
     under-charging would let a cycle admit into room that is taken.
@@ -484,8 +488,8 @@ def _charged_placements(
                                    for node in job.placement[: len(needs[job.pk])]]  # fmt: skip
         known += [None] * (len(needs[job.pk]) - len(known))
         pods = [pod for pod in (bound or {}).get(job.pk, ()) if pod.node in free or pod.node in closed]
-        if pods:
-            known = _where_bound(known, needs[job.pk], pods)
+        if pods or job.pk in short:
+            known = _where_bound(known, needs[job.pk], pods, lost=closed if job.pk in short else frozenset())
         for node, group in zip(known, needs[job.pk]):
             if node is not None:
                 _take(free, node, group)
@@ -510,10 +514,11 @@ def _placed(job: Job, index: int) -> str:
     return job.placement[index] if index < len(job.placement) and job.placement[index] else UNLISTED
 
 
-def _where_bound(planned: list[str | None], replicas: list[policy.ReplicaGroup],
-                 pods: list[OutsidePod]) -> list[str | None]:
+def _where_bound(planned: list[str | None], replicas: list[policy.ReplicaGroup], pods: list[OutsidePod],
+                 lost: set[str] | frozenset[str] = frozenset()) -> list[str | None]:
     """Each replica's node: that of a bound pod of its GPU count (one on its planned node first),
-    else its planned node. A replica bound elsewhere frees its planned node."""
+    else its planned node unless that is one of `lost` (None then: its node is not known). A replica
+    bound elsewhere frees its planned node."""
     left = list(pods)
     nodes: list[str | None] = [None] * len(replicas)
     for on_plan in (True, False):
@@ -525,7 +530,8 @@ def _where_bound(planned: list[str | None], replicas: list[policy.ReplicaGroup],
             if pod is not None:
                 nodes[index] = pod.node
                 left.remove(pod)
-    return [node if node is not None else planned[index] for index, node in enumerate(nodes)]
+    return [node if node is not None else None if planned[index] in lost else planned[index]
+            for index, node in enumerate(nodes)]
 
 
 def _take(free: dict[str, list[int]], node: str, group: policy.ReplicaGroup) -> None:

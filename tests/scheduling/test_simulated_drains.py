@@ -10,6 +10,8 @@ from scheduling.cluster import simulated
 from scheduling.cluster.base import WaitingPod
 from scheduling.cluster.simulated_replicas import kept_room_drift
 from scheduling.models import SimJob, SimNode
+from scheduling.policy import plan
+from scheduling.snapshot import build_world
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +59,21 @@ def test_a_job_made_again_that_no_node_takes_waits_with_every_replica(submit, cy
     assert (status.phase, status.running_pods) == ("Created", 0)
     assert status.waiting_pods == (WaitingPod("worker-0", simulated.GANG_WAITS),
                                    WaitingPod("worker-1", simulated.GANG_WAITS))  # fmt: skip
+
+
+def test_a_replica_lost_with_a_drained_node_is_charged_where_it_may_start_so_no_admission_takes_that_room(
+        submit, cycle, cluster, clock, maps, vision, staff):  # fmt: skip
+    maps.quotas.filter(resource="gpu").update(nominal=16)  # the job borrows nothing: no reclaim takes it
+    job = running_wide(submit, cycle)
+    simulated.drain("node-01")  # nowhere to go: worker-0 waits
+    statuses = cluster.job_statuses()
+    rival = submit(name="rival", team=vision, user=staff, replicas=[{"role": "Worker", "count": 1, "gpu": 8}])
+    SimNode.objects.create(name="node-03", gpu=8, cpu=64000, memory=512 * 1024**3)  # room comes, not taken yet
+
+    world = build_world(now=clock(), nodes=cluster.nodes(), outside=[], statuses=statuses)
+
+    assert {running.id: running.nodes for running in world.snapshot.running} == {str(job.pk): ("node-03", "node-02")}
+    result = plan(world.snapshot)
+    assert [admission.id for admission in result.admit] == []  # worker-0's room is kept for it
+    assert [waiting.id for waiting in result.wait] == [str(rival.pk)]
+    assert {team.team: team.used for team in result.teams}["maps"] == 16  # the job counts whole in its quota
