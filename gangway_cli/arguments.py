@@ -12,7 +12,7 @@ from gangway_cli import checkpoint, exits
 from gangway_cli.connection import allow_http_from_env
 
 ABOUT = ("Submit training jobs to a Gangway portal and wait for them, show their status and logs, cancel them, "
-         "show the queue; inside a job, report a checkpoint.")
+         "list them, show the queue; inside a job, report a checkpoint.")
 CONFIGURATION = """\
 Configuration: --url or GANGWAY_URL (https://; plain http only to this machine unless --allow-http or
 GANGWAY_ALLOW_HTTP=1); the token from GANGWAY_TOKEN, or the file --token-file or GANGWAY_TOKEN_FILE
@@ -22,6 +22,9 @@ own CA signed: set SSL_CERT_FILE to that CA's PEM file. Errors are one line on s
 says more about each command.
 """
 UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+# The states a job can be in (the API's `state` filter takes these), and how many jobs `gangway jobs` lists.
+STATES = ("queued", "admitted", "running", "preempting", "cancelling", "succeeded", "failed", "cancelled", "rejected")
+JOBS_DEFAULT, JOBS_MAX = 50, 500
 JSON_HELP = "Print the job as the API returns it (GET /api/v1/jobs/{id}/), as one JSON document."
 LINES_MAX = 10**12  # the most lines a download reads on from (the portal's `from`)
 
@@ -50,6 +53,23 @@ def parse_idempotency_key(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not an idempotency key: {text[:200]!r}; use printable ASCII, "
                                          "e.g. the CI run's id: pipeline-4711-train.")  # fmt: skip
     return text
+
+
+def parse_limit(text: str) -> int:
+    """A number of jobs, 1 to JOBS_MAX (the most one page of the API holds); ArgumentTypeError otherwise."""
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(JOBS_MAX)) and 1 <= int(text) <= JOBS_MAX):
+        raise argparse.ArgumentTypeError(f"not a number of jobs from 1 to {JOBS_MAX}: {text[:40]!r}")
+    return int(text)
+
+
+def parse_states(text: str) -> str:
+    """'running' or 'queued,running' as the API's `state` filter; ArgumentTypeError for a name not a state."""
+    names = [name.strip().lower() for name in text.split(",")]
+    unknown = [name for name in names if name not in STATES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"not a job state: {', '.join(map(repr, unknown))} (one of "
+                                         f"{', '.join(STATES)}, or several separated by commas)")  # fmt: skip
+    return ",".join(dict.fromkeys(names))
 
 
 def parse_line_count(text: str) -> int:
@@ -174,6 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
                      "is refused (exit 6).", (E.OK, E.USAGE, E.AUTH, E.NOT_FOUND, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
     cancel.add_argument("id", type=int, help="The job's id.")
     cancel.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    jobs = command("jobs", "List the jobs you can see, newest first.",
+                   f"The newest {JOBS_DEFAULT} (--limit up to {JOBS_MAX}), of every team you see or one, in some "
+                   "states or all, submitted by anyone or one person; a line says how many more there are.",
+                   (E.OK, E.USAGE, E.AUTH, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
+    jobs.add_argument("--team", help="Only this team's jobs.")
+    jobs.add_argument("--state", type=parse_states, metavar="STATE[,STATE...]",
+                      help=f"Only jobs in these states: {', '.join(STATES)}.")  # fmt: skip
+    jobs.add_argument("--owner", metavar="USERNAME", help="Only the jobs this person submitted.")
+    jobs.add_argument("--limit", type=parse_limit, default=JOBS_DEFAULT,
+                      help=f"At most this many jobs, newest first (default {JOBS_DEFAULT}, at most {JOBS_MAX}).")
+    jobs.add_argument("--json", action="store_true", help="Print the jobs, newest first, as one JSON array of jobs "
+                      "as the API returns them.")  # fmt: skip
 
     queue = command("queue", "Show the waiting jobs you can see, in order.",
                     "The first 200, or with --team or --json every one.",

@@ -1,5 +1,5 @@
-"""The `gangway` command: submit a job (and wait for it), show its status and logs, cancel it, show the queue;
-inside a job, report a checkpoint (`checkpoint.py`). Options and help texts are in `arguments.py`, exit
+"""The `gangway` command: submit a job (and wait for it), show its status and logs, cancel it, list jobs, show the
+queue; inside a job, report a checkpoint (`checkpoint.py`). Options and help texts are in `arguments.py`, exit
 codes in `exits.py`; every command returns its exit code.
 """
 
@@ -10,12 +10,14 @@ import os
 import sys
 import time
 import uuid
+from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit
 
 from gangway_cli import checkpoint, exits
-from gangway_cli.arguments import build_parser
+from gangway_cli.arguments import JOBS_MAX, build_parser
 from gangway_cli.client import ApiError, Client
 from gangway_cli.connection import Problem, checked_url, token_from
+from gangway_cli.durations import duration
 from gangway_cli.follow import Follower, describe
 from gangway_cli.logs import LogPrinter
 from gangway_cli.signals import STOPS, code_for, sigterm_raises, word_for
@@ -147,6 +149,29 @@ def cmd_cancel(client: Client, args) -> int:
     return exits.OK
 
 
+def cmd_jobs(client: Client, args) -> int:
+    page = client.get("api/v1/jobs/", team=args.team, state=args.state, owner=args.owner, ordering="-submitted_at",
+                      page_size=args.limit)  # fmt: skip
+    jobs, count = page["results"][: args.limit], page["count"]
+    if args.json:
+        _print_json(jobs)
+        return exits.OK
+    if not jobs:
+        print("No jobs" + (" match." if args.team or args.state or args.owner else " yet."))
+        return exits.OK
+    now = datetime.now(timezone.utc)
+    print(f"{'ID':>6}  {'TEAM':<12} {'NAME':<24} {'STATE':<10} {'GPUS':>4}  {'TIER':<11} {'OWNER':<12} SUBMITTED")
+    for job in jobs:
+        submitted = datetime.fromisoformat(job["submitted_at"].replace("Z", "+00:00"))
+        print(f"{job['id']:>6}  {job['team']:<12} {job['name']:<24} {job['state']:<10} {job['gpu_total']:>4}  "
+              f"{job['tier']:<11} {job.get('owner') or '-':<12} {duration(max(0.0, (now - submitted).total_seconds()))} ago")  # fmt: skip
+    if count > len(jobs):
+        more = count - len(jobs)
+        print(f"... and {more} older {'job' if more == 1 else 'jobs'}: --limit (up to {JOBS_MAX}), --team, --state "
+              "or --owner shows others.")  # fmt: skip
+    return exits.OK
+
+
 def queued_jobs(client: Client, *, every: bool, team: str | None = None) -> tuple[list[dict], int]:
     """The waiting jobs in queue order (the first page, or with `every` all of them) and how many wait in all;
     with `team`, the server sends that team's only (a portal older than `?team=` sends all: the caller
@@ -189,7 +214,8 @@ def cmd_queue(client: Client, args) -> int:
     return exits.OK
 
 
-COMMANDS = {"submit": cmd_submit, "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "queue": cmd_queue}
+COMMANDS = {"submit": cmd_submit, "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "jobs": cmd_jobs,
+            "queue": cmd_queue}  # fmt: skip
 
 
 def fail(message: str, code: int) -> int:
