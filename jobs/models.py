@@ -95,15 +95,15 @@ class Job(models.Model):
     # A job being cancelled whose pods may still run: cancelled while admitted or running, or while being preempted
     # with its stop refused or failed (a victim whose stop went through holds nothing: its room is another job's).
     # It holds its room and quota until reconcile has stopped it (scheduling.snapshot.UNSTOPPED).
-    # A running job some of whose replicas wait to start (a pod lost with its node and made again, which no node
-    # takes): since when reconcile has seen it so. Still short ADMISSION_TIMEOUT later, it is evicted and
-    # requeued (R13, scheduling.short_replicas); cleared once every replica runs again.
-    short_since = models.DateTimeField(
-        null=True, blank=True, help_text="Running: since when some of its replicas wait to start again.",
-    )
     held_until_stopped = models.BooleanField(
         default=False, db_default=False,
         help_text="Being cancelled: its pods may still run, so it counts as running until stopped.",
+    )
+    # A running job some of whose replicas wait to start (a pod lost with its node and made again, which no node
+    # takes): since when reconcile has seen it so. Still short ADMISSION_TIMEOUT later, it is evicted and
+    # requeued (R13, scheduling.evictions); cleared once every replica runs again.
+    short_since = models.DateTimeField(
+        null=True, blank=True, help_text="Running: since when some of its replicas wait to start again.",
     )
 
     # Where it runs: one node name per replica, in replica-group order.
