@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from jobs import kinds, origins
+from jobs.codes import Because
 from tenants.models import DNS_LABEL, PriorityTier, Team, dns_label_validator
 from tenants.selectors import sweep_tier
 
@@ -175,6 +176,12 @@ class Job(models.Model):
     def cancellable(self) -> bool:
         """Whether a cancel still changes something: it has not ended and is not already stopping for one."""
         return not self.is_terminal and self.state != self.State.CANCELLING
+
+    @property
+    def short_reason(self) -> str:
+        """Why a running job short of replicas may be evicted, and by when, as reconcile last said it (R13,
+        `scheduling.evictions`); "" for any other job. The job page and the rows of jobs show it."""
+        return self.reason if self.state == self.State.RUNNING and self.reason_code == Because.SHORT_OF_REPLICAS else ""
 
     @property
     def replica_count(self) -> int:

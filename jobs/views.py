@@ -16,7 +16,6 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from jobs import kinds
-from jobs.codes import Because
 from jobs.form_errors import add_fit_error, add_spec_errors, error_count, mark_invalid, unjudged
 from jobs.form_initial import bound_data, initial_from_data, initial_from_job
 from jobs.form_spec import preview_spec, validate
@@ -250,7 +249,7 @@ def detail(request, job_id: int):
         "timeline_whole": whole,
         "timeline_latest": TIMELINE_LATEST,
         "ending": _ending(job),
-        "short": _short(job),
+        "short": job.short_reason,
         "replicas": _replica_rows(job),
         "has_run": has_run(job),
         "can_cancel": cancellable,
@@ -264,12 +263,6 @@ def detail(request, job_id: int):
         return live(response, etag)
     context["manifest"] = "" if job.adopted else _manifest(job)  # an adopted job's object is its owner's
     return render(request, "jobs/detail.html", context)
-
-
-def _short(job: Job) -> str:
-    """Why a running job short of replicas waits, and when it is evicted if it still does (R13,
-    `scheduling.evictions`); "" for any other job."""
-    return job.reason if job.state == Job.State.RUNNING and job.reason_code == Because.SHORT_OF_REPLICAS else ""
 
 
 def _ending(job: Job) -> str:

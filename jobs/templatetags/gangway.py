@@ -139,6 +139,22 @@ def when(moment: datetime | None, empty: str = "—") -> str:
     )
 
 
+@register.simple_tag
+def short_of_replicas(job) -> str:
+    """A running job short of replicas (`Job.short_reason`) in a row of jobs: the lead of its reason, as the job
+    page says it ("Only 1 of 2 replicas running"), and how long it has been short, with since when and the
+    whole reason (which replicas wait, why, and by when it is evicted) on hover; "" for any other job."""
+    reason = job.short_reason
+    if not reason:
+        return ""
+    lead = reason.split(": ", 1)[0]  # its clauses begin after the lead's colon; a clock time's has no space
+    if job.short_since is None:
+        return format_html('<span class="short-note" title="{}">{}</span>', reason, lead)
+    local = timezone.localtime(job.short_since)
+    return format_html('<span class="short-note" title="Short since {}. {}">{}, short for {}</span>',
+                       local.strftime("%Y-%m-%d %H:%M:%S %Z"), reason, lead, since(job.short_since))
+
+
 # Why a waiting job has no estimated start, by its reason code: the policy's waits lack one when they depend on
 # jobs with no end in sight; a job not planned yet, or left out of the plan, has none at all.
 NO_ETA = {
