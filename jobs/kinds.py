@@ -64,6 +64,12 @@ class JobKind:
     runtime_kind: str = ""
     runtime_plural: str = ""
     runtime_gang: tuple[str, ...] = ()
+    # An elastic job of the kind trains on with fewer replicas of one role than it asks for, down to the fewest
+    # its policy names (a PyTorchJob's elasticPolicy, torchrun's --nnodes=min:max): where that policy sits and
+    # the role it scales; () for a kind whose jobs are never elastic. Only adopted jobs carry one: the submission
+    # builds none, and lists it back on import.
+    elastic_policy: tuple[str, ...] = ()
+    elastic_role: str = ""
     # Its replicas are `num_nodes` identical nodes of its one role: the spec may say num_nodes and resources_per_node.
     nodes: bool = False
     # Its object names must start with a letter (RFC 1035), not only be DNS labels.
@@ -117,7 +123,7 @@ _BUILT_IN = (
         name="PyTorchJob", group="kubeflow.org", version="v1", plural="pytorchjobs", layout=Layout.REPLICA_SPECS,
         roles=(Role("Master", singleton=True), Role("Worker")),
         container="pytorch", operator=TRAINING_OPERATOR, replica_specs="pytorchReplicaSpecs",
-        keeps_written_failure=True, example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+        elastic_policy=("spec", "elasticPolicy"), elastic_role="Worker", keeps_written_failure=True, example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
     ),
     # Kubeflow Trainer v2, the Training Operator's successor (trainer `pkg/apis/trainer/v1alpha1`): a TrainJob
     # runs numNodes nodes on a ClusterTrainingRuntime; its conditions are Suspended, Complete and Failed (no

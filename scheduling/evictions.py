@@ -6,8 +6,10 @@ Two cases, one timeout (ADMISSION_TIMEOUT):
 2. a running job that has been short of replicas that long (`follow_short`): a pod lost with its node
    (failed or drained) and made again by the operator, that no node takes, whose image cannot be pulled or
    whose claim does not attach. Its other replicas hold their GPUs meanwhile, waiting for it: the partial
-   gang that admission (R1) never lets start. The first pass that sees it short notes since when, on the job
-   and on its timeline, and the job page shows why until every replica runs again.
+   gang that admission (R1) never lets start. An elastic job running at least the fewest replicas it trains
+   with is not short: it trains on without the others (`JobStatus.waiting_pods` names none of them). The
+   first pass that sees it short notes since when, on the job and on its timeline, and the job page shows why
+   until every replica runs again.
 
 Either way the job is suspended (an adopted one too: Gangway never deletes what it did not create) and
 requeued with its place kept, after a backoff (`refusals.backoff`), as its next attempt, placed anew.
@@ -98,8 +100,9 @@ def _no_longer_short(job: Job, status: JobStatus, now: datetime) -> None:
         for name, value in fields.items():
             setattr(job, name, value)
         total = job.replica_count
+        # Fewer than all may run with none waiting: the others completed, or an elastic job trains without them.
         running = (f"All {total} replicas running again" if status.running_pods >= total else
-                   f"No replica waits to start any more ({status.running_pods} of {total} running, the others done)")
+                   f"No replica it needs waits to start any more ({status.running_pods} of {total} running)")
         note(job, JobEvent.Kind.NOTE, f"{running}, after {max(0, waited)} s short of some; it is no longer to be "
              "evicted.", code=Because.SHORT_OF_REPLICAS)  # fmt: skip
 

@@ -242,7 +242,9 @@ class JobStatus:
     adopted: bool = False  # created elsewhere and adopted (see OutsideJob): never deleted by Gangway
     # The replicas whose pods wait to start while the job's object is neither suspended nor ended (RUNS): a
     # pod lost with its node and made again by the operator, that no node takes or whose image cannot be
-    # pulled. Reconcile evicts a running job short of replicas for ADMISSION_TIMEOUT (R13); empty otherwise.
+    # pulled. Only those it needs to train: an elastic job running at least the fewest replicas it trains with
+    # names none of those it runs without. Reconcile evicts a running job short of replicas for
+    # ADMISSION_TIMEOUT (R13); empty otherwise.
     waiting_pods: tuple[WaitingPod, ...] = ()
     # When the job's running pods last saved a checkpoint in this run, when the cluster itself knows it: the
     # simulated cluster's training, as its log says. None otherwise; the Kubernetes adapter always says None,

@@ -50,6 +50,9 @@ def waiting_pods(kind: kinds.JobKind, obj: dict, pods: list[dict]) -> tuple[Wait
     matched by their labels, so a kind with more pods than replicas (a TrainJob's Jobs keep a failed pod
     beside its next) or labels the registry does not know only ever counts fewer missing. An object whose
     replicas cannot be read counts none missing. The caller asks only for an object neither suspended nor ended.
+
+    Only the replicas it needs to train are said to wait (`_needed_to_train`): an elastic PyTorchJob trains on
+    with fewer Workers than it asks for.
     """
     pending = sorted((pod for pod in pods if (pod.get("status") or {}).get("phase") == "Pending"), key=replica_order)
     waiting = [WaitingPod(replica=replica_name(pod), why=pending_why(pod)) for pod in pending]
@@ -66,7 +69,46 @@ def waiting_pods(kind: kinds.JobKind, obj: dict, pods: list[dict]) -> tuple[Wait
         unmade = [name for name in expected if name not in made] if named else []
         waiting += [WaitingPod(replica=name, why="its pod has not been created")
                     for name in (unmade + ["a replica"] * missing)[:missing]]  # fmt: skip
-    return tuple(waiting)
+    return _needed_to_train(kind, obj, asked, tuple(waiting))
+
+
+def _needed_to_train(kind: kinds.JobKind, obj: dict, asked: list[tuple[str, int, dict]],
+                     waiting: tuple[WaitingPod, ...]) -> tuple[WaitingPod, ...]:  # fmt: skip
+    """The replicas among `waiting` that job object `obj` (asking for `asked`) needs to train: every one, but for
+    an elastic job (`elastic_least`) whose replicas of its elastic role that do not wait are at least the fewest
+    it trains with. Those of that role then wait as the job is meant to run, short of them, and are left out;
+    its other roles (a PyTorchJob's Master) never are. While a replica no pod names ("a replica") waits, it could
+    be of any role, and every one is kept."""
+    least = elastic_least(kind, obj)
+    if least is None or not waiting:
+        return waiting
+    roles = {role.lower() for role, _, _ in asked}
+    if any(pod.replica.rsplit("-", 1)[0] not in roles for pod in waiting):
+        return waiting
+    role = kind.elastic_role.lower()
+    asked_of_role = sum(count for name, count, _ in asked if name.lower() == role)
+    of_role = [pod for pod in waiting if pod.replica.rsplit("-", 1)[0] == role]
+    if asked_of_role - len(of_role) < least:
+        return waiting
+    return tuple(pod for pod in waiting if pod not in of_role)
+
+
+def elastic_least(kind: kinds.JobKind, obj: dict) -> int | None:
+    """The fewest replicas of its kind's elastic role (`JobKind.elastic_role`) job object `obj` trains with: its
+    elastic policy's minReplicas, else its maxReplicas, as the Training Operator defaults one from the other;
+    None for an object of a kind never elastic, with no such policy, or whose policy names neither as a whole
+    number (then it needs every replica it asks for)."""
+    if not kind.elastic_policy:
+        return None
+    policy: object = obj
+    for key in kind.elastic_policy:
+        policy = policy.get(key) if isinstance(policy, dict) else None
+    if not isinstance(policy, dict):
+        return None
+    least = policy.get("minReplicas")
+    if least is None:
+        least = policy.get("maxReplicas")
+    return least if isinstance(least, int) and not isinstance(least, bool) and least >= 1 else None
 
 
 def pending_why(pod: dict) -> str:
