@@ -331,6 +331,15 @@ class SimJob(models.Model):
     # Kept apart so that a pass finds such jobs by the database, as it finds those waiting to start.
     unplaced = models.PositiveIntegerField(default=0, db_default=0,
                                            help_text="Replicas of a running job whose pods wait for a node again.")
+    # While a replica of a running job waits for a node again (`unplaced`), the rest of its gang waits for it at
+    # their next collective, as a real distributed job does: its training stalls, from the cluster's first pass
+    # that finds it short to the one that places its last replica again (`simulated.advance`), and neither ends
+    # it nor saves a checkpoint meanwhile. Its run's stalls that ended are kept for its log's times.
+    stalled_since = models.DateTimeField(null=True, blank=True, help_text="Running: since when its training has "
+                                         "stalled, a replica of it waiting for a node again.")  # fmt: skip
+    # NULL (none) on a row the code before it inserts.
+    stalls = models.JSONField(default=list, null=True, blank=True, help_text="This run's stalls that ended: [seconds "
+                              "of training when it stalled, seconds it stalled] each.")  # fmt: skip
     hint = models.JSONField(default=list, help_text="The node Gangway's plan chose for each replica.")
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)

@@ -2,10 +2,11 @@
 
 It behaves like Volcano with the Training Operator, in miniature: a created job
 starts only when every replica has room at once (gang), runs for its duration,
-then succeeds or fails; a suspended job frees its nodes at once and keeps the
-work up to its last checkpoint (its log saves one every 5 minutes of training),
-so a resumed job runs again what it had done since, as a real preempted job
-restarts from its last checkpoint. The demo and most tests run on it, through
+then succeeds or fails; a replica evicted by a drain waits for room, its job's
+training stalled until it runs again; a suspended job frees its nodes at once
+and keeps the work up to its last checkpoint (its log saves one every 5 minutes
+of training), so a resumed job runs again what it had done since, as a real
+preempted job restarts from its last checkpoint. The demo and most tests run on it, through
 the same port as the Kubernetes adapter.
 """
 
@@ -47,6 +48,7 @@ from scheduling.models import SimClaim, SimJob, SimNode, lock_simulated_room
 
 
 CORDONED = "cordoned"  # why a simulated node takes no new job: the only way it does
+_STALL_FIELDS = ("stalled_since", "stalls")  # saved with a running job's replicas waiting for a node (`advance`)
 # Why a replica evicted by a drain waits (`drain`): the simulated cluster places it as soon as a node has room.
 UNPLACED = "its node was drained, and no node that takes pods has room for it"
 GANG_WAITS = "its gang waits for room on the nodes for every replica at once"  # why a created job's replicas wait
@@ -152,7 +154,7 @@ class SimulatedCluster:
                 sim.progress = simulated_logs.saved_progress(sim, now)
                 _stop(sim)
             sim.suspended, sim.started_at, sim.nodes, sim.unplaced = True, None, [], 0
-            sim.save(update_fields=["suspended", "started_at", "nodes", "unplaced", "progress"])
+            sim.save(update_fields=["suspended", "started_at", "nodes", "unplaced", "progress", *_STALL_FIELDS])
         self.advance()
 
     def delete_job(self, namespace: str, name: str, kind: str) -> None:
@@ -164,7 +166,7 @@ class SimulatedCluster:
             running = doomed.filter(started_at__isnull=False, finished_at__isnull=True)
             for sim in running.select_for_update().defer("manifest"):
                 _stop(sim)
-                sim.save(update_fields=["started_at", "nodes", "unplaced"])
+                sim.save(update_fields=["started_at", "nodes", "unplaced", *_STALL_FIELDS])
             doomed.delete()
         self.advance()
 
@@ -219,7 +221,9 @@ class SimulatedCluster:
     # --- the passage of time ------------------------------------------------------
     def advance(self) -> None:
         """End the jobs whose time is up, then place again the replicas of running jobs whose pods wait for a
-        node (`drain`), each where it fits, then start, in creation order, the jobs that now fit.
+        node (`drain`), each where it fits, then start, in creation order, the jobs that now fit. A running job
+        short of a replica stalls from the first pass that finds it so to the one that places its last replica
+        again (`SimJob.stalled_since`): its training neither goes on nor ends meanwhile.
 
         Every create and suspend passes here (80 such calls in a cycle on a busy cluster), so it reads
         only the unfinished jobs it may change: those waiting, those whose time is up (found by the
@@ -248,7 +252,8 @@ class SimulatedCluster:
             freed: list[tuple[list[str], list[dict]]] = []
             for row in ending:
                 job = jobs[row.pk]
-                done = job.started_at + timedelta(seconds=job.duration - job.progress)
+                stalled = sum(seconds for _, seconds in job.stalls or ())
+                done = job.started_at + timedelta(seconds=job.duration - job.progress + stalled)
                 job.finished_at, job.succeeded = min(done, now), not job.fail
                 job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                 freed.append((job.nodes, row.replicas))
@@ -263,12 +268,18 @@ class SimulatedCluster:
             # Replicas of running jobs first: the rest of their gangs hold their room meanwhile.
             for row in short:
                 job = jobs[row.pk]
+                stalling = job.stalled_since is None  # the first pass to find it short: its gang waits from now
+                if stalling:
+                    job.stalled_since = now
                 again = _place_again(job, free, labels)
                 if any(again):
                     job.nodes = [node or new for node, new in zip(job.nodes, again)]
                     job.unplaced = job.nodes.count("")
-                    job.save(update_fields=["nodes", "unplaced"])
                     placed.append((again, row.replicas))
+                if not job.unplaced:
+                    _train_again(job, now)
+                if stalling or any(again):
+                    job.save(update_fields=["nodes", "unplaced", *_STALL_FIELDS])
             for row in waiting:
                 job = jobs[row.pk]
                 nodes = _place(job, free, labels)
@@ -308,8 +319,9 @@ def drain(name: str) -> int:
     the replicas running there. The operator makes each evicted pod again, and it waits for room on a node
     that takes pods (its entry in its job's `nodes` is "", counted in `SimJob.unplaced`): the cluster's next
     pass places it where it fits (`_place_again`), and until then its job runs short of it, the rest of its
-    gang holding their GPUs (R13 evicts a job short for ADMISSION_TIMEOUT). Its training goes on meanwhile:
-    the simulated cluster does not stall a gang for a lost replica. Returns how many replicas it evicted.
+    gang holding their GPUs (R13 evicts a job short for ADMISSION_TIMEOUT). Its training stalls meanwhile, as
+    a real gang waits for a lost member at its next collective: from that pass (`advance`) until its last
+    replica runs again it neither trains nor ends. Returns how many replicas it evicted.
     Raises SimNode.DoesNotExist, changing nothing, for a node the simulated cluster does not have."""
     evicted = 0
     with transaction.atomic():
@@ -343,6 +355,8 @@ class _Pass(NamedTuple):
     nodes: list[str]
     replicas: list[dict] | None
     unplaced: int  # replicas of a running job whose pods wait for a node again
+    stalled_since: datetime | None  # its training stalled since then, a replica waiting for a node again
+    stalls: list | None  # its run's stalls that ended (`SimJob.stalls`)
 
     @property
     def waiting(self) -> bool:
@@ -350,8 +364,8 @@ class _Pass(NamedTuple):
         return not self.started_at and not self.suspended
 
     def due(self, now: datetime) -> bool:
-        """Whether it ran its whole duration by `now`."""
-        return bool(self.started_at) and self.progress + (now - self.started_at).total_seconds() >= self.duration
+        """Whether it trained its whole duration by `now` (its stalls not counted: `simulated_logs.trained`)."""
+        return bool(self.started_at) and self.progress + simulated_logs.trained(self, now) >= self.duration
 
 
 def _lock_unfinished() -> None:
@@ -370,7 +384,9 @@ def _moving(now: datetime) -> QuerySet[SimJob]:
     """The unfinished simulated jobs a pass at `now` may change, in creation order, each locked as it is read:
     those waiting for room, running ones with replicas waiting for a node again (`drain`), those stored
     without their replicas, and those whose time is up by the database's reckoning, with a second to spare
-    (`_Pass.due` then decides to the microsecond)."""
+    (`_Pass.due` then decides to the microsecond). The database does not count the time a job stalled, which
+    only ever ends it later: one that stalled is read from when it would have ended without, and left as due
+    decides."""
     waiting = Q(started_at__isnull=True, suspended=False)
     short = Q(started_at__isnull=False, unplaced__gt=0)
     due = Q(started_at__isnull=False, ends__lte=now.timestamp() + 1)
@@ -402,10 +418,24 @@ def _least(needs: Iterable[list[simulated_replicas.Need]]) -> simulated_replicas
 
 
 def _stop(sim: SimJob) -> None:
-    """Stops a running job's pods: gives their room back to its nodes, and clears its start, its nodes and its
-    replicas waiting for one on the row as read (the caller saves them)."""
+    """Stops a running job's pods: gives their room back to its nodes, and clears its start, its nodes, its
+    replicas waiting for one and its run's stalls on the row as read (the caller saves them)."""
     simulated_replicas.give_back(simulated_replicas.taken_by(sim))
     sim.started_at, sim.nodes, sim.unplaced = None, [], 0
+    sim.stalled_since, sim.stalls = None, []
+
+
+def _train_again(job: SimJob, now: datetime) -> None:
+    """Every replica of the running job placed again at `now`: its stall ends, kept in its run's stalls with
+    where its training stood (a stall that ends in the pass that began it leaves none); nothing for a job
+    that had not stalled. The caller saves it."""
+    if job.stalled_since is None:
+        return
+    seconds = (now - job.stalled_since).total_seconds()
+    if seconds > 0:
+        at = job.progress + simulated_logs.trained(job, job.stalled_since)
+        job.stalls = [*(job.stalls or ()), [at, seconds]]
+    job.stalled_since = None
 
 
 def _take(room: list[int], need: tuple[int, int, int]) -> None:

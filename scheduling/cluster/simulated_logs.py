@@ -141,7 +141,7 @@ def last_checkpoint(job: SimJob, now: datetime) -> datetime | None:
     step = steps // CHECKPOINT_EVERY * CHECKPOINT_EVERY
     if step == 0 or step * STEP <= job.progress:
         return None
-    return base + timedelta(seconds=step * STEP)
+    return _moment(job, base, step)
 
 
 def saved_progress(job: SimJob, now: datetime) -> float:
@@ -153,13 +153,34 @@ def saved_progress(job: SimJob, now: datetime) -> float:
     return max(job.progress, float(steps // CHECKPOINT_EVERY * CHECKPOINT_EVERY * STEP))
 
 
+def trained(job, end: datetime) -> float:
+    """Returns the seconds a running (or ended) job trained in its current run by `end`: from its start, less
+    the time it stalled, a replica of it waiting for a node again (its run's `stalls` that ended, and the one
+    under way since `stalled_since`, which stops its count there); 0 for a job not started. `job` is a SimJob,
+    or what a pass reads of one (`simulated._Pass`)."""
+    if not job.started_at:
+        return 0.0
+    if job.stalled_since is not None:
+        end = min(end, job.stalled_since)
+    stalled = sum(seconds for _, seconds in job.stalls or ())
+    return max(0.0, (end - job.started_at).total_seconds() - stalled)
+
+
 def _timeline(job: SimJob, now: datetime) -> tuple[datetime, int]:
     """Returns (when the log's step 0 is, the steps it has written by `now` or its end): a resumed job's
-    log counts its progress as if it had run without a break, up to its current start."""
+    log counts its progress as if it had run without a break, up to its current start; a stall writes no step
+    (`trained`), and the steps after it are that much later (`_moment`)."""
     end = job.finished_at or now
-    ran = job.progress + max(0.0, (end - job.started_at).total_seconds()) if job.started_at else job.progress
+    ran = job.progress + trained(job, end)
     base = (job.started_at or end) - timedelta(seconds=job.progress)
     return base, int(ran // STEP)
+
+
+def _moment(job: SimJob, base: datetime, step: int) -> datetime:
+    """When the log writes step `step`, its step 0 at `base`: a step every STEP seconds of training, each after a
+    stall of its run (`SimJob.stalls`) later by that stall."""
+    stalled = sum(seconds for at, seconds in job.stalls or () if at < step * STEP)
+    return base + timedelta(seconds=step * STEP + stalled)
 
 
 def _phase(job: SimJob, index: int) -> str:
@@ -240,7 +261,7 @@ class _Log:
         """When line `number` was written, as the kubelet stamps it: the header's at step 0, the ending's
         after the last step, so several lines share a time."""
         step = 0 if number < HEADER else min(number - HEADER + 1, self.steps + 1)
-        return utc_stamp(self.base + timedelta(seconds=step * STEP))
+        return utc_stamp(_moment(self.job, self.base, step))
 
     def _position(self, number: int) -> LogPosition:
         """The position just after line `number`."""
@@ -265,4 +286,4 @@ class _Log:
         return self.ending[step - self.steps - 1]
 
     def _at(self, step: int) -> str:
-        return (self.base + timedelta(seconds=step * STEP)).strftime("%Y-%m-%d %H:%M:%S")
+        return _moment(self.job, self.base, step).strftime("%Y-%m-%d %H:%M:%S")

@@ -6,8 +6,8 @@ instead of being rejected (R10). A change asks for that cycle now, as a quota ch
 waiting for the node starts soon after it is uncordoned rather than at beat's next cycle.
 
 With --drain it also evicts the replicas running there, as `kubectl drain` does: each one's pod is made
-again and waits for room on another node, its job running short of it meanwhile (R13 evicts a job still
-short after ADMISSION_TIMEOUT).
+again and waits for room on another node, its job running short of it meanwhile, its training stalled until
+every replica runs again (R13 evicts a job still short after ADMISSION_TIMEOUT).
 """
 
 from __future__ import annotations
