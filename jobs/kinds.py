@@ -123,7 +123,8 @@ _BUILT_IN = (
         name="PyTorchJob", group="kubeflow.org", version="v1", plural="pytorchjobs", layout=Layout.REPLICA_SPECS,
         roles=(Role("Master", singleton=True), Role("Worker")),
         container="pytorch", operator=TRAINING_OPERATOR, replica_specs="pytorchReplicaSpecs",
-        elastic_policy=("spec", "elasticPolicy"), elastic_role="Worker", keeps_written_failure=True, example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+        elastic_policy=("spec", "elasticPolicy"), elastic_role="Worker", keeps_written_failure=True,
+        example_image="pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
     ),
     # Kubeflow Trainer v2, the Training Operator's successor (trainer `pkg/apis/trainer/v1alpha1`): a TrainJob
     # runs numNodes nodes on a ClusterTrainingRuntime; its conditions are Suspended, Complete and Failed (no
