@@ -22,19 +22,21 @@ def send(address: str, subject: str, body: str, *, attempt: Attempt) -> None:
         send_mail(subject, body, None, [address], connection=mail.connection(attempt, deadline))
     except (mail.AnswerLost, smtplib.SMTPException, OSError) as error:
         if not attempt.taken:  # else the server confirmed it, and only saying goodbye failed
-            raise _failed(address, error, deadline, attempt) from error
+            raise _failed(error, deadline, attempt) from error
     attempt.take()
 
 
-def _failed(address: str, error: Exception, deadline: Deadline, attempt: Attempt) -> SendFailed | AnswerUnknown:
+def _failed(error: Exception, deadline: Deadline, attempt: Attempt) -> SendFailed | AnswerUnknown:
     """What an e-mail whose send raised `error` is recorded as. A session the deadline cut short is recorded by
     how far it got, as one the worker's time limit stopped (`outcomes.cut_short`): AnswerUnknown once the message
     had begun to go out, else a failure to retry."""
     if isinstance(error, NotResolved):
         return SendFailed(f"Could not look up the mail server {error.host} within {deadline.seconds:g} s; the "
                           "e-mail did not go out.", retry=True)  # fmt: skip
-    if isinstance(error, smtplib.SMTPRecipientsRefused):
-        return SendFailed(f"The mail server refused {address}: {error}", retry=False)
+    if isinstance(error, smtplib.SMTPRecipientsRefused):  # its text repeats the address, which the log must not
+        codes = ", ".join(sorted({str(code) for code, _ in error.recipients.values()}))
+        return SendFailed(f"The mail server refused the recipient's address ({codes}); check the address on the "
+                          "account.", retry=False)  # fmt: skip
     if isinstance(error, smtplib.SMTPResponseException):  # 4xx may pass; 5xx (credentials, sender) will not
         said = error.smtp_error.decode(errors="replace") if isinstance(error.smtp_error, bytes) else error.smtp_error
         return SendFailed(f"The mail server answered {error.smtp_code} {said}", retry=error.smtp_code < 500)

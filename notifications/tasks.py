@@ -97,7 +97,11 @@ def _send(digest: list[Delivery]) -> outcomes.SendFailed | outcomes.AnswerUnknow
     except SoftTimeLimitExceeded:
         return outcomes.cut_short(digest[0].channel, attempt)
     except Exception as error:  # noqa: BLE001 - recorded and retried: never left "sending"
-        return outcomes.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}: {error}).", retry=True)
+        # Its text may carry a secret (a URL with its token, a server's answer): the record names its class only,
+        # the log has the whole of it for operators, naming the delivery, never its receiver.
+        log.exception("notification %s to %s failed unexpectedly", digest[0].pk, digest[0].channel)
+        return outcomes.SendFailed(f"Sending failed unexpectedly ({type(error).__name__}); the worker's log has "
+                                   "the details.", retry=True)  # fmt: skip
     return None
 
 

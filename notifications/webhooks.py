@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import urllib.error
 import urllib.request
 from datetime import timezone as dt_timezone
@@ -17,6 +18,8 @@ from notifications import outbound
 from notifications.attempts import Attempt
 from notifications.deadlines import Deadline, NotResolved, webhook_deadline
 from notifications.outcomes import AnswerUnknown, SendFailed
+
+log = logging.getLogger("gangway.notifications")
 
 # The longest a receiver's Retry-After is waited: a receiver asking for a day (or for ever) is tried again
 # after a quarter of an hour, within its retries, as a receiver that gave no time would be. Longer
@@ -54,8 +57,9 @@ def post(url: str, text: str, *, attempt: Attempt) -> None:
     except TimeoutError as error:  # the post went out; its answer did not come within the deadline
         raise _late(deadline, attempt) from error
     except (http.client.HTTPException, OSError) as error:  # reset, or an answer that is not HTTP
-        raise SendFailed(f"The webhook's answer could not be read ({type(error).__name__}: {error}).",
-                         retry=True) from error
+        # Its text may repeat what the receiver answered: the record names its class only, the log has the rest.
+        log.warning("a webhook's answer could not be read: %r", error)
+        raise SendFailed(f"The webhook's answer could not be read ({type(error).__name__}).", retry=True) from error
 
 
 def _late(deadline: Deadline, attempt: Attempt) -> Exception:
