@@ -2,6 +2,7 @@
 
 import sys
 
+from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.template import loader
@@ -17,13 +18,15 @@ def healthz(request):
 
 
 def bad_request(request, exception=None):
-    """Django's 400 page for a request refused outside a view (a SuspiciousOperation, a session the session
-    middleware could not save); under /api/, a session unsaved because the database is out of service for a
-    while is the API's 503 with Retry-After (`portal.api_errors`), not the client's mistake."""
+    """Django's 400 page for a request refused outside a view (a SuspiciousOperation such as a Host header not in
+    ALLOWED_HOSTS, a session the session middleware could not save). Under /api/ a JSON body in DRF's shape, as
+    the API answers everywhere else; a session unsaved because the database is out of service for a while is the
+    API's 503 with Retry-After (`portal.api_errors`), not the client's mistake."""
     if request.path_info.startswith("/api/"):
         unavailable = database_unavailable(exception)
         if unavailable:
             return JsonResponse({"detail": unavailable}, status=503, headers=RETRY_AFTER)
+        return JsonResponse({"detail": _refused(exception)}, status=400)
     return defaults.bad_request(request, exception)
 
 
@@ -49,6 +52,14 @@ def server_error(request):
         return JsonResponse({"detail": "The server failed to answer this request; the error is in its log."},
                             status=500)  # fmt: skip
     return HttpResponseServerError(loader.get_template("500.html").render())
+
+
+def _refused(exception) -> str:
+    """The API's sentence for a request refused before any view: the exception's own text is for the log (a bad
+    Host's names the setting to change), not for whoever sent it."""
+    if isinstance(exception, DisallowedHost):
+        return "The request's Host header names an address this server does not answer to; use the portal's address."
+    return "The request was refused before the API read it: it was malformed."
 
 
 def _message(exception) -> str:
