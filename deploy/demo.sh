@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT="${PORT:-8000}"
 export DJANGO_DEBUG=1 CLUSTER_BACKEND=simulated
-# Debug for a machine of its own (no secret key to make, plain HTTP, static files from runserver), but the
-# product's own 404 and 500 pages, not Django's debug pages; a traceback goes to web.log.
+# Debug for a machine of its own (no secret key to make, plain HTTP), but the product's own 400, 404 and 500
+# pages, not Django's debug pages; a traceback goes to web.log. Static files come from the web process as
+# without debug (WhiteNoise, portal/settings.py), not from runserver's handler (--nostatic), whose answer to a
+# missing file is Django's debug page.
 export DEBUG_ERROR_PAGES="${DEBUG_ERROR_PAGES:-0}"
 export DEMO_PASSWORD="${DEMO_PASSWORD:-demo}"
 # A job starves after 90 s here, not half an hour, so the seeded gang's reservation (R4) shows
@@ -44,7 +46,7 @@ trap stop INT TERM EXIT
 .venv/bin/celery -A portal worker --pool=solo --queues=celery,notifications --loglevel=WARNING \
   >"$LOGS/worker.log" 2>&1 & pids+=($!)
 .venv/bin/celery -A portal beat --loglevel=WARNING >"$LOGS/beat.log" 2>&1 & pids+=($!)
-$PY manage.py runserver --noreload "127.0.0.1:${PORT}" >"$LOGS/web.log" 2>&1 & pids+=($!)
+$PY manage.py runserver --noreload --nostatic "127.0.0.1:${PORT}" >"$LOGS/web.log" 2>&1 & pids+=($!)
 
 cat <<MSG
 

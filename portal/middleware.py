@@ -3,17 +3,18 @@ live part asked for by a browser whose session has ended, and the portal's own e
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.core.exceptions import BadRequest, DisallowedHost, PermissionDenied, SuspiciousOperation
 from django.http import Http404, JsonResponse
 from django.shortcuts import render, resolve_url
 from django.urls import Resolver404, resolve
 from django.utils.log import log_response
 from django_htmx.http import HttpResponseClientRedirect
 
-from portal.views import not_found, server_error
+from portal.views import bad_request, not_found, server_error
 from tenants.inputs import text_problem
 
 
@@ -78,14 +79,15 @@ def signed_out_parts(get_response):
 
 
 class ProductErrorPages:
-    """The portal's own 404 and 500 pages under DEBUG, where Django answers with its debug pages (the URLs
-    tried, a traceback): set when DEBUG_ERROR_PAGES is off (`make demo`). Last in MIDDLEWARE, so that every
-    other middleware has seen the request (the page shows who is signed in) and CommonMiddleware still
-    redirects an address missing its slash.
+    """The portal's own 400, 404 and 500 pages under DEBUG, where Django answers with its debug pages (the URLs
+    tried, a traceback): set when DEBUG_ERROR_PAGES is off (`make demo`), with `product_bad_host_page` first.
+    Last in MIDDLEWARE, so that every other middleware has seen the request (the page shows who is signed in)
+    and CommonMiddleware still redirects an address missing its slash.
 
     An address no URL matches fails before any view, where no middleware sees it: it is resolved here first.
     An error a view raises is logged with its traceback, as Django logs it, and answered by the 500 handler;
-    the client's errors (403, 400) keep Django's answers."""
+    a request a view refuses (BadRequest, SuspiciousOperation) by the 400 handler, logged as Django logs it;
+    a 403 keeps Django's answer, which is the portal's page in debug too."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -100,9 +102,39 @@ class ProductErrorPages:
     def process_exception(self, request, exception):
         if isinstance(exception, Http404):
             return not_found(request, exception)
-        if isinstance(exception, (PermissionDenied, BadRequest, SuspiciousOperation)):
+        if isinstance(exception, PermissionDenied):
             return None
+        if isinstance(exception, (BadRequest, SuspiciousOperation)):
+            return _refused(request, exception)
         response = server_error(request)
         log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request,
                      exception=exception)  # fmt: skip
         return response
+
+
+def product_bad_host_page(get_response):
+    """The portal's 400 (JSON under /api/) for a Host header not in ALLOWED_HOSTS under DEBUG, where Django answers
+    with its debug page; set with ProductErrorPages when DEBUG_ERROR_PAGES is off (`make demo`). First in
+    MIDDLEWARE: the error of the middleware that reads the host first (CommonMiddleware) is answered by Django
+    before any other middleware sees it, so the host is read here before."""
+
+    def middleware(request):
+        try:
+            request.get_host()
+        except DisallowedHost as error:
+            return _refused(request, error)
+        return get_response(request)
+
+    return middleware
+
+
+def _refused(request, exception: BadRequest | SuspiciousOperation):
+    """The 400 handler's answer to a refused request, logged as Django logs it outside debug: a suspicious one to
+    `django.security.<its class>`, any other to `django.request`."""
+    response = bad_request(request, exception)
+    if isinstance(exception, SuspiciousOperation):
+        log_response(str(exception), exception=exception, request=request, response=response, level="error",
+                     logger=logging.getLogger(f"django.security.{type(exception).__name__}"))  # fmt: skip
+    else:
+        log_response("%s: %s", str(exception), request.path, response=response, request=request, exception=exception)
+    return response

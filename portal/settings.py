@@ -415,9 +415,17 @@ if env.flag("TRUST_X_FORWARDED_PROTO", False):
 DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024  # request bodies: a job spec or manifest is a few KiB
 REST_FRAMEWORK["EXCEPTION_HANDLER"] = "portal.api_errors.exception_handler"  # 413 as JSON for an oversized body
 
-# Under DEBUG Django answers an unknown address or an error with its debug pages (the URLs tried, a traceback).
-# Off, debug keeps its other conveniences and the pages are the portal's own 404 and 500, the traceback in the
-# log: the demo's choice (deploy/demo.sh). Last of the middleware (portal.middleware.ProductErrorPages).
+# Under DEBUG Django answers an unknown address, a bad request or an error with its debug pages (the URLs tried,
+# a traceback). Off, debug keeps its other conveniences and the pages are the portal's own 400, 404 and 500, the
+# traceback in the log: the demo's choice (deploy/demo.sh). Last of the middleware
+# (portal.middleware.ProductErrorPages), and first the check of the Host header, which Django's middleware would
+# refuse with its debug page. Static files are served by WhiteNoise, which reads them from the apps' folders under
+# DEBUG, as without debug, not by runserver (`--nostatic`), whose handler answers a missing one with Django's
+# debug 404; a file WhiteNoise does not have goes on to the portal's 404.
 DEBUG_ERROR_PAGES = env.flag("DEBUG_ERROR_PAGES", True)
 if DEBUG and not DEBUG_ERROR_PAGES:
+    MIDDLEWARE.insert(0, "portal.middleware.product_bad_host_page")
+    if "whitenoise.middleware.WhiteNoiseMiddleware" not in MIDDLEWARE:
+        MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                          "whitenoise.middleware.WhiteNoiseMiddleware")  # fmt: skip
     MIDDLEWARE.append("portal.middleware.ProductErrorPages")

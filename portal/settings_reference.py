@@ -47,9 +47,10 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     # -- Django ------------------------------------------------------------------
     Setting("DJANGO_DEBUG", False, "Debug mode; the demo turns it on. Never on in production."),
-    Setting("DEBUG_ERROR_PAGES", True, "In debug, Django's own pages for an unknown address or an error (the URLs "
-            "tried, a traceback); off: the portal's 404 and 500 pages, the traceback in the log. `make demo` turns "
-            "it off. Without debug, always the portal's."),
+    Setting("DEBUG_ERROR_PAGES", True, "In debug, Django's own pages for an unknown address, a bad request (a Host "
+            "header not in `ALLOWED_HOSTS`) or an error (the URLs tried, a traceback); off: the portal's 400, 404 and "
+            "500 pages, the traceback in the log, and static files served by the web process as without debug, a "
+            "missing one answered by the portal's 404. `make demo` turns it off. Without debug, always the portal's."),
     Setting("SECRET_KEY", COMPUTED, "Django's signing key: long and random (or `SECRET_KEY_FILE`, a mounted file). "
             "The commands `plan`, `replay`, `manifest` and `settings_reference` run without one.",
             shown="required unless debug", secret=True),

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.test import RequestFactory
 
 from portal import views
@@ -45,9 +46,11 @@ def test_login_page_is_styled(client):
 
 @pytest.fixture
 def as_the_demo(settings, client):
-    """Debug with DEBUG_ERROR_PAGES off, as `make demo` runs: its middleware last (portal/settings.py)."""
+    """Debug with DEBUG_ERROR_PAGES off, as `make demo` runs: the Host header's check first, the error pages' middleware
+    last (portal/settings.py)."""
     settings.DEBUG = True
-    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "portal.middleware.ProductErrorPages"]
+    settings.MIDDLEWARE = ["portal.middleware.product_bad_host_page", *settings.MIDDLEWARE,
+                           "portal.middleware.ProductErrorPages"]  # fmt: skip
     client.raise_request_exception = False
     return client
 
@@ -95,6 +98,36 @@ def test_the_demo_answers_an_api_error_in_json(as_the_demo, owner, monkeypatch):
     assert response.status_code == 500 and response.json()["detail"].startswith("The server failed")
 
 
+def test_the_demo_answers_a_bad_host_with_the_styled_400_and_logs_it_as_django_does(as_the_demo, caplog):
+    response = as_the_demo.get("/jobs/", HTTP_HOST="gangway.attacker.example")
+    body = response.content.decode()
+
+    assert response.status_code == 400 and "This address cannot be read" in body and "Traceback" not in body
+    (logged,) = [record for record in caplog.records if record.name == "django.security.DisallowedHost"]
+    assert "gangway.attacker.example" in logged.getMessage()
+
+
+def test_the_demo_answers_a_bad_host_under_the_api_in_json(as_the_demo):
+    response = as_the_demo.get("/api/v1/jobs/", HTTP_HOST="gangway.attacker.example")
+
+    assert response.status_code == 400 and response.json()["detail"].startswith("The request's Host header")
+
+
+@pytest.mark.parametrize("refusal", [BadRequest("The filter cannot be read."), SuspiciousOperation("A forged value.")],
+                         ids=["a bad request", "a suspicious one"])  # fmt: skip
+def test_the_demo_answers_a_request_a_view_refuses_with_the_styled_400(as_the_demo, owner, monkeypatch, refusal):
+    as_the_demo.force_login(owner)
+
+    def refuse(user):
+        raise refusal
+
+    monkeypatch.setattr("jobs.views.jobs_for", refuse)
+    response = as_the_demo.get("/jobs/")
+
+    assert response.status_code == 400 and "This address cannot be read" in response.content.decode()
+    assert "Traceback" not in response.content.decode()
+
+
 ASK_FOR_NOTHING = """
 import json
 import django
@@ -121,3 +154,41 @@ def test_debug_error_pages_chooses_the_404_page_debug_shows(tmp_path, pages, deb
 
     assert answer["status"] == 404
     assert (DEBUG_PAGE in answer["body"]) is debug_page and ("Nothing here" in answer["body"]) is not debug_page
+
+
+# Serves as the demo's web server does: runserver with the options deploy/demo.sh gives it, on the demo's settings.
+AS_THE_DEMO_SERVES = """
+import json, shlex
+import django
+django.setup()
+from django.contrib.staticfiles.management.commands.runserver import Command
+from django.test import RequestFactory
+line = next(line for line in open("deploy/demo.sh") if "manage.py runserver" in line)
+flags = [word for word in shlex.split(line.split("runserver", 1)[1].split(">")[0]) if word.startswith("--")]
+command = Command()
+handler = command.get_handler(**vars(command.create_parser("manage.py", "runserver").parse_args(flags)))
+answers = {}
+for path, host in (("/static/nope.css", "testserver"), ("/static/css/gangway.css", "testserver"),
+                   ("/jobs/", "gangway.attacker.example"), ("/api/v1/jobs/", "gangway.attacker.example")):
+    said = []
+    body = b"".join(handler(RequestFactory().get(path, HTTP_HOST=host).environ, lambda status, headers: said.append(status)))
+    answers[path] = {"status": int(said[0].split()[0]), "body": body.decode()}
+print(json.dumps(answers))
+"""
+
+
+def test_the_demos_server_answers_a_missing_static_file_and_a_bad_host_with_the_portals_pages(tmp_path):
+    keep = {key: value for key, value in os.environ.items() if not key.startswith(("DATABASE_", "CELERY_", "DJANGO_"))}
+    env = {**keep, "DJANGO_SETTINGS_MODULE": "portal.settings", "DJANGO_DEBUG": "1", "DEBUG_ERROR_PAGES": "0",
+           "GANGWAY_VAR_DIR": str(tmp_path), "ALLOWED_HOSTS": "testserver"}  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", AS_THE_DEMO_SERVES], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    answers = json.loads(run.stdout.strip().splitlines()[-1])
+
+    missing, there = answers["/static/nope.css"], answers["/static/css/gangway.css"]
+    assert missing["status"] == 404 and "Nothing here" in missing["body"] and "Page not found" not in missing["body"]
+    assert there["status"] == 200 and there["body"].strip()
+    page, api = answers["/jobs/"], answers["/api/v1/jobs/"]
+    assert page["status"] == 400 and "This address cannot be read" in page["body"] and "Traceback" not in page["body"]
+    assert api["status"] == 400 and json.loads(api["body"])["detail"].startswith("The request's Host header")
