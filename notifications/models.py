@@ -143,3 +143,39 @@ class PendingEvent(models.Model):
 
     event = models.OneToOneField(JobEvent, on_delete=models.CASCADE, primary_key=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+class TokenNotice(models.Model):
+    """One notice to one person that an API token expires soon (`token_notices.py`): made once per token, notice
+    and person (a second worker, or beat run again, makes none), claimed with a conditional UPDATE before it is
+    sent, so that nobody is told twice, and recorded as it went."""
+
+    class Kind(models.TextChoices):
+        SOON = "soon", "Expires within 14 days"
+        LAST_DAY = "last_day", "Expires within a day"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    token = models.ForeignKey("tenants.ApiToken", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="When a worker took it to send: a claim older than a send could "
+                                                "take was lost with its worker, and is taken again.")  # fmt: skip
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["token", "kind", "user"], name="token_notice_once_per_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} to {self.user}: {self.state}"

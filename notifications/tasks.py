@@ -10,7 +10,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
 from jobs.models import JobEvent
-from notifications import audience, batching, claims, outcomes, retention, sending
+from notifications import audience, batching, claims, outcomes, retention, sending, token_notices
 from notifications.attempts import Attempt
 from notifications.models import Delivery, PendingEvent
 
@@ -137,3 +137,23 @@ def prune_deliveries() -> int:
     if deleted:
         log.info("deleted %d deliveries sent or failed longer than DELIVERY_RETENTION ago", deleted)
     return deleted
+
+
+@shared_task(name="notifications.warn_expiring_tokens", ignore_result=True)
+def warn_expiring_tokens() -> int:
+    """Makes the notices of API tokens that expire soon (`token_notices.notices_due`) and enqueues each still to
+    send, those that failed for a while among them; returns how many were enqueued. Beat runs it every hour."""
+    now = timezone.now()
+    if made := len(token_notices.notices_due(now)):
+        log.info("%d people are to be told that an API token expires soon", made)
+    waiting = token_notices.to_send(now)
+    for notice_id in waiting:
+        send_token_notice.delay(notice_id)
+    return len(waiting)
+
+
+@shared_task(name="notifications.send_token_notice", ignore_result=True)
+def send_token_notice(notice_id: int) -> str:
+    """Sends one token notice unless another worker has or is sending it; returns the state it reached, "skipped"
+    when it was not waiting or is gone (`token_notices.send`)."""
+    return token_notices.send(notice_id)

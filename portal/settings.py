@@ -239,6 +239,9 @@ CELERY_BEAT_SCHEDULE = {
     "resend-lost-notifications": {"task": "notifications.resend_lost", "schedule": 300.0},
     # Deliveries sent or failed longer than DELIVERY_RETENTION ago (notifications.tasks.prune_deliveries).
     "prune-deliveries": {"task": "notifications.prune_deliveries", "schedule": 3600.0},
+    # API tokens entering their last 14 days, or their last day: their people are told once each
+    # (notifications.tasks.warn_expiring_tokens).
+    "warn-expiring-tokens": {"task": "notifications.warn_expiring_tokens", "schedule": 3600.0},
 }
 if DEMO_TRAFFIC:
     CELERY_BEAT_SCHEDULE["demo-traffic"] = {"task": "gangway.demo_traffic", "schedule": float(DEMO_TRAFFIC)}
