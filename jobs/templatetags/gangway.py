@@ -1,8 +1,9 @@
 """Template helpers every page uses: team colours and marks, waiting reasons, units, relative times,
 state badges.
 
-A team keeps its colour and its mark everywhere: both follow from the team's rank in slug order,
-read once per request and kept on the request.
+A team keeps its colour and its mark everywhere: both follow from the team's rank in the order teams
+were created (by primary key), read once per request and kept on the request. A team made later comes
+last in that order, so it never takes the colour of a team that was there before it, whatever its slug.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MARKS = 10
 
 
 def team_css(rank: int) -> str:
-    """Returns the CSS classes of the team `rank`-th in slug order: its colour and its mark ("t3 m3").
+    """Returns the CSS classes of the team `rank`-th to be created: its colour and its mark ("t3 m3").
 
     The first COLOURS teams pair colour k with mark k; each time the colours come round again the
     marks move on one step more (team 10 is t0 m1, team 11 t1 m2), so no two of the first
@@ -40,10 +41,13 @@ def team_css(rank: int) -> str:
 
 
 def palette(request) -> dict[str, str]:
-    """{team slug: its CSS classes (team_css)}, computed once per request (one query)."""
+    """{team slug: its CSS classes (team_css)}, computed once per request (one query).
+
+    Ranked by primary key, not by slug: a new team whose slug sorts first would otherwise move every
+    other team on by one colour."""
     cached = getattr(request, "_team_palette", None) if request is not None else None
     if cached is None:
-        slugs = Team.objects.order_by("slug").values_list("slug", flat=True)
+        slugs = Team.objects.order_by("pk").values_list("slug", flat=True)
         cached = {slug: team_css(rank) for rank, slug in enumerate(slugs)}
         if request is not None:
             request._team_palette = cached

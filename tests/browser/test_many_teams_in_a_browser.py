@@ -32,7 +32,7 @@ def test_sixteen_teams_are_sixteen_looks_on_the_map_and_in_its_legend(page_at, s
     looks = {run.get_attribute("title").split(":")[0]: run.locator("i").first.evaluate(LOOK) for run in runs.all()}
     assert len(looks) == 16 and len(set(looks.values())) == 16, f"teams drawn alike: {looks}"
     colours = {slug: look.rsplit(" over ", 1)[1] for slug, look in looks.items()}
-    assert colours["alpha"] == colours["kilo"] and looks["alpha"] != looks["kilo"]  # the 1st and 11th: two marks
+    assert colours["alpha"] == colours["kilo"] and looks["alpha"] != looks["kilo"]  # made 10 apart: two marks
     for slug, look in looks.items():
         key = legend_key(page, "#live-nodes .legend", slug)
         assert key.evaluate(LOOK) == look, slug

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from jobs.templatetags.gangway import COLOURS, MARKS, team_css
+from tests.conftest import make_team
 
 CSS = (Path(__file__).resolve().parents[2] / "static" / "css" / "gangway.css").read_text()
-# With maps: twelve teams.
+# After maps, made first: twelve teams.
 SLUGS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo"]
 
 
@@ -47,10 +48,41 @@ def test_twelve_teams_carry_twelve_pairs_on_the_bars_the_map_and_its_legend(logi
     legend = {slug: css for css, slug in re.findall(r'<li><i class="swatch ([^"]+)"></i>([^<]+)</li>', body)}
     assert len(bars) == 12 and len(set(bars.values())) == 12, bars
     assert cells == bars and legend == bars  # one team, one pair, wherever it is drawn
-    assert bars["alpha"] == "t0 m0" and bars["kilo"] == "t0 m1"  # first and eleventh: one colour, two marks
+    assert bars["maps"] == "t0 m0" and bars["juliet"] == "t0 m1"  # first and eleventh made: one colour, two marks
 
 
 def test_a_team_s_page_and_chips_carry_its_pair(login, staff, twelve_teams):
     client = login(staff)
-    assert '<div class="page-head t0 m1">' in client.get("/teams/kilo/").content.decode()
-    assert '<span class="chip t0 m1"><i class="swatch"></i>kilo</span>' in client.get("/teams/").content.decode()
+    assert '<div class="page-head t0 m1">' in client.get("/teams/juliet/").content.decode()
+    assert '<span class="chip t0 m1"><i class="swatch"></i>juliet</span>' in client.get("/teams/").content.decode()
+
+
+def test_a_new_team_whose_slug_sorts_first_leaves_every_other_team_its_pair(login, staff, tiers, maps, vision,
+                                                                           submit, cycle):
+    """A team keeps its colour and mark as teams are added: aardvark, made last, comes last, though its slug
+    sorts before every other."""
+    one_gpu = [{"role": "Worker", "count": 1, "gpu": 1}]
+    cycle()
+    submit(name="maps-one", replicas=one_gpu)
+    submit(name="vision-one", team=vision, user=staff, replicas=one_gpu)
+    cycle()
+    client = login(staff)
+
+    def pairs() -> dict[str, str]:
+        body = client.get("/").content.decode()
+        bars = {slug: css for css, slug in re.findall(r'<div class="team-bar ([^"]+)">.*?<a href="/teams/([^/]+)/"',
+                                                      body, re.S)}  # fmt: skip
+        cells = {slug: css for css, slug in re.findall(r'<span class="(t\d m\d)" title="([^:]+): ', body)}
+        assert cells == {slug: bars[slug] for slug in cells}  # the map agrees with the bars
+        return bars
+
+    before = pairs()
+    assert before == {"maps": "t0 m0", "vision": "t1 m1"}
+    make_team("aardvark", tiers, gpu=1)
+    after = pairs()
+    assert {slug: after[slug] for slug in before} == before
+    assert after["aardvark"] == "t2 m2"
+    chips = client.get("/teams/").content.decode()
+    assert '<span class="chip t0 m0"><i class="swatch"></i>maps</span>' in chips
+    assert '<span class="chip t1 m1"><i class="swatch"></i>vision</span>' in chips
+    assert '<div class="page-head t1 m1">' in client.get("/teams/vision/").content.decode()
