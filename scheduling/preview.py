@@ -294,7 +294,7 @@ def _limit_text(team, resource: str, key: str) -> str:
         return "no quota"
     limits = {"nominal": team.nominal, "borrowing_limit": team.borrowing_limit, "lending_limit": team.lending_limit}[key]
     if resource not in limits:
-        return "no limit" if key == "borrowing_limit" else "all unused nominal"
+        return "no limit" if key == "borrowing_limit" else "all unused"  # as the team page and the admin say
     return amount(_index(resource), limits[resource])
 
 

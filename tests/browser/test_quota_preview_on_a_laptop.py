@@ -1,6 +1,6 @@
 """The quota editor's preview on a laptop or desktop (1024 to 1366 px): its table of limits, now and after the
 change, stays in its card beside the form, and the page never scrolls sideways, though a lending limit of "all
-unused nominal" is the widest figure it shows."""
+unused" is the widest figure it shows."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_the_quota_preview_s_limits_stay_in_their_card(page_at, staff, gpu_types
     table = page.locator(".whatif-limits")
     table.wait_for()
     shot(page, f"quota-preview-{width}")
-    assert "all unused nominal" in table.text_content()
+    assert "all unused" in table.text_content()
     right, room = table.evaluate(EDGES)
     assert right <= room + 0.5, f"at {width}px the limits end at {right:.0f}px, past their card's {room:.0f}px"
     spill = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")

@@ -35,14 +35,14 @@ def test_a_type_the_team_has_no_quota_of_says_it_may_only_borrow(login, member, 
 
 
 def test_a_type_without_limit_does_not_hide_the_limit_of_another(login, member, maps_on_a100, maps, cycle):
-    """With no l4 quota, the team's limits add up to none; a tile saying "may borrow without limit" would
+    """With no l4 quota, the team's limits add up to none; a tile saying "may borrow: no limit" would
     contradict the a100 row (4 GPUs) and the waiting reasons ("its borrowing limit is 4")."""
     maps.quotas.filter(resource="gpu:l4").delete()
     cycle()
     client = login(member)
     body = client.get("/teams/maps/").content.decode()
-    assert "may borrow: l4 without limit, a100 up to 4 GPUs" in body
-    assert "may borrow without limit" not in body
+    assert "may borrow: l4 no limit, a100 up to 4 GPUs" in body  # in the words of the table's l4 row
+    assert "may borrow: no limit" not in body
     teams = client.get("/teams/").content.decode()
     maps_row = teams.split('href="/teams/maps/"')[1].split("</tr>")[0]
     assert re.sub(r"<[^>]+>", "", maps_row).count("l4 no limit · a100 4") == 1

@@ -116,6 +116,14 @@ def quota_post(**overrides) -> dict:
     return data
 
 
+def test_a_borrowing_limit_not_set_reads_no_limit_on_the_team_s_tile_as_in_the_list_of_teams(login, member, maps):
+    Quota.objects.filter(team=maps, resource="gpu").update(borrowing_limit=None)
+    client = login(member)
+    body = client.get("/teams/maps/").content.decode()
+    assert "may borrow: no limit" in body and "without limit" not in body
+    assert '<span class="muted">no limit</span>' in client.get("/teams/").content.decode()
+
+
 def test_the_quota_editor_previews_a_change_before_saving(login, staff, owner, submit, cycle, htmx, vision):
     job = submit(name="borrower", replicas=[{"role": "Worker", "count": 3, "gpu": 4}])  # maps borrows 4
     cycle()
@@ -187,7 +195,7 @@ def test_the_what_if_shows_each_limit_before_and_after(login, staff, htmx, maps)
     assert "Limits, now → after the change" in body
     assert '<td>GPU</td><td>nominal</td><td class="num">8 GPUs</td><td class="num"><b>12 GPUs</b></td>' in body
     assert '<td>GPU</td><td>borrowing limit</td><td class="num">8 GPUs</td><td class="num"><b>no limit</b></td>' in body
-    assert '<td>GPU</td><td>lending limit</td><td class="num">all unused nominal</td><td class="num">all unused nominal</td>' in body
+    assert '<td>GPU</td><td>lending limit</td><td class="num">all unused</td><td class="num">all unused</td>' in body
 
 
 def test_the_what_if_warns_when_nominals_pass_the_cluster(login, staff, htmx, cycle, maps, vision):
