@@ -100,8 +100,12 @@ def _render_form(request, context: dict, status: int = 200):
 @rate_limited
 @vary_on_headers("HX-Request")
 def submit(request):
-    """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form."""
+    """GET: the form (pre-filled from ?from=<job> to resubmit). POST: submit, or 422 with the bound form.
+    One who may submit for no team gets no form, but a sentence saying whom to ask (403 to a POST)."""
     teams = _submit_teams(request.user)
+    if not teams:
+        return render(request, "jobs/submit.html", {"kinds": kinds.all_kinds(), "no_team": True},
+                      status=403 if request.method == "POST" else 200)  # fmt: skip
     if request.method == "POST":
         form, formset = bind(request.POST, teams=teams, offers=gpu_type_offers)
         spec = validate(form, formset)

@@ -85,6 +85,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "tenants.identity.sso_context",
                 "portal.context.loop_health",
+                "portal.context.submitting",
             ],
         },
     }

@@ -1,7 +1,7 @@
 """Who may do what: the one home of the rules pages, the API and templates apply.
 
 - staff (admins) see every team and every job, and alone edit quotas;
-- a team's members see the team, its jobs and usage, and submit jobs for it;
+- a team's members see the team, its jobs and usage, and submit jobs for it: one in no team submits none;
 - a job is cancelled by its owner, a lead of its team, or staff;
 - a team's API tokens and its webhook are managed by its leads and staff.
 
@@ -54,6 +54,12 @@ def can_view(user, team: Team) -> bool:
 def can_submit(user, team: Team) -> bool:
     """Returns whether `user` may submit jobs for `team`: whoever may see it."""
     return can_view(user, team)
+
+
+def can_submit_any(user) -> bool:
+    """Returns whether `user` may submit jobs for some team: staff, or a member of one. Only an admin adds
+    people to teams (the admin site, or the identity provider's groups under single sign-on)."""
+    return is_admin(user) or Membership.objects.filter(user=user).exists()
 
 
 def can_cancel(user, job) -> bool:
