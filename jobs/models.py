@@ -224,6 +224,17 @@ class Sweep(models.Model):
     objective = models.CharField(max_length=100, blank=True, help_text="The metric Katib optimizes.")
     maximize = models.BooleanField(default=True)
     best_objective = models.FloatField(null=True, blank=True, help_text="Best value a trial reported.")
+
+    class Ending(models.TextChoices):
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    # How and when its Katib experiment ended, and its best trial (Katib's currentOptimalTrial) with that trial's
+    # metrics, [name, value] the objective first: learned by reconcile once the Experiment reports them.
+    ended = models.CharField(max_length=12, blank=True, choices=Ending.choices, help_text="How its experiment ended.")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="When its experiment ended, as Katib says.")
+    best_trial = models.CharField(max_length=253, blank=True, help_text="Katib's best trial: its job's name.")
+    best_metrics = models.JSONField(default=list, blank=True, help_text="The best trial's metrics: [name, value].")
     created_at = models.DateTimeField(auto_now_add=True)
     # What the queue shows of it changes outside any cycle (reconcile learns the objective): the
     # polled parts' version moves with this (scheduling.selectors.live_version).

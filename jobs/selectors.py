@@ -180,6 +180,14 @@ def trials_of(user, sweep: Sweep) -> QuerySet[Job]:
     )  # fmt: skip
 
 
+def best_trial_of(user, sweep: Sweep) -> Job | None:
+    """The job of the sweep's best trial as Katib names it (`Sweep.best_trial`, its job's name in the cluster), if
+    the user may see it; None when Katib names none, or no job of the sweep has that name."""
+    if not sweep.best_trial:
+        return None
+    return jobs_for(user).filter(sweep=sweep, cluster_name=sweep.best_trial).order_by("-pk").first()
+
+
 @dataclass(frozen=True)
 class SweepWait:
     """Waiting trials of a sweep that wait for one reason: how many, and the first of them in queue order,

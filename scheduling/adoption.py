@@ -31,8 +31,8 @@ from jobs.spec import NAME_MAX, SpecError, parse_spec
 from jobs.transitions import StaleJob, can_move, note, transition
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import outside
-from scheduling.cluster.base import (Cluster, ClusterError, OutsideJob, OutsideJobs, TrialResult,
-                                     on_one_object)
+from scheduling.cluster.base import (Cluster, ClusterError, ExperimentResult, OutsideJob, OutsideJobs,
+                                     TrialResult, on_one_object)
 from scheduling.handed_back import left_the_queue
 from scheduling.models import RefusedOutsideJob
 from scheduling.snapshot import replica_defaults, replica_specs
@@ -86,7 +86,8 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
        pass if that mark did not go through, so that its Katib trial or Pipelines step fails instead of
        waiting for ever (`JobKind.keeps_written_failure`); so is one a person cancelled here (3).
     5. The refused ones still in the cluster are what its teams' pages list (`record_refused`).
-    6. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective.
+    6. Sweeps with open trials (or one ended within OBJECTIVE_GRACE) learn their best objective, and, once
+       their Katib Experiment has ended, how and when, and its best trial with that trial's metrics.
 
     Katib's Trials are listed in a team's namespace only, at most once a pass, and only when a step needs
     them there: a trial's job gone (2), a new trial whose labels do not name its experiment (4), a sweep of
@@ -138,8 +139,10 @@ def adopt_outside_jobs(*, cluster: Cluster, now: datetime, found: OutsideJobs | 
             # its namespace) while it answered a read: the next pass tries again.
             log.warning("the cluster refused to mark %s %s/%s: %s", item.kind, item.namespace, item.name, error)
     record_refused(found, known, teams, refused, now)
-    reported = [trials(namespace) for namespace in _sweep_namespaces(now)]
+    namespaces = _sweep_namespaces(now)
+    reported = [trials(namespace) for namespace in namespaces]
     _learn_objectives([trial for listed_trials in reported if listed_trials is not None for trial in listed_trials])
+    _learn_endings([experiment for namespace in namespaces for experiment in _katib_experiments(cluster, namespace)])
     return result
 
 
@@ -215,10 +218,21 @@ def _katib_trials(cluster: Cluster, namespace: str) -> list[TrialResult] | None:
         return None
 
 
+def _katib_experiments(cluster: Cluster, namespace: str) -> list[ExperimentResult]:
+    """Katib's ended Experiments in `namespace`; none when the cluster refused to list them (logged: a sweep
+    learns its end at a later pass, while its last trial is within OBJECTIVE_GRACE)."""
+    try:
+        return cluster.experiments(namespace)
+    except ClusterError as error:
+        log.warning("the cluster refused to list Katib's experiments in namespace %s: %s", namespace, error)
+        return []
+
+
 def _sweep_namespaces(now: datetime) -> list[str]:
     """The namespaces (team slugs) of the sweeps with a trial open, or one that ended within OBJECTIVE_GRACE."""
     recent = Q(state__in=Job.OPEN_STATES) | Q(finished_at__gte=now - OBJECTIVE_GRACE)
-    slugs = Job.objects.filter(recent, sweep__isnull=False).values_list("team__slug", flat=True).distinct()
+    # order_by() first: DISTINCT counts the columns of Job's own ordering too, which named a team once per job.
+    slugs = Job.objects.filter(recent, sweep__isnull=False).order_by().values_list("team__slug", flat=True).distinct()
     return sorted(slugs)
 
 
@@ -431,3 +445,18 @@ def _learn_objectives(trials: list[TrialResult]) -> None:
             # objective, and its polls answer 304 until the row's time moves (live_version).
             Sweep.objects.filter(pk=sweep.pk).update(objective=trials[0].objective, maximize=maximize,
                                                      best_objective=best, updated_at=timezone.now())  # fmt: skip
+
+
+def _learn_endings(experiments: list[ExperimentResult]) -> None:
+    """Stores how and when each sweep's Katib Experiment ended, and its best trial with that trial's metrics."""
+    by_name = {(result.namespace, result.experiment): result for result in experiments}
+    names = {experiment for _, experiment in by_name}
+    for sweep in Sweep.objects.select_related("team").filter(experiment__in=names):
+        result = by_name.get((sweep.team.slug, sweep.experiment))
+        if result is None:
+            continue
+        ending = {"ended": Sweep.Ending(result.outcome.lower()), "ended_at": result.ended_at,
+                  "best_trial": result.best_trial, "best_metrics": [list(pair) for pair in result.metrics]}  # fmt: skip
+        if {field: getattr(sweep, field) for field in ending} != ending:
+            # updated_at by hand, as for the objective: the sweep's polled parts move with it (live_version).
+            Sweep.objects.filter(pk=sweep.pk).update(**ending, updated_at=timezone.now())

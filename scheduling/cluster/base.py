@@ -324,6 +324,19 @@ class TrialResult:
     outcome: str = ""  # once the trial completed, how (`outside.TRIAL_OUTCOMES`), else ""
 
 
+@dataclass(frozen=True, slots=True)
+class ExperimentResult:
+    """What Katib reports of one Experiment once it has ended: how, when, and its best trial (Katib's
+    `currentOptimalTrial`) with that trial's metrics, the objective first."""
+
+    namespace: str
+    experiment: str
+    outcome: str  # "Succeeded" or "Failed" (`outside.EXPERIMENT_OUTCOMES`)
+    ended_at: datetime | None  # its completionTime
+    best_trial: str = ""  # the Trial's name, which is its job's; "" when Katib names none
+    metrics: tuple[tuple[str, float], ...] = ()  # the best trial's metrics by name, as Katib ranks them
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class LogPosition:
     """A place in a replica's log: just after the `count`-th line stamped `time`.
@@ -513,6 +526,10 @@ class Cluster(Protocol):
     def trials(self, namespace: str) -> list[TrialResult]:
         """Every Katib trial of one namespace (a team's) with its objective; empty when Katib is not installed.
         Never a list of the whole cluster: other tenants' trials are not Gangway's to read."""
+
+    def experiments(self, namespace: str) -> list[ExperimentResult]:
+        """The Katib Experiments of one namespace (a team's) that have ended, each with its best trial; empty
+        when Katib is not installed or none has ended. Never a list of the whole cluster."""
 
     def job_statuses(self, *, with_outside: bool = False) -> JobStatuses:
         """Every Gangway job the cluster has, with its phase, and the labelled pods of no job it has (`strays`);

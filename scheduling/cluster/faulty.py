@@ -116,6 +116,9 @@ class FaultyCluster:
     def trials(self, namespace: str):
         return self.inner.trials(namespace)
 
+    def experiments(self, namespace: str):
+        return self.inner.experiments(namespace)
+
     def claims(self, namespace: str):
         return self.inner.claims(namespace)
 

@@ -23,6 +23,7 @@ from scheduling.cluster.base import (
     ClusterError,
     ClusterJob,
     ClusterUnavailable,
+    ExperimentResult,
     Finding,
     JobStatus,
     JobStatuses,
@@ -349,6 +350,10 @@ class KubernetesCluster:
     def trials(self, namespace: str) -> list[TrialResult]:
         """Returns the Katib trials of one namespace with their objective; empty when Katib is not installed."""
         return kubernetes_outside.trials(self.api, namespace)
+
+    def experiments(self, namespace: str) -> list[ExperimentResult]:
+        """Returns the Katib Experiments of one namespace that have ended, with their best trial."""
+        return kubernetes_outside.experiments(self.api, namespace)
 
     # -- tenants and health --------------------------------------------------
 

@@ -17,6 +17,7 @@ from scheduling.cluster.base import (
     ClusterError,
     ClusterJob,
     ClusterUnavailable,
+    ExperimentResult,
     Finding,
     OutsideJob,
     OutsideJobs,
@@ -254,6 +255,18 @@ def trials(api: Api, namespace: str) -> list[TrialResult]:
             trial=meta["name"], objective=name, maximize=maximize, value=value, outcome=outside.trial_outcome(trial),
         ))  # fmt: skip
     return result
+
+
+def experiments(api: Api, namespace: str) -> list[ExperimentResult]:
+    """Returns the Katib Experiments of one namespace that have ended, with their best trial
+    (`outside.experiment_result`); empty when Katib is not installed (the list answers 404). Listed in that
+    namespace only, as its Trials are."""
+    answer = api.list_all(
+        "Experiment", namespace, api.custom.list_namespaced_custom_object,
+        outside.KATIB_GROUP, outside.KATIB_VERSION, namespace, outside.KATIB_EXPERIMENTS, tolerate=(NOT_FOUND,),
+    )  # fmt: skip
+    ended = (outside.experiment_result(experiment, namespace) for experiment in answer or ())
+    return [result for result in ended if result is not None]
 
 
 def doctor(api: Api, tenants: Tenants) -> list[Finding]:

@@ -25,7 +25,7 @@ from jobs import kinds, origins
 from jobs.spec import ReplicaGroup, SpecError, parse_spec
 from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import trainjob_manifests
-from scheduling.cluster.base import ClusterJob, OutsideJob, ReplicaSpec
+from scheduling.cluster.base import ClusterJob, ExperimentResult, OutsideJob, ReplicaSpec
 from scheduling.cluster.manifests import (
     JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL, required_terms, type_affinity, type_labels,
 )
@@ -45,6 +45,7 @@ CREATOR_ANNOTATION = "gangway.io/created-by"
 KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
 KATIB_TRIAL_LABEL = "katib.kubeflow.org/trial"
 KATIB_GROUP, KATIB_VERSION, KATIB_TRIALS = "kubeflow.org", "v1beta1", "trials"
+KATIB_EXPERIMENTS = "experiments"
 PIPELINE_RUN_LABEL = "pipeline/runid"
 PIPELINE_RUN_NAME_ANNOTATION = "pipelines.kubeflow.org/run_name"
 VIA_MAX = 100  # Job.submitted_via
@@ -396,11 +397,60 @@ def objective_of(trial: dict) -> tuple[str, bool, float | None]:
                     STRATEGY_BY_TYPE.get(objective.get("type"), "latest"))  # fmt: skip
     for metric in _at(trial, ("status", "observation", "metrics")) or ():
         if metric.get("name") == name:
-            value = metric.get(strategy) if strategy in ("min", "max") else None
-            if value in (None, UNAVAILABLE):
-                value = metric.get("latest")
-            try:
-                return name, maximize, float(value)
-            except (TypeError, ValueError):
-                return name, maximize, None
+            return name, maximize, _metric_value(metric, strategy)
     return name, maximize, None
+
+
+def _metric_value(metric: dict, strategy: str) -> float | None:
+    """The value of one reported metric ({name, min, max, latest} strings) by its strategy, the latest when
+    that one is unavailable (Katib's `getObjectiveMetricValue`); None when it is not a number."""
+    value = metric.get(strategy) if strategy in ("min", "max") else None
+    if value in (None, UNAVAILABLE):
+        value = metric.get("latest")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# The conditions of an Experiment that has ended (`Experiment.IsCompleted` in kubeflow/katib).
+EXPERIMENT_OUTCOMES = ("Failed", "Succeeded")
+
+
+def experiment_result(experiment: dict, namespace: str) -> ExperimentResult | None:
+    """Returns how a Katib Experiment ended, when, and its best trial (`status.currentOptimalTrial`:
+    `bestTrialName`, and `observation.metrics` each read by its strategy, the objective first), or None while
+    it has not ended. A metric whose strategy the experiment does not give is read as Katib defaults it: the
+    objective by its type, any other metric by its latest value."""
+    conditions = _at(experiment, ("status", "conditions")) or ()
+    true = {c.get("type") for c in conditions if isinstance(c, dict) and c.get("status") == "True"}
+    outcome = next((outcome for outcome in EXPERIMENT_OUTCOMES if outcome in true), "")
+    if not outcome:
+        return None
+    objective = _at(experiment, ("spec", "objective")) or {}
+    name = objective.get("objectiveMetricName", "")
+    strategies = {item.get("name"): item.get("value") for item in objective.get("metricStrategies") or ()
+                  if isinstance(item, dict)}  # fmt: skip
+    strategies.setdefault(name, STRATEGY_BY_TYPE.get(objective.get("type"), "latest"))
+    best = _at(experiment, ("status", "currentOptimalTrial")) or {}
+    metrics = []
+    for metric in _at(best, ("observation", "metrics")) or ():
+        if not isinstance(metric, dict):
+            continue
+        value = _metric_value(metric, strategies.get(metric.get("name"), "latest"))
+        if value is not None:
+            metrics.append((str(metric.get("name", "")), value))
+    metrics.sort(key=lambda pair: pair[0] != name)  # the objective first, the others as Katib lists them
+    return ExperimentResult(
+        namespace=_at(experiment, ("metadata", "namespace")) or namespace, experiment=experiment["metadata"]["name"],
+        outcome=outcome, ended_at=_time(_at(experiment, ("status", "completionTime"))),
+        best_trial=best.get("bestTrialName") or "", metrics=tuple(metrics),
+    )  # fmt: skip
+
+
+def _time(value) -> datetime | None:
+    """A Kubernetes time ("2026-01-01T00:00:00Z") as an aware datetime; None for none or one not readable."""
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) and value else None
+    except ValueError:
+        return None

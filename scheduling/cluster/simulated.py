@@ -28,6 +28,7 @@ from scheduling.cluster.base import (
     LOG_TAIL,
     ClaimInfo,
     ClusterJob,
+    ExperimentResult,
     Finding,
     JobStatus,
     JobStatuses,
@@ -105,6 +106,11 @@ class SimulatedCluster:
     def trials(self, namespace: str) -> list[TrialResult]:
         self.advance()
         return simulated_outside.trials(self.seed, namespace)
+
+    def experiments(self, namespace: str) -> list[ExperimentResult]:
+        """None: the simulated Katib makes trials of an experiment, never the Experiment, so its sweeps never
+        end (tests give a sweep its end by replacing this)."""
+        return []
 
     # --- writes -----------------------------------------------------------------
     def create_job(self, job: ClusterJob) -> None:

@@ -65,6 +65,7 @@ KINDS = {
     "ClusterTrainingRuntime": ("apis/trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"),
     "Event": ("api/v1", "events"),
     "Trial": ("apis/kubeflow.org/v1beta1", "trials"),
+    "Experiment": ("apis/kubeflow.org/v1beta1", "experiments"),
     "ValidatingAdmissionPolicy": ("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies"),
     "ValidatingAdmissionPolicyBinding": ("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings"),
 }

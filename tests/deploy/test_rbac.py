@@ -144,6 +144,7 @@ def worker_used() -> set[tuple[str, str, str]]:
                     "nvidia.com/gpu": 1, "cpu": "1", "memory": "1Gi"}}}]}}}}}})  # fmt: skip  (what job("TFJob") asks)
         [found] = cluster.outside_jobs().jobs
         cluster.trials("maps")
+        cluster.experiments("maps")
         cluster.mark_outside(found, job_id=3)
         cluster.create_job(dataclasses.replace(job("TFJob", 3), name="tune-x1", adopted=True))
         cluster.mark_outside(found, rejected="Refused by Gangway: no tier.")  # annotated and marked Failed
