@@ -37,6 +37,9 @@ class Because(StrEnum):
     SHORT_OF_REPLICAS = "short_of_replicas"
     BACKOFF = "backoff"  # R13: requeued, waiting out its backoff
     DELETED_OUTSIDE = "deleted_outside"  # an adopted job deleted in the cluster: cancelled in Gangway
+    # A running adopted job whose owner suspended its object in the cluster: cancelled in Gangway, never resumed,
+    # its object its owner's again (as a deleted one's).
+    SUSPENDED_OUTSIDE = "suspended_outside"
     # A Katib trial's job gone from the cluster while its namespace's Trials cannot be read: how its trial ended
     # is unknown, and it is cancelled as deleted if they still cannot be read after a while.
     TRIAL_UNREAD = "trial_unread"

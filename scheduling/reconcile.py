@@ -25,12 +25,13 @@ from portal import triggers
 from scheduling.adoption import adopt_outside_jobs, changed_reason
 from scheduling.evictions import evict, follow_short
 from scheduling.handed_back import given_back
+from scheduling.cluster import outside as outside_objects
 from scheduling.cluster.base import (
-    ChangedOutside,
     Cluster,
     ClusterError,
     ClusterUnavailable,
     JobStatus,
+    OutsideJob,
     Phase,
     RUNS,
     ServerFailing,
@@ -40,7 +41,7 @@ from scheduling.locks import lease
 from scheduling.refusals import (
     cancel_refused, note_refused, requeue_for_victim, requeue_refused, stop_began, stop_refused, stop_victim,
 )
-from scheduling.snapshot import own_statuses, to_cluster_job
+from scheduling.snapshot import own_statuses, replica_defaults, replica_specs, to_cluster_job
 
 log = logging.getLogger("gangway.reconcile")
 RECONCILE_LOCK = "gangway.reconcile"
@@ -111,7 +112,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
        the cluster (`adoption.adopt_outside_jobs`); record the checkpoints the cluster reports their pods
        saved (`_record_checkpoints`). A job adopted in this pass has no status yet: it is queued.
     2. For each job the database follows, jobs being stopped first, apply the
-       one correction its pair of states calls for (see `_correct`).
+       one correction its pair of states calls for (see `_correct`); an adopted job's is read with its object
+       as step 1 found it (a running one its owner suspended: `_stopped_by_owner`).
     3. Delete cluster jobs that belong to no Gangway job (orphans), never one Gangway adopted,
        and stop those of jobs that ended here but still run there (`_stop_leftovers`); then delete
        the objects of jobs that ended more than ENDED_JOB_RETENTION ago (`_delete_expired`).
@@ -140,6 +142,7 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
                   .select_related("team").only(*ENDED_FIELDS)}  # fmt: skip
         statuses = own_statuses(listed, {job.pk: job for job in jobs} | others)
         _record_checkpoints(jobs, statuses)
+        objects = {item.uid: item for item in (listed.outside.jobs if listed.outside is not None else ()) if item.uid}
         # Jobs being stopped first: a victim is suspended before the job it made room for is created, and one
         # the cluster refuses to stop keeps that job, and any admitted since its preemption, from starting
         # (`_held_back`).
@@ -147,7 +150,8 @@ def reconcile(*, cluster: Cluster, now: datetime | None = None) -> ReconcileResu
         for job in sorted(jobs, key=lambda job: (job.state not in STOPPING, job.pk)):
             try:
                 with on_one_object(cluster), transaction.atomic():
-                    _correct(job, statuses.get(job.pk), cluster, now, result, unstopped)
+                    _correct(job, statuses.get(job.pk), cluster, now, result, unstopped,
+                             obj=objects.get(job.cluster_uid) if job.adopted else None)
             except StaleJob:
                 continue  # moved by a cycle or a user meanwhile; the next pass sees the new state
             except ClusterUnavailable as error:
@@ -273,13 +277,11 @@ def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: Reconcile
 
 class CreateRefused(ClusterError):
     """The cluster refused to create (or resume) a job's object, as opposed to stopping it; `failing`
-    when it was a server error (ServerFailing), not a verdict on the job; `changed` when it was an adopted
-    job's object that its owner changed to ask otherwise (ChangedOutside), saying how."""
+    when it was a server error (ServerFailing), not a verdict on the job."""
 
-    def __init__(self, message: str, *, failing: bool = False, changed: str = ""):
+    def __init__(self, message: str, *, failing: bool = False):
         super().__init__(message)
         self.failing = failing
-        self.changed = changed
 
 
 def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
@@ -296,8 +298,6 @@ def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
             raise CreateRefused(str(error), failing=True) from error
         log.warning("no answer in time to the create of job %s: %s", job.pk, error)
         return False
-    except ChangedOutside as error:
-        raise CreateRefused(str(error), changed=error.changed) from error
     except ClusterError as error:
         raise CreateRefused(str(error)) from error
     return True
@@ -309,17 +309,13 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
     running one short of replicas, a victim's, a cancelled job's, a resume of a running job) is logged for
     operators and said once on the job; the next pass tries again, except for a victim the cluster has refused
     to stop for ADMISSION_TIMEOUT, which runs on (`stop_refused`). A victim or a cancelled job whose stop is
-    refused, or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). A running adopted job
-    whose owner suspended its object and changed what it asks is not resumed: it is rejected
-    (`_reject_stopped`). Returns whether the job went back to running, or was rejected."""
+    refused, or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). Returns whether the job
+    went back to running."""
     error = str(refusal)
     job.refresh_from_db()
     if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
         requeue_refused(job, error, now, failing=refusal.failing)
         return False
-    if isinstance(refusal, CreateRefused) and refusal.changed and job.state == Job.State.RUNNING:
-        _reject_stopped(job, refusal.changed, now)
-        return True
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
@@ -337,8 +333,9 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
 
 
 def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
-             unstopped: list[Unstopped]) -> None:  # fmt: skip
-    """Apply the correction for one job: (database state, cluster phase) -> move."""
+             unstopped: list[Unstopped], *, obj: OutsideJob | None = None) -> None:  # fmt: skip
+    """Apply the correction for one job: (database state, cluster phase) -> move. `obj` is an adopted job's
+    object as this pass read it (None when it was not read, and for a job Gangway created)."""
     phase = status.phase if status else None
     state = job.state
     if state == Job.State.QUEUED:
@@ -355,7 +352,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
                  "resumes from its last checkpoint when a cycle admits it.", code=Because.NOT_ADMITTED)  # fmt: skip
             _count_stop(result, suspended)
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
-        _follow(job, status, cluster, now, result, unstopped)
+        _follow(job, status, cluster, now, result, unstopped, obj=obj)
     elif state == Job.State.PREEMPTING:
         if phase in (Phase.SUCCEEDED, Phase.FAILED):
             _finish(job, status, now)  # it ended before its suspend landed: nothing to resume
@@ -386,6 +383,30 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         result.changed += 1
 
 
+def _stopped_by_owner(job: Job, obj: OutsideJob | None, now: datetime) -> None:
+    """A running adopted job whose object is suspended: its owner suspended it (`kubectl patch`, which the
+    admission policy allows), since Gangway suspends a running job only as it moves it (a preemption, an
+    eviction, a cancel: the job is then preempting, requeued or being cancelled, never running). Its owner
+    means it: Gangway does not resume it, nor admit it again. Changed in the same update to ask otherwise
+    (`outside.demand_change`, read on `obj`, its object as this pass found it), it is rejected, saying what
+    changed (`_reject_stopped`); else it is cancelled in Gangway, its nodes and its team's quota free at once,
+    its object its owner's again, left suspended (`handed_back.given_back`): to run it again its owner creates
+    it again, and Gangway queues the new job. Two moves in one transaction, with their events."""
+    defaults = replica_defaults(job.team)
+    changed = "" if obj is None else outside_objects.demand_change(replica_specs(job, defaults), obj.manifest,
+                                                                   defaults)  # fmt: skip
+    if changed:
+        _reject_stopped(job, changed, now)
+        return
+    transition(job, Job.State.CANCELLING, code=Because.SUSPENDED_OUTSIDE,
+               message=f"Stopped by its owner: its {job.kind} {job.team.slug}/{job.cluster_name} was suspended in the "
+               "cluster while it ran. Gangway leaves it suspended; its nodes and its team's quota are free.")  # fmt: skip
+    transition(job, Job.State.CANCELLED, finished_at=now, placement=[], position=None, team_position=None, eta=None,
+               reservation=None, message=f"Cancelled: its owner suspended it. To run it again, delete its {job.kind} "
+               f"and create it again suspended, with the label {outside_objects.QUEUE_LABEL}: {job.team.slug}; "
+               "Gangway queues the new job.")  # fmt: skip
+
+
 def _reject_stopped(job: Job, changed: str, now: datetime) -> None:
     """A running adopted job whose owner suspended its object (its pods stopped) and changed what it asks in
     the same update, which the admission policy allows: Gangway runs a job as it adopted it, so it is not
@@ -412,11 +433,12 @@ def _count_stop(result: ReconcileResult, suspended: bool) -> None:
 
 
 def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime, result: ReconcileResult,
-            unstopped: list[Unstopped]) -> None:  # fmt: skip
+            unstopped: list[Unstopped], *, obj: OutsideJob | None = None) -> None:  # fmt: skip
     """An admitted or running job: start, finish, re-create, or evict when stuck (R13: an admission not started
     in time, or a running job short of replicas for as long, `evictions.follow_short`); an admitted one not
     created while a job being preempted that the cluster refused to stop still runs is requeued instead
-    (`_held_back`)."""
+    (`_held_back`); a running adopted one its owner suspended is theirs again (`_stopped_by_owner`, `obj`
+    its object as this pass read it)."""
     phase = status.phase if status else None
     if status is None and job.adopted:
         return  # not labelled yet, or deleted by its owner: the adoption step relabels or cancels it
@@ -446,6 +468,12 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # every try, its owner's controller writing it meanwhile) would otherwise be sent again at every pass.
         _evict_stuck(job, status, cluster, now,
                      why=f"its {job.kind} stayed suspended in the cluster: its admission was never written to it")  # fmt: skip
+        result.changed += 1
+        return
+    if phase is Phase.SUSPENDED and job.adopted and job.state == Job.State.RUNNING:
+        # Not resumed: its owner suspended it. An admitted one is not told apart (its admission may not have
+        # been written yet: a patch that conflicted, sent again below).
+        _stopped_by_owner(job, obj, now)
         result.changed += 1
         return
     if phase is Phase.SUSPENDED:

@@ -144,6 +144,24 @@ def test_after_one_create_not_answered_in_time_a_pass_sends_no_other_create_to_i
     # its suspend went unanswered, in test_a_victims_failing_suspend_leaves_every_other_correction_to_go_on.
 
 
+def test_a_resume_the_server_fails_is_told_as_a_failure_not_a_refusal(fake, cluster, four_teams):
+    beta = four_teams("beta", 4)
+    admission_cycle(cluster=cluster)
+    run_admitted(fake, cluster)
+    name = f"{beta.name}-g{beta.pk}"
+    obj = fake.get("TFJob", name, "beta")  # suspended by a person with kubectl: Gangway resumes a job it created
+    obj["spec"]["runPolicy"]["suspend"] = True
+    fake.add({**obj, "status": {"conditions": [{"type": "Suspended", "status": "True"}]}})
+    fake.fail(500, method="PATCH", path=f"/{name}$", times=10**6)
+
+    reconcile(cluster=cluster)
+
+    beta.refresh_from_db()
+    last = beta.events.order_by("pk").last().message
+    assert beta.state == Job.State.RUNNING
+    assert last.startswith("The cluster failed to resume it (a server error, no refusal)"), last
+
+
 def test_a_failing_delete_of_one_leftover_leaves_the_others_to_be_deleted(fake, cluster, four_teams):
     for job_id, namespace in ((998, "alpha"), (999, "gamma")):  # objects of jobs Gangway no longer has
         fake.add({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {
