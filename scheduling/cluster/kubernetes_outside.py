@@ -31,6 +31,14 @@ log = logging.getLogger("gangway.adoption")
 
 # The ValidatingAdmissionPolicy and its binding deploy/kubernetes ships (admission-policy.yaml), of one name.
 POLICY_NAME = "gangway-queue-required"
+# The version of that policy this Gangway ships, which the manifest carries as the POLICY_VERSION_ANNOTATION:
+# doctor tells an installed policy of another version (the image has no deploy/kubernetes to compare with).
+# Raised with every change of the policy's spec (tests/deploy/test_admission_policy.py pins each version's
+# spec). 1 required the queue label and suspend; 2 also denies changing what a running job asks; 3 also denies
+# kubectl scale of a PyTorchJob. Versions 1 and 2 carried no annotation.
+POLICY_VERSION = "3"
+POLICY_VERSION_ANNOTATION = "gangway.io/policy-version"
+POLICY_FILE = "deploy/kubernetes/admission-policy.yaml"
 ADMISSION_GROUP, ADMISSION_VERSION = "admissionregistration.k8s.io", "v1"
 # How many times a patch answered 409 Conflict (its owner's controller, Katib's or the Training Operator's,
 # wrote the object at the same moment) is sent again, built from the object as it is then.
@@ -270,13 +278,13 @@ def experiments(api: Api, namespace: str) -> list[ExperimentResult]:
 
 
 def doctor(api: Api, tenants: Tenants) -> list[Finding]:
-    """Returns what lets jobs skip the queue: no admission policy enforced, and jobs running in team
+    """Returns what lets jobs skip the queue: no admission policy enforced (or one of another version than this
+    Gangway's, which may not deny what this one expects), and jobs running in team
     namespaces that Gangway does not know (created without the label, or not suspended); then a note per
     kind whose jobs from elsewhere Gangway may not mark Failed (`_status_grant_findings`), of the kinds the
     cluster has: a kind whose list answers 404 (its operator not installed, which the tenants' checks report)
     has no job to mark."""
-    findings = _policy_findings(api)
-    enforced = not findings
+    findings, enforced = _policy_findings(api)
     teams = {team.slug for team in tenants.teams}
     installed = set()
     for kind in outside.outside_kinds():
@@ -340,9 +348,10 @@ def _status_grant_findings(api: Api, installed: set[str]) -> list[Finding]:
     return findings
 
 
-def _policy_findings(api: Api) -> list[Finding]:
-    """Returns what keeps the admission policy from denying: the policy missing, or its binding (without
-    which the API server never evaluates it) missing or not denying; empty when it is enforced."""
+def _policy_findings(api: Api) -> tuple[list[Finding], bool]:
+    """Returns what is wrong with the admission policy, and whether it is enforced: the policy missing, or its
+    binding (without which the API server never evaluates it) missing or not denying, keep it from denying; a
+    policy of another version than this Gangway's (`_policy_version_findings`) denies what it says."""
     what = ("TFJobs, PyTorchJobs and TrainJobs created in team namespaces with kubectl, Katib or Pipelines can "
             "start without waiting in Gangway's queue")  # fmt: skip
     fix = "Apply deploy/kubernetes (kubectl apply -k deploy/kubernetes); it ships the policy and its binding."
@@ -355,8 +364,11 @@ def _policy_findings(api: Api) -> list[Finding]:
                              ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"))
     }  # fmt: skip
     missing = [kind for kind, obj in found.items() if obj is None]
+    findings = [Finding(f"The {kind} {POLICY_NAME} is not installed: {what}.", fix) for kind in missing]
+    if found["ValidatingAdmissionPolicy"] is not None:
+        findings += _policy_version_findings(found["ValidatingAdmissionPolicy"])
     if missing:
-        return [Finding(f"The {kind} {POLICY_NAME} is not installed: {what}.", fix) for kind in missing]
+        return findings, False
     spec = found["ValidatingAdmissionPolicyBinding"].get("spec") or {}
     actions = spec.get("validationActions") or []
     if spec.get("policyName") != POLICY_NAME or "Deny" not in actions:
@@ -364,6 +376,32 @@ def _policy_findings(api: Api) -> list[Finding]:
             f"The ValidatingAdmissionPolicyBinding {POLICY_NAME} does not deny (policyName "
             f"{spec.get('policyName') or 'unset'}, validationActions {', '.join(actions) or 'none'}): {what}.",
             f"Set its policyName to {POLICY_NAME} and its validationActions to [Deny], as deploy/kubernetes does.",
+        ), *findings], False  # fmt: skip
+    return findings, True
+
+
+def _policy_version_findings(policy: dict) -> list[Finding]:
+    """Returns a finding when the installed policy is not the version this Gangway ships (POLICY_VERSION, read
+    from its POLICY_VERSION_ANNOTATION; one without it predates the annotation), empty when it is."""
+    installed = ((policy.get("metadata") or {}).get("annotations") or {}).get(POLICY_VERSION_ANNOTATION, "")
+    if installed == POLICY_VERSION:
+        return []
+    update = (f"Apply this release's policy: kubectl apply -f {POLICY_FILE} (or kubectl apply -k deploy/kubernetes), "
+              "then run doctor again.")  # fmt: skip
+    if installed.isdigit() and int(installed) > int(POLICY_VERSION):
+        return [Finding(
+            f"The ValidatingAdmissionPolicy {POLICY_NAME} installed is version {installed} ({POLICY_VERSION_ANNOTATION}), "
+            f"newer than the version {POLICY_VERSION} this Gangway ships: a later Gangway's, which may deny what this "
+            "one does or expect what it does not.",
+            f"{update} Or upgrade Gangway to the release that ships version {installed}.",
         )]  # fmt: skip
-    return []
+    which = (f"version {installed}" if installed else
+             f"an earlier version, without the annotation {POLICY_VERSION_ANNOTATION}")  # fmt: skip
+    return [Finding(
+        f"The ValidatingAdmissionPolicy {POLICY_NAME} installed is {which}, not the version {POLICY_VERSION} this "
+        "Gangway ships: it may let a running job's replicas or what they ask be changed (kubectl edit, apply or "
+        "patch) or a PyTorchJob's Workers be scaled (kubectl scale), growing a job past what Gangway counts in its "
+        "team's quota.",
+        update,
+    )]  # fmt: skip
 

@@ -9,6 +9,7 @@ and the demo's commands, which belong to the simulated cluster only.
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -114,6 +115,80 @@ def test_an_admission_policy_without_its_binding_is_a_problem(fake, cluster):
 
     assert finding.problem.startswith("The ValidatingAdmissionPolicyBinding gangway-queue-required is not installed")
     assert finding.blocking and "kubectl apply -k deploy/kubernetes" in finding.fix
+
+
+def _install_policy(fake, policy: dict) -> None:
+    """Installs `policy` in the place of the one there, as the API server keeps it: its spec as applied."""
+    fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": policy["metadata"], "spec": policy["spec"]})  # fmt: skip
+
+
+SHIPPED = by_kind(source_objects(), "ValidatingAdmissionPolicy")["gangway-queue-required"]
+
+
+def _older_policy() -> dict:
+    """The policy as version 1 shipped it: no annotation, no rule on pytorchjobs/scale nor on a running job."""
+    spec = copy.deepcopy(SHIPPED["spec"])
+    spec["matchConstraints"]["resourceRules"] = [rule for rule in spec["matchConstraints"]["resourceRules"]
+                                                 if rule["resources"] != ["pytorchjobs/scale"]]  # fmt: skip
+    spec["validations"] = spec["validations"][:3]
+    return {"metadata": {"name": "gangway-queue-required"}, "spec": spec}
+
+
+def test_the_policy_deploy_ships_passes_doctor(fake, cluster):
+    _healthy(fake)
+    _install_policy(fake, SHIPPED)
+
+    assert cluster.doctor(TENANTS) == []
+
+
+def test_an_older_policy_is_a_problem_saying_which_is_installed_and_how_to_update_it(fake, cluster):
+    _healthy(fake)
+    _install_policy(fake, _older_policy())
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert finding.problem.startswith("The ValidatingAdmissionPolicy gangway-queue-required installed is an earlier "
+                                      "version, without the annotation gangway.io/policy-version, not the version 3 "
+                                      "this Gangway ships")  # fmt: skip
+    assert "kubectl scale" in finding.problem and finding.blocking
+    assert "kubectl apply -f deploy/kubernetes/admission-policy.yaml" in finding.fix
+
+
+def test_a_policy_of_a_later_gangway_is_a_problem_naming_both_versions(fake, cluster):
+    _healthy(fake)
+    later = copy.deepcopy(SHIPPED)
+    later["metadata"]["annotations"]["gangway.io/policy-version"] = "4"
+    _install_policy(fake, later)
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert ("installed is version 4 (gangway.io/policy-version), newer than the version 3 this Gangway ships"
+            in finding.problem)  # fmt: skip
+    assert "kubectl apply -f deploy/kubernetes/admission-policy.yaml" in finding.fix
+    assert "upgrade Gangway to the release that ships version 4" in finding.fix
+
+
+def test_no_policy_is_a_problem_and_no_version_is_told(fake, cluster):
+    _healthy(fake)
+    fake.objects = {key: obj for key, obj in fake.objects.items() if obj["kind"] != "ValidatingAdmissionPolicy"}
+
+    [finding] = cluster.doctor(TENANTS)
+
+    assert finding.problem.startswith("The ValidatingAdmissionPolicy gangway-queue-required is not installed")
+
+
+def test_doctor_with_an_older_policy_exits_1_naming_it(db, pointed_at):
+    _healthy(pointed_at)
+    _install_policy(pointed_at, _older_policy())
+    out = io.StringIO()
+
+    with pytest.raises(SystemExit) as exited:
+        call_command("doctor", stdout=out, stderr=io.StringIO())
+
+    assert exited.value.code == 1
+    assert "- The ValidatingAdmissionPolicy gangway-queue-required installed is an earlier version" in out.getvalue()
+    assert out.getvalue().rstrip().endswith("1 problem(s) found.")
 
 
 def test_a_binding_that_only_warns_is_a_problem(fake, cluster):

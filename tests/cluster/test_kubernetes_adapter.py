@@ -24,6 +24,7 @@ from scheduling.cluster.base import (
 )
 from scheduling.cluster.kubernetes import KubernetesCluster
 from scheduling.cluster.kubernetes_api import client_for
+from scheduling.cluster.kubernetes_outside import POLICY_VERSION, POLICY_VERSION_ANNOTATION
 
 GiB = 2**30
 
@@ -489,7 +490,8 @@ def _healthy(fake):
     fake.add(_node("n1", gpu="8"))
     fake.add(_node("n2", gpu="8"))
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
+              "metadata": {"name": "gangway-queue-required", "annotations": {POLICY_VERSION_ANNOTATION: POLICY_VERSION}},
+              "spec": {}})  # fmt: skip
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
               "metadata": {"name": "gangway-queue-required"},
               "spec": {"policyName": "gangway-queue-required", "validationActions": ["Deny"]}})  # fmt: skip

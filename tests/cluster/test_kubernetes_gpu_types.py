@@ -10,6 +10,7 @@ from jobs.models import Job
 from jobs.services import job_submit
 from jobs.spec import parse_spec
 from scheduling.cluster.base import NodeInfo, TypeLabel
+from scheduling.cluster.kubernetes_outside import POLICY_VERSION, POLICY_VERSION_ANNOTATION
 from scheduling.loop import admission_cycle
 from scheduling.snapshot import policy_nodes
 from scheduling.tenants import tenants_from_database
@@ -38,7 +39,8 @@ def _healthy_but_nodes(fake):
         fake.add(_namespace(team.slug))
     fake.add(_pod("volcano-scheduler-7d9f", "volcano-system", labels={"app": "volcano-scheduler"}))
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
+              "metadata": {"name": "gangway-queue-required", "annotations": {POLICY_VERSION_ANNOTATION: POLICY_VERSION}},
+              "spec": {}})  # fmt: skip
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
               "metadata": {"name": "gangway-queue-required"},
               "spec": {"policyName": "gangway-queue-required", "validationActions": ["Deny"]}})  # fmt: skip

@@ -11,6 +11,7 @@ import re
 from jobs import kinds
 from scheduling.cluster import job_manifests, kubernetes_tenants
 from scheduling.cluster.base import ClusterJob, Phase, ReplicaSpec, TenantTeam, Tenants, TenantTier, VolumeMount
+from scheduling.cluster.kubernetes_outside import POLICY_VERSION, POLICY_VERSION_ANNOTATION
 
 GiB = 2**30
 TRAIN_JOB_SPEC = {"runtimeRef", "initializer", "trainer", "runtimePatches", "suspend", "activeDeadlineSeconds",
@@ -173,7 +174,8 @@ def _cluster_with(fake, crds) -> None:
     fake.add({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {},
               "status": {"allocatable": {"nvidia.com/gpu": "8", "cpu": "64", "memory": "256Gi"}}})  # fmt: skip
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-              "metadata": {"name": "gangway-queue-required"}, "spec": {}})  # fmt: skip
+              "metadata": {"name": "gangway-queue-required", "annotations": {POLICY_VERSION_ANNOTATION: POLICY_VERSION}},
+              "spec": {}})  # fmt: skip
     fake.add({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
               "metadata": {"name": "gangway-queue-required"},
               "spec": {"policyName": "gangway-queue-required", "validationActions": ["Deny"]}})  # fmt: skip

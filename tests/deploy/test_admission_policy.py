@@ -6,9 +6,15 @@ labels, the account it lets through is the one the worker runs as, the kinds it 
 the ones Gangway adopts, and the labels and fields it requires are the ones adoption reads.
 """
 
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+
 from scheduling.cluster import outside
 from scheduling.cluster.base import TenantTeam
-from scheduling.cluster.kubernetes_outside import POLICY_NAME
+from scheduling.cluster.kubernetes_outside import POLICY_FILE, POLICY_NAME, POLICY_VERSION, POLICY_VERSION_ANNOTATION
 from scheduling.cluster.manifests import namespace
 from tests.deploy.manifests import by_kind, source_objects
 
@@ -67,3 +73,21 @@ def test_it_requires_the_queue_label_and_the_suspend_field_adoption_reads():
 def test_it_is_part_of_the_kustomization():
     kinds = {obj["kind"] for obj in OBJECTS}
     assert {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} <= kinds
+
+
+# Each version's spec, as the sha256 of its JSON (keys sorted): a spec changed without a new version fails
+# below, so that doctor never takes an installed policy of the old spec for this one.
+SPECS = {"3": "6a234ec256970d82717242cad9f5da67d85d1509669e62f3f089383531558b89"}
+
+
+def test_it_carries_the_version_doctor_expects_and_a_new_spec_gets_a_new_version():
+    assert POLICY["metadata"]["annotations"][POLICY_VERSION_ANNOTATION] == POLICY_VERSION
+    digest = hashlib.sha256(json.dumps(POLICY["spec"], sort_keys=True).encode()).hexdigest()
+    assert SPECS.get(POLICY_VERSION) == digest, (
+        f"The policy's spec changed: raise {POLICY_VERSION_ANNOTATION} in {POLICY_FILE} and POLICY_VERSION in "
+        f"scheduling/cluster/kubernetes_outside.py, and add the new version's digest {digest} to SPECS.")
+
+
+def test_the_file_doctor_tells_to_apply_holds_the_policy():
+    objects = yaml.safe_load_all((Path(__file__).resolve().parents[2] / POLICY_FILE).read_text())
+    assert by_kind([obj for obj in objects if obj], "ValidatingAdmissionPolicy")[POLICY_NAME] == POLICY
