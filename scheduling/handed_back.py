@@ -22,8 +22,9 @@ def left_the_queue() -> Exists:
 def given_back(pairs: Iterable[tuple[Job, JobStatus]]) -> set[int]:
     """The ids of the jobs of `pairs` (a job, the status of its own object) whose object Gangway no longer stops:
     an adopted job that ended here otherwise than by a person's cancel (rejected, or cancelled because its object
-    left the queue or its owner suspended it) is its owner's again, never touched, and its pods are outside usage (R12). Gangway stops
-    every other job's object that runs once the job has ended. One query, only when an adopted job has ended."""
+    left the queue or its owner suspended it) is its owner's again, never touched, and its pods are outside usage
+    (R12). Gangway stops every other job's object that runs once the job has ended. One query, only when an
+    adopted job has ended."""
     adopted = [job.pk for job, status in pairs if status.adopted and job.is_terminal]
     if not adopted:
         return set()

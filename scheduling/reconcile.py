@@ -399,8 +399,8 @@ def _stopped_by_owner(job: Job, obj: OutsideJob | None, now: datetime) -> None:
         _reject_stopped(job, changed, now)
         return
     transition(job, Job.State.CANCELLING, code=Because.SUSPENDED_OUTSIDE,
-               message=f"Stopped by its owner: its {job.kind} {job.team.slug}/{job.cluster_name} was suspended in the "
-               "cluster while it ran. Gangway leaves it suspended; its nodes and its team's quota are free.")  # fmt: skip
+               message=f"Stopped by its owner: its {job.kind} {job.team.slug}/{job.cluster_name} was suspended in "
+               "the cluster while it ran. Gangway leaves it suspended; its nodes and its team's quota are free.")  # fmt: skip
     transition(job, Job.State.CANCELLED, finished_at=now, placement=[], position=None, team_position=None, eta=None,
                reservation=None, message=f"Cancelled: its owner suspended it. To run it again, delete its {job.kind} "
                f"and create it again suspended, with the label {outside_objects.QUEUE_LABEL}: {job.team.slug}; "

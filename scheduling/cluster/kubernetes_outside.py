@@ -390,9 +390,9 @@ def _policy_version_findings(policy: dict) -> list[Finding]:
               "then run doctor again.")  # fmt: skip
     if installed.isdigit() and int(installed) > int(POLICY_VERSION):
         return [Finding(
-            f"The ValidatingAdmissionPolicy {POLICY_NAME} installed is version {installed} ({POLICY_VERSION_ANNOTATION}), "
-            f"newer than the version {POLICY_VERSION} this Gangway ships: a later Gangway's, which may deny what this "
-            "one does or expect what it does not.",
+            f"The ValidatingAdmissionPolicy {POLICY_NAME} installed is version {installed} "
+            f"({POLICY_VERSION_ANNOTATION}), newer than the version {POLICY_VERSION} this Gangway ships: a later "
+            "Gangway's, which may deny what this one does or expect what it does not.",
             f"{update} Or upgrade Gangway to the release that ships version {installed}.",
         )]  # fmt: skip
     which = (f"version {installed}" if installed else
