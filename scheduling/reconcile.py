@@ -27,6 +27,7 @@ from scheduling.evictions import evict, follow_short
 from scheduling.handed_back import given_back
 from scheduling.cluster import outside as outside_objects
 from scheduling.cluster.base import (
+    ChangedOutside,
     Cluster,
     ClusterError,
     ClusterUnavailable,
@@ -277,11 +278,14 @@ def _stop_ended(job: Job, status: JobStatus, cluster: Cluster, result: Reconcile
 
 class CreateRefused(ClusterError):
     """The cluster refused to create (or resume) a job's object, as opposed to stopping it; `failing`
-    when it was a server error (ServerFailing), not a verdict on the job."""
+    when it was a server error (ServerFailing), not a verdict on the job; `changed` when it was an adopted
+    job's object that its owner changed to ask otherwise (ChangedOutside), saying how: one that Gangway's own
+    suspend stopped, its database write rolled back, then changed by its owner before the resume."""
 
-    def __init__(self, message: str, *, failing: bool = False):
+    def __init__(self, message: str, *, failing: bool = False, changed: str = ""):
         super().__init__(message)
         self.failing = failing
+        self.changed = changed
 
 
 def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
@@ -298,6 +302,8 @@ def _create(job: Job, cluster: Cluster, now: datetime) -> bool:
             raise CreateRefused(str(error), failing=True) from error
         log.warning("no answer in time to the create of job %s: %s", job.pk, error)
         return False
+    except ChangedOutside as error:
+        raise CreateRefused(str(error), changed=error.changed) from error
     except ClusterError as error:
         raise CreateRefused(str(error)) from error
     return True
@@ -309,13 +315,17 @@ def _refused(job: Job, refusal: ClusterError, now: datetime, status: JobStatus |
     running one short of replicas, a victim's, a cancelled job's, a resume of a running job) is logged for
     operators and said once on the job; the next pass tries again, except for a victim the cluster has refused
     to stop for ADMISSION_TIMEOUT, which runs on (`stop_refused`). A victim or a cancelled job whose stop is
-    refused, or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). Returns whether the job
-    went back to running."""
+    refused, or fails, counts as running meanwhile (`stop_refused`, `cancel_refused`). A running adopted job
+    whose object was changed to ask otherwise is not resumed: it is rejected (`_reject_stopped`). Returns whether
+    the job went back to running, or was rejected."""
     error = str(refusal)
     job.refresh_from_db()
     if isinstance(refusal, CreateRefused) and job.state == Job.State.ADMITTED:
         requeue_refused(job, error, now, failing=refusal.failing)
         return False
+    if isinstance(refusal, CreateRefused) and refusal.changed and job.state == Job.State.RUNNING:
+        _reject_stopped(job, refusal.changed, now)
+        return True
     log.warning("the cluster refused a correction of job %s (%s): %s", job.pk, job.state, error)
     if job.state == Job.State.PREEMPTING:
         return stop_refused(job, refusal, now)
@@ -384,9 +394,10 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
 
 
 def _stopped_by_owner(job: Job, obj: OutsideJob | None, now: datetime) -> None:
-    """A running adopted job whose object is suspended: its owner suspended it (`kubectl patch`, which the
-    admission policy allows), since Gangway suspends a running job only as it moves it (a preemption, an
-    eviction, a cancel: the job is then preempting, requeued or being cancelled, never running). Its owner
+    """A running adopted job whose object is suspended without Gangway's mark: its owner suspended it (`kubectl
+    patch`, which the admission policy allows). Gangway marks every suspend it sends
+    (`manifests.SUSPENDED_BY_ANNOTATION`) and moves the job out of running with it (a preemption, an eviction, a
+    cancel), so one still running with the mark is Gangway's own suspend whose database write rolled back. Its owner
     means it: Gangway does not resume it, nor admit it again. Changed in the same update to ask otherwise
     (`outside.demand_change`, read on `obj`, its object as this pass found it), it is rejected, saying what
     changed (`_reject_stopped`); else it is cancelled in Gangway, its nodes and its team's quota free at once,
@@ -470,9 +481,12 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
                      why=f"its {job.kind} stayed suspended in the cluster: its admission was never written to it")  # fmt: skip
         result.changed += 1
         return
-    if phase is Phase.SUSPENDED and job.adopted and job.state == Job.State.RUNNING:
+    if (phase is Phase.SUSPENDED and job.adopted and job.state == Job.State.RUNNING and obj is not None
+            and not obj.suspended_by_gangway):  # fmt: skip
         # Not resumed: its owner suspended it. An admitted one is not told apart (its admission may not have
-        # been written yet: a patch that conflicted, sent again below).
+        # been written yet: a patch that conflicted, sent again below), nor one whose object this pass did not
+        # read; one that carries Gangway's mark was suspended by Gangway (a preemption or an eviction whose
+        # database write rolled back), and is resumed below.
         _stopped_by_owner(job, obj, now)
         result.changed += 1
         return

@@ -296,6 +296,8 @@ class OutsideJob:
     origin: str = ""  # where it came from, for `submitted_via` (see `outside.origin`)
     trial: str = ""  # the Katib trial that created it, and its experiment
     experiment: str = ""
+    # Suspended by Gangway (its mark, `manifests.SUSPENDED_BY_ANNOTATION`), not by its owner.
+    suspended_by_gangway: bool = False
 
 
 @dataclass(frozen=True, slots=True)

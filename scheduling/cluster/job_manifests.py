@@ -47,13 +47,16 @@ def job_manifest(job: ClusterJob) -> dict:
 
 
 def resume_patch(job: ClusterJob) -> dict:
-    """Returns the merge patch that resumes the job once suspended."""
-    return _builder(kinds.get(job.kind)).resume(job)
+    """Returns the merge patch that resumes the job once suspended, its mark of Gangway's suspend removed."""
+    patch = _builder(kinds.get(job.kind)).resume(job)
+    patch.setdefault("metadata", {}).setdefault("annotations", {})[manifests.SUSPENDED_BY_ANNOTATION] = None
+    return patch
 
 
 def suspend_patch(kind: kinds.JobKind) -> dict:
-    """Returns the merge patch that suspends a job of this kind: its suspend flag set."""
-    patch: dict = {}
+    """Returns the merge patch that suspends a job of this kind: its suspend flag set, and marked as Gangway's
+    suspend (`manifests.SUSPENDED_BY_ANNOTATION`), which an owner's own suspend of an adopted job is not."""
+    patch: dict = {"metadata": {"annotations": {manifests.SUSPENDED_BY_ANNOTATION: "gangway"}}}
     node = patch
     *parents, last = kind.suspend
     for key in parents:

@@ -19,6 +19,10 @@ from scheduling.cluster.base import ClusterJob, ReplicaSpec, TenantTeam, TenantT
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gangway"}
 JOB_ID_LABEL = "gangway.io/job-id"
+# Written with every suspend Gangway sends (`job_manifests.suspend_patch`) and removed with every resume and
+# admission: an adopted job found suspended without it while Gangway runs it was suspended by its owner
+# (`reconcile._stopped_by_owner`), not by a suspend of Gangway's whose database write rolled back.
+SUSPENDED_BY_ANNOTATION = "gangway.io/suspended-by"
 TEAM_LABEL = "gangway.io/team"
 # The GPU type a job's admission gave it, on the job and its pods (the node label that pins
 # the type is the type's own, see `type_affinity`).

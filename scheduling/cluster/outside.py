@@ -27,7 +27,8 @@ from jobs.yaml_import import spec_from_manifest
 from scheduling.cluster import trainjob_manifests
 from scheduling.cluster.base import ClusterJob, ExperimentResult, OutsideJob, ReplicaSpec
 from scheduling.cluster.manifests import (
-    JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, TEAM_LABEL, required_terms, type_affinity, type_labels,
+    JOB_ID_LABEL, MANAGED_BY, SCHEDULER_NAME, SUSPENDED_BY_ANNOTATION, TEAM_LABEL, required_terms, type_affinity,
+    type_labels,
 )
 
 QUEUE_LABEL = "gangway.io/queue"
@@ -136,6 +137,7 @@ def read_outside(obj: dict, kind: OutsideKind) -> OutsideJob:
         finished=bool(conditions & {"Succeeded", "Failed"}), manifest=obj,
         job_id=int(job_id) if job_id.isdigit() else None, rejected=_refusal(annotations, meta.get("uid", "")),
         origin=origin(obj, experiment=experiment), trial=trial, experiment=experiment,
+        suspended_by_gangway=annotations.get(SUSPENDED_BY_ANNOTATION) == "gangway",
     )  # fmt: skip
 
 
@@ -302,7 +304,8 @@ def _replica_specs_admission(job: ClusterJob, kind: OutsideKind, current: dict) 
         }}
         for replica in job.replicas
     }  # fmt: skip
-    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id), **type_labels(job)}},
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id), **type_labels(job)},
+                         "annotations": {SUSPENDED_BY_ANNOTATION: None}},  # Gangway's suspend no longer
             "spec": {"runPolicy": run_policy, kind.replica_specs: replicas}}  # fmt: skip
 
 
@@ -327,7 +330,8 @@ def _trainer_admission(job: ClusterJob, kind: OutsideKind, current: dict) -> dic
     (terms,) = trainjob_manifests.train_job_terms({"kind": job.kind, "spec": {"runtimePatches": owners}})
     pod_spec = trainjob_manifests.node_pod_spec(job, terms)
     gangway = trainjob_manifests.runtime_patch(job, labels=labels, pod_spec=pod_spec)
-    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id), **type_labels(job)}},
+    return {"metadata": {"labels": {JOB_ID_LABEL: str(job.job_id), **type_labels(job)},
+                         "annotations": {SUSPENDED_BY_ANNOTATION: None}},  # Gangway's suspend no longer
             "spec": {"suspend": False, "runtimePatches": [*owners, gangway]}}  # fmt: skip
 
 
@@ -351,8 +355,9 @@ def admission_patch(job: ClusterJob, current: dict) -> dict:
 
 
 def suspend_patch(kind: OutsideKind, suspended: bool = True) -> dict:
-    """Returns the merge patch that suspends (or resumes) a job of `kind`."""
-    patch: dict = {}
+    """Returns the merge patch that suspends (or resumes) a job of `kind`, marked as Gangway's suspend (or the mark
+    removed: `manifests.SUSPENDED_BY_ANNOTATION`)."""
+    patch: dict = {"metadata": {"annotations": {SUSPENDED_BY_ANNOTATION: "gangway" if suspended else None}}}
     node = patch
     for key in kind.suspend_path[:-1]:
         node = node.setdefault(key, {})

@@ -97,3 +97,47 @@ def test_a_job_cancelled_in_gangway_is_not_taken_for_one_its_owner_suspended(wor
     assert not victim.events.filter(code=Because.SUSPENDED_OUTSIDE).exists()
     failed = [c for c in _object(fake)["status"]["conditions"] if c["type"] == "Failed"]
     assert failed and failed[0]["reason"] == "GangwayCancelled"  # a person's cancel ends it there too
+
+
+def _gangway_suspended_then_rolled_back(fake, *, gpu: int | None = None) -> None:
+    """Gangway's suspend landed (its mark with it) but the database write that went with it rolled back, so the
+    job still runs in the database; with `gpu`, its owner then asks that many GPUs a Worker."""
+    obj = fake.get("TFJob", "bert-kubectl", "maps")
+    obj["metadata"].setdefault("annotations", {})["gangway.io/suspended-by"] = "gangway"
+    obj["spec"]["runPolicy"]["suspend"] = True
+    if gpu is not None:
+        obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"][
+            "nvidia.com/gpu"] = gpu
+    obj["status"] = {"conditions": [{"type": "Suspended", "status": "True"}]}
+    fake.add(obj)
+    for key in [key for key in fake.objects if key[1] == "pods"]:
+        fake.objects.pop(key)
+
+
+def test_gangways_suspend_carries_its_mark(world, fake, cluster, victim):
+    preempt_for_urgent_work(world, cluster)  # a cycle preempts it and suspends its object
+
+    annotations = _object(fake)["metadata"].get("annotations") or {}
+    assert _suspended(fake) and annotations.get("gangway.io/suspended-by") == "gangway"
+
+
+def test_a_suspend_of_gangways_whose_database_write_rolled_back_is_resumed_not_taken_for_its_owners(
+        world, fake, cluster, victim):  # fmt: skip
+    _gangway_suspended_then_rolled_back(fake)
+
+    reconcile(cluster=cluster)
+
+    victim.refresh_from_db()
+    assert victim.state == Job.State.RUNNING and not _suspended(fake)
+    assert not victim.events.filter(code=Because.SUSPENDED_OUTSIDE).exists()
+    assert "gangway.io/suspended-by" not in (_object(fake)["metadata"].get("annotations") or {})
+
+
+def test_one_suspended_by_gangway_then_changed_by_its_owner_is_rejected_not_resumed(world, fake, cluster, victim):
+    _gangway_suspended_then_rolled_back(fake, gpu=8)
+
+    reconcile(cluster=cluster)
+
+    victim.refresh_from_db()
+    assert (victim.state, victim.reason_code) == (Job.State.REJECTED, "changed_outside")
+    assert _suspended(fake)

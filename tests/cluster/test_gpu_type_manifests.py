@@ -13,6 +13,8 @@ from scheduling.cluster import job_manifests, manifests, outside, trainjob_manif
 from scheduling.cluster.base import ClusterJob, ReplicaSpec
 from scheduling.cluster.simulated_outside import merge
 
+UNMARKED = {"gangway.io/suspended-by": None}  # an admission or resume removes the mark of Gangway's suspend
+
 GiB = 2**30
 A100 = ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB")
 L4 = ("nvidia.com/gpu.product", "NVIDIA-L4")
@@ -89,10 +91,10 @@ def test_a_job_without_a_type_has_no_affinity_and_no_type_label(kind):
 def test_a_resumed_training_job_is_pinned_to_the_type_of_its_new_admission():
     patch = job_manifests.resume_patch(dataclasses.replace(_job(), gpu_type="l4", gpu_type_label=L4))
 
-    assert patch["metadata"] == {"labels": {"gangway.io/gpu-type": "l4"}}
+    assert patch["metadata"] == {"labels": {"gangway.io/gpu-type": "l4"}, "annotations": UNMARKED}
     for group in patch["spec"]["tfReplicaSpecs"].values():
         assert _terms(group["template"]["spec"]) == [{"matchExpressions": [PIN_L4]}]
-    assert "metadata" not in job_manifests.resume_patch(_job())
+    assert job_manifests.resume_patch(_job())["metadata"] == {"annotations": UNMARKED}
 
 
 def test_a_trainjob_pins_its_nodes_through_gangways_runtime_patch():
@@ -184,7 +186,7 @@ def test_an_adopted_job_without_a_type_is_admitted_as_before():
 
     assert patch["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"] == {
         "schedulerName": "volcano", "priorityClassName": "standard"}
-    assert patch["metadata"] == {"labels": {"gangway.io/job-id": "12"}}
+    assert patch["metadata"] == {"labels": {"gangway.io/job-id": "12"}, "annotations": UNMARKED}
 
 
 def test_an_adopted_trainjobs_owner_node_terms_are_carried_into_gangways_pinning_patch():

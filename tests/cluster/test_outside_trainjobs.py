@@ -15,6 +15,8 @@ from scheduling.snapshot import to_cluster_job
 from tests.cluster.test_outside_jobs import _deletes, _tenants, outside_job, preempt_for_urgent_work
 from tests.cluster.test_outside_jobs import world  # noqa: F401 (a fixture)
 
+UNMARKED = {"gangway.io/suspended-by": None}  # an admission or resume removes the mark of Gangway's suspend
+
 PATH = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/maps/trainjobs"
 OWNER_PATCH = {
     "manager": "example.com/notebook",
@@ -82,7 +84,8 @@ def test_admission_patches_what_gangway_owns_and_unsuspends_it_without_creating_
     pod = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
            "terminationGracePeriodSeconds": to_cluster_job(job).grace_period}  # fmt: skip
     assert path == f"{PATH}/llama-kubectl"
-    assert body == {"metadata": {"labels": {"gangway.io/job-id": str(job.pk)}}, "spec": {"suspend": False, "runtimePatches": [
+    assert body == {"metadata": {"labels": {"gangway.io/job-id": str(job.pk)}, "annotations": UNMARKED},
+                    "spec": {"suspend": False, "runtimePatches": [
         OWNER_PATCH,
         {"manager": "gangway.io/scheduler", "trainingRuntimeSpec": {"template": {
             "metadata": {"labels": labels, "annotations": {"scheduling.volcano.sh/queue-name": "maps"}},

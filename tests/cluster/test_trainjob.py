@@ -83,8 +83,11 @@ def test_its_runtime_patch_sets_the_queue_the_pod_labels_and_the_volumes():
 
 def test_it_suspends_and_resumes_through_spec_suspend_alone():
     train_job = kinds.get("TrainJob")
-    assert job_manifests.suspend_patch(train_job) == {"spec": {"suspend": True}}
-    assert job_manifests.resume_patch(JOB) == {"spec": {"suspend": False}}  # trainer is immutable
+    # Gangway's suspend carries its mark, and a resume removes it (scheduling.cluster.manifests).
+    assert job_manifests.suspend_patch(train_job) == {"metadata": {"annotations": {"gangway.io/suspended-by": "gangway"}},
+                                                      "spec": {"suspend": True}}  # fmt: skip
+    assert job_manifests.resume_patch(JOB) == {"metadata": {"annotations": {"gangway.io/suspended-by": None}},
+                                               "spec": {"suspend": False}}  # trainer is immutable
     assert job_manifests.replica_needs(job_manifests.job_manifest(JOB)) == [
         ("Node", 4, {"nvidia.com/gpu": "2", "cpu": "8", "memory": "64Gi"})]
 
