@@ -1,5 +1,6 @@
 """Jobs from elsewhere on the simulated cluster: objects kept as written (SimOutsideJob), patched as
-the Kubernetes adapter patches them, and Katib's objective reported when a trial's job succeeds.
+the Kubernetes adapter patches them, Katib's objective reported when a trial's job succeeds, and an experiment
+reported ended, with its best trial, once every trial of it has.
 
 The SimulatedCluster delegates its outside calls here; an adopted job that is admitted runs as
 any SimJob does (created under its own name), and its object says it is unsuspended.
@@ -15,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from scheduling.cluster import outside
-from scheduling.cluster.base import ClusterJob, OutsideJob, OutsideJobs, TrialResult
+from scheduling.cluster.base import ClusterJob, ExperimentResult, OutsideJob, OutsideJobs, TrialResult
 from scheduling.models import SimJob, SimOutsideJob
 
 OBJECTIVE = "accuracy"  # the metric the simulated Katib trials report, maximized
@@ -167,3 +168,33 @@ def trials(seed: int, namespace: str) -> list[TrialResult]:
         result.append(TrialResult(namespace=row.namespace, experiment=labels.get(outside.KATIB_EXPERIMENT_LABEL, ""),
                                   trial=trial, objective=OBJECTIVE, maximize=True, value=value, outcome=outcome))  # fmt: skip
     return result
+
+
+def experiments(seed: int, namespace: str) -> list[ExperimentResult]:
+    """The simulated Katib experiments of `namespace` that have ended, as Katib reports one: an experiment's
+    trials are all made at once (`simulate_outside`), so it ends once every trial has, Succeeded when one of them
+    did, when its last trial's job ended; its best trial is the one whose accuracy is highest (ties: the first
+    by name), with that accuracy as its metric."""
+    finished = dict(((namespace_, name), at) for namespace_, name, at in SimJob.objects.filter(
+        namespace=namespace, finished_at__isnull=False).values_list("namespace", "name", "finished_at"))  # fmt: skip
+    ended_at = {}
+    for row in SimOutsideJob.objects.filter(namespace=namespace).only("namespace", "name", "manifest"):
+        trial = (row.manifest["metadata"].get("labels") or {}).get(outside.KATIB_TRIAL_LABEL)
+        if trial:
+            ended_at[trial] = finished.get((row.namespace, row.name))
+    by_experiment: dict[str, list[TrialResult]] = {}
+    for result in trials(seed, namespace):
+        by_experiment.setdefault(result.experiment, []).append(result)
+    ended = []
+    for experiment, results in sorted(by_experiment.items()):
+        if not experiment or any(not result.outcome for result in results):
+            continue
+        scored = sorted((result for result in results if result.value is not None),
+                        key=lambda result: (-result.value, result.trial))  # fmt: skip
+        times = [at for at in (ended_at.get(result.trial) for result in results) if at is not None]
+        ended.append(ExperimentResult(
+            namespace=namespace, experiment=experiment, outcome="Succeeded" if scored else "Failed",
+            ended_at=max(times, default=None), best_trial=scored[0].trial if scored else "",
+            metrics=((OBJECTIVE, scored[0].value),) if scored else (),
+        ))  # fmt: skip
+    return ended

@@ -248,3 +248,28 @@ def test_refused_trials_fail_as_katib_reads_them(maps, clock, cluster, cycle):
         assert failed["message"].startswith("Refused by Gangway")
     assert {trial.trial: trial.outcome for trial in cluster.trials("maps")} == {
         "tune-lr-t000": "Failed", "tune-lr-t001": "Failed"}
+
+
+def test_the_simulated_katib_ends_an_experiment_once_every_trial_has_and_names_the_most_accurate_trial(
+        maps, clock, cycle, cluster):  # fmt: skip
+    _trials(clock, trials=2, gpu=4)
+    cycle()
+    assert cluster.experiments("maps") == []  # its trials run
+
+    for _ in range(40):
+        clock.tick(120)
+        cycle()
+        if not Job.objects.filter(sweep__experiment="tune-lr").exclude(state__in=Job.TERMINAL_STATES).exists():
+            break
+    [ended] = cluster.experiments("maps")
+    scored = {trial.trial: trial.value for trial in cluster.trials("maps")}
+    best = max(scored, key=lambda name: scored[name])
+
+    assert (ended.experiment, ended.outcome, ended.best_trial) == ("tune-lr", "Succeeded", best)
+    assert ended.metrics == (("accuracy", scored[best]),)
+    last = max(SimJob.objects.filter(namespace="maps").values_list("finished_at", flat=True))
+    assert ended.ended_at == last
+    cycle()  # reconcile reads it for the sweep's page
+    sweep = Sweep.objects.get()
+    assert (sweep.ended, sweep.best_trial) == (Sweep.Ending.SUCCEEDED, best)
+    assert cluster.experiments("vision") == []
