@@ -393,7 +393,7 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         result.changed += 1
 
 
-def _stopped_by_owner(job: Job, obj: OutsideJob | None, now: datetime) -> None:
+def _stopped_by_owner(job: Job, obj: OutsideJob, cluster: Cluster, now: datetime) -> None:
     """A running adopted job whose object is suspended without Gangway's mark: its owner suspended it (`kubectl
     patch`, which the admission policy allows). Gangway marks every suspend it sends
     (`manifests.SUSPENDED_BY_ANNOTATION`) and moves the job out of running with it (a preemption, an eviction, a
@@ -402,10 +402,11 @@ def _stopped_by_owner(job: Job, obj: OutsideJob | None, now: datetime) -> None:
     (`outside.demand_change`, read on `obj`, its object as this pass found it), it is rejected, saying what
     changed (`_reject_stopped`); else it is cancelled in Gangway, its nodes and its team's quota free at once,
     its object its owner's again, left suspended (`handed_back.given_back`): to run it again its owner creates
-    it again, and Gangway queues the new job. Two moves in one transaction, with their events."""
+    it again, and Gangway queues the new job. Two moves in one transaction, with their events; its owner is told
+    on the object too, in a Normal event (`kubectl describe`), as best it can be: an event the cluster does not
+    take is logged and changes nothing."""
     defaults = replica_defaults(job.team)
-    changed = "" if obj is None else outside_objects.demand_change(replica_specs(job, defaults), obj.manifest,
-                                                                   defaults)  # fmt: skip
+    changed = outside_objects.demand_change(replica_specs(job, defaults), obj.manifest, defaults)
     if changed:
         _reject_stopped(job, changed, now)
         return
@@ -416,6 +417,13 @@ def _stopped_by_owner(job: Job, obj: OutsideJob | None, now: datetime) -> None:
                reservation=None, message=f"Cancelled: its owner suspended it. To run it again, delete its {job.kind} "
                f"and create it again suspended, with the label {outside_objects.QUEUE_LABEL}: {job.team.slug}; "
                "Gangway queues the new job.")  # fmt: skip
+    released = (f"Gangway no longer counts this job (Gangway job #{job.pk}): it was suspended while it ran, so its "
+                "nodes and its team's quota were given back, and Gangway leaves it suspended. To run it again, delete "
+                f"it and create it again suspended, with the label {outside_objects.QUEUE_LABEL}: {job.team.slug}.")  # fmt: skip
+    try:
+        cluster.mark_outside(obj, released=released)
+    except (ClusterError, ClusterUnavailable) as error:
+        log.warning("job %s: the event telling its owner it is no longer counted was not written: %s", job.pk, error)
 
 
 def _reject_stopped(job: Job, changed: str, now: datetime) -> None:
@@ -487,7 +495,7 @@ def _follow(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime,
         # been written yet: a patch that conflicted, sent again below), nor one whose object this pass did not
         # read; one that carries Gangway's mark was suspended by Gangway (a preemption or an eviction whose
         # database write rolled back), and is resumed below.
-        _stopped_by_owner(job, obj, now)
+        _stopped_by_owner(job, obj, cluster, now)
         result.changed += 1
         return
     if phase is Phase.SUSPENDED:

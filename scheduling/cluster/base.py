@@ -515,12 +515,13 @@ class Cluster(Protocol):
         its own, for a job the lists of a pass did not show."""
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
-                     cancelled: str = "") -> bool:
+                     cancelled: str = "", released: str = "") -> bool:
         """Label an outside job with the Gangway job that adopted it, or write back why it was refused
         (annotation, Warning event and, for a kind whose operator keeps it, a Failed condition in its status,
         reason GangwayRejected), or that a person cancelled it in Gangway (`cancelled`: only that Failed
-        condition, reason GangwayCancelled; `JobKind.keeps_written_failure`). Returns whether this call
-        wrote the Failed condition.
+        condition, reason GangwayCancelled; `JobKind.keeps_written_failure`), or that Gangway no longer counts
+        it, its owner having suspended it while it ran (`released`: a Normal event, reason GangwayReleased, the
+        object itself untouched). Returns whether this call wrote the Failed condition.
 
         Idempotent; a job deleted or finished meanwhile is success.
         """

@@ -110,8 +110,8 @@ class FaultyCluster:
     def outside_job_here(self, kind: str, namespace: str, name: str, uid: str) -> bool:
         return self.inner.outside_job_here(kind, namespace, name, uid)
 
-    def mark_outside(self, job, *, job_id=None, rejected="", cancelled=""):
-        return self.inner.mark_outside(job, job_id=job_id, rejected=rejected, cancelled=cancelled)
+    def mark_outside(self, job, *, job_id=None, rejected="", cancelled="", released=""):
+        return self.inner.mark_outside(job, job_id=job_id, rejected=rejected, cancelled=cancelled, released=released)
 
     def trials(self, namespace: str):
         return self.inner.trials(namespace)

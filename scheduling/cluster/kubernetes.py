@@ -342,10 +342,11 @@ class KubernetesCluster:
         return kubernetes_outside.here(self.api, kind, namespace, name, uid)
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
-                     cancelled: str = "") -> bool:
-        """Labels an outside job with its Gangway job, or writes back that it was refused or cancelled.
+                     cancelled: str = "", released: str = "") -> bool:
+        """Labels an outside job with its Gangway job, or writes back that it was refused, cancelled or released.
         Returns whether it marked the job Failed."""
-        return kubernetes_outside.mark(self.api, job, job_id=job_id, rejected=rejected, cancelled=cancelled)
+        return kubernetes_outside.mark(self.api, job, job_id=job_id, rejected=rejected, cancelled=cancelled,
+                                       released=released)  # fmt: skip
 
     def trials(self, namespace: str) -> list[TrialResult]:
         """Returns the Katib trials of one namespace with their objective; empty when Katib is not installed."""

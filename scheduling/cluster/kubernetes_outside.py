@@ -128,12 +128,17 @@ def _marked(api: Api, job: OutsideJob, verb: str, body: dict) -> bool:
     return False  # not reached: the last attempt returns or raises
 
 
-def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "") -> bool:
+def mark(api: Api, job: OutsideJob, *, job_id: int | None, rejected: str, cancelled: str = "",
+         released: str = "") -> bool:  # fmt: skip
     """Labels the job with the Gangway job that adopted it, or annotates why it was refused and says so
     in a Warning event on it (what `kubectl describe` shows) and, for a kind whose operator keeps it, in a
     Failed condition in its status (`fail`); `cancelled`, a person cancelled it in Gangway: only that
-    condition, saying so. Returns whether it marked the job Failed; a job deleted meanwhile gets neither
-    label nor event (its owner took it away: the next pass cancels what adopted it)."""
+    condition, saying so; `released`, its owner suspended it while it ran: only a Normal event saying so, the
+    object left as its owner left it. Returns whether it marked the job Failed; a job deleted meanwhile gets
+    neither label nor event (its owner took it away: the next pass cancels what adopted it)."""
+    if released:
+        _event(api, job, released, reason=outside.RELEASED_REASON, kind="Normal")
+        return False
     if job_id is not None and not _marked(api, job, "label", outside.adoption_labels(job_id)):
         return False
     keeps = outside.ends_when_failed(job)
@@ -188,18 +193,21 @@ def fail(api: Api, job: OutsideJob, message: str, reason: str) -> bool:
     return False
 
 
-def _event(api: Api, job: OutsideJob, message: str) -> None:
+def _event(api: Api, job: OutsideJob, message: str, *, reason: str = outside.REFUSED_REASON,
+           kind: str = "Warning") -> None:  # fmt: skip
+    """An event on the job (`kubectl describe` shows it), one per job and reason."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    kind = outside.outside_kind(job.kind)
+    job_kind = outside.outside_kind(job.kind)
+    suffix = "rejected" if reason == outside.REFUSED_REASON else reason.removeprefix("Gangway").lower()
     body = {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{job.name[:200]}.gangway-rejected-{job.uid[:8]}", "namespace": job.namespace},
-        "involvedObject": {"apiVersion": f"{kind.group}/{kind.version}", "kind": kind.kind,
+        "metadata": {"name": f"{job.name[:200]}.gangway-{suffix}-{job.uid[:8]}", "namespace": job.namespace},
+        "involvedObject": {"apiVersion": f"{job_kind.group}/{job_kind.version}", "kind": job_kind.kind,
                            "name": job.name, "namespace": job.namespace, "uid": job.uid},
-        "reason": outside.REFUSED_REASON, "message": message[:1000], "type": "Warning",
+        "reason": reason, "message": message[:1000], "type": kind,
         "source": {"component": "gangway"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
     }  # fmt: skip
-    # 409: the event of an earlier refusal of the same job is there already.
+    # 409: the event of an earlier pass, for the same job and reason, is there already.
     api.call("create", "Event", f"{job.namespace}/{job.name}", api.core.create_namespaced_event,
              job.namespace, body, tolerate=(409,))  # fmt: skip
 

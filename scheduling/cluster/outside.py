@@ -41,6 +41,8 @@ REJECTED_UID_ANNOTATION = "gangway.io/rejected-uid"
 # that of the Failed condition of one a person cancelled in Gangway.
 REFUSED_REASON = "GangwayRejected"
 CANCELLED_REASON = "GangwayCancelled"
+# The reason of the Normal event on a running job its owner suspended, which Gangway no longer counts.
+RELEASED_REASON = "GangwayReleased"
 # Who created it, when the cluster stamps it (a mutating admission policy) or the person writes it.
 CREATOR_ANNOTATION = "gangway.io/created-by"
 KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"

@@ -100,7 +100,11 @@ class SimulatedCluster:
         return simulated_outside.here(kind, namespace, name, uid)
 
     def mark_outside(self, job: OutsideJob, *, job_id: int | None = None, rejected: str = "",
-                     cancelled: str = "") -> bool:
+                     cancelled: str = "", released: str = "") -> bool:
+        """As the Kubernetes adapter marks one; a release writes nothing (the simulated cluster keeps no
+        events)."""
+        if released:
+            return False
         return simulated_outside.mark(job, job_id=job_id, rejected=rejected, cancelled=cancelled)
 
     def trials(self, namespace: str) -> list[TrialResult]:

@@ -53,11 +53,26 @@ def test_a_running_job_its_owner_suspends_stays_suspended_and_gives_back_its_quo
                                "again suspended, with the label gangway.io/queue: maps")  # fmt: skip
     kinds = [event.kind for event in job.events.order_by("pk")]
     assert "preempted" not in kinds and "evicted" not in kinds  # nobody preempted it
+    [event] = fake.list("Event")  # its owner is told on the object, which stays as they left it
+    assert (event["type"], event["reason"], event["involvedObject"]["name"]) == ("Normal", "GangwayReleased",
+                                                                                "bert-kubectl")  # fmt: skip
+    assert event["message"].startswith(f"Gangway no longer counts this job (Gangway job #{job.pk}): it was "
+                                       "suspended while it ran")  # fmt: skip
     other, _ = job_submit(team=world["maps"], spec=parse_spec(spec_data(
         team="maps", name="other", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])))  # fmt: skip
     admission_cycle(cluster=cluster)
     other.refresh_from_db()
     assert other.state == Job.State.ADMITTED  # the node and the quota the stopped job held are free
+
+
+def test_an_event_the_cluster_refuses_still_lets_the_job_go(world, fake, cluster, victim):
+    _owner_suspends(fake)
+    fake.fail(403, method="POST", path="/events$", times=10**6)
+
+    reconcile(cluster=cluster)
+
+    victim.refresh_from_db()
+    assert victim.state == Job.State.CANCELLED and fake.list("Event") == []
 
 
 def test_a_job_its_owner_suspended_is_left_as_its_owner_left_it_at_later_passes(world, fake, cluster, victim):
