@@ -303,7 +303,8 @@ def build_world(
     outside = list(outside) + [pod for status in statuses if mine.get(status.job_id) is not status
                                for pod in status.pods]  # fmt: skip
     bound = {job_id: status.pods for job_id, status in mine.items() if status.pods}
-    short = {job_id for job_id, status in mine.items() if status.waiting_pods}
+    # Jobs whose objects the cluster lists as running, their bound pods read with them (`_charged_placements`).
+    listed = {job_id for job_id, status in mine.items() if status.phase in RUNS}
     # Only the nodes that take pods hold room; the others are in the snapshot for R10 alone. A job placed or
     # bound on one of them is charged there: it holds none of the room a plan gives, and its GPUs still count
     # in its team's quota (the policy takes no room on such a node). Outside pods on them are left out.
@@ -323,7 +324,7 @@ def build_world(
     queued = [job for job in Job.objects.filter(state=Job.State.QUEUED).select_related("team", "tier", "sweep")
               .order_by("id") if not (job.not_before and job.not_before > now)]  # fmt: skip
     learned = learned_runtimes(group_of(job) for job in charged + queued if not job.max_runtime)
-    placements = _charged_placements(placeable, running, charged, replicas_of, bound, closed, short)
+    placements = _charged_placements(placeable, running, charged, replicas_of, bound, closed, listed)
     world.left_running = {str(job.pk) for job, _ in left}
     for job in charged:
         if not placements[job.pk]:
@@ -462,7 +463,7 @@ def policy_nodes(nodes: Iterable[NodeInfo], types) -> tuple[policy.Node, ...]:
 def _charged_placements(
     nodes: list[NodeInfo], outside: list[policy.RunningJob], jobs: list[Job],
     replicas_of: dict[int, tuple[policy.ReplicaGroup, ...]], bound: dict[int, tuple[OutsidePod, ...]] | None = None,
-    closed: set[str] | frozenset[str] = frozenset(), short: set[int] | frozenset[int] = frozenset(),
+    closed: set[str] | frozenset[str] = frozenset(), listed: set[int] | frozenset[int] = frozenset(),
 ) -> dict[int, tuple[str, ...]]:
     """Returns the node each replica of each job is charged to: the node a pod of its size is
     bound to (`bound`, from the cluster: the scheduler may bind elsewhere than the plan), else
@@ -470,10 +471,12 @@ def _charged_placements(
     left, even below zero. When the cluster has no node that takes pods, a replica on no known node
     is charged to the node it was placed on, else to UNLISTED: either holds no room, and the job is
     never left out of its team's quota. A replica on a node of `closed` (known, but taking no new
-    pods) is charged there and takes none of `nodes`' room, unless its job is `short` (the cluster
-    says some of its replicas wait to start) and no pod of it is bound there: that replica was lost with
-    its node (a drain) and waits for room on another, so it is charged as a replica of no known node,
-    and no cycle gives away the room it is about to take.
+    pods) is charged there and takes none of `nodes`' room, unless its job is `listed` (the cluster lists
+    its object as running, with the pods bound to nodes) and no pod of it is bound there: that replica was
+    lost with its node (a drain), or never started there, and its pod waits for room on another, so it is
+    charged as a replica of no known node, and no cycle gives away the room it is about to take. This reads
+    the pods, not the replicas R13 counts as short (`JobStatus.waiting_pods`): an elastic job training on
+    without its lost replica is not short, yet that replica's pod takes room once some frees.
 
     Over-charging a node only keeps other jobs off it until the cluster's next reading;
     under-charging would let a cycle admit into room that is taken.
@@ -488,8 +491,8 @@ def _charged_placements(
                                    for node in job.placement[: len(needs[job.pk])]]  # fmt: skip
         known += [None] * (len(needs[job.pk]) - len(known))
         pods = [pod for pod in (bound or {}).get(job.pk, ()) if pod.node in free or pod.node in closed]
-        if pods or job.pk in short:
-            known = _where_bound(known, needs[job.pk], pods, lost=closed if job.pk in short else frozenset())
+        if pods or job.pk in listed:
+            known = _where_bound(known, needs[job.pk], pods, lost=closed if job.pk in listed else frozenset())
         for node, group in zip(known, needs[job.pk]):
             if node is not None:
                 _take(free, node, group)
