@@ -16,6 +16,7 @@ owner reference to its Trial (`kubeflow.org/v1beta1`) on the job it creates, and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -410,14 +411,16 @@ def objective_of(trial: dict) -> tuple[str, bool, float | None]:
 
 def _metric_value(metric: dict, strategy: str) -> float | None:
     """The value of one reported metric ({name, min, max, latest} strings) by its strategy, the latest when
-    that one is unavailable (Katib's `getObjectiveMetricValue`); None when it is not a number."""
+    that one is unavailable (Katib's `getObjectiveMetricValue`); None when it is not a finite number (a training
+    script that reports a loss of NaN or inf: JSON, and so the sweep's row, cannot hold it, and no best is one)."""
     value = metric.get(strategy) if strategy in ("min", "max") else None
     if value in (None, UNAVAILABLE):
         value = metric.get("latest")
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return None
+    return number if math.isfinite(number) else None
 
 
 # The conditions of an Experiment that has ended (`Experiment.IsCompleted` in kubeflow/katib).

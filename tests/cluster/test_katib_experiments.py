@@ -90,3 +90,19 @@ def test_a_sweep_whose_experiment_is_not_listed_learns_no_end(world, fake, clust
     reconcile(cluster=cluster)  # no Experiment of that name in the namespace
     sweep = Sweep.objects.get(experiment="tune-lr")
     assert sweep.ended == "" and sweep.ended_at is None
+
+
+def test_a_metric_reported_as_nan_or_inf_is_left_out_and_the_ending_is_stored(world, fake, cluster):
+    optimal = {"bestTrialName": BEST, "observation": {"metrics": [
+        {"name": "loss", "min": "NaN", "max": "NaN", "latest": "NaN"},
+        {"name": "accuracy", "min": "0.5", "max": "inf", "latest": "0.92"},
+    ]}}  # fmt: skip
+    fake.add(_trial(BEST))
+    fake.add(_trial_job(BEST))
+    fake.add(_experiment(SUCCEEDED, best=optimal))
+
+    reconcile(cluster=cluster)  # PostgreSQL's JSON holds no NaN: one such metric stored failed every pass
+
+    sweep = Sweep.objects.get(experiment="tune-lr")
+    assert (sweep.ended, sweep.best_trial) == (Sweep.Ending.SUCCEEDED, BEST)
+    assert sweep.best_metrics == []  # accuracy's max is inf: not a value (its latest is read only when unavailable)
