@@ -230,11 +230,15 @@ class Sweep(models.Model):
         FAILED = "failed", "Failed"
 
     # How and when its Katib experiment ended, and its best trial (Katib's currentOptimalTrial) with that trial's
-    # metrics, [name, value] the objective first: learned by reconcile once the Experiment reports them.
-    ended = models.CharField(max_length=12, blank=True, choices=Ending.choices, help_text="How its experiment ended.")
+    # metrics, [name, value] the objective first: learned by reconcile once the Experiment reports them. Each has a
+    # database default (or takes NULL), so that code from before them still inserts sweeps while they migrate.
+    ended = models.CharField(max_length=12, blank=True, db_default="", default="", choices=Ending.choices,
+                             help_text="How its experiment ended.")  # fmt: skip
     ended_at = models.DateTimeField(null=True, blank=True, help_text="When its experiment ended, as Katib says.")
-    best_trial = models.CharField(max_length=253, blank=True, help_text="Katib's best trial: its job's name.")
-    best_metrics = models.JSONField(default=list, blank=True, help_text="The best trial's metrics: [name, value].")
+    best_trial = models.CharField(max_length=253, blank=True, db_default="", default="",
+                                  help_text="Katib's best trial: its job's name.")  # fmt: skip
+    best_metrics = models.JSONField(default=list, null=True, blank=True,
+                                    help_text="The best trial's metrics: [name, value]; NULL when none was learned.")
     created_at = models.DateTimeField(auto_now_add=True)
     # What the queue shows of it changes outside any cycle (reconcile learns the objective): the
     # polled parts' version moves with this (scheduling.selectors.live_version).

@@ -13,17 +13,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='sweep',
             name='best_metrics',
-            field=models.JSONField(blank=True, default=list, help_text="The best trial's metrics: [name, value]."),
+            field=models.JSONField(blank=True, default=list, help_text="The best trial's metrics: [name, value]; NULL when none was learned.", null=True),
         ),
         migrations.AddField(
             model_name='sweep',
             name='best_trial',
-            field=models.CharField(blank=True, help_text="Katib's best trial: its job's name.", max_length=253),
+            field=models.CharField(blank=True, db_default='', default='', help_text="Katib's best trial: its job's name.", max_length=253),
         ),
         migrations.AddField(
             model_name='sweep',
             name='ended',
-            field=models.CharField(blank=True, choices=[('succeeded', 'Succeeded'), ('failed', 'Failed')], help_text='How its experiment ended.', max_length=12),
+            field=models.CharField(blank=True, choices=[('succeeded', 'Succeeded'), ('failed', 'Failed')], db_default='', default='', help_text='How its experiment ended.', max_length=12),
         ),
         migrations.AddField(
             model_name='sweep',
