@@ -225,7 +225,8 @@ def _bound(value: float) -> str:
 
 def _tasks_failed():
     family = CounterMetricFamily("gangway_tasks_failed", "Celery tasks that raised, per task.", labels=["task"])
-    names = sorted(name for name in app.tasks if name.startswith("gangway."))
+    # Gangway's own tasks: the loop's (gangway.*) and the notifier's (notifications.*), each from 0.
+    names = sorted(name for name in app.tasks if name.startswith(("gangway.", "notifications.")))
     try:
         counts = caches["metrics"].get_many([FAILED_KEY.format(name) for name in names])
     except (RedisUnreachable, RedisTimeout) as error:

@@ -129,6 +129,19 @@ def test_a_failed_task_is_counted_for_every_process_to_see(client, monkeypatch):
     assert ("gangway_tasks_failed_total", (("task", "gangway.admission_cycle"),)) in after
 
 
+def test_the_notifiers_tasks_are_counted_too(client):
+    """The monitoring component's alert on failing tasks covers the notifier's, sending and token notices."""
+    from portal.metrics import count_task_failure
+
+    served = {dict(labels)["task"] for name, labels in scrape(client) if name == "gangway_tasks_failed_total"}
+    assert {"notifications.warn_expiring_tokens", "notifications.prune_deliveries"} <= served
+
+    before = scrape(client)[("gangway_tasks_failed_total", (("task", "notifications.warn_expiring_tokens"),))]
+    count_task_failure(sender=type("Task", (), {"name": "notifications.warn_expiring_tokens"}))
+    after = scrape(client)[("gangway_tasks_failed_total", (("task", "notifications.warn_expiring_tokens"),))]
+    assert after == before + 1
+
+
 def test_an_empty_world_still_answers(client):
     metrics = scrape(client)
 
