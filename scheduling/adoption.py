@@ -381,10 +381,17 @@ def gangway_name(name: str) -> str:
 
 
 def _sweep(item: OutsideJob, team: Team) -> Sweep | None:
-    """The sweep of a Katib trial's job (created with its first trial), or None for a job of no trial."""
+    """The sweep of a Katib trial's job (created with its first trial), or None for a job of no trial. A new
+    trial of a sweep whose experiment had ended means it runs again (created again under its name, or resumed
+    by Katib): the old ending, best trial and metrics are forgotten until Katib reports the new ones."""
     if not item.trial:
         return None
-    sweep, _ = Sweep.objects.get_or_create(team=team, experiment=item.experiment)
+    sweep, created = Sweep.objects.get_or_create(team=team, experiment=item.experiment)
+    if not created and (sweep.ended or sweep.best_trial):
+        # updated_at by hand, as `_learn_endings` does: the sweep's polled parts move with it (live_version).
+        Sweep.objects.filter(pk=sweep.pk).update(ended="", ended_at=None, best_trial="", best_metrics=[],
+                                                 updated_at=timezone.now())  # fmt: skip
+        sweep.refresh_from_db()
     return sweep
 
 

@@ -106,3 +106,23 @@ def test_a_metric_reported_as_nan_or_inf_is_left_out_and_the_ending_is_stored(wo
     sweep = Sweep.objects.get(experiment="tune-lr")
     assert (sweep.ended, sweep.best_trial) == (Sweep.Ending.SUCCEEDED, BEST)
     assert sweep.best_metrics == []  # accuracy's max is inf: not a value (its latest is read only when unavailable)
+
+
+def test_an_experiment_created_again_under_its_name_forgets_the_old_ending_at_its_first_new_trial(world, fake,
+                                                                                                  cluster):  # fmt: skip
+    fake.add(_trial(BEST))
+    fake.add(_trial_job(BEST))
+    fake.add(_experiment(SUCCEEDED, best=OPTIMAL))
+    reconcile(cluster=cluster)
+    assert Sweep.objects.get().ended == Sweep.Ending.SUCCEEDED
+
+    # Deleted with its trials, then created again: a new trial's job arrives while the new run has not ended.
+    fake.objects.pop(("apis/kubeflow.org/v1beta1", "experiments", "maps", "tune-lr"))
+    fake.add(_experiment([{"type": "Running", "status": "True"}]))
+    fake.add(_trial("tune-lr-n3wtrial"))
+    fake.add(_trial_job("tune-lr-n3wtrial"))
+    reconcile(cluster=cluster)
+
+    sweep = Sweep.objects.get()
+    assert (sweep.ended, sweep.ended_at, sweep.best_trial, sweep.best_metrics) == ("", None, "", [])
+    assert Job.objects.filter(sweep=sweep).count() == 2
