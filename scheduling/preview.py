@@ -30,6 +30,7 @@ from scheduling.selectors import live_version
 from scheduling.snapshot import (
     build_world, epoch, policy_nodes, policy_replicas, policy_settings, policy_teams, replica_defaults,
 )
+from tenants.limit_words import UNSET, limit_text
 from tenants.models import PriorityTier, Team
 
 # Not of digits alone, so R3 puts it after the jobs queued in the same second (`id_order`): it is the newest.
@@ -218,7 +219,7 @@ def quota_what_if(*, team: Team, quotas: dict[str, dict]) -> QuotaWhatIf:
     """Plan the current snapshot with `team`'s quotas replaced by `quotas`; compare with the plan as is.
 
     `quotas` maps a resource to {"nominal", "borrowing_limit", "lending_limit"}
-    (None = no limit), or to None to remove its quota; a resource left out
+    (None = not set), or to None to remove its quota; a resource left out
     keeps its current row. Only the differences the change makes are
     returned as preemptions, starts and rejections; the team's jobs that
     would keep waiting, its limits before and after, and warnings come along.
@@ -289,13 +290,12 @@ def _index(resource: str) -> int:
 
 
 def _limit_text(team, resource: str, key: str) -> str:
-    """One limit as the policy reads it: a missing borrowing limit is none, a missing lending limit lends all."""
+    """One limit as the policy reads it, a limit not set in the words every page uses (`tenants.limit_words`): a
+    missing borrowing limit is "no limit", a missing lending limit lends "all unused"."""
     if resource not in team.nominal:
-        return "no quota"
+        return UNSET["nominal"]
     limits = {"nominal": team.nominal, "borrowing_limit": team.borrowing_limit, "lending_limit": team.lending_limit}[key]
-    if resource not in limits:
-        return "no limit" if key == "borrowing_limit" else "all unused"  # as the team page and the admin say
-    return amount(_index(resource), limits[resource])
+    return limit_text(key, limits.get(resource), lambda figure: amount(_index(resource), figure))
 
 
 def _limit_changes(before, after, gpu_types: tuple[str, ...]) -> list[LimitChange]:

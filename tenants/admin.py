@@ -8,6 +8,7 @@ from tenants.admin_display import quantity_text
 from tenants.admin_members import MembershipForm, MembershipFormSet
 from tenants.admin_rows import LoadedField, LoadedRowForm
 from tenants.audit import record, snapshot
+from tenants.limit_words import limit_text
 from tenants.models import ApiToken, AuditEntry, GpuType, Membership, PriorityTier, Quota, Team
 from tenants.quota_conflicts import FIELDS, QuotaAsRead, QuotaChanged, changes_since
 from tenants.selectors import quota_resources
@@ -218,15 +219,20 @@ class QuotaAdmin(AuditedAdmin):
 
     @admin.display(description="borrowing limit", ordering="borrowing_limit")
     def borrowing_shown(self, quota: Quota) -> str:
-        return "no limit" if quota.borrowing_limit is None else quantity_text(quota.resource, quota.borrowing_limit)
+        return _limit_shown(quota, "borrowing_limit")
 
     @admin.display(description="lending limit", ordering="lending_limit")
     def lending_shown(self, quota: Quota) -> str:
-        return "all unused" if quota.lending_limit is None else quantity_text(quota.resource, quota.lending_limit)
+        return _limit_shown(quota, "lending_limit")
 
     @admin.display(description="max per replica", ordering="max_per_replica")
     def per_replica_shown(self, quota: Quota) -> str:
-        return "no limit" if quota.max_per_replica is None else quantity_text(quota.resource, quota.max_per_replica)
+        return _limit_shown(quota, "max_per_replica")
+
+
+def _limit_shown(quota: Quota, field: str) -> str:
+    """One limit of a quota row as the pages say it: "8 GPUs", or its words for unset ("no limit", "all unused")."""
+    return limit_text(field, getattr(quota, field), lambda amount: quantity_text(quota.resource, amount))
 
 
 GPU_TYPE_FIELDS = ("name", "label", "value", "order", "description")

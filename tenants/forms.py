@@ -13,6 +13,7 @@ from django.core.validators import RegexValidator
 
 from core.quantities import IN_UNITS, NotFinite, TooLarge, format_cpu, format_memory
 from tenants.inputs import WEIGHT_MAX, WEIGHT_MIN, quota_problem
+from tenants.limit_words import UNSET
 from scheduling.policy.types import type_of_key
 from tenants.models import Team, base_resource
 from tenants.quota_conflicts import QuotaAsRead
@@ -48,7 +49,7 @@ class QuotaForm(forms.Form):
         for resource in self.resources:
             for limit in LIMITS:
                 self.fields[field_name(resource, limit)] = forms.CharField(
-                    required=False, widget=forms.TextInput(attrs={"class": "num", "placeholder": _placeholder(limit)})
+                    required=False, widget=forms.TextInput(attrs={"class": "num", "placeholder": UNSET[limit]})
                 )
 
     def rows(self):
@@ -93,10 +94,6 @@ def label_of(resource: str) -> str:
     """How the quota page names a resource: "GPUs", "a100 GPUs", "CPU", "Memory"."""
     gpu_type = type_of_key(resource)
     return f"{gpu_type} GPUs" if gpu_type is not None else LABELS[resource]
-
-
-def _placeholder(limit: str) -> str:
-    return {"nominal": "no quota", "borrowing_limit": "no limit", "lending_limit": "all unused"}[limit]
 
 
 def _amount(resource: str, text: str) -> int | None:

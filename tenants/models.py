@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from scheduling.policy.types import type_of_key, typed_key
 from tenants.inputs import quota_problem, weight_problem
+from tenants.limit_words import NO_LIMIT
 from tenants.roles import Role
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -176,13 +177,13 @@ class Quota(models.Model):
     resource = models.CharField(max_length=67, help_text="gpu, cpu, memory, or gpu:<type> for one GPU type.")
     nominal = models.BigIntegerField(help_text="Guaranteed share.")
     borrowing_limit = models.BigIntegerField(
-        null=True, blank=True, help_text="How far above nominal the team may go; empty = no limit, 0 = never."
+        null=True, blank=True, help_text=f"How far above nominal the team may go; empty = {NO_LIMIT}, 0 = never."
     )
     lending_limit = models.BigIntegerField(
         null=True, blank=True, help_text="How much unused nominal others may borrow; empty = all of it."
     )
     max_per_replica = models.BigIntegerField(
-        null=True, blank=True, help_text="Most one replica may ask for (LimitRange max); empty = no limit."
+        null=True, blank=True, help_text=f"Most one replica may ask for (LimitRange max); empty = {NO_LIMIT}."
     )
     default_per_replica = models.BigIntegerField(
         null=True, blank=True, help_text="What a replica gets when it asks for nothing (LimitRange default)."

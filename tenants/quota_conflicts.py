@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from tenants.admin_display import quantity_text
+from tenants.limit_words import limit_text
 from tenants.models import AuditEntry, Team
 
 WEIGHT = "weight"
@@ -23,8 +24,6 @@ WEIGHT = "weight"
 # admin's quota forms, GPU type changes) and teams (the admin's team form holds the weight).
 SUBJECTS = ("quota", "team")
 FIELDS = ("nominal", "borrowing_limit", "lending_limit", "max_per_replica", "default_per_replica")
-UNSET = {"nominal": "no quota", "borrowing_limit": "no limit", "lending_limit": "all unused",
-         "max_per_replica": "no limit", "default_per_replica": "none"}  # fmt: skip
 ENTRIES_READ = 50  # who made a change is looked for among the team's newest entries since the form was loaded
 
 
@@ -155,7 +154,7 @@ def _label(key: str, field: str | None) -> str:
 def _shown(key: str, field: str | None, value) -> str:
     if field is None:
         return str(value)
-    return UNSET[field] if value is None else quantity_text(key, value)
+    return limit_text(field, value, lambda amount: quantity_text(key, amount))
 
 
 def _by(entry: AuditEntry) -> str:

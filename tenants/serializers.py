@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tenants.inputs import QUOTA_MAX, WEIGHT_MAX, WEIGHT_MIN, quota_problem, text_problem
+from tenants.limit_words import ALL_UNUSED, NO_LIMIT
 from tenants.models import ApiToken, PriorityTier, Quota, base_resource, is_quota_resource
 from tenants.selectors import quota_resources
 from tenants.services import QUOTA_FIELDS
@@ -81,10 +82,10 @@ def _usage(usage) -> dict:
 class QuotaLimitsSerializer(serializers.Serializer):
     nominal = serializers.IntegerField(min_value=0, max_value=BIG, help_text="Guaranteed share.")
     borrowing_limit = serializers.IntegerField(
-        min_value=0, max_value=BIG, allow_null=True, default=None, help_text="null = no limit, 0 = never borrows."
+        min_value=0, max_value=BIG, allow_null=True, default=None, help_text=f"null = {NO_LIMIT}, 0 = never borrows."
     )
     lending_limit = serializers.IntegerField(
-        min_value=0, max_value=BIG, allow_null=True, default=None, help_text="null = all unused nominal may be lent."
+        min_value=0, max_value=BIG, allow_null=True, default=None, help_text=f"null = {ALL_UNUSED} nominal may be lent."
     )
 
     def validate(self, attrs):

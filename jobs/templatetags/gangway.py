@@ -21,6 +21,7 @@ from core.quantities import memory_text
 from jobs.codes import Because
 from jobs.reason_lines import may_name_types, reason_lines
 from scheduling.policy.reasons import Code
+from tenants.limit_words import UNSET
 from tenants.models import Team
 from tenants.selectors import gpu_types
 
@@ -100,6 +101,13 @@ def plural(count, word: str) -> str:
     """`8|plural:"GPU"` -> "8 GPUs"; `1|plural:"GPU"` -> "1 GPU"."""
     count = count or 0
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+@register.simple_tag
+def unset_limit(field: str) -> str:
+    """The words for a quota figure not set ("no limit" for a borrowing limit, "all unused" for a lending limit),
+    from `tenants.limit_words`, which the admin, the what-if and the messages read too."""
+    return UNSET[field]
 
 
 @register.filter
