@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from scheduling.policy.types import type_of_key, typed_key
 from tenants.inputs import quota_problem, weight_problem
-from tenants.limit_words import NO_LIMIT
+from tenants.limit_words import ALL_UNUSED, NO_LIMIT
 from tenants.roles import Role
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -180,7 +180,7 @@ class Quota(models.Model):
         null=True, blank=True, help_text=f"How far above nominal the team may go; empty = {NO_LIMIT}, 0 = never."
     )
     lending_limit = models.BigIntegerField(
-        null=True, blank=True, help_text="How much unused nominal others may borrow; empty = all of it."
+        null=True, blank=True, help_text=f"How much unused nominal others may borrow; empty = {ALL_UNUSED}."
     )
     max_per_replica = models.BigIntegerField(
         null=True, blank=True, help_text=f"Most one replica may ask for (LimitRange max); empty = {NO_LIMIT}."

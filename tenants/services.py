@@ -17,6 +17,7 @@ from django.db import transaction
 from portal import triggers
 from scheduling.policy.types import type_of_key
 from tenants.audit import record, snapshot
+from tenants.limit_words import limit_text
 from tenants.models import AuditEntry, GpuType, Quota, Resource, Team, is_quota_resource
 from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since
 from tenants.selectors import quota_resources
@@ -107,12 +108,8 @@ def _changes(before: dict, after: dict) -> list[str]:
         for field in QUOTA_FIELDS:
             a, b = (old or {}).get(field), (new or {}).get(field)
             if a != b:
-                parts.append(f"{key} {field.replace('_', ' ')} {_show(a)} -> {_show(b)}")
+                parts.append(f"{key} {field.replace('_', ' ')} {limit_text(field, a)} -> {limit_text(field, b)}")
     return parts
-
-
-def _show(value) -> str:
-    return "no limit" if value is None else str(value)
 
 
 def admission_inputs_changed() -> None:
