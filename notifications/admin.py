@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from notifications.models import Delivery, Subscription, TeamWebhook
+from notifications.models import Delivery, Subscription, TeamWebhook, TokenNotice
 from tenants.admin_display import LoopRecordAdmin
 
 
@@ -21,3 +21,14 @@ class DeliveryAdmin(LoopRecordAdmin):
 
     list_display = ["created_at", "job", "channel", "target", "state", "attempts", "digest_size", "sent_at"]
     list_filter = ["state", "channel"]
+
+
+@admin.register(TokenNotice)
+class TokenNoticeAdmin(LoopRecordAdmin):
+    """Every notice that an API token expires, as the worker recorded it; written only by the notification tasks
+    (`token_notices.py`), and a row deleted by hand would have its notice made and sent again."""
+
+    list_display = ["created_at", "token", "kind", "user", "state", "attempts", "sent_at"]
+    list_filter = ["state", "kind"]
+    search_fields = ["token__name", "token__prefix", "user__username"]
+    list_select_related = ["token__team", "token__user", "user"]

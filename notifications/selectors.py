@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import connections
 from django.db.models import Q, QuerySet
 
-from notifications.models import Delivery, Subscription
+from notifications.models import Delivery, Subscription, TokenNotice
 from tenants import permissions
 from tenants.models import Team
 
@@ -45,3 +45,10 @@ def recent_deliveries(user, limit: int = 20) -> QuerySet[Delivery]:
         for other in others:
             latest |= Q(pk__in=other)
     return Delivery.objects.filter(latest).select_related("job", "event").order_by(*NEWEST)[:limit]
+
+
+def recent_token_notices(user, limit: int = 20) -> QuerySet[TokenNotice]:
+    """Returns the latest `limit` notices that an API token expires made for the user (`token_notices.py`), newest
+    first, with their tokens and teams; empty when none was. Only the user's own: a team token's other people
+    each have their own notice."""
+    return TokenNotice.objects.filter(user=user).select_related("token__team").order_by(*NEWEST)[:limit]

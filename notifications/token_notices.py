@@ -8,7 +8,8 @@ conditional UPDATE, so that two workers never both send it, and records how it w
 while is tried again on the next run, up to MAX_TRIES, while its token still authenticates.
 
 No subscription asks for these: a person's choices on the notifications page are about jobs, and an expiring
-credential is news to whoever holds it.
+credential is news to whoever holds it. That page lists the notices made for the person who reads it
+(`selectors.recent_token_notices`), the admin every one.
 """
 
 from __future__ import annotations

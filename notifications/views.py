@@ -24,6 +24,7 @@ def _context(request, *, form=None, webhook_forms=None) -> dict:
         "form": form or SubscriptionsForm(teams=teams, subscriptions=selectors.subscriptions_of(request.user)),
         "webhooks": [(team, forms.get(team.pk) or WebhookForm(instance=hooks.get(team.pk), prefix=team.slug)) for team in led],
         "deliveries": selectors.recent_deliveries(request.user),
+        "token_notices": selectors.recent_token_notices(request.user),
         # A message about a job of a team the person has since left links nowhere: its page would answer 404.
         "open_teams": None if request.user.is_staff else {team.pk for team in teams},
     }

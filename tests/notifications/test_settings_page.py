@@ -1,4 +1,5 @@
-"""The notification settings page: a person's e-mail choices, a team's webhook (its leads'), what was sent."""
+"""The notification settings page: a person's e-mail choices, a team's webhook (its leads'), what was sent, and
+the notices that an API token expires sent to the person."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications import outbound
-from notifications.models import Delivery, Subscription, TeamWebhook
+from notifications.models import Delivery, Subscription, TeamWebhook, TokenNotice
+from tenants.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -169,3 +171,31 @@ def test_a_webhook_url_with_a_port_out_of_range_is_refused_in_words(client, logi
     response = client.post("/notifications/webhooks/maps/", webhook_post(f"https://hooks.example.com:{port}/x"))
     assert response.status_code in (400, 422)
     assert not TeamWebhook.objects.exists()
+
+
+def test_the_page_lists_the_token_notices_sent_to_the_person_beside_their_other_messages(login, owner, lead, maps):
+    laptop, _ = token_create(name="laptop", user=owner, days=30)
+    ci, _ = token_create(name="ci-main", team=maps, actor=owner, days=90)
+    sent_at = timezone.now() - timedelta(hours=3)
+    TokenNotice.objects.create(token=laptop, kind="soon", user=owner, state="sent", attempts=1, sent_at=sent_at)
+    TokenNotice.objects.create(token=ci, kind="last_day", user=owner, state="failed", attempts=6,
+                               error="The mail server refused the message (550).")  # fmt: skip
+    TokenNotice.objects.create(token=ci, kind="last_day", user=lead, state="sent", sent_at=sent_at)
+    body = login(owner).get(URL).content.decode()
+    assert "API tokens expiring" in body
+    rows = [row for row in body.split("<tr") if "token-notice-" in row]
+    assert len(rows) == 2  # the lead's notice of the same token is theirs alone
+    failed, sent = rows  # newest first
+    assert f"ci-main</b> <span class=\"muted\">{ci.prefix}…" in failed and "maps" in failed
+    assert "Expires within a day" in failed and "failed" in failed and "refused the message (550)" in failed
+    assert f"laptop</b> <span class=\"muted\">{laptop.prefix}…" in sent and "your own token" in sent
+    assert "Expires within 14 days" in sent and '<span class="badge s-succeeded">sent</span>' in sent
+    assert f'title="{timezone.localtime(sent_at):%Y-%m-%d %H:%M}' in sent  # when it went out, on hover
+
+
+def test_an_outsider_sees_none_of_another_person_s_token_notices(login, owner, outsider, maps):
+    token, _ = token_create(name="ci-main", team=maps, actor=owner, days=90)
+    TokenNotice.objects.create(token=token, kind="soon", user=owner, state="sent", sent_at=timezone.now())
+    body = login(outsider).get(URL).content.decode()
+    assert "ci-main" not in body and token.prefix not in body
+    assert "None yet — when an API token of yours, or of a team you lead, nears its expiry" in body

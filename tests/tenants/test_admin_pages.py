@@ -7,9 +7,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
-from notifications.models import Delivery
+from notifications.models import Delivery, TokenNotice
 from scheduling.models import ClusterNode, Cycle, CycleTotals, UsageSample
 from tenants.models import Quota
+from tenants.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -22,6 +23,8 @@ LOOP_RECORDS = {
     "notifications/delivery": lambda team, job: Delivery.objects.create(
         job=job, event=JobEvent.objects.create(job=job, kind=JobEvent.Kind.FAILED, message="Failed."),
         channel=Delivery.Channel.EMAIL, target="a@example.com"),
+    "notifications/tokennotice": lambda team, job: TokenNotice.objects.create(
+        token=token_create(name="ci-main", team=team, days=30)[0], kind=TokenNotice.Kind.SOON, user=job.owner),
 }  # fmt: skip
 
 
@@ -73,3 +76,13 @@ def test_an_outsider_is_sent_to_the_admin_login(client, outsider, model):
     client.force_login(outsider)
     response = client.get(f"/admin/{model}/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_it_lists_token_notices_with_their_token_kind_person_and_state(admin_client, maps, owner):
+    token, _ = token_create(name="ci-main", team=maps, days=30)
+    TokenNotice.objects.create(token=token, kind=TokenNotice.Kind.LAST_DAY, user=owner, state=TokenNotice.State.FAILED)
+    body = admin_client.get("/admin/notifications/tokennotice/").content.decode()
+    assert f"ci-main ({token.prefix}..., team maps)" in body and "Expires within a day" in body and "owner" in body
+    for state, listed in (("failed", True), ("sent", False)):
+        page = admin_client.get(f"/admin/notifications/tokennotice/?state__exact={state}").content.decode()
+        assert ("ci-main" in page.split('id="changelist"')[1]) == listed
