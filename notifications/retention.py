@@ -1,14 +1,15 @@
 """How long the record of a notification is kept: a delivery sent or failed goes once DELIVERY_RETENTION has
-passed. The job's events, the trail people read, are never deleted here."""
+passed, and so does a notice that an API token expires once its token no longer authenticates. The job's
+events, the trail people read, are never deleted here."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
-from notifications.models import Delivery
+from notifications.models import Delivery, TokenNotice
 
 # States a delivery ends in: sent, or failed (a delivery dropped as no longer wanted is failed, saying why).
 ENDED = (Delivery.State.SENT, Delivery.State.FAILED)
@@ -32,15 +33,40 @@ def deliveries_prune(*, now: datetime) -> int:
     old = Q(state__in=ENDED, created_at__lt=now - timedelta(seconds=keep))
     deleted, statements = 0, 0
     for channel in Delivery.Channel.values:
-        while statements < PRUNE_BATCHES:
-            oldest = Delivery.objects.filter(old, channel=channel).order_by("created_at", "id")
-            batch = list(oldest.values_list("pk", flat=True)[:PRUNE_BATCH])
-            if not batch:
-                break
-            # Deleted by key (each row found through the primary key), the filter repeated: a row read
-            # as ended is deleted only if it still is.
-            deleted += Delivery.objects.filter(old, pk__in=batch).delete()[0]
-            statements += 1
-            if len(batch) < PRUNE_BATCH:
-                break
+        went, sent = _delete_oldest(Delivery.objects.filter(old, channel=channel), PRUNE_BATCHES - statements)
+        deleted, statements = deleted + went, statements + sent
     return deleted
+
+
+def token_notices_prune(*, now: datetime) -> int:
+    """Deletes the notices that an API token expires made more than DELIVERY_RETENTION before `now` whose token no
+    longer authenticates (revoked, or expired by `now`), oldest first, at most PRUNE_BATCH a statement and
+    PRUNE_BATCHES statements; returns how many went (0 when the setting is 0: every notice is kept).
+
+    A notice of a token that still authenticates is kept however old, sent or not: `token_notices.notices_due`
+    makes one for such a token whenever it has none of its kind, so deleting it would tell its people again.
+    Once the token no longer authenticates nothing is made or sent for it. A deleted token's notices go with it.
+    """
+    keep = settings.DELIVERY_RETENTION
+    if not keep:
+        return 0
+    old = Q(created_at__lt=now - timedelta(seconds=keep)) & (
+        Q(token__revoked_at__isnull=False) | Q(token__expires_at__lte=now))  # fmt: skip
+    return _delete_oldest(TokenNotice.objects.filter(old), PRUNE_BATCHES)[0]
+
+
+def _delete_oldest(rows: QuerySet, statements: int) -> tuple[int, int]:
+    """Deletes `rows`, oldest first, PRUNE_BATCH at a time in at most `statements` statements; returns how many
+    rows went and how many statements it took."""
+    deleted, made = 0, 0
+    while made < statements:
+        batch = list(rows.order_by("created_at", "id").values_list("pk", flat=True)[:PRUNE_BATCH])
+        if not batch:
+            break
+        # Deleted by key (each row found through the primary key), the filter repeated: a row read as
+        # prunable is deleted only if it still is.
+        deleted += rows.filter(pk__in=batch).delete()[0]
+        made += 1
+        if len(batch) < PRUNE_BATCH:
+            break
+    return deleted, made

@@ -132,11 +132,16 @@ def resend_lost() -> int:
 @shared_task(name="notifications.prune_deliveries", ignore_result=True)
 def prune_deliveries() -> int:
     """Deletes the records of deliveries sent or failed longer than DELIVERY_RETENTION ago
-    (`retention.deliveries_prune`); returns how many went. Beat runs it every hour."""
-    deleted = retention.deliveries_prune(now=timezone.now())
+    (`retention.deliveries_prune`), and the notices made as long ago of API tokens that no longer authenticate
+    (`retention.token_notices_prune`); returns how many rows went. Beat runs it every hour."""
+    now = timezone.now()
+    deleted = retention.deliveries_prune(now=now)
     if deleted:
         log.info("deleted %d deliveries sent or failed longer than DELIVERY_RETENTION ago", deleted)
-    return deleted
+    notices = retention.token_notices_prune(now=now)
+    if notices:
+        log.info("deleted %d token expiry notices made longer than DELIVERY_RETENTION ago", notices)
+    return deleted + notices
 
 
 @shared_task(name="notifications.warn_expiring_tokens", ignore_result=True)

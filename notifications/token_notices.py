@@ -9,7 +9,8 @@ while is tried again on the next run, up to MAX_TRIES, while its token still aut
 
 No subscription asks for these: a person's choices on the notifications page are about jobs, and an expiring
 credential is news to whoever holds it. That page lists the notices made for the person who reads it
-(`selectors.recent_token_notices`), the admin every one.
+(`selectors.recent_token_notices`), the admin every one; `retention.token_notices_prune` deletes one once old and
+its token no longer authenticates, never before, so that `notices_due` never makes it again.
 """
 
 from __future__ import annotations

@@ -238,7 +238,8 @@ CELERY_BEAT_SCHEDULE = {
     "sync-tenants": {"task": "gangway.sync_tenants", "schedule": 300.0},
     # Notifications no task will run: a worker died, or the broker refused the task (notifications.tasks.resend_lost).
     "resend-lost-notifications": {"task": "notifications.resend_lost", "schedule": 300.0},
-    # Deliveries sent or failed longer than DELIVERY_RETENTION ago (notifications.tasks.prune_deliveries).
+    # Deliveries sent or failed longer than DELIVERY_RETENTION ago, and token notices as old of tokens that no longer
+    # authenticate (notifications.tasks.prune_deliveries).
     "prune-deliveries": {"task": "notifications.prune_deliveries", "schedule": 3600.0},
     # API tokens entering their last 14 days, or their last day: their people are told once each
     # (notifications.tasks.warn_expiring_tokens).

@@ -172,8 +172,9 @@ SETTINGS: tuple[Setting, ...] = (
             "checkpoints) stays valid; pods get GANGWAY_URL and the token only when PUBLIC_URL is set.", unit="s"),
     Setting("DELIVERY_RETENTION", 2592000, "How long the record of a notification sent or failed is kept (the "
             "notifications page lists the latest); then beat deletes it, the job's events staying. One pending or "
-            "waiting for a retry is kept. 0: kept for good; else at least 86400, so that a notification worked out "
-            "again within a day finds it went out and tells nobody twice.", unit="s"),
+            "waiting for a retry is kept. A notice that an API token expires goes as long after it was made, once "
+            "its token no longer authenticates. 0: kept for good; else at least 86400, so that a notification "
+            "worked out again within a day finds it went out and tells nobody twice.", unit="s"),
     Setting("WEBHOOK_ALLOW_HTTP", COMPUTED, "Let team webhooks use plain `http://` URLs.", shown="on in debug, else off"),
     Setting("WEBHOOK_ALLOW_PRIVATE", COMPUTED, "Let team webhooks post to loopback, private and link-local "
             "addresses (off: refused when saved and when sent, and posts go straight to the receiver, never "

@@ -1,6 +1,7 @@
 """The record of every notification is not kept for ever: beat deletes the deliveries sent or failed longer
-than DELIVERY_RETENTION ago, a bounded batch at a time, and never one still to be sent. The job's events,
-the trail people read, stay."""
+than DELIVERY_RETENTION ago, a bounded batch at a time, and never one still to be sent; and the notices that an
+API token expires made as long ago, once their token no longer authenticates, never while it does (it would be
+told of again). The job's events, the trail people read, stay."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from django.utils import timezone
 
 from jobs.models import JobEvent
 from notifications import retention, tasks
-from notifications.models import Delivery
+from notifications.models import Delivery, TokenNotice
+from tenants.models import ApiToken
+from tenants.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +121,53 @@ def test_a_retention_shorter_than_a_day_is_refused_at_start_up(tmp_path, value, 
     if not starts:
         refusal = "DELIVERY_RETENTION must be 0 (keep every delivery) or at least 86400 (a day), got 3600."
         assert refusal in result.stderr
+
+
+@pytest.fixture
+def noticed(owner):
+    """Makes a notice, `days` old, of a user token of the owner's made 60 days ago whose expiry is `expires_in`
+    from now (past when negative), revoked or not; returns it."""
+
+    def _noticed(days: float, *, expires_in: timedelta, revoked: bool = False, state: str = "sent") -> TokenNotice:
+        token, _ = token_create(name=f"laptop-{ApiToken.objects.count()}", user=owner, days=30)
+        ApiToken.objects.filter(pk=token.pk).update(created_at=timezone.now() - timedelta(days=60),
+                                                    expires_at=timezone.now() + expires_in,
+                                                    revoked_at=timezone.now() if revoked else None)  # fmt: skip
+        notice = TokenNotice.objects.create(token=token, kind=TokenNotice.Kind.SOON, user=owner, state=state)
+        TokenNotice.objects.filter(pk=notice.pk).update(created_at=timezone.now() - timedelta(days=days))
+        return notice
+
+    return _noticed
+
+
+def notices_kept(*notices: TokenNotice) -> list[bool]:
+    return [TokenNotice.objects.filter(pk=notice.pk).exists() for notice in notices]
+
+
+def test_token_notices_older_than_the_retention_go_once_their_token_no_longer_authenticates(noticed, settings):
+    settings.DELIVERY_RETENTION = DAY
+    gone = [noticed(3, expires_in=-timedelta(hours=1)), noticed(3, expires_in=timedelta(days=5), revoked=True),
+            noticed(3, expires_in=-timedelta(days=1), state="failed")]  # fmt: skip
+    recent = noticed(0.5, expires_in=-timedelta(hours=1))
+    assert tasks.prune_deliveries() == 3
+    assert notices_kept(*gone) == [False] * 3
+    assert notices_kept(recent) == [True]
+
+
+def test_a_token_notice_is_kept_however_old_while_its_token_authenticates_so_it_is_never_sent_twice(
+        noticed, settings, smtp):
+    settings.DELIVERY_RETENTION = DAY
+    notice = noticed(3, expires_in=timedelta(days=10))  # its 14 days' notice went out 3 days ago
+    assert tasks.prune_deliveries() == 0
+    assert notices_kept(notice) == [True]
+    notice.user.email = "owner@example.com"
+    notice.user.save()
+    tasks.warn_expiring_tokens()  # beat's next run finds it made and sent
+    assert smtp.messages == [] and TokenNotice.objects.count() == 1
+
+
+def test_a_retention_of_0_keeps_every_token_notice(noticed, settings):
+    settings.DELIVERY_RETENTION = 0
+    ancient = noticed(3650, expires_in=-timedelta(days=3600))
+    assert tasks.prune_deliveries() == 0
+    assert notices_kept(ancient) == [True]
