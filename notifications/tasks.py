@@ -146,11 +146,14 @@ def prune_deliveries() -> int:
 
 @shared_task(name="notifications.warn_expiring_tokens", ignore_result=True)
 def warn_expiring_tokens() -> int:
-    """Makes the notices of API tokens that expire soon (`token_notices.notices_due`) and enqueues each still to
-    send, those that failed for a while among them; returns how many were enqueued. Beat runs it every hour."""
+    """Makes the notices of API tokens that expire soon (`token_notices.notices_due`), gives up on those whose token
+    was revoked or expired before they went, and enqueues each still to send, those that failed for a while among
+    them; returns how many were enqueued. Beat runs it every hour."""
     now = timezone.now()
     if made := len(token_notices.notices_due(now)):
         log.info("%d people are to be told that an API token expires soon", made)
+    if dropped := token_notices.give_up_on_dead_tokens():
+        log.info("%d token expiry notices were not sent: their tokens were revoked or expired first", dropped)
     waiting = token_notices.to_send(now)
     for notice_id in waiting:
         send_token_notice.delay(notice_id)

@@ -43,8 +43,10 @@ MAX_TRIES = 6  # a notice that failed this many times (one an hour) is given up 
 def notices_due(now) -> list[TokenNotice]:
     """Makes the notices due at `now` that were never made: for each token that still authenticates and expires
     within a notice's window (but not within the next, later one), lived longer than that window (a 7-day token
-    is never told it has 14 days left) and has no notice of that kind yet, one per person to tell. Returns those
-    made; one a concurrent run made first is left to it (the unique constraint)."""
+    is never told it has 14 days left) and has no notice of that kind yet, one per person to tell. A token's
+    notices are made in one transaction, so that a run stopped midway (a worker killed) leaves none of them and
+    the next run makes them all, rather than some, and the token then passed over. Returns those made; one a
+    concurrent run made first is left to it (the unique constraint)."""
     kinds = list(BEFORE)
     made = []
     for kind, later in zip(kinds, [*kinds[1:], None]):
@@ -55,12 +57,13 @@ def notices_due(now) -> list[TokenNotice]:
             tokens = tokens.filter(expires_at__gt=now + BEFORE[later])
         tokens = tokens.exclude(pk__in=TokenNotice.objects.filter(kind=kind).values("token")).select_related("user")
         for token in tokens:
-            for user in _told(token):
-                try:
-                    with transaction.atomic():
-                        made.append(TokenNotice.objects.create(token=token, kind=kind, user=user))
-                except IntegrityError:  # a concurrent run made it first
-                    pass
+            with transaction.atomic():
+                for user in _told(token):
+                    try:
+                        with transaction.atomic():
+                            made.append(TokenNotice.objects.create(token=token, kind=kind, user=user))
+                    except IntegrityError:  # a concurrent run made it first
+                        pass
     return made
 
 
@@ -74,6 +77,18 @@ def _told(token: ApiToken) -> list:
             Q(role=Membership.Role.LEAD) | Q(user=token.created_by_id)).select_related("user")  # fmt: skip
         people = [membership.user for membership in memberships]
     return [person for person in people if person.is_active and person.email]
+
+
+def give_up_on_dead_tokens() -> int:
+    """Records as failed, never sent, the notices still waiting whose token no longer authenticates (revoked or
+    expired before a send went through): nothing tries them again, and the notifications page would say
+    "pending" for ever. Returns how many."""
+    tokens = active_tokens(ApiToken.objects.all()).values("pk")
+    return TokenNotice.objects.filter(state=TokenNotice.State.PENDING).exclude(token__in=tokens).update(
+        state=TokenNotice.State.FAILED, claimed_at=None, error=NOT_SENT)  # fmt: skip
+
+
+NOT_SENT = "Not sent: the token was revoked or expired first, or the person's account has no address."
 
 
 def to_send(now) -> list[int]:
@@ -98,8 +113,7 @@ def send(notice_id: int) -> str:
     if notice is None:  # its token was deleted meanwhile
         return "skipped"
     if not notice.token.is_active or not notice.user.is_active or not notice.user.email:
-        return _record(notice, TokenNotice.State.FAILED,
-                       "Not sent: the token was revoked or expired first, or the person's account has no address.")
+        return _record(notice, TokenNotice.State.FAILED, NOT_SENT)
     error = _email(notice)
     if error is None or isinstance(error, outcomes.AnswerUnknown):
         return _record(notice, TokenNotice.State.SENT, str(error or ""), sent_at=timezone.now())

@@ -73,6 +73,31 @@ def test_a_team_tokens_leads_and_its_maker_are_told_not_its_other_members(maps, 
             "(https://gangway.example.com/teams/maps/tokens/)") in message  # fmt: skip
 
 
+def test_a_run_stopped_between_two_people_of_a_token_leaves_the_next_run_to_tell_both(maps, lead, member,
+                                                                                      with_address, smtp,
+                                                                                      monkeypatch):  # fmt: skip
+    with_address(lead), with_address(member)
+    token, _ = token_create(name="ci-main", team=maps, actor=member, days=90)
+    expiring(token, within=timedelta(days=10))
+    create = TokenNotice.objects.create
+    made = []
+
+    def killed_after_the_first(**fields):
+        if made:
+            raise SystemExit("the worker is killed")
+        made.append(create(**fields))
+        return made[-1]
+
+    monkeypatch.setattr(TokenNotice.objects, "create", killed_after_the_first)
+    with pytest.raises(SystemExit):
+        token_notices.notices_due(timezone.now())
+    monkeypatch.undo()
+
+    tasks.warn_expiring_tokens()  # beat's next run
+
+    assert sorted(to for to, _ in told(smtp)) == ["lead@example.com", "member@example.com"]
+
+
 def test_a_maker_who_left_the_team_is_not_told(maps, lead, member, with_address, smtp):
     with_address(lead), with_address(member)
     token, _ = token_create(name="ci-main", team=maps, actor=member, days=90)
@@ -164,7 +189,18 @@ def test_a_token_revoked_before_its_notice_went_out_is_not_told_of(owner, with_a
     (notice,) = token_notices.notices_due(timezone.now())
     token_revoke(token=token, actor=owner)
 
-    assert tasks.warn_expiring_tokens() == 0
+    assert tasks.warn_expiring_tokens() == 0  # beat's run gives it up: nothing would try it again
+    notice.refresh_from_db()
+    assert (notice.state, notice.error) == ("failed", token_notices.NOT_SENT)  # the page says so, not "pending"
+    assert tasks.send_token_notice(notice.pk) == "skipped" and told(smtp) == []
+
+
+def test_a_send_that_finds_its_token_revoked_records_it_failed(owner, with_address, smtp):
+    token, _ = token_create(name="laptop", user=with_address(owner), days=30)
+    expiring(token, within=timedelta(days=12))
+    (notice,) = token_notices.notices_due(timezone.now())
+    token_revoke(token=token, actor=owner)  # after beat enqueued its send
+
     assert tasks.send_token_notice(notice.pk) == "failed" and told(smtp) == []
 
 
