@@ -137,7 +137,8 @@ def test_the_manifest_builder_builds_it_as_its_layout_is_shaped(mpijob):
     assert groups["Worker"]["template"]["spec"]["containers"][0]["name"] == "mpi"
     assert manifest["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 3
     assert job_manifests.replica_needs(manifest)[1][:2] == ("Worker", 2)
-    assert job_manifests.suspend_patch(mpijob) == {"spec": {"runPolicy": {"suspend": True}}}
+    assert job_manifests.suspend_patch(mpijob) == {"metadata": {"annotations": {"gangway.io/suspended-by": "gangway"}},
+                                                   "spec": {"runPolicy": {"suspend": True}}}  # fmt: skip
 
 
 def test_the_job_model_stores_it_without_a_migration(maps, tiers, mpijob):
