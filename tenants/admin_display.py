@@ -1,7 +1,8 @@
 """How the admin site shows stored amounts and guards records only the loop writes.
 
-Every admin page formats cpu (millicores) and memory (bytes) through
-`quantity_text`, so the formatter it calls can be swapped in this one place.
+Every admin page, the refusal of a stale quota edit and the audit of a change of quota figures format
+GPUs, cpu (millicores) and memory (bytes) through `quantity_text`, so they read alike and the formatter it
+calls can be swapped in this one place.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from tenants.models import Resource
 
 
 def quantity_text(resource: str, amount: int | None) -> str:
-    """`amount` of a resource as a person reads it: "2 CPUs", "500m CPU", "512Gi", "8 GPUs"; "—" for None."""
+    """`amount` of a resource as a person reads it: "2 CPUs", "500m CPU", "512 GiB", "8 GPUs"; "—" for None.
+
+    Memory is exact, in the largest binary unit that holds it whole, spelled as the pages spell it
+    ("512 GiB", "1536 KiB"); an amount no such unit holds whole is in bytes ("1000000000 B")."""
     if amount is None:
         return "—"
     if resource == Resource.CPU:
         return f"{format_cpu(amount)} CPU{'s' if amount % 1000 == 0 and amount != 1000 else ''}"
     if resource == Resource.MEMORY:
-        return format_memory(amount)
+        quantity = format_memory(amount)  # "512Gi", or bare bytes
+        return f"{quantity[:-2]} {quantity[-2:]}B" if quantity.endswith("i") else f"{quantity} B"
     return f"{amount} GPU{'' if amount == 1 else 's'}"
 
 

@@ -51,15 +51,21 @@ def test_it_offers_no_add_change_or_delete_for_loop_records(admin_client, submit
 def test_it_shows_node_cpu_and_memory_as_quantities(admin_client, db):
     ClusterNode.objects.create(name="n9", gpu=8, cpu=64000, memory=512 * 1024**3, outside_cpu=500, seen_at=timezone.now())
     body = admin_client.get("/admin/scheduling/clusternode/").content.decode()
-    assert "512Gi" in body and "64 CPUs" in body and "500m CPU" in body
+    assert "512 GiB" in body and "64 CPUs" in body and "500m CPU" in body
     assert "549755813888" not in body and "64000" not in body
+
+
+def test_it_shows_memory_no_binary_unit_holds_whole_in_bytes(admin_client, db):
+    ClusterNode.objects.create(name="n9", gpu=8, cpu=64000, memory=10**9, outside_memory=1536, seen_at=timezone.now())
+    body = admin_client.get("/admin/scheduling/clusternode/").content.decode()
+    assert ">1000000000 B<" in body and ">1536 B<" in body
 
 
 def test_it_shows_quotas_in_their_resource_units(admin_client, maps):
     Quota.objects.create(team=maps, resource="memory", nominal=256 * 1024**3, max_per_replica=64 * 1024**3)
     Quota.objects.create(team=maps, resource="cpu", nominal=2000, borrowing_limit=0)
     body = admin_client.get("/admin/tenants/quota/").content.decode()
-    assert "256Gi" in body and "64Gi" in body and "2 CPUs" in body and "0 CPUs" in body
+    assert "256 GiB" in body and "64 GiB" in body and "2 CPUs" in body and "0 CPUs" in body
     assert "8 GPUs" in body  # the gpu quota of maps
     assert f">{256 * 1024**3}<" not in body  # no cell shows raw bytes
 
