@@ -32,7 +32,7 @@ class QuotaChanged(Exception):
 
     `changes` says what changed since, with who and when where the audit says ("gpu nominal was
     changed from 8 GPUs to 4 GPUs by alice at 10:02 UTC"); `attempted` lists the refused edit as the
-    audit words changes ("gpu borrowing limit 8 -> 0"), empty when it changed nothing.
+    audit words changes ("gpu borrowing limit 8 GPUs -> 0 GPUs"), empty when it changed nothing.
     """
 
     def __init__(self, changes: str, attempted: list[str] | None = None):
@@ -113,7 +113,7 @@ def changes_since(team: Team, read: QuotaAsRead, now: dict) -> str:
     for key, field, old, new in differences:
         entry = next((e for e in entries if _figure(e.before, key, field) != _figure(e.after, key, field)), None)
         groups.setdefault(entry.pk if entry else None, (entry, []))[1].append(
-            (_label(key, field), _shown(key, field, old), _shown(key, field, new)))
+            (_label(key, field), figure_text(key, field, old), figure_text(key, field, new)))
     phrases = []
     for entry, changes in groups.values():
         said = [f"{label} {'was changed ' if not index else ''}from {old} to {new}"
@@ -151,7 +151,10 @@ def _label(key: str, field: str | None) -> str:
     return "the weight" if field is None else f"{key} {field.replace('_', ' ')}"
 
 
-def _shown(key: str, field: str | None, value) -> str:
+def figure_text(key: str, field: str | None, value) -> str:
+    """One quota figure as the refusal and the audit of a quota change write it: in its resource's unit ("64 CPUs",
+    "512 GiB", "8 GPUs" for `key` cpu, memory, gpu or gpu:<type>), its words when not set ("no limit"); the weight
+    (`field` None) as it is ("2.0")."""
     if field is None:
         return str(value)
     return limit_text(field, value, lambda amount: quantity_text(key, amount))

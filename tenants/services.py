@@ -17,9 +17,8 @@ from django.db import transaction
 from portal import triggers
 from scheduling.policy.types import type_of_key
 from tenants.audit import record, snapshot
-from tenants.limit_words import limit_text
 from tenants.models import AuditEntry, GpuType, Quota, Resource, Team, is_quota_resource
-from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since
+from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since, figure_text
 from tenants.selectors import quota_resources
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
@@ -96,7 +95,8 @@ def _describe(team: Team, before: dict, after: dict) -> str:
 
 
 def _changes(before: dict, after: dict) -> list[str]:
-    """Each figure that differs, as the audit words it: "gpu nominal 8 -> 4", "weight 1.0 -> 2.0"."""
+    """Each figure that differs, as the audit words it, in the refusal's words and units (`figure_text`):
+    "gpu nominal 8 GPUs -> 4 GPUs", "cpu nominal no quota -> 64 CPUs", "weight 1.0 -> 2.0"."""
     parts = []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
@@ -108,7 +108,8 @@ def _changes(before: dict, after: dict) -> list[str]:
         for field in QUOTA_FIELDS:
             a, b = (old or {}).get(field), (new or {}).get(field)
             if a != b:
-                parts.append(f"{key} {field.replace('_', ' ')} {limit_text(field, a)} -> {limit_text(field, b)}")
+                words = field.replace("_", " ")
+                parts.append(f"{key} {words} {figure_text(key, field, a)} -> {figure_text(key, field, b)}")
     return parts
 
 

@@ -29,8 +29,8 @@ def test_a_change_based_on_quotas_changed_since_answers_409(as_persona, method):
     assert response.status_code == 409
     assert response.json()["detail"].startswith(
         "Since you read it, gpu nominal was changed from 8 GPUs to 4 GPUs by staff at ")
-    assert "your change (gpu nominal 8 -> 8" not in response.json()["detail"]
-    assert "your change (gpu borrowing limit 8 -> 0) was not saved" in response.json()["detail"]
+    assert "your change (gpu nominal 8 GPUs -> 8 GPUs" not in response.json()["detail"]
+    assert "your change (gpu borrowing limit 8 GPUs -> 0 GPUs) was not saved" in response.json()["detail"]
     assert gpu_quota() == (4, 8) and AuditEntry.objects.filter(subject="quota").count() == 1
 
 

@@ -62,7 +62,7 @@ def test_a_quota_change_is_saved_and_audited(as_persona, staff):
     assert response.status_code == 200
     assert response.json()["weight"] == 2 and response.json()["quotas"][0]["nominal"] == 12
     entry = AuditEntry.objects.get(subject="quota")
-    assert entry.actor == staff and "gpu nominal 8 -> 12" in entry.summary
+    assert entry.actor == staff and "gpu nominal 8 GPUs -> 12 GPUs" in entry.summary
 
 
 def test_put_replaces_every_quota(as_persona, maps):
@@ -123,7 +123,7 @@ def test_a_patch_of_one_type_leaves_the_others(as_persona, gpu_types, staff):
     response = as_persona("staff").patch("/api/v1/teams/maps/quota/", TYPED, format="json")
     quotas = {q["resource"]: (q["nominal"], q["borrowing_limit"]) for q in response.json()["quotas"]}
     assert quotas == {"gpu:a100": (6, 2), "gpu:l4": (4, 4)}
-    assert "gpu:a100 nominal 4 -> 6" in AuditEntry.objects.get(subject="quota", actor=staff).summary
+    assert "gpu:a100 nominal 4 GPUs -> 6 GPUs" in AuditEntry.objects.get(subject="quota", actor=staff).summary
 
 
 def test_a_typed_dry_run_saves_nothing(as_persona, gpu_types):

@@ -143,7 +143,7 @@ def test_staff_preview_a_quota_change_before_saving_it(log_in, staff, owner, sub
     assert Quota.objects.get(team=vision, resource="gpu").nominal == 8
     shot(page, "quota-what-if")
     page.click("text=Save quota")
-    expect(page.locator(".flash")).to_contain_text("gpu nominal 8 -> 12")
+    expect(page.locator(".flash")).to_contain_text("gpu nominal 8 GPUs -> 12 GPUs")
     expect(page.locator(".audit")).to_contain_text("staff")
     assert AuditEntry.objects.get().actor == staff
 

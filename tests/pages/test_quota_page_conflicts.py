@@ -57,7 +57,7 @@ def test_a_save_from_a_page_opened_before_another_admins_change_is_refused(alice
     assert response.status_code == 409
     alices = AuditEntry.objects.get()  # and nothing was recorded for bob
     assert ("Since you opened this page, gpu nominal was changed from 8 GPUs to 4 GPUs by alice at "
-            f"{clock(alices)}; your change (gpu borrowing limit 8 -&gt; 0) was not saved — the form now shows "
+            f"{clock(alices)}; your change (gpu borrowing limit 8 GPUs -&gt; 0 GPUs) was not saved — the form now shows "
             "the current quota: review it and save again.") in body  # fmt: skip
     assert 'class="error-summary" role="alert"' in body
     refreshed = form_fields(response.content.decode())
@@ -71,7 +71,7 @@ def test_the_refused_form_saves_once_reviewed(alice, bob):
     response = bob.post(URL, form_fields(refused.content.decode()) | {"gpu_borrowing_limit": "0"})
     assert response.status_code == 302
     assert gpu_quota() == (4, 0)
-    assert "gpu borrowing limit 8 -> 0" in AuditEntry.objects.first().summary
+    assert "gpu borrowing limit 8 GPUs -> 0 GPUs" in AuditEntry.objects.first().summary
 
 
 def test_an_edit_of_the_value_the_other_admin_changed_is_refused_too(alice, bob):

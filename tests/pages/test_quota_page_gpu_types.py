@@ -53,7 +53,7 @@ def test_saving_changes_only_the_type_edited_and_records_it(login, staff, maps, 
     assert response.status_code == 302
     assert Quota.objects.get(team=maps, resource="gpu:a100").nominal == 6
     assert Quota.objects.get(team=maps, resource="gpu:l4").nominal == 4
-    assert "gpu:a100 nominal 4 -> 6" in AuditEntry.objects.get(subject="quota").summary
+    assert "gpu:a100 nominal 4 GPUs -> 6 GPUs" in AuditEntry.objects.get(subject="quota").summary
 
 
 def test_clearing_a_types_nominal_removes_that_types_quota(login, staff, maps, gpu_types):

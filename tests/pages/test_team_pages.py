@@ -153,9 +153,9 @@ def test_saving_a_quota_records_who_changed_what(login, staff, maps):
     assert (quota.nominal, quota.borrowing_limit) == (10, 8)
     assert Quota.objects.get(team=maps, resource="cpu").nominal == 64000
     entry = AuditEntry.objects.get()
-    assert entry.actor == staff and "gpu nominal 8 -> 10" in entry.summary
+    assert entry.actor == staff and "gpu nominal 8 GPUs -> 10 GPUs" in entry.summary
     body = login(staff).get("/teams/maps/quota/").content.decode()
-    assert "gpu nominal 8 -&gt; 10" in body and "<b>staff</b>" in body
+    assert "gpu nominal 8 GPUs -&gt; 10 GPUs" in body and "<b>staff</b>" in body
 
 
 def test_an_invalid_quota_answers_422_by_the_field(login, staff, maps):

@@ -21,13 +21,13 @@ def test_the_audit_says_a_lending_limit_no_longer_set_lends_all_unused(maps):
     Quota.objects.filter(team=maps, resource="gpu").update(lending_limit=4)
     quota_update(team=maps, quotas={"gpu": {"nominal": 8, "borrowing_limit": 8, "lending_limit": None}})
     summary = AuditEntry.objects.get(subject="quota").summary
-    assert "gpu lending limit 4 -> all unused" in summary and "no limit" not in summary
+    assert "gpu lending limit 4 GPUs -> all unused" in summary and "no limit" not in summary
 
 
 def test_the_audit_says_a_quota_added_had_no_quota_before(maps):
     quota_update(team=maps, quotas={"cpu": {"nominal": 64000}})
     summary = AuditEntry.objects.get(subject="quota").summary
-    assert "cpu nominal no quota -> 64000" in summary
+    assert "cpu nominal no quota -> 64 CPUs" in summary
     assert "cpu borrowing limit" not in summary and "cpu lending limit" not in summary  # unset before and after
 
 
@@ -36,7 +36,7 @@ def test_a_refused_change_words_an_unset_lending_limit_as_the_changes_it_names_d
     Quota.objects.filter(team=maps, resource="gpu").update(nominal=4)
     with pytest.raises(QuotaChanged) as refused:
         quota_update(team=maps, quotas={"gpu": {"nominal": 8, "borrowing_limit": 8, "lending_limit": 2}}, based_on=read)
-    assert "your change (gpu lending limit all unused -> 2) was not saved" in str(refused.value)
+    assert "your change (gpu lending limit all unused -> 2 GPUs) was not saved" in str(refused.value)
 
 
 def test_the_quota_page_explains_an_empty_lending_limit_as_its_placeholder_says_it(login, staff, maps):
