@@ -4,8 +4,9 @@ A borrowing limit not set reads "no limit" (the team may borrow as far as the cl
 not set "all unused" (all of its unused nominal may be lent), a nominal not set "no quota" (the resource has no
 quota row, limited by node capacity only). Who says them: the team pages and the quota page (through the
 `unset_limit` template tag), the quota form's placeholders, the admin's quota columns, the quota what-if's
-table of limits, the audit's summary of a quota change and the refusal of a stale quota edit
-(`quota_conflicts`), and the API's and the model's help texts. A phrase changed here changes on all of them.
+table of limits, the audit's summary of a quota change (the quota page's and the API's, and the admin's of a
+quota row, `tenants.audit`) and the refusal of a stale quota edit (`quota_conflicts`), and the API's and the
+model's help texts. A phrase changed here changes on all of them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from portal import triggers
+from tenants.audit import record, snapshot
 from tenants.models import ApiToken, AuditEntry, Membership, Quota
 from tests.page_forms import opened
 
@@ -30,7 +31,59 @@ def test_it_records_a_quota_edit_with_before_and_after(admin_client, maps):
     assert entry.actor == admin_client.user and entry.team == maps
     assert (entry.before["nominal"], entry.after["nominal"]) == (8, 12)
     assert (entry.before["borrowing_limit"], entry.after["borrowing_limit"]) == (8, 4)
-    assert "nominal 8 -> 12" in entry.summary
+    assert "nominal 8 GPUs -> 12 GPUs" in entry.summary
+
+
+def test_it_writes_a_quota_edits_figures_in_their_units_and_unset_ones_in_their_words(admin_client, maps):
+    quota = Quota.objects.create(team=maps, resource="cpu", nominal=64000, lending_limit=16000)
+    url = f"/admin/tenants/quota/{quota.pk}/change/"
+    admin_client.post(url, {
+        "team": maps.pk, "resource": "cpu", "nominal": 32000, "borrowing_limit": 500, "lending_limit": "",
+        "max_per_replica": 8000, "default_per_replica": "", "loaded": opened(admin_client, url)["loaded"],
+    })  # fmt: skip
+    summary = AuditEntry.objects.get(subject="quota").summary
+    assert summary.startswith("Quota maps cpu: 32 CPUs changed: ")
+    assert "nominal 64 CPUs -> 32 CPUs" in summary and "borrowing_limit no limit -> 500m CPU" in summary
+    assert "lending_limit 16 CPUs -> all unused" in summary and "max_per_replica no limit -> 8 CPUs" in summary
+    assert "64000" not in summary and "None" not in summary
+
+
+def test_it_writes_a_memory_quota_in_binary_units(admin_client, maps):
+    quota = Quota.objects.create(team=maps, resource="memory", nominal=512 * 1024**3, default_per_replica=4 * 1024**3)
+    url = f"/admin/tenants/quota/{quota.pk}/change/"
+    admin_client.post(url, {
+        "team": maps.pk, "resource": "memory", "nominal": 256 * 1024**3, "borrowing_limit": "", "lending_limit": "",
+        "max_per_replica": "", "default_per_replica": "", "loaded": opened(admin_client, url)["loaded"],
+    })  # fmt: skip
+    summary = AuditEntry.objects.get(subject="quota").summary
+    assert "nominal 512 GiB -> 256 GiB" in summary and "default_per_replica 4 GiB -> none" in summary
+
+
+def test_it_names_a_quota_added_or_deleted_by_its_nominal_in_its_unit(admin_client, maps):
+    admin_client.post("/admin/tenants/quota/add/", {
+        "team": maps.pk, "resource": "cpu", "nominal": 64000, "borrowing_limit": "", "lending_limit": "",
+        "max_per_replica": "", "default_per_replica": "",
+    })  # fmt: skip
+    quota = Quota.objects.get(team=maps, resource="cpu")
+    admin_client.post(f"/admin/tenants/quota/{quota.pk}/delete/", {"post": "yes"})
+    added, deleted = AuditEntry.objects.filter(subject="quota").order_by("id")
+    assert (added.summary, deleted.summary) == ("Quota maps cpu: 64 CPUs added.", "Quota maps cpu: 64 CPUs deleted.")
+
+
+def test_it_writes_a_teams_sweep_cap_in_gpus(maps):
+    before = snapshot(maps)
+    maps.sweep_gpu_cap = 4
+    maps.save()
+    entry = record(actor=None, obj=maps, before=before, after=snapshot(maps), verb="changed")
+    assert entry.summary == "Team maps changed: sweep_gpu_cap 8 GPUs -> 4 GPUs."
+
+
+def test_it_writes_other_values_as_before(maps):
+    before = snapshot(maps)
+    maps.checkpoint_claim, maps.weight = "ckpt", 2.0
+    maps.save()
+    entry = record(actor=None, obj=maps, before=before, after=snapshot(maps), verb="changed")
+    assert entry.summary == "Team maps changed: checkpoint_claim '' -> 'ckpt', weight 1.0 -> 2.0."
 
 
 def test_it_records_a_tier_edit(admin_client, tiers):
