@@ -45,7 +45,7 @@ def test_a_type_without_limit_does_not_hide_the_limit_of_another(login, member, 
     assert "may borrow: no limit" not in body
     teams = client.get("/teams/").content.decode()
     maps_row = teams.split('href="/teams/maps/"')[1].split("</tr>")[0]
-    assert re.sub(r"<[^>]+>", "", maps_row).count("l4 no limit · a100 4") == 1
+    assert re.sub(r"<[^>]+>", "", maps_row).count("l4 no limit · a100 4 GPUs") == 1
 
 
 def test_it_charts_usage_of_each_type_beside_the_total(login, member, maps_on_a100):
