@@ -42,3 +42,16 @@ def test_the_list_of_teams_gives_each_types_borrowing_limit_its_unit(login, memb
     body = login(member).get("/teams/").content.decode()
     assert _row_of(body, "maps")["Borrowing limit"] == "l4 4 GPUs · a100 0 GPUs"
 
+
+def test_a_borrowing_limit_of_0_reads_0_gpus_on_the_tile_as_in_the_table(login, member, maps_on_a100, maps, cycle):
+    maps.quotas.filter(resource="gpu:a100").update(borrowing_limit=0)
+    cycle()
+    body = login(member).get("/teams/maps/").content.decode()
+    assert "may borrow: l4 up to 4 GPUs, a100 up to 0 GPUs" in body
+    row = body.split('<tr id="type-a100">')[1].split("</tr>")[0]
+    assert '<td class="num" data-label="May borrow">0 GPUs</td>' in row
+
+
+def test_a_borrowing_limit_of_0_reads_0_gpus_without_gpu_types(login, member, maps):
+    maps.quotas.filter(resource="gpu").update(borrowing_limit=0)
+    assert "may borrow up to 0 GPUs" in login(member).get("/teams/maps/").content.decode()
