@@ -30,7 +30,7 @@ def test_a_type_the_team_has_no_quota_of_says_it_may_only_borrow(login, member, 
     maps.quotas.filter(resource="gpu:l4").delete()
     cycle()
     body = login(member).get("/teams/maps/").content.decode()
-    assert _row(body, "l4")[2] == "none" and _row(body, "l4")[7] == "no limit"
+    assert _row(body, "l4")[2] == "no quota" and _row(body, "l4")[7] == "no limit"
     assert "it may only borrow idle l4 GPUs" in body
 
 
