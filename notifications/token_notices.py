@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
@@ -33,6 +34,7 @@ from tenants.models import ApiToken, Membership
 from tenants.tokens import EXPIRY_NOTICE, active_tokens
 
 log = logging.getLogger("gangway.notifications")
+User = get_user_model()
 
 # How long before its expiry each notice is due, latest last: a token past a notice's window when first seen (a
 # 7-day token, or beat stopped for a while) gets only the latest notice it is in.
@@ -69,14 +71,19 @@ def notices_due(now) -> list[TokenNotice]:
 
 def _told(token: ApiToken) -> list:
     """Who hears that `token` expires: its person for a user token; for a team token its team's leads and its
-    maker while still a member. Only active accounts with an e-mail address."""
+    maker while still a member, else, when none of them can be told (a team without a lead whose token an
+    operator made with `create_token`), the admins (staff), who make team tokens too. Only active accounts
+    with an e-mail address."""
     if token.user_id:
         people = [token.user]
     else:
         memberships = Membership.objects.filter(team=token.team_id).filter(
             Q(role=Membership.Role.LEAD) | Q(user=token.created_by_id)).select_related("user")  # fmt: skip
         people = [membership.user for membership in memberships]
-    return [person for person in people if person.is_active and person.email]
+    told = [person for person in people if person.is_active and person.email]
+    if not told and token.team_id:
+        told = list(User.objects.filter(is_staff=True, is_active=True).exclude(email="").order_by("pk"))
+    return told
 
 
 def give_up_on_dead_tokens() -> int:

@@ -98,6 +98,17 @@ def test_a_run_stopped_between_two_people_of_a_token_leaves_the_next_run_to_tell
     assert sorted(to for to, _ in told(smtp)) == ["lead@example.com", "member@example.com"]
 
 
+def test_a_team_token_nobody_in_its_team_can_be_told_of_is_told_to_the_admins(maps, member, staff, with_address,
+                                                                               smtp):  # fmt: skip
+    with_address(member), with_address(staff)
+    token, _ = token_create(name="ci-nightly", team=maps, days=90)  # by an operator's create_token: no maker
+    expiring(token, within=timedelta(days=10))  # and maps has no lead
+
+    tasks.warn_expiring_tokens()
+
+    assert [to for to, _ in told(smtp)] == ["staff@example.com"]
+
+
 def test_a_maker_who_left_the_team_is_not_told(maps, lead, member, with_address, smtp):
     with_address(lead), with_address(member)
     token, _ = token_create(name="ci-main", team=maps, actor=member, days=90)
