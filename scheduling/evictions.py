@@ -64,10 +64,11 @@ def follow_short(job: Job, status: JobStatus, cluster: Cluster, now: datetime) -
         _short(job, status, now)
         return False
     if (now - job.short_since).total_seconds() > settings.ADMISSION_TIMEOUT:
+        held = "; its other replicas held their GPUs meanwhile" if status.running_pods else ""
         evict(job, status, cluster, now, code=Because.SHORT_OF_REPLICAS, after="after running short of replicas",
-              message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
-              f"{settings.ADMISSION_TIMEOUT} s after it ran short: {_who(waiting)} had not started{_why(waiting)}; "
-              "its other replicas held their GPUs meanwhile.")  # fmt: skip
+              message=f"Evicted: {running_of(status.running_pods, job.replica_count, past=True)} "
+              f"{settings.ADMISSION_TIMEOUT} s after it ran short: {_who(waiting)} had not started{_why(waiting)}"
+              f"{held}.")  # fmt: skip
         return True
     reason = _reason(job, status, now)
     if reason != job.reason:  # what the cluster says of the waiting pods changed: the page says it as it is now
@@ -101,21 +102,40 @@ def _no_longer_short(job: Job, status: JobStatus, now: datetime) -> None:
             setattr(job, name, value)
         total = job.replica_count
         # Fewer than all may run with none waiting: the others completed, or an elastic job trains without them.
-        running = (f"All {total} replicas running again" if status.running_pods >= total else
-                   f"No replica it needs waits to start any more ({status.running_pods} of {total} running)")
-        note(job, JobEvent.Kind.NOTE, f"{running}, after {max(0, waited)} s short of some; it is no longer to be "
-             "evicted.", code=Because.SHORT_OF_REPLICAS)  # fmt: skip
+        if status.running_pods >= total:
+            again = ("Its only replica is running again, after {} s not running" if total == 1 else
+                     f"All {total} replicas running again, after {{}} s short of some")
+        else:
+            again = (f"No replica it needs waits to start any more ({status.running_pods} of {total} running), "
+                     "after {} s short of some")
+        note(job, JobEvent.Kind.NOTE, f"{again.format(max(0, waited))}; it is no longer to be evicted.",
+             code=Because.SHORT_OF_REPLICAS)
 
 
 def _reason(job: Job, status: JobStatus, now: datetime, *, since: datetime | None = None) -> str:
     """"Only 3 of 4 replicas running: worker-2 waits to start (why); evicted and requeued if it has not started by
-    about 14:05 UTC.": the evicting time ADMISSION_TIMEOUT after `since` (the job's `short_since` when None)."""
+    about 14:05 UTC." ("Its only replica is not running: ..." for a job of one): the evicting time
+    ADMISSION_TIMEOUT after `since` (the job's `short_since` when None)."""
     at = (since or job.short_since) + timedelta(seconds=settings.ADMISSION_TIMEOUT)
     deadline = clock_time(timezone.localtime(at), timezone.localtime(now).date())
     waiting = status.waiting_pods
     waits, started = ("waits", "it has") if len(waiting) == 1 else ("wait", "they have")
-    return (f"Only {status.running_pods} of {job.replica_count} replicas running: {_who(waiting)} {waits} to "
-            f"start{_why(waiting)}; evicted and requeued if {started} not started by {deadline}.")
+    lead = running_of(status.running_pods, job.replica_count)
+    return (f"{lead[0].upper()}{lead[1:]}: {_who(waiting)} {waits} to start{_why(waiting)}; evicted and requeued "
+            f"if {started} not started by {deadline}.")
+
+
+def running_of(running: int, total: int, *, past: bool = False) -> str:
+    """How many of a job's `total` replicas run, in words that read right for one and for none: "only 3 of 4
+    replicas running", "none of its 4 replicas running", "its only replica is not running"; with `past`, "only
+    3 of 4 replicas were running", "none of its 4 replicas was running", "its only replica was not running".
+    The short job's reason and both evictions' messages (here and `reconcile`) say it so."""
+    if total == 1 and running == 0:
+        return f"its only replica {'was' if past else 'is'} not running"
+    verb = "was running" if past and running == 0 else "were running" if past else "running"
+    if running == 0:
+        return f"none of its {total} replicas {verb}"
+    return f"only {running} of {total} replica{'s' if total != 1 else ''} {verb}"
 
 
 def _who(waiting: tuple[WaitingPod, ...]) -> str:
@@ -127,11 +147,13 @@ def _who(waiting: tuple[WaitingPod, ...]) -> str:
 
 
 def _why(waiting: tuple[WaitingPod, ...]) -> str:
-    """" (why)" when every waiting replica the cluster says something of waits for one reason, else
+    """" (why)" when every waiting replica waits for one reason the cluster gives (" (each: why)" when several
+    wait), else
     " (worker-2: why; worker-3: why)" for those `_who` names; "" when it says nothing."""
     whys = list(dict.fromkeys(_plain(pod.why) for pod in waiting if pod.why))
-    if len(whys) == 1:
-        return f" ({whys[0]})"
+    if len(whys) == 1 and all(pod.why for pod in waiting):
+        # The cluster's words are of one replica ("its node was drained"): "each" when several wait for them.
+        return f" ({whys[0]})" if len(waiting) == 1 else f" (each: {whys[0]})"
     each = "; ".join(f"{pod.replica}: {_plain(pod.why)}" for pod in waiting[:SHOWN] if pod.why)
     return f" ({each})" if each else ""
 

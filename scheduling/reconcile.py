@@ -23,7 +23,7 @@ from jobs.services import CHECKPOINT_STATES, NotRunning, job_checkpoint
 from jobs.transitions import StaleJob, note, transition
 from portal import triggers
 from scheduling.adoption import adopt_outside_jobs, changed_reason
-from scheduling.evictions import evict, follow_short
+from scheduling.evictions import evict, follow_short, running_of
 from scheduling.handed_back import given_back
 from scheduling.cluster import outside as outside_objects
 from scheduling.cluster.base import (
@@ -574,5 +574,5 @@ def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime, *
     cluster's message)."""
     why = why or status.message or "its pods did not all start"
     evict(job, status, cluster, now, code=Because.STUCK_ADMISSION, after="after a stuck admission",
-          message=f"Evicted: only {status.running_pods} of {job.replica_count} replicas were running "
+          message=f"Evicted: {running_of(status.running_pods, job.replica_count, past=True)} "
           f"{settings.ADMISSION_TIMEOUT} s after admission ({why}).")  # fmt: skip

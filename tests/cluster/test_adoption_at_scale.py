@@ -271,7 +271,7 @@ def test_an_admission_that_conflicts_until_the_admission_timeout_is_evicted_and_
     assert job.not_before == later + backoff(1) and job.reason_code == "backoff"
     evicted = job.events.get(code="stuck_admission")
     assert evicted.message == (
-        f"Evicted: only 0 of 1 replicas were running {timeout} s after admission (its PyTorchJob stayed suspended "
+        f"Evicted: its only replica was not running {timeout} s after admission (its PyTorchJob stayed suspended "
         "in the cluster: its admission was never written to it).")  # fmt: skip
     assert fake.get("PyTorchJob", name, "research")["spec"]["runPolicy"]["suspend"] is True
 

@@ -144,11 +144,70 @@ def test_a_running_job_whose_object_is_made_again_and_never_starts_is_evicted_to
     cycle()
     job.refresh_from_db()
     assert job.state == Job.State.RUNNING and job.short_since == clock()
-    assert job.reason.startswith("Only 0 of 2 replicas running: worker-0 and worker-1 wait to start (its gang waits "
-                                 "for room on the nodes for every replica at once); evicted and requeued if they "
-                                 "have not started by ")  # fmt: skip
+    assert job.reason.startswith("None of its 2 replicas running: worker-0 and worker-1 wait to start (each: its "
+                                 "gang waits for room on the nodes for every replica at once); evicted and requeued "
+                                 "if they have not started by ")  # fmt: skip
     clock.tick(settings.ADMISSION_TIMEOUT + 1)
     cycle()
     job.refresh_from_db()
     assert job.state == Job.State.QUEUED and job.attempt == 2
     assert SimJob.objects.get(job_id=job.pk).suspended
+
+
+def test_a_job_of_one_replica_says_its_only_replica_is_not_running_then_running_again(
+        submit, cycle, clock, settings):  # fmt: skip
+    job = submit(name="solo", replicas=[{"role": "Worker", "count": 1, "gpu": 8}], simulate={"duration": 7200})
+    cycle()
+    cycle()
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING
+    [node] = job.placement
+    other = "node-02" if node == "node-01" else "node-01"
+    simulated.cordon(other)
+    simulated.drain(node)
+    cycle()
+    job.refresh_from_db()
+    assert job.reason.startswith("Its only replica is not running: worker-0 waits to start (its node was drained, "
+                                 "and no node that takes pods has room for it); evicted and requeued if it has not "
+                                 "started by ")  # fmt: skip
+    clock.tick(34)
+    simulated.cordon(other, schedulable=True)
+    cycle()
+    job.refresh_from_db()
+    assert job.state == Job.State.RUNNING and job.short_since is None
+    assert _notes(job)[1] == "Its only replica is running again, after 34 s not running; it is no longer to be evicted."
+
+
+def test_a_job_of_one_replica_evicted_says_its_only_replica_was_not_running(submit, cycle, clock, settings):
+    job = submit(name="solo", replicas=[{"role": "Worker", "count": 1, "gpu": 8}], simulate={"duration": 7200})
+    cycle()
+    cycle()
+    job.refresh_from_db()
+    [node] = job.placement
+    simulated.cordon("node-02" if node == "node-01" else "node-01")
+    simulated.drain(node)
+    cycle()
+    clock.tick(settings.ADMISSION_TIMEOUT + 1)
+    cycle()
+    evicted = Job.objects.get(pk=job.pk).events.get(kind=JobEvent.Kind.EVICTED)
+    assert evicted.message == (f"Evicted: its only replica was not running {settings.ADMISSION_TIMEOUT} s after it "
+                               "ran short: worker-0 had not started (its node was drained, and no node that takes "
+                               "pods has room for it).")  # fmt: skip
+
+
+def test_replicas_that_wait_for_one_reason_are_each_given_it_and_none_running_is_said_so(
+        submit, cycle, clock, settings):  # fmt: skip
+    job = running_wide(submit, cycle)
+    simulated.drain("node-01")
+    simulated.drain("node-02")
+    cycle()
+    job.refresh_from_db()
+    assert job.reason.startswith("None of its 2 replicas running: worker-0 and worker-1 wait to start (each: its "
+                                 "node was drained, and no node that takes pods has room for it); evicted and "
+                                 "requeued if they have not started by ")  # fmt: skip
+    clock.tick(settings.ADMISSION_TIMEOUT + 1)
+    cycle()
+    evicted = Job.objects.get(pk=job.pk).events.get(kind=JobEvent.Kind.EVICTED)
+    assert evicted.message == (f"Evicted: none of its 2 replicas was running {settings.ADMISSION_TIMEOUT} s after "
+                               "it ran short: worker-0 and worker-1 had not started (each: its node was drained, and "
+                               "no node that takes pods has room for it).")  # fmt: skip
