@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
+
+from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -52,3 +57,19 @@ def test_queries_do_not_grow_with_the_jobs_shown(login, owner, submit, django_as
         submit(name=f"more-{index}")
     with django_assert_max_num_queries(8):
         client.get("/jobs/")
+
+
+def test_its_rows_and_the_job_page_round_ages_one_way(login, owner, submit):
+    """A job submitted and started 160 s ago reads "3 min ago" beside "running 3 min", where the submitted time
+    read "2 minutes ago" (rounded down) beside the running time rounded to the nearest minute."""
+    job = submit(name="aged")
+    then = timezone.now() - timedelta(seconds=160)
+    Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, submitted_at=then, started_at=then)
+    client = login(owner)
+    body = client.get("/jobs/").content.decode()
+    row = body[body.rindex("<tr", 0, body.index(f'href="/jobs/{job.pk}/"')):]
+    row = row[:row.index("</tr>")]
+    assert ">3 min ago</time>" in row and "running 3 min" in row
+    assert "minutes ago" not in row
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert ">3 min ago</time>" in page and "minutes ago" not in page

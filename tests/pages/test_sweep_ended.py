@@ -49,7 +49,7 @@ def test_a_finished_sweep_s_page_says_it_succeeded_when_and_its_best_trial_with_
     ended = ended[: ended.index("</section>")]
     assert '<span class="badge s-succeeded">Succeeded</span> Its experiment succeeded' in ended
     absolute = timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S %Z")
-    assert f'title="{absolute}">3\xa0hours ago</time>' in ended  # relative, the absolute time on hover
+    assert f'title="{absolute}">3 h ago</time>' in ended  # relative, the absolute time on hover
     assert f'Best trial: <a href="/jobs/{trial.pk}/">{trial.name}</a>' in ended
     assert "with accuracy <b class=\"num\">0.9312</b>, loss <b class=\"num\">0.25</b>." in ended
 
