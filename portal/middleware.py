@@ -14,7 +14,7 @@ from django.urls import Resolver404, resolve
 from django.utils.log import log_response
 from django_htmx.http import HttpResponseClientRedirect
 
-from portal.views import bad_request, not_found, server_error
+from portal.views import bad_request, not_allowed, not_found, server_error
 from tenants.inputs import text_problem
 
 
@@ -54,6 +54,24 @@ def _first_problem(request) -> tuple[str, str]:
 
 def _lower(sentence: str) -> str:
     return sentence[:1].lower() + sentence[1:]
+
+
+def form_posts_only(get_response):
+    """Answers the portal's 405 page, its Allow header kept, where a view that takes only a form's post
+    (`require_POST`: a job's cancel, a token's revoke) answers an address opened in the browser with Django's
+    blank 405. The API's answers are its own (DRF's {"detail": ...})."""
+
+    def middleware(request):
+        response = get_response(request)
+        if (response.status_code != 405 or response.content or request.path_info.startswith("/api/")
+                or request.method == "HEAD"):
+            return response
+        page = not_allowed(request, response.get("Allow", ""))
+        # require_POST logged the refusal already; the mark Django's log_response reads keeps it from twice.
+        page._has_been_logged = True
+        return page
+
+    return middleware
 
 
 def signed_out_parts(get_response):

@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "portal.middleware.signed_out_parts",
+    "portal.middleware.form_posts_only",
 ]
 
 ROOT_URLCONF = "portal.urls"

@@ -6,6 +6,7 @@ from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.urls import reverse
 from django.http import HttpResponseServerError
 from django.views import defaults
 
@@ -34,8 +35,46 @@ def forbidden(request, exception=None):
     return render(request, "403.html", {"message": _message(exception)}, status=403)
 
 
+# Where a person signed in looks next for what an address asked for and did not find, by the address's URL name,
+# else its namespace: a job in their list, a team in the list of teams, a sweep on its team's page (which the
+# sweep not found cannot name). An address no URL matches asks for nothing in particular: they check it.
+LOOK_NEXT = {
+    "jobs:sweep": ("find the sweep on its team's page", "tenants:list", "Teams"),
+    "jobs": ("find the job in your list", "jobs:list", "My jobs"),
+    "tenants": ("find the team in the list of teams", "tenants:list", "Teams"),
+    "notifications": ("find the team in the list of teams", "tenants:list", "Teams"),
+    "tokens": ("find the token in your list of tokens", "tokens:mine", "My tokens"),
+}
+
+
 def not_found(request, exception=None):
-    return render(request, "404.html", {"message": _message(exception)}, status=404)
+    """The 404 page, saying what fits what was asked for and who asks: a visitor signed out is asked to sign in
+    (what a team holds shows only to its people); a person signed in is told where to look next (`LOOK_NEXT`)."""
+    context = {"message": _message(exception), "signed_out": not _signed_in(request)}
+    match = getattr(request, "resolver_match", None)
+    step = match and (LOOK_NEXT.get(match.view_name) or LOOK_NEXT.get(match.namespace))
+    if step and not context["signed_out"]:
+        context.update(look_next=step[0], next_url=reverse(step[1]), next_label=step[2])
+    return render(request, "404.html", context, status=404)
+
+
+def not_allowed(request, allowed: str):
+    """The 405 page for an address that takes a form's post (a button's), opened instead: one sentence and a
+    link back to what the form was on, the job's page for a job's action; `allowed` is its Allow header."""
+    kwargs = getattr(getattr(request, "resolver_match", None), "kwargs", {})
+    back = None
+    if "job_id" in kwargs:
+        back = (reverse("jobs:detail", args=[kwargs["job_id"]]), "Back to the job", "the job's page")
+    elif "slug" in kwargs:
+        back = (reverse("tenants:detail", args=[kwargs["slug"]]), "Back to the team", "the team's pages")
+    response = render(request, "405.html", {"back": back}, status=405)
+    response["Allow"] = allowed
+    return response
+
+
+def _signed_in(request) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user and user.is_authenticated)
 
 
 def server_error(request):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -192,3 +193,52 @@ def test_the_demos_server_answers_a_missing_static_file_and_a_bad_host_with_the_
     page, api = answers["/jobs/"], answers["/api/v1/jobs/"]
     assert page["status"] == 400 and "This address cannot be read" in page["body"] and "Traceback" not in page["body"]
     assert api["status"] == 400 and json.loads(api["body"])["detail"].startswith("The request's Host header")
+
+
+def test_a_signed_out_visitors_404_asks_them_to_sign_in(client):
+    body = html.unescape(client.get("/no/such/page/").content.decode())
+    assert "Check the address, or sign in: a team's jobs and pages show only to its people." in body
+    assert 'href="/login/?next=/no/such/page/"' in body
+    assert "a team you are not in" not in body and "your list" not in body
+
+
+def test_a_job_not_found_points_to_the_list_of_jobs(login, owner):
+    response = login(owner).get("/jobs/987654/")
+    body = response.content.decode()
+    assert response.status_code == 404
+    assert "No such job. Check the address, or find the job in your list." in body
+
+
+def test_a_team_not_found_points_to_the_list_of_teams(login, owner):
+    body = login(owner).get("/teams/no-such-team/").content.decode()
+    assert "No such team. Check the address, or find the team in the list of teams." in body
+    assert 'class="button primary" href="/teams/">Teams</a>' in body and "the job" not in body
+
+
+def test_a_sweep_not_found_points_to_its_teams_page(login, owner):
+    body = html.unescape(login(owner).get("/jobs/sweeps/987654/").content.decode())
+    assert "No such sweep. Check the address, or find the sweep on its team's page." in body
+    assert "the job" not in body
+
+
+def test_an_unknown_address_signed_in_asks_only_to_check_it(login, owner):
+    body = login(owner).get("/no/such/page/").content.decode()
+    assert "This page does not exist. Check the address." in body
+
+
+def test_opening_a_jobs_cancel_address_answers_the_portals_405_with_a_link_back(login, owner, submit):
+    job = submit(name="kept")
+    response = login(owner).get(f"/jobs/{job.pk}/cancel/")
+    body = html.unescape(response.content.decode())
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert "This address takes a form's post, sent by a button on the job's page; opening it changes nothing." in body
+    assert f'href="/jobs/{job.pk}/">Back to the job</a>' in body and 'class="topbar"' in body
+    job.refresh_from_db()
+    assert job.state == "queued"
+
+
+def test_the_demo_answers_a_get_of_a_cancel_with_the_portals_405(as_the_demo, owner, submit):
+    job = submit(name="kept")
+    as_the_demo.force_login(owner)
+    response = as_the_demo.get(f"/jobs/{job.pk}/cancel/")
+    assert response.status_code == 405 and response["Allow"] == "POST" and "Back to the job" in response.content.decode()
