@@ -43,6 +43,12 @@ class TeamUsage:
     # `by_type` is empty), in the cluster's order; the figures above add them up. Empty without types.
     by_type: dict[str, TeamUsage] = field(default_factory=dict)
 
+    @property
+    def unlent(self) -> int:
+        """Of `borrowed`, the GPUs no lender lent: capacity no team's quota covers, which borrowing takes
+        first (scheduling/policy/usage.py: `borrowed_from` names the lenders, the rest comes from it)."""
+        return max(0, self.borrowed - sum(self.borrowed_from.values()))
+
 
 @dataclass(frozen=True)
 class GpuRoom:

@@ -6,6 +6,10 @@ import re
 
 import pytest
 
+from jobs.models import Job
+from scheduling.models import SimNode
+from tenants.models import Quota
+from tests.conftest import L4_LABEL
 from tests.page_forms import opened
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +59,26 @@ def test_a_borrowing_limit_of_0_reads_0_gpus_on_the_tile_as_in_the_table(login, 
 def test_a_borrowing_limit_of_0_reads_0_gpus_without_gpu_types(login, member, maps):
     maps.quotas.filter(resource="gpu").update(borrowing_limit=0)
     assert "may borrow up to 0 GPUs" in login(member).get("/teams/maps/").content.decode()
+
+
+def test_gpus_borrowed_from_capacity_no_teams_quota_covers_are_counted_beside_the_lenders(
+        login, member, submit, cycle, vision):  # fmt: skip
+    SimNode.objects.create(name="node-03", gpu=8, cpu=64000, memory=512 * 1024**3)  # 8 GPUs beyond all nominals
+    Quota.objects.filter(team__slug="maps", resource="gpu").update(borrowing_limit=None)
+    submit(name="wide", replicas=[{"role": "Worker", "count": 3, "gpu": 8}])  # 8 nominal + 8 of vision's + 8 more
+    cycle()
+    body = login(member).get("/teams/maps/").content.decode()
+    tile = re.sub(r"<[^>]+>", "", body.split("Borrowed now")[1].split("</div>")[0])
+    assert re.sub(r"\s+", " ", tile).strip() == "16 8 from vision, 8 from capacity no team's quota covers"
+
+
+def test_the_table_of_types_counts_gpus_from_capacity_no_teams_quota_covers_too(login, member, submit, cycle, gpu_types):
+    SimNode.objects.create(name="node-03", gpu=8, cpu=64000, memory=512 * 1024**3, labels=dict([L4_LABEL]))
+    Quota.objects.filter(team__slug="maps", resource=gpu_types["l4"].resource).update(borrowing_limit=None)
+    job = submit(name="wide", replicas=[{"role": "Worker", "count": 2, "gpu": 8}])  # 4 nominal + 4 of vision's + 8
+    Job.objects.filter(pk=job.pk).update(gpu_type=["l4"])
+    cycle()
+    body = login(member).get("/teams/maps/").content.decode()
+    row = body.split('<tr id="type-l4">')[1].split("</tr>")[0]
+    cell = re.sub(r"<[^>]+>", "", row.split('data-label="Borrowed">')[1].split("</td>")[0])
+    assert cell == "12 GPUs (4 from vision, 8 from capacity no team's quota covers)"
