@@ -15,11 +15,16 @@
     return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
   }
 
+  // As core/durations.py's duration() writes a span, rounding half up, so that a time the server wrote does
+  // not step back when the script takes it over: "45 s", "3 min", "2 h 5 min", "3 d".
   function ago(ms) {
-    var seconds = Math.max(0, Math.round(ms / 1000));
+    var seconds = Math.max(0, Math.floor(ms / 1000 + 0.5));
     if (seconds < 60) return seconds + " s ago";
-    if (seconds < 3600) return Math.floor(seconds / 60) + " min ago";
-    return Math.floor(seconds / 3600) + " h ago";
+    var minutes = Math.floor(seconds / 60 + 0.5);
+    if (minutes < 60) return minutes + " min ago";
+    var hours = Math.floor(minutes / 60), rest = minutes % 60;
+    if (hours < 48) return hours + " h" + (rest ? " " + rest + " min" : "") + " ago";
+    return Math.floor(hours / 24 + rest / 1440 + 0.5) + " d ago";
   }
 
   function readSkew() {

@@ -4,11 +4,14 @@ keyboard-only submission, and a phone-sized invalid submit whose error summary t
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs.models import Job
+from scheduling.models import Cycle
 from tests.browser.conftest import PHONE, SCREENSHOTS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -67,6 +70,17 @@ def test_the_offline_banner_shows_when_the_server_stops_answering(log_in, owner,
     page.unroute(re.compile(r".*\?part=.*"))
     expect(page.locator("#offline-banner")).to_be_hidden(timeout=15_000)
     expect(last_cycle).to_have_text(re.compile(r"\d+ (s|min) ago"))
+
+
+def test_an_age_the_page_counts_on_reads_as_the_server_wrote_it(log_in, owner, cycle):
+    """The script takes over the last cycle's age and rounds as the server does (half up): 150 s is "3 min", never
+    "2 min" a second after the page showed "3 min"."""
+    cycle()
+    Cycle.objects.update(started_at=timezone.now() - timedelta(seconds=150))
+    page = log_in(owner, "/")
+    last_cycle = page.locator("#live-tiles time[data-age]")
+    page.wait_for_timeout(1500)  # the script has counted at least once
+    expect(last_cycle).to_have_text("3 min ago")
 
 
 def test_the_offline_banner_shows_when_the_server_answers_with_an_error(log_in, owner, cycle):
