@@ -12,6 +12,16 @@ from gangway_cli.durations import duration
 
 SUCCESS = {"succeeded"}
 FAILURE = {"failed", "cancelled", "rejected"}
+# The API's reason_code of a running job some of whose replicas wait to start (a drained or lost node): the portal's
+# jobs.codes.Because.SHORT_OF_REPLICAS, spelled out here as the CLI never imports the portal (a test compares them).
+SHORT_OF_REPLICAS = "short_of_replicas"
+
+
+def short_reason(job: dict) -> str:
+    """Why a running job is short of replicas and by when it is evicted, as the API says it; "" for any other job."""
+    if job["state"] == "running" and job.get("reason_code") == SHORT_OF_REPLICAS:
+        return job.get("reason") or "Short of replicas."
+    return ""
 
 
 def _when(value: str | None, now: datetime) -> str:
@@ -34,6 +44,7 @@ def describe(job: dict, now: datetime | None = None) -> str:
         parts.append("on " + ", ".join(sorted(set(job["placement"]))))
     if job.get("reason") and job["state"] not in ("running", "succeeded"):
         parts.append(job["reason"])
+    parts.append(short_reason(job))  # a running job's other reasons are history; this one may end in its eviction
     return " - ".join(part for part in parts if part)
 
 
@@ -116,6 +127,8 @@ class Follower:
         if not self.tty:
             return
         where = f", position {job['position']}" if job.get("position") else ""
+        short = short_reason(job).split(": ", 1)[0]  # its lead, "Only 1 of 2 replicas running"; the line above says all
+        where += f", {short[:1].lower()}{short[1:]}" if short else ""
         self.out.write(f"\r\033[K  {job['state']}{where}, {duration(elapsed)} so far")
         self.out.flush()
         self.progress_shown = True

@@ -18,7 +18,7 @@ from gangway_cli.arguments import JOBS_MAX, build_parser
 from gangway_cli.client import ApiError, Client
 from gangway_cli.connection import Problem, checked_url, token_from
 from gangway_cli.durations import duration
-from gangway_cli.follow import Follower, describe
+from gangway_cli.follow import Follower, describe, short_reason
 from gangway_cli.logs import LogPrinter
 from gangway_cli.signals import STOPS, code_for, sigterm_raises, word_for
 from gangway_cli.whole_log import write_whole_log
@@ -163,8 +163,13 @@ def cmd_jobs(client: Client, args) -> int:
     print(f"{'ID':>6}  {'TEAM':<12} {'NAME':<24} {'STATE':<10} {'GPUS':>4}  {'TIER':<11} {'OWNER':<12} SUBMITTED")
     for job in jobs:
         submitted = datetime.fromisoformat(job["submitted_at"].replace("Z", "+00:00"))
-        print(f"{job['id']:>6}  {job['team']:<12} {job['name']:<24} {job['state']:<10} {job['gpu_total']:>4}  "
+        state = job["state"] + ("*" if short_reason(job) else "")
+        print(f"{job['id']:>6}  {job['team']:<12} {job['name']:<24} {state:<10} {job['gpu_total']:>4}  "
               f"{job['tier']:<11} {job.get('owner') or '-':<12} {duration(max(0.0, (now - submitted).total_seconds()))} ago")  # fmt: skip
+    short = [str(job["id"]) for job in jobs if short_reason(job)]
+    if short:
+        print(f"* running short of replicas, to be evicted unless they start: `gangway status {short[0]}` says why "
+              "and by when.")  # fmt: skip
     if count > len(jobs):
         more = count - len(jobs)
         print(f"... and {more} older {'job' if more == 1 else 'jobs'}: --limit (up to {JOBS_MAX}), --team, --state "
