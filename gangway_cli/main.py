@@ -118,8 +118,8 @@ def cmd_status(client: Client, args) -> int:
         _print_json(job)
         return exits.OK
     types = job.get("assigned_gpu_type") or "/".join(job.get("gpu_type") or [])
-    print(f"{job['name']} (#{job['id']}) team {job['team']}, tier {job['tier']}, {job['gpu_total']} GPUs"
-          + (f" ({types})" if types else ""))
+    gpus = f"{job['gpu_total']} GPU{'' if job['gpu_total'] == 1 else 's'}"
+    print(f"{job['name']} (#{job['id']}) team {job['team']}, tier {job['tier']}, {gpus}" + (f" ({types})" if types else ""))
     print(describe(job))
     print(job.get("web_url") or job["url"])
     return exits.OK

@@ -195,3 +195,11 @@ def test_the_cli_needs_only_the_standard_library():
         for name in imported_modules(path):
             top = name.split(".")[0]
             assert top in sys.stdlib_module_names or top == "gangway_cli" or name == "core.durations", (path, name)
+
+
+@pytest.mark.parametrize("gpus, said", [(1, "1 GPU (l4)"), (2, "2 GPUs (l4)")], ids=["one", "two"])
+def test_status_says_one_gpu_in_the_singular(cli, fake_portal, gpus, said):
+    fake_portal.on("GET", "/api/v1/jobs/7/", Answer(200, job(7, gpu_total=gpus, gpu_type=["l4"])))
+    result = cli("status", "7")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[0] == f"job-7 (#7) team maps, tier standard, {said}"
