@@ -335,7 +335,8 @@ def _retry_after(header: str | None) -> float | None:
 
 def expiry_warning(expires: str | None, token: str, *, now: datetime) -> str:
     """The warning for a token that expires at `expires` (the portal's header), or "" when that is more than
-    EXPIRY_WARNING_DAYS away, absent, or not a time."""
+    EXPIRY_WARNING_DAYS away, absent, or not a time. Neither the token nor the answer tells a user token from a
+    team token, so it says where each kind is made."""
     try:
         at = datetime.strptime(expires or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     except ValueError:
@@ -346,4 +347,5 @@ def expiry_warning(expires: str | None, token: str, *, now: datetime) -> str:
     days = round(left / 86400)
     when = "in less than a day" if left < 86400 else f"in {days} day{'s' if days != 1 else ''}"
     return (f"warning: token {token[:10]}... expires {at:%Y-%m-%d %H:%M} UTC ({when}); "
-            "make a new one before then (a team lead makes team tokens) and set GANGWAY_TOKEN to it.")
+            "make a new one before then (a user token on your tokens page, a team token by a team lead on the team's "
+            "tokens page) and set GANGWAY_TOKEN to it.")

@@ -24,6 +24,14 @@ def test_a_token_expiring_within_two_weeks_is_warned_of(header, said):
     assert "set GANGWAY_TOKEN" in sentence
 
 
+def test_the_warning_says_where_either_kind_of_token_is_made():
+    """The answer does not say whether the token is a user's or a team's: a user token's person makes its
+    successor, where a team token's comes from a lead."""
+    sentence = expiry_warning("2026-12-20T12:00:00Z", "gw_abcdefghijk", now=NOW)
+    assert ("make a new one before then (a user token on your tokens page, a team token by a team lead on the "
+            "team's tokens page)") in sentence
+
+
 @pytest.mark.parametrize("header", [None, "", "2026-12-22T12:00:01Z", "next tuesday"])
 def test_no_warning_without_an_expiry_soon(header):
     assert expiry_warning(header, "gw_abcdefghijk", now=NOW) == ""
