@@ -24,6 +24,9 @@ from gangway_cli.signals import STOPS, code_for, sigterm_raises, word_for
 from gangway_cli.whole_log import write_whole_log
 
 QUEUE_PAGE = 500  # the API's largest page
+# The widest a table's TEAM and NAME columns grow (a slug may have 63 characters, a job's name 50): each is as
+# wide as its longest value shown, and a longer value ends in an ellipsis, so every row's columns line up.
+TEAM_WIDTH, NAME_WIDTH = 20, 40
 
 
 def _print_json(value: object) -> None:
@@ -149,6 +152,16 @@ def cmd_cancel(client: Client, args) -> int:
     return exits.OK
 
 
+def _width(heading: str, values: list[str], most: int) -> int:
+    """A column's width: its longest value's or its heading's, at most `most`."""
+    return min(most, max([len(heading), *map(len, values)]))
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` padded to `width`, or cut to it with an ellipsis as its last character."""
+    return f"{text:<{width}}" if len(text) <= width else text[: width - 1] + "…"
+
+
 def cmd_jobs(client: Client, args) -> int:
     page = client.get("api/v1/jobs/", team=args.team, state=args.state, owner=args.owner, ordering="-submitted_at",
                       page_size=args.limit)  # fmt: skip
@@ -160,11 +173,13 @@ def cmd_jobs(client: Client, args) -> int:
         print("No jobs" + (" match." if args.team or args.state or args.owner else " yet."))
         return exits.OK
     now = datetime.now(timezone.utc)
-    print(f"{'ID':>6}  {'TEAM':<12} {'NAME':<24} {'STATE':<10} {'GPUS':>4}  {'TIER':<11} {'OWNER':<12} SUBMITTED")
+    team = _width("TEAM", [job["team"] for job in jobs], TEAM_WIDTH)
+    name = _width("NAME", [job["name"] for job in jobs], NAME_WIDTH)
+    print(f"{'ID':>6}  {'TEAM':<{team}} {'NAME':<{name}} {'STATE':<10} {'GPUS':>4}  {'TIER':<11} {'OWNER':<12} SUBMITTED")
     for job in jobs:
         submitted = datetime.fromisoformat(job["submitted_at"].replace("Z", "+00:00"))
         state = job["state"] + ("*" if short_reason(job) else "")
-        print(f"{job['id']:>6}  {job['team']:<12} {job['name']:<24} {state:<10} {job['gpu_total']:>4}  "
+        print(f"{job['id']:>6}  {_cut(job['team'], team)} {_cut(job['name'], name)} {state:<10} {job['gpu_total']:>4}  "
               f"{job['tier']:<11} {job.get('owner') or '-':<12} {duration(max(0.0, (now - submitted).total_seconds()))} ago")  # fmt: skip
     short = [str(job["id"]) for job in jobs if short_reason(job)]
     if short:
@@ -210,10 +225,13 @@ def cmd_queue(client: Client, args) -> int:
     if not jobs:
         print("No waiting jobs.")
         return exits.OK
-    print(f"{'POS':>4} {'TEAM POS':>8} {'ID':>6}  {'TEAM':<12} {'NAME':<24} {'GPUS':>4}  {'TIER':<11} REASON")
+    team = _width("TEAM", [job["team"] for job in jobs], TEAM_WIDTH)
+    name = _width("NAME", [job["name"] for job in jobs], NAME_WIDTH)
+    print(f"{'POS':>4} {'TEAM POS':>8} {'ID':>6}  {'TEAM':<{team}} {'NAME':<{name}} {'GPUS':>4}  {'TIER':<11} REASON")
     for job in jobs:
         print(f"{job.get('position') or '-':>4} {job.get('team_position') or '-':>8} {job['id']:>6}  "
-              f"{job['team']:<12} {job['name']:<24} {job['gpu_total']:>4}  {job['tier']:<11} {job.get('reason', '')}")  # fmt: skip
+              f"{_cut(job['team'], team)} {_cut(job['name'], name)} {job['gpu_total']:>4}  {job['tier']:<11} "
+              f"{job.get('reason', '')}")  # fmt: skip
     if not args.team and count > len(jobs):
         print(f"... and {count - len(jobs)} more.")
     return exits.OK

@@ -203,3 +203,33 @@ def test_status_says_one_gpu_in_the_singular(cli, fake_portal, gpus, said):
     result = cli("status", "7")
     assert result.code == 0, result.err
     assert result.out.splitlines()[0] == f"job-7 (#7) team maps, tier standard, {said}"
+
+
+LONG = "resnet-imagenet-sweep-lr-0003-warmup-cosine-bs-512"  # 50 characters, the most a name may have
+
+
+def listed(*jobs: dict) -> Answer:
+    rows = [{"submitted_at": "2025-01-06T09:00:00Z", "owner": "ana", **one} for one in jobs]
+    return Answer(200, {"count": len(rows), "next": None, "previous": None, "results": rows})
+
+
+@pytest.mark.parametrize("command, path, column", [
+    ("jobs", "/api/v1/jobs/", "STATE"), ("queue", "/api/v1/queue/", "TIER")])  # fmt: skip
+def test_long_names_keep_the_columns_in_line(cli, fake_portal, command, path, column):
+    fake_portal.on("GET", path, listed(job(7, name="short", position=1),
+                                       job(8, name=LONG[:30], team="a" * 30, position=2),
+                                       job(9, name=LONG, position=3)))  # fmt: skip
+    result = cli(command)
+
+    assert result.code == 0, result.err
+    header, *lines = result.out.splitlines()
+    at = header.index(column)
+    assert all(line[at - 1] == " " and line[at] != " " for line in lines), result.out
+    assert f" {LONG[:30]} " in lines[1] and f" {LONG[:39]}… " in lines[2]  # at most 40 wide, the rest cut
+    assert f" {'a' * 19}… " in lines[1]
+
+
+def test_names_that_fit_take_no_more_room_than_the_longest(cli, fake_portal):
+    fake_portal.on("GET", "/api/v1/jobs/", listed(job(7, name="first"), job(8, name="second")))
+    header = cli("jobs").out.splitlines()[0]
+    assert "TEAM NAME   STATE" in header
