@@ -65,10 +65,16 @@ def describe(body: object) -> str:
     if isinstance(body, dict):
         if "detail" in body and len(body) <= 3:
             return one_line(str(body["detail"]))
-        return one_line("; ".join(_field_messages(body)))
+        return one_line(_joined(_field_messages(body)))
     if isinstance(body, list):  # DRF's shape for a ValidationError raised with a list
-        return one_line("; ".join(_field_messages(body)))
+        return one_line(_joined(_field_messages(body)))
     return "" if body is None else one_line(str(body))
+
+
+def _joined(messages: list[str]) -> str:
+    """Sentences as one, each but the last without its full stop: "name: Must be a DNS label; image: Required."."""
+    messages = [message.strip() for message in messages]
+    return "; ".join([message.removesuffix(".") for message in messages[:-1]] + messages[-1:])
 
 
 def _field_messages(errors: object, where: str = "") -> list[str]:

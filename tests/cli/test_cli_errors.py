@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gangway_cli.client import describe
 from tests.cli.conftest import closed_port_url
 from tests.cli.fake_portal import Answer, job
 
@@ -49,7 +50,14 @@ def test_an_invalid_spec_exits_6_listing_every_field_error_on_one_line(cli, fake
     result = cli("submit", str(tmp_path / "job.yaml"))
     assert result.code == 6
     line = one_error_line(result.err)
-    assert "name: Must be at most 50 lowercase letters, digits and dashes.; replicas: Required." in line
+    assert "name: Must be at most 50 lowercase letters, digits and dashes; replicas: Required. (HTTP 400" in line
+
+
+def test_field_errors_join_as_one_sentence():
+    assert describe({"name": ["Must be a DNS label, got 'Bad_Name'.", "At most 50 characters."],
+                     "image": ["Required."], "replicas": [{"gpu": ["Not a number"]}]}) == (
+        "name: Must be a DNS label, got 'Bad_Name'; name: At most 50 characters; image: Required; "
+        "replicas.0.gpu: Not a number")  # fmt: skip
 
 
 @pytest.mark.parametrize("answer, code, said", [
