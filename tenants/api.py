@@ -175,7 +175,8 @@ class TeamViewSet(ApiDefaults, mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def quota(self, request, slug=None):
         team = self.get_object()
         if not can_edit_quota(request.user):
-            raise exceptions.PermissionDenied("Only admins (staff) change quotas; ask one, or preview with the portal.")
+            # The quota page refuses the same people its what-if: nowhere does a non-admin preview a change.
+            raise exceptions.PermissionDenied("Only admins (staff) change quotas or preview a change of them; ask one.")
         dry_run = query_flag(request, "dry_run")
         update = QuotaUpdateSerializer(data=request.data, partial=request.method == "PATCH")
         update.is_valid(raise_exception=True)

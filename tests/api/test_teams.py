@@ -57,6 +57,16 @@ def test_only_staff_change_quotas(as_persona, persona):
     assert nominal == (12 if response.status_code == 200 else 8)
 
 
+@pytest.mark.parametrize("query", ["", "?dry_run=true"], ids=["a change", "a preview"])
+def test_a_lead_is_told_only_admins_change_or_preview_quotas(as_persona, client, lead, query):
+    """The quota page refuses a lead its preview as well: the API's refusal sends them to an admin, not to it."""
+    response = as_persona("lead").patch(f"/api/v1/teams/maps/quota/{query}", QUOTA, format="json")
+    assert response.status_code == 403
+    assert response.json() == {"detail": "Only admins (staff) change quotas or preview a change of them; ask one."}
+    client.force_login(lead)
+    assert client.post("/teams/maps/quota/", HTTP_HX_REQUEST="true").status_code == 403
+
+
 def test_a_quota_change_is_saved_and_audited(as_persona, staff):
     response = as_persona("staff").patch("/api/v1/teams/maps/quota/", {**QUOTA, "weight": 2}, format="json")
     assert response.status_code == 200
