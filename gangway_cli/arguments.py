@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"The newest {JOBS_DEFAULT} (--limit up to {JOBS_MAX}), of every team you see or one, in some "
                    "states or all, submitted by anyone or one person; a line says how many more there are.",
                    (E.OK, E.USAGE, E.AUTH, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
-    jobs.add_argument("--team", help="Only this team's jobs.")
+    jobs.add_argument("--team", help="Only this team's jobs (several: maps,vision).")
     jobs.add_argument("--state", type=parse_states, metavar="STATE[,STATE...]",
                       help=f"Only jobs in these states: {', '.join(STATES)}.")  # fmt: skip
     jobs.add_argument("--owner", metavar="USERNAME", help="Only the jobs this person submitted.")
@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     queue = command("queue", "Show the waiting jobs you can see, in order.",
                     "The first 200, or with --team or --json every one.",
                     (E.OK, E.USAGE, E.AUTH, E.UNAVAILABLE))  # fmt: skip
-    queue.add_argument("--team", help="Only this team's jobs.")
+    queue.add_argument("--team", help="Only this team's jobs (several: maps,vision).")
     queue.add_argument("--json", action="store_true", help="Print the waiting jobs, in order, as one JSON array of "
                        "jobs as the API returns them.")  # fmt: skip
 

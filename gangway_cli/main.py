@@ -218,7 +218,7 @@ def queued_jobs(client: Client, *, every: bool, team: str | None = None) -> tupl
 
 def cmd_queue(client: Client, args) -> int:
     jobs, count = queued_jobs(client, every=bool(args.team or args.json), team=args.team)
-    jobs = [job for job in jobs if not args.team or job["team"] == args.team]
+    jobs = [job for job in jobs if not args.team or job["team"] in args.team.split(",")]  # --team maps,vision too
     if args.json:
         _print_json(jobs)
         return exits.OK

@@ -91,6 +91,31 @@ def visible_jobs(request) -> QuerySet[Job]:
     return jobs_of_team(team) if team is not None else jobs_for(request.user)
 
 
+TEAMS_NAMED = 20  # the most teams a refused ?team= lists of those the caller can see (staff see every team)
+
+
+def teams_asked(request, asked: str | None) -> list[str]:
+    """The slugs `?team=` names (one, or several separated by commas, as `?state=` takes states), each of a team
+    the caller can see: a team token its own, a person their teams (staff all); [] when it names none.
+
+    Raises ValidationError ({"team": [sentence]}, a 400) naming each slug that is no team the caller can see and
+    the teams it can, so a misspelt team in a CI script is told, not answered with an empty list. An unknown team
+    and another team's read alike, as a job of another team is a 404 like one that does not exist.
+    """
+    slugs = list(dict.fromkeys(slug.strip() for slug in (asked or "").split(",") if slug.strip()))
+    if not slugs:
+        return []
+    scoped = team_scope(request)
+    visible = [scoped.slug] if scoped is not None else list(teams_for(request.user).values_list("slug", flat=True))
+    unknown = [slug for slug in slugs if slug not in visible]
+    if unknown:
+        names = ", ".join(sorted(visible)[:TEAMS_NAMED]) or "none"
+        more = f" and {len(visible) - TEAMS_NAMED} more" if len(visible) > TEAMS_NAMED else ""
+        raise exceptions.ValidationError({"team": [
+            f"No team {', '.join(repr(slug[:80]) for slug in unknown)} among the teams you can see: {names}{more}."]})
+    return slugs
+
+
 def caller_name(request) -> str:
     """How a submission or cancel is recorded: 'API', or 'API token NAME'."""
     token = request_token(request)
@@ -206,12 +231,13 @@ class JobViewSet(JobLogsActions, ApiDefaults, GenericViewSet):
         filters.is_valid(raise_exception=True)
         jobs = self.filter_queryset(self.get_queryset())
         values = filters.validated_data
+        asked = teams_asked(request, values.get("team"))
         team_ids = None
-        if team_scope(request) is None:  # a person: their teams (or the one asked for) named by id, see ids_of
+        if team_scope(request) is None:  # a person: their teams (or those asked for) named by id, see ids_of
             teams = teams_for(request.user)
-            team_ids = ids_of(teams.filter(slug=values["team"]) if values.get("team") else teams)
-        if values.get("team"):
-            jobs = jobs.filter(team__slug=values["team"])
+            team_ids = ids_of(teams.filter(slug__in=asked) if asked else teams)
+        if asked:
+            jobs = jobs.filter(team__slug__in=asked)
         if values.get("state"):
             jobs = jobs.filter(state__in=sorted(values["state"]))
         if values.get("tier"):
@@ -390,8 +416,8 @@ class QueueView(ApiDefaults, generics.ListAPIView):
         filters = QueueFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         jobs = visible_jobs(self.request)
-        if team := filters.validated_data.get("team"):
-            jobs = jobs.filter(team__slug=team)
+        if asked := teams_asked(self.request, filters.validated_data.get("team")):
+            jobs = jobs.filter(team__slug__in=asked)
         return in_queue_order(jobs)
 
 

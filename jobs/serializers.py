@@ -273,11 +273,13 @@ def query_text(help_text: str) -> serializers.RegexField:
 class JobFilterSerializer(serializers.Serializer):
     """Query parameters of the job list."""
 
-    team = query_text("Team slug.")
+    team = query_text("Team slug, or several separated by commas; a team you cannot see is a 400 naming those "
+                      "you can.")
     state = serializers.MultipleChoiceField(choices=Job.State.choices, required=False,
                                             help_text="One state, or several separated by commas.")  # fmt: skip
     tier = query_text("Tier name.")
-    owner = query_text("Username of the submitter.")
+    owner = query_text("Username of the submitter; a username no one has lists no jobs (a 400 would tell who has "
+                       "an account).")
     gpu_type = serializers.RegexField(GPU_TYPE_NAME["pattern"], max_length=63, required=False,
                                       help_text="The GPU type its admission gave it, e.g. a100.")  # fmt: skip
 
@@ -291,7 +293,8 @@ class JobFilterSerializer(serializers.Serializer):
 class QueueFilterSerializer(serializers.Serializer):
     """Query parameters of the queue."""
 
-    team = query_text("Team slug: only its waiting jobs, each with its place in the whole queue and in its team's.")
+    team = query_text("Team slug, or several separated by commas: only their waiting jobs, each with its place in "
+                      "the whole queue and in its team's; a team you cannot see is a 400 naming those you can.")
     after = serializers.IntegerField(
         min_value=1, max_value=2**63 - 1, required=False,
         help_text="A job's id (each `next` link gives the last job of its page): the page starts right after that "

@@ -55,8 +55,15 @@ def test_json_prints_the_jobs_as_the_api_returns_them(gangway, three_jobs):
     assert {"id", "url", "state", "position", "reason"} <= jobs[0].keys()
 
 
-def test_a_team_token_sees_no_other_teams_jobs(gangway, three_jobs, vision):
-    assert gangway("jobs", "--team", "vision").stdout == "No jobs match.\n"
+@pytest.mark.parametrize("command", ["jobs", "queue"])
+@pytest.mark.parametrize("team", ["vision", "nosuch"], ids=["another team", "no team"])
+def test_a_team_it_cannot_see_exits_6_naming_the_teams_it_can(gangway, three_jobs, vision, command, team):
+    """A misspelt team fails the CI step that asked, where it listed no jobs."""
+    refused = gangway(command, "--team", team)
+
+    assert (refused.returncode, refused.stdout) == (6, "")
+    assert refused.stderr == (f"gangway: team: No team {team!r} among the teams you can see: maps. "
+                              "(HTTP 400 Bad Request)\n")  # fmt: skip
 
 
 @pytest.mark.parametrize("args, message", [
