@@ -60,6 +60,7 @@ BEYOND_THE_SCHEMA = (
     "give them once",  # ?gpu_type= and the body's gpu_type agree
     "(USER_TOKEN_LIMIT)",  # a person holds at most so many active user tokens
     "in whole",  # a quantity's range and precision: a pattern cannot bound a number written with a suffix
+    "among the teams you can see",  # ?team= names teams the caller can see
 )
 
 
