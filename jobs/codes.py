@@ -27,6 +27,8 @@ class Because(StrEnum):
     RUNS_ON = "runs_on"  # the cluster refused to stop a victim for ADMISSION_TIMEOUT: it runs on, in its quota
     # Found running without an admission: suspended; until then it waits, left out of the plan.
     NOT_ADMITTED = "not_admitted"
+    # A job being cancelled that the cluster reports ended on its own: it succeeds or fails as it did; nothing stopped.
+    ENDED_BEFORE_CANCEL = "ended_before_cancel"
     ENDED_HERE = "ended_here"  # ended in Gangway (e.g. cancelled) yet still running in the cluster: stopped
     # A running job's object deleted or suspended outside Gangway: created again, or resumed, on its nodes.
     CREATED_AGAIN = "created_again"

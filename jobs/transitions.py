@@ -30,7 +30,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     State.RUNNING: frozenset({State.SUCCEEDED, State.FAILED, State.PREEMPTING, State.CANCELLING}),
     # A victim may finish before its suspend lands; one the cluster keeps refusing to stop runs on.
     State.PREEMPTING: frozenset({State.QUEUED, State.RUNNING, State.CANCELLING, State.SUCCEEDED, State.FAILED}),
-    State.CANCELLING: frozenset({State.CANCELLED}),
+    # A job that ends on its own before its cancel lands ends as it did.
+    State.CANCELLING: frozenset({State.CANCELLED, State.SUCCEEDED, State.FAILED}),
 }
 
 # The event a move records unless the caller names another (e.g. EVICTED).

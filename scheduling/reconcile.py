@@ -382,10 +382,20 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
                        stop_failed_at=None, short_since=None)  # fmt: skip
             result.changed += 1
     elif state == Job.State.CANCELLING:
-        if status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED) and job.adopted:
+        if phase in (Phase.SUCCEEDED, Phase.FAILED):
+            # It ended on its own before its cancel landed: there was nothing to stop. It ends as the cluster
+            # says, as a victim that finishes before its suspend lands does, its nodes kept and no longer counted
+            # (`held_until_stopped`); an adopted one's object is left as it ended (`adoption` marks Failed only a
+            # cancelled job's).
+            note(job, JobEvent.Kind.NOTE, f"Its cancel came after it had ended on its own ({phase.lower()} in the "
+                 "cluster); nothing was stopped.", code=Because.ENDED_BEFORE_CANCEL)  # fmt: skip
+            _finish(job, status, now, held_until_stopped=False, stop_failed_at=None)
+            result.changed += 1
+            return
+        if status is not None and job.adopted:
             cluster.suspend_job(to_cluster_job(job))  # never deleted: it is its owner's object
             result.suspended += 1
-        elif status is not None and phase not in (Phase.SUCCEEDED, Phase.FAILED):
+        elif status is not None:
             cluster.delete_job(status.namespace, status.name, status.kind)
             result.deleted += 1
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
@@ -560,12 +570,12 @@ def _created(job: Job, *, again: str = "") -> None:
              "checkpoint if it saves them.", code=Because.CREATED_AGAIN)  # fmt: skip
 
 
-def _finish(job: Job, status: JobStatus, now: datetime) -> None:
-    """Ends the job as the cluster reports it: succeeded or failed."""
+def _finish(job: Job, status: JobStatus, now: datetime, **fields) -> None:
+    """Ends the job as the cluster reports it: succeeded or failed, with `fields` updated too."""
     to = Job.State.SUCCEEDED if status.phase is Phase.SUCCEEDED else Job.State.FAILED
     word = "Succeeded" if to == Job.State.SUCCEEDED else "Failed"
     transition(job, to, message=f"{word}: {status.message or 'the training operator reported it.'}",
-               finished_at=now)  # fmt: skip
+               finished_at=now, **fields)  # fmt: skip
 
 
 def _evict_stuck(job: Job, status: JobStatus, cluster: Cluster, now: datetime, *, why: str = "") -> None:

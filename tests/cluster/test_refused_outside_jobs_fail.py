@@ -203,6 +203,28 @@ def test_a_pipelines_step_cancelled_in_gangway_is_marked_failed_so_its_run_ends(
     assert _status_patches(fake) == []  # marked once
 
 
+@pytest.mark.parametrize("ended", ["Succeeded", "Failed"])
+def test_a_pipelines_step_that_ended_before_its_cancel_landed_ends_as_it_did_and_is_not_marked(world, fake, cluster,
+                                                                                               staff, ended):  # fmt: skip
+    fake.add(outside_job(labels={"pipeline/runid": "5c1f0e"}))
+    reconcile(cluster=cluster)
+    admission_cycle(cluster=cluster)
+    job = job_cancel(job=Job.objects.get(), actor=staff)
+    said = f"TFJob maps/bert-kubectl {ended.lower()}: the operator says so."
+    fake.objects[("apis/kubeflow.org/v1", "tfjobs", "maps", "bert-kubectl")]["status"] = {"conditions": [
+        {"type": ended, "status": "True", "reason": f"TFJob{ended}", "message": said}]}  # fmt: skip
+    fake.log.clear()
+
+    reconcile(cluster=cluster)
+    reconcile(cluster=cluster)
+
+    job.refresh_from_db()
+    assert job.state == ended.lower() and job.events.get(kind=ended.lower()).message == f"{ended}: {said}"
+    assert not [c for c in _conditions(fake, "bert-kubectl") if c.get("reason") == "GangwayCancelled"]
+    assert _status_patches(fake) == [] and _deletes(fake) == []
+    assert not job.events.filter(code="marked_failed").exists()
+
+
 def test_a_job_still_queued_or_running_is_never_marked(world, fake, cluster):
     fake.add(outside_job(name="queued"))
     fake.add(outside_job(name="running"))

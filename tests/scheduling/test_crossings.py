@@ -19,6 +19,7 @@ from django.utils import timezone
 from jobs.codes import Because
 from jobs.models import Job
 from jobs.services import job_cancel
+from notifications.models import PendingEvent
 from scheduling import loop
 from scheduling.cluster.base import ClusterError, JobStatus, OutsidePod, Phase
 from scheduling.cluster.faulty import Fault, FaultyCluster
@@ -221,6 +222,56 @@ def test_a_victim_that_finishes_before_its_suspend_lands_succeeds(submit, cluste
     reconcile(cluster=cluster, now=clock())
     victim.refresh_from_db()
     assert victim.state == "succeeded" and not victim.events.filter(kind="requeued").exists()
+
+
+def _cancelled_after_its_end(submit, cycle, clock, owner, **simulate) -> Job:
+    """A job of 60 s that ran to its end, cancelled by its owner before any reconcile read that end."""
+    job = submit(name="late", replicas=WHOLE_NODE, simulate={"duration": 60, **simulate})
+    cycle()
+    cycle()
+    assert Job.objects.get(pk=job.pk).state == "running"
+    clock.tick(61)
+    return job_cancel(job=Job.objects.get(pk=job.pk), actor=owner)
+
+
+def test_a_job_that_succeeded_before_its_cancel_landed_ends_succeeded_saying_nothing_was_stopped(
+        submit, cluster, cycle, clock, owner):  # fmt: skip
+    job = _cancelled_after_its_end(submit, cycle, clock, owner)
+    assert job.state == "cancelling" and job.held_until_stopped
+    reconcile(cluster=cluster, now=clock())
+    job.refresh_from_db()
+    assert (job.state, job.held_until_stopped, job.placement) == ("succeeded", False, ["node-01"])
+    ended = list(job.events.order_by("id").values_list("kind", "code", "message"))[-2:]
+    assert ended[0] == ("note", Because.ENDED_BEFORE_CANCEL,
+                        "Its cancel came after it had ended on its own (succeeded in the cluster); nothing was stopped.")
+    assert ended[1][0] == "succeeded" and ended[1][2].startswith("Succeeded: ")
+    assert not job.events.filter(kind="cancelled").exists()
+    assert PendingEvent.objects.filter(event__job=job, event__kind="succeeded").exists(), "its owner is told"
+    used = admission_cycle(cluster=cluster, now=clock()).gpu_usage
+    assert next(team for team in used if team["team"] == "maps")["used"] == 0, "it no longer counts"
+
+
+def test_a_job_that_failed_before_its_cancel_landed_ends_failed_with_its_exit(submit, cluster, cycle, clock, owner):
+    job = _cancelled_after_its_end(submit, cycle, clock, owner, fail=True)
+    reconcile(cluster=cluster, now=clock())
+    job.refresh_from_db()
+    assert job.state == "failed" and job.finished_at == clock()
+    assert "exited with code 1" in job.events.get(kind="failed").message
+    assert job.events.filter(code=Because.ENDED_BEFORE_CANCEL).count() == 1
+
+
+def test_a_victim_cancelled_after_it_finished_before_its_suspend_landed_succeeds(submit, cluster, clock, cycle,
+                                                                                 vision, outsider, owner):  # fmt: skip
+    fill_with_borrowers(submit, cycle)
+    clock.tick(30)
+    submit(team=vision, user=outsider, name="reclaim", replicas=WHOLE_NODE, simulate={"duration": 600})
+    admission_cycle(cluster=FaultyCluster(cluster, faults=[Fault("suspend_job", "before")]), now=clock())
+    victim = job_cancel(job=Job.objects.get(state="preempting"), actor=owner)
+    SimJob.objects.filter(job_id=victim.pk).update(duration=31)  # its training ends before the suspend lands
+    clock.tick(5)
+    reconcile(cluster=cluster, now=clock())
+    victim.refresh_from_db()
+    assert victim.state == "succeeded" and not victim.events.filter(kind__in=("requeued", "cancelled")).exists()
 
 
 def test_a_job_cancelled_while_the_cycle_plans_keeps_no_place(submit, cluster, clock, owner, monkeypatch):
