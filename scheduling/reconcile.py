@@ -398,8 +398,10 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         elif status is not None:
             cluster.delete_job(status.namespace, status.name, status.kind)
             result.deleted += 1
+        # Its placement stays, as a finished job's does: where it ran, for its page. Nothing counts an ended job's
+        # placement (the node map, the snapshot and the invariants read open jobs only).
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
-                   placement=[], held_until_stopped=False, stop_failed_at=None)  # fmt: skip
+                   held_until_stopped=False, stop_failed_at=None)  # fmt: skip
         result.changed += 1
 
 
@@ -423,7 +425,7 @@ def _stopped_by_owner(job: Job, obj: OutsideJob, cluster: Cluster, now: datetime
     transition(job, Job.State.CANCELLING, code=Because.SUSPENDED_OUTSIDE,
                message=f"Stopped by its owner: its {job.kind} {job.team.slug}/{job.cluster_name} was suspended in "
                "the cluster while it ran. Gangway leaves it suspended; its nodes and its team's quota are free.")  # fmt: skip
-    transition(job, Job.State.CANCELLED, finished_at=now, placement=[], position=None, team_position=None, eta=None,
+    transition(job, Job.State.CANCELLED, finished_at=now, position=None, team_position=None, eta=None,
                reservation=None, message=f"Cancelled: its owner suspended it. To run it again, delete its {job.kind} "
                f"and create it again suspended, with the label {outside_objects.QUEUE_LABEL}: {job.team.slug}; "
                "Gangway queues the new job.")  # fmt: skip

@@ -46,6 +46,7 @@ def test_a_running_job_its_owner_suspends_stays_suspended_and_gives_back_its_quo
 
     job.refresh_from_db()
     assert job.state == Job.State.CANCELLED and _suspended(fake)
+    assert job.placement == ["n1", "n1"]  # its page says where it ran; nothing counts an ended job's nodes
     said = [event.message for event in job.events.order_by("pk")]
     assert ("Stopped by its owner: its TFJob maps/bert-kubectl was suspended in the cluster while it ran. Gangway "
             "leaves it suspended; its nodes and its team's quota are free.") in said  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
+from jobs.services import job_cancel
 from scheduling.cluster.simulated import SimulatedCluster
 from scheduling.reconcile import reconcile
 
@@ -54,6 +55,19 @@ def test_it_shows_replicas_on_their_nodes_and_the_manifest(login, owner, submit,
     assert "<code>node-01</code>" in body
     assert "kind: TFJob" in body
     assert "schedulerName: volcano" in body
+
+
+def test_a_job_cancelled_while_it_ran_shows_the_nodes_it_ran_on(login, owner, submit, cycle):
+    job = submit(replicas=[{"role": "Worker", "count": 2, "gpu": 1}])
+    cycle()  # admitted
+    cluster = SimulatedCluster(failure_rate=0)
+    reconcile(cluster=cluster)  # its pods run
+    job_cancel(job=Job.objects.get(pk=job.pk), actor=owner)
+    reconcile(cluster=cluster)  # its pods stopped
+    assert Job.objects.get(pk=job.pk).state == Job.State.CANCELLED
+    body = login(owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert "2 replicas placed; it has ended" in body and body.count("<code>node-01</code>") == 2
+    assert "its nodes were not recorded" not in body
 
 
 def test_it_shows_the_timeline_of_events(login, owner, submit, cycle):
