@@ -344,6 +344,11 @@ class SimJob(models.Model):
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     duration = models.PositiveIntegerField(help_text="Seconds it runs once started.")
+    # Its manifest's activeDeadlineSeconds (the job's max runtime): past it, counted in wall time from its latest
+    # start, it fails as the operator fails it (`simulated.past_deadline`). NULL: none, and on a row the code
+    # before it inserts.
+    deadline = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds it may run from its latest "
+                                           "start (activeDeadlineSeconds) before it fails; empty: no limit.")  # fmt: skip
     fail = models.BooleanField(default=False)
     progress = models.FloatField(default=0, help_text="Seconds of work kept from earlier runs: up to the last "
                                  "checkpoint saved before each suspend.")

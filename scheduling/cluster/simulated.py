@@ -2,7 +2,9 @@
 
 It behaves like Volcano with the Training Operator, in miniature: a created job
 starts only when every replica has room at once (gang), runs for its duration,
-then succeeds or fails; a replica evicted by a drain waits for room, its job's
+then succeeds or fails, unless it runs past its max runtime first (its manifest's
+activeDeadlineSeconds, counted in wall time from its latest start), when it fails as the
+operator fails it (DeadlineExceeded); a replica evicted by a drain waits for room, its job's
 training stalled until it runs again; a suspended job frees its nodes at once
 and keeps the work up to its last checkpoint (its log saves one every 5 minutes
 of training), so a resumed job runs again what it had done since, as a real
@@ -134,11 +136,13 @@ class SimulatedCluster:
                     namespace=job.namespace, name=job.name, kind=job.kind, manifest=manifest,
                     replicas=simulated_replicas.from_manifest(manifest), created_at=self.clock(),
                     hint=list(job.placement), duration=self._duration(job), fail=self._fails(job),
+                    deadline=job.max_runtime or None,
                 ))  # fmt: skip
             if not created and existing.suspended:
                 existing.suspended, existing.hint = False, list(job.placement)
                 existing.manifest, existing.replicas = manifest, simulated_replicas.from_manifest(manifest)
-                existing.save(update_fields=["suspended", "manifest", "replicas", "hint"])
+                existing.deadline = job.max_runtime or None
+                existing.save(update_fields=["suspended", "manifest", "replicas", "hint", "deadline"])
         self.advance()
 
     def check_create(self, job: ClusterJob) -> None:
@@ -263,8 +267,14 @@ class SimulatedCluster:
                 job = jobs[row.pk]
                 stalled = sum(seconds for _, seconds in job.stalls or ())
                 done = job.started_at + timedelta(seconds=job.duration - job.progress + stalled)
-                job.finished_at, job.succeeded = min(done, now), not job.fail
-                job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
+                trained = job.progress + simulated_logs.trained(job, now) >= job.duration  # not while it stalls
+                cut = simulated_logs.deadline_at(job)
+                if cut is not None and (cut <= done or not trained):  # its deadline first: the operator fails it
+                    job.finished_at, job.succeeded = min(cut, now), False
+                    job.message = simulated_logs.deadline_summary(job)[:300]
+                else:
+                    job.finished_at, job.succeeded = min(done, now), not job.fail
+                    job.message = simulated_logs.failure_summary(job, self.seed)[:300] if job.fail else "Completed."
                 freed.append((job.nodes, row.replicas))
                 job.nodes, job.unplaced = [], 0
                 job.save(update_fields=["finished_at", "succeeded", "message", "nodes", "unplaced"])
@@ -366,6 +376,7 @@ class _Pass(NamedTuple):
     unplaced: int  # replicas of a running job whose pods wait for a node again
     stalled_since: datetime | None  # its training stalled since then, a replica waiting for a node again
     stalls: list | None  # its run's stalls that ended (`SimJob.stalls`)
+    deadline: int | None  # its activeDeadlineSeconds (`SimJob.deadline`)
 
     @property
     def waiting(self) -> bool:
@@ -373,8 +384,11 @@ class _Pass(NamedTuple):
         return not self.started_at and not self.suspended
 
     def due(self, now: datetime) -> bool:
-        """Whether it trained its whole duration by `now` (its stalls not counted: `simulated_logs.trained`)."""
-        return bool(self.started_at) and self.progress + simulated_logs.trained(self, now) >= self.duration
+        """Whether it trained its whole duration by `now` (its stalls not counted: `simulated_logs.trained`), or
+        ran past its deadline (`simulated_logs.deadline_at`, stalls counted)."""
+        cut = simulated_logs.deadline_at(self)
+        return bool(self.started_at) and (self.progress + simulated_logs.trained(self, now) >= self.duration
+                                          or (cut is not None and cut <= now))  # fmt: skip
 
 
 def _lock_unfinished() -> None:
@@ -392,16 +406,18 @@ def _lock_unfinished() -> None:
 def _moving(now: datetime) -> QuerySet[SimJob]:
     """The unfinished simulated jobs a pass at `now` may change, in creation order, each locked as it is read:
     those waiting for room, running ones with replicas waiting for a node again (`drain`), those stored
-    without their replicas, and those whose time is up by the database's reckoning, with a second to spare
-    (`_Pass.due` then decides to the microsecond). The database does not count the time a job stalled, which
-    only ever ends it later: one that stalled is read from when it would have ended without, and left as due
-    decides."""
+    without their replicas, and those whose time is up by the database's reckoning (their training done, or
+    their deadline past), with a second to spare (`_Pass.due` then decides to the microsecond). The database
+    does not count the time a job stalled, which only ever ends it later: one that stalled is read from when it
+    would have ended without, and left as due decides."""
     waiting = Q(started_at__isnull=True, suspended=False)
     short = Q(started_at__isnull=False, unplaced__gt=0)
     due = Q(started_at__isnull=False, ends__lte=now.timestamp() + 1)
+    past = Q(started_at__isnull=False, deadline__isnull=False, cut__lte=now.timestamp() + 1)
     unfinished = SimJob.objects.select_for_update().filter(finished_at__isnull=True)
     ends = _Epoch(F("started_at")) + F("duration") - F("progress")
-    return (unfinished.alias(ends=ends).filter(waiting | short | due | Q(replicas__isnull=True))
+    cut = _Epoch(F("started_at")) + F("deadline")
+    return (unfinished.alias(ends=ends, cut=cut).filter(waiting | short | due | past | Q(replicas__isnull=True))
             .order_by("created_at", "job_id"))  # fmt: skip
 
 

@@ -60,6 +60,37 @@ def failure_summary(job: SimJob, seed: int) -> str:
     return f"Replica {replica} exited with code {FAILED_EXIT_CODE} (Error): {exception}"
 
 
+def deadline_at(job) -> datetime | None:
+    """When the job's current run passes its activeDeadlineSeconds (`SimJob.deadline`): its latest start plus
+    the deadline, in wall time, its stalls counted. The operator counts from the start time in the job's status,
+    and Kubeflow Trainer (as a Kubernetes Job) resets that timer when a suspended job resumes; here the start is
+    when the gang started, so the moments a created or resumed job waits for room at once do not count. None for
+    a job without a deadline or not started. `job` is a SimJob, or what a pass reads of one (`simulated._Pass`)."""
+    if not job.deadline or not job.started_at:
+        return None
+    return job.started_at + timedelta(seconds=job.deadline)
+
+
+def past_deadline(job: SimJob) -> bool:
+    """Whether the job failed because it ran past its deadline (`simulated.advance` ends it at that moment)."""
+    cut = deadline_at(job)
+    return job.finished_at is not None and not job.succeeded and cut is not None and job.finished_at >= cut
+
+
+def deadline_summary(job: SimJob) -> str:
+    """The sentence the Failed condition of a job past its deadline carries, with the operator's reason."""
+    return (f"DeadlineExceeded: {job.kind} {job.namespace}/{job.name} was active longer than its "
+            f"activeDeadlineSeconds ({job.deadline} s, its max runtime); its replicas were stopped.")
+
+
+def _culprit(job: SimJob, seed: int) -> tuple[str, str]:
+    """(the replica that fails, its exception) for a job that failed of itself; ("", "") for any other, one past its
+    deadline included: none of its replicas failed, the operator stopped them all."""
+    if job.finished_at is None or job.succeeded or past_deadline(job):
+        return "", ""
+    return failing(job, seed)
+
+
 def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", tail: int | None,
                  lines_of: str | None = None, timed: bool = False,
                  after: dict[str, LogPosition] | None = None) -> list[ReplicaLog]:
@@ -72,7 +103,7 @@ def replica_logs(job: SimJob, now: datetime, seed: int, *, replica: str = "", ta
     if job.finished_at is None and (job.suspended or job.started_at is None):
         return []
     base, steps = _timeline(job, now)
-    culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
+    culprit, exception = _culprit(job, seed)
     pods = {name: f"{job.name}-{name}" for name in simulated_replicas.names(job)}
     result = []
     for index, name in enumerate(pods):
@@ -106,7 +137,7 @@ def replica_stream(job: SimJob, now: datetime, seed: int, *, replica: str) -> Lo
     if not states or states[0].replica != replica:
         return None
     base, steps = _timeline(job, now)
-    culprit, exception = failing(job, seed) if job.finished_at and not job.succeeded else ("", "")
+    culprit, exception = _culprit(job, seed)
     names = simulated_replicas.names(job)
     log = _Log(job, replica, names.index(replica), len(names), base, steps, seed, culprit, exception)
     return LogStream(states[0], _chunks(log))
@@ -195,6 +226,10 @@ def _ending(job: SimJob, name: str, culprit: str, exception: str) -> dict:
         return {}
     if job.succeeded:
         return {"exit_code": 0, "reason": "Completed", "finished_at": job.finished_at}
+    if not culprit:  # past its deadline: the operator stopped every replica
+        return {"exit_code": STOPPED_EXIT_CODE, "reason": "DeadlineExceeded",
+                "message": f"Stopped: its job passed its activeDeadlineSeconds ({job.deadline} s).",
+                "finished_at": job.finished_at}  # fmt: skip
     if name == culprit:
         return {"exit_code": FAILED_EXIT_CODE, "reason": "Error", "message": exception, "finished_at": job.finished_at}
     return {"exit_code": STOPPED_EXIT_CODE, "reason": "Error", "message": f"Stopped after replica {culprit} failed.",
@@ -212,6 +247,8 @@ class _Log:
             at = self._at(steps + 1)
             if job.succeeded:
                 self.ending = (f"{at} INFO train: finished {steps} steps; exiting with code 0",)
+            elif not culprit:
+                self.ending = (f"{at} WARNING gangway: stopping: the job passed its max runtime ({job.deadline} s)",)
             elif name == culprit:
                 self.ending = (f"{at} ERROR train: step {steps + 1} failed", *TRACEBACK, exception)
             else:

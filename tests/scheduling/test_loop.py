@@ -49,6 +49,20 @@ def test_a_failing_job_ends_failed_with_the_clusters_message(submit, cycle, cloc
     assert "exited with code 1" in job.events.last().message
 
 
+def test_a_job_past_its_max_runtime_fails_saying_its_deadline_was_exceeded(submit, cycle, clock):
+    job = submit(max_runtime=3, simulate={"duration": 136})
+    cycle()
+    cycle()
+    assert states(job) == ["running"]
+    clock.tick(10)
+    cycle()
+    job.refresh_from_db()
+    assert job.state == "failed"
+    assert job.events.last().message == (
+        f"Failed: DeadlineExceeded: TFJob maps/{job.name}-g{job.pk} was active longer than its activeDeadlineSeconds "
+        "(3 s, its max runtime); its replicas were stopped.")  # fmt: skip
+
+
 def test_a_waiting_job_gets_a_reason_positions_and_an_eta(submit, cycle):
     big = submit(name="big", replicas=[{"role": "Worker", "count": 2, "gpu": 8}], max_runtime=3600)
     waiting = submit(name="waits", replicas=[{"role": "Worker", "count": 1, "gpu": 8}])

@@ -9,11 +9,12 @@ from scheduling.cluster.base import ClusterJob, Phase, ReplicaSpec
 from scheduling.models import SimJob
 
 
-def a_job(job_id: int, *, workers: int = 2, gpu: int = 4, duration: int = 100, fail: bool = False) -> ClusterJob:
+def a_job(job_id: int, *, workers: int = 2, gpu: int = 4, duration: int = 100, fail: bool = False,
+          max_runtime: int | None = None) -> ClusterJob:  # fmt: skip
     return ClusterJob(
         job_id=job_id, name=f"job-g{job_id}", namespace="maps", team="maps", kind="TFJob", image="busybox",
         command=("true",), args=(), env=(), replicas=(ReplicaSpec("Worker", workers, gpu, 1000, 1024**3),),
-        tier="standard", grace_period=30, max_runtime=None, sim_duration=duration, sim_fail=fail,
+        tier="standard", grace_period=30, max_runtime=max_runtime, sim_duration=duration, sim_fail=fail,
     )  # fmt: skip
 
 
@@ -85,6 +86,53 @@ def test_suspending_frees_the_gpus_at_once_and_a_job_that_saved_nothing_starts_o
     assert phase(cluster, 1) is Phase.RUNNING
     clock.tick(1)
     assert phase(cluster, 1) is Phase.SUCCEEDED
+
+
+def test_a_job_past_its_max_runtime_fails_as_the_operator_fails_it_past_its_deadline(cluster, clock):
+    cluster.create_job(a_job(1, duration=136, max_runtime=3))
+    cluster.create_job(a_job(2, duration=100, max_runtime=3600))
+    clock.tick(2)
+    assert phase(cluster, 1) is Phase.RUNNING
+    clock.tick(10)  # no pass for a while: it ended at its deadline, not when the pass came
+    status = {s.job_id: s for s in cluster.job_statuses()}[1]
+    assert status.phase is Phase.FAILED and status.running_pods == 0
+    assert status.message == ("DeadlineExceeded: TFJob maps/job-g1 was active longer than its activeDeadlineSeconds "
+                              "(3 s, its max runtime); its replicas were stopped.")  # fmt: skip
+    sim = SimJob.objects.get(job_id=1)
+    assert (sim.finished_at - sim.started_at).total_seconds() == 3
+    replicas = cluster.logs("maps", 1)
+    assert [(r.exit_code, r.reason, r.phase) for r in replicas] == [(143, "DeadlineExceeded", "Failed")] * 2
+    assert replicas[0].lines[-1].endswith("WARNING gangway: stopping: the job passed its max runtime (3 s)")
+    assert "Traceback (most recent call last):" not in replicas[0].lines
+    clock.tick(88)
+    assert phase(cluster, 2) is Phase.SUCCEEDED  # within its max runtime: it ends as it would without one
+
+
+def test_a_stall_counts_toward_the_deadline_as_wall_time(cluster, clock):
+    from scheduling.cluster.simulated import drain
+
+    cluster.create_job(a_job(1, workers=1, gpu=8, duration=100, max_runtime=120))
+    cluster.create_job(a_job(2, workers=1, gpu=8, duration=10**6))  # takes the other node
+    node = SimJob.objects.get(job_id=1).nodes[0]
+    clock.tick(50)
+    drain(node)  # job 1's replica waits for a node, its training stalled at 50 s of 100
+    assert phase(cluster, 1) is Phase.RUNNING
+    clock.tick(70)
+    assert phase(cluster, 1) is Phase.FAILED  # 120 s since it started, though it trained 50
+
+
+def test_a_resumed_job_counts_its_deadline_from_its_latest_start(cluster, clock):
+    """The operator keeps the start it counts activeDeadlineSeconds from in the job's status, and resets it when a
+    suspended job resumes: a job suspended after 60 s of a deadline of 100 s has 100 s again once it runs."""
+    cluster.create_job(a_job(1, workers=1, duration=500, max_runtime=100))
+    clock.tick(60)
+    cluster.suspend_job(a_job(1))
+    clock.tick(300)
+    cluster.create_job(a_job(1, workers=1, max_runtime=100))  # resumed
+    clock.tick(99)
+    assert phase(cluster, 1) is Phase.RUNNING
+    clock.tick(1)
+    assert phase(cluster, 1) is Phase.FAILED
 
 
 def test_a_job_stored_before_its_replicas_were_kept_runs_as_before_and_keeps_them(cluster, clock):
