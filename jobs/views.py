@@ -200,6 +200,9 @@ def import_yaml(request):
         data, unsupported = spec_from_yaml(text)
         if not isinstance(data, dict):
             raise SpecError({"yaml": [f"Expected a mapping: a {', '.join(kinds.names())} manifest or a Gangway job spec."]})
+        if not data:  # nothing would be read, and the page would say every field was carried over
+            raise SpecError({"yaml": [f"The mapping is empty: paste a {', '.join(kinds.names())} manifest or a "
+                                      "Gangway job spec."]})
         if problem := lone_surrogate_problem(data):  # the filled form could not be written out
             raise SpecError({"yaml": [problem]})
         if not isinstance(data.get("team") or "", str):  # a Gangway spec's; a manifest's namespace is checked as read

@@ -20,9 +20,30 @@ def is_manifest(data: object) -> bool:
     return isinstance(data, dict) and kinds.find(data.get("kind")) is not None and "apiVersion" in data
 
 
+def unregistered_kind_problem(data: object) -> str | None:
+    """The sentence refusing a manifest (a mapping with an apiVersion) of no registered kind, or None for
+    anything else: Gangway's spec has no apiVersion, so such a mapping could only be misread as one."""
+    if not isinstance(data, dict) or "apiVersion" not in data or kinds.find(data.get("kind")) is not None:
+        return None
+    kind = data.get("kind")
+    got = f"{data['apiVersion']} {kind}" if kind not in (None, "") else f"{data['apiVersion']} manifest of no kind"
+    takes = [f"{kind.api_version} {kind.name}" for kind in kinds.all_kinds()]
+    takes = " or ".join(filter(None, (", ".join(takes[:-1]), takes[-1])))
+    return f"{_article(got)} {got} is not a job kind Gangway runs; it takes a {takes} manifest, or a Gangway job spec."
+
+
+def _article(word: str) -> str:
+    return "An" if word[:1].lower() in "aeiou" else "A"
+
+
 def spec_from_yaml(text: str) -> tuple[dict, list[str]]:
-    """(spec data, unsupported fields) from Gangway's spec or a manifest of a registered kind."""
+    """(spec data, unsupported fields) from Gangway's spec or a manifest of a registered kind.
+
+    Raises SpecError for a manifest of any other kind, which would otherwise be read as a spec of none of
+    its fields."""
     data = load_yaml(text)
+    if problem := unregistered_kind_problem(data):
+        raise SpecError({"yaml": [problem]})
     if is_manifest(data):
         return spec_from_manifest(data)
     return data, []

@@ -71,6 +71,25 @@ def test_gangway_spec_yaml_passes_through():
     assert data["name"] == "a" and unsupported == []
 
 
+KINDS_IT_TAKES = ("it takes a kubeflow.org/v1 TFJob, kubeflow.org/v1 PyTorchJob or trainer.kubeflow.org/v1alpha1 "
+                  "TrainJob manifest, or a Gangway job spec.")
+
+
+@pytest.mark.parametrize(
+    "text, got",
+    [
+        ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", "An apps/v1 Deployment"),
+        ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: web}\n", "A batch/v1 Job"),
+        ("apiVersion: v1\nmetadata: {name: web}\n", "A v1 manifest of no kind"),
+    ],
+    ids=["a Deployment", "a batch Job", "no kind"],
+)
+def test_a_manifest_of_a_kind_gangway_does_not_run_is_refused_naming_it_and_the_kinds_it_takes(text, got):
+    with pytest.raises(SpecError) as error:
+        spec_from_yaml(text)
+    assert error.value.errors == {"yaml": [f"{got} is not a job kind Gangway runs; {KINDS_IT_TAKES}"]}
+
+
 @pytest.mark.parametrize(
     "text, fragment",
     [

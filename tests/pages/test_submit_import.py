@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.models import Job
-from tests.page_forms import form_fields
+from tests.page_forms import form_fields, opened
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +205,33 @@ def test_the_imported_form_posted_twice_makes_one_job(login, owner, nodes):
     posts = [client.post("/jobs/new/", as_a_browser_posts(first)) for _ in range(2)]  # a retried post
     assert [post.status_code for post in posts] == [302, 302] and posts[0]["Location"] == posts[1]["Location"]
     assert Job.objects.count() == 1
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: maps}
+spec:
+  replicas: 1
+  template: {spec: {containers: [{name: web, image: nginx}]}}
+"""
+
+
+def test_a_manifest_of_a_kind_gangway_does_not_run_is_refused_and_fills_nothing(login, owner, nodes):
+    client = login(owner)
+    typed = {**opened(client, "/jobs/new/"), "name": "typed-before", "yaml": DEPLOYMENT}
+    page = client.post("/jobs/new/import/", typed, HTTP_HX_REQUEST="true")
+    body = page.content.decode()
+    assert page.status_code == 422
+    assert "An apps/v1 Deployment is not a job kind Gangway runs; it takes a kubeflow.org/v1 TFJob" in body
+    assert "Filled from the pasted manifest" not in body and "Every field of the manifest" not in body
+    fields = form_fields(body)
+    assert fields["name"] == "typed-before" and fields["kind"] == typed["kind"]  # the form as it was
+    assert "Select a valid choice" not in body and "This field is required" not in body
+
+
+def test_an_empty_mapping_fills_nothing_and_claims_nothing_carried_over(login, owner, nodes):
+    page = imported(login(owner), "{}")
+    body = page.content.decode()
+    assert page.status_code == 422 and "The mapping is empty" in body
+    assert "Every field of the manifest" not in body
