@@ -22,6 +22,7 @@ from tenants.tokens import LIFETIMES, TOKEN_NAME, lifetime_problem
 
 LIMITS = ("nominal", "borrowing_limit", "lending_limit")
 LABELS = {"gpu": "GPUs", "cpu": "CPU", "memory": "Memory"}
+COLUMNS = {"nominal": "nominal", "borrowing_limit": "borrowing limit", "lending_limit": "lending limit"}
 UNITS = {"gpu": "whole cards", "cpu": "cores, or millicores as 500m", "memory": "bytes, e.g. 512Gi"}
 SHOW = {"gpu": str, "cpu": format_cpu, "memory": format_memory}
 
@@ -71,10 +72,18 @@ class QuotaForm(forms.Form):
                     cleaned[key] = _amount(resource, cleaned.get(key, ""))
                 except ValueError as error:
                     self.add_error(key, str(error))
-            if cleaned.get(field_name(resource, "nominal")) is None and any(
+            nominal = field_name(resource, "nominal")
+            if nominal not in self.errors and cleaned.get(nominal) is None and any(  # empty, not refused
                     cleaned.get(field_name(resource, limit)) for limit in LIMITS[1:]):
                 self.add_error(field_name(resource, "nominal"), "Set a nominal quota before borrowing or lending limits.")
         return cleaned
+
+    def named_errors(self) -> list[str]:
+        """Each field's errors, after the name of the field they are about and without their last full stop
+        ("Weight: ...", "a100 GPUs nominal: ..."), for the preview, which is swapped in without the table that marks the fields."""
+        names = {"weight": "Weight"} | {field_name(resource, limit): f"{label_of(resource)} {COLUMNS[limit]}"
+                                         for resource in self.resources for limit in LIMITS}  # fmt: skip
+        return [f"{names.get(field, field)}: {' '.join(errors).rstrip('.')}" for field, errors in self.errors.items()]
 
     def clean_based_on(self) -> QuotaAsRead | None:
         """What the page was loaded with; None when the post does not say (the view refuses to save it)."""

@@ -78,7 +78,7 @@ def test_the_quota_page_refuses_what_is_not_an_amount_or_beyond_its_range(admin,
 
 def test_the_quota_preview_refuses_it_too(admin):
     response = admin.post("/teams/maps/quota/", {"weight": "1", "cpu_nominal": "NaN"}, HTTP_HX_REQUEST="true")
-    assert response.status_code == 200 and "Fix the marked fields" in response.content.decode()
+    assert response.status_code == 200 and "until these are fixed: CPU nominal: Must be an amount" in response.content.decode()
 
 
 # -- Ranges: one per field, the same on every path -------------------------------------

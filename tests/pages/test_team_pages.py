@@ -167,6 +167,22 @@ def test_an_invalid_quota_answers_422_by_the_field(login, staff, maps):
     assert Quota.objects.get(team=maps, resource="gpu").nominal == 8
 
 
+def test_a_nominal_refused_is_not_also_called_missing(login, staff, maps):
+    response = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="-3", weight="0"))
+    body = response.content.decode()
+    assert response.status_code == 422 and "Must be a whole, non-negative amount, got &#x27;-3&#x27;." in body
+    assert "Set a nominal quota" not in body
+
+
+def test_the_preview_names_the_field_of_each_error(login, staff, htmx, maps):
+    response = login(staff).post("/teams/maps/quota/", quota_post(gpu_nominal="-3", weight="0"), **htmx)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert ("No preview until these are fixed: Weight: Ensure this value is greater than or equal to 0.01; "
+            "GPUs nominal: Must be a whole, non-negative amount, got &#x27;-3&#x27;.</p>") in body
+    assert "Set a nominal quota" not in body
+
+
 def test_non_staff_cannot_save_a_quota(login, lead, maps):
     assert login(lead).post("/teams/maps/quota/", quota_post(gpu_nominal="80")).status_code == 403
     assert Quota.objects.get(team=maps, resource="gpu").nominal == 8
