@@ -212,6 +212,7 @@ class QuotaWhatIf:
 
 SHOWN_WAITING = 10
 RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}  # as a sentence names the policy's RESOURCES
+NEEDS_WORDS = {"gpu": "GPUs", "cpu": "CPU", "memory": "memory"}  # what a job needs: "needs a100 GPUs"
 LIMIT_NAMES = (("nominal", "nominal"), ("borrowing_limit", "borrowing limit"), ("lending_limit", "lending limit"))
 
 
@@ -333,7 +334,8 @@ def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
     warnings = []
     for quota, kind, gpus, indices in quotas:
         for r in indices:
-            what = kind + RESOURCE_WORDS[RESOURCES[r]]
+            what = kind + RESOURCE_WORDS[RESOURCES[r]]  # "a100 GPU quotas"
+            needs = kind + NEEDS_WORDS[RESOURCES[r]]  # "starts nothing that needs a100 GPUs"
 
             def show(value: int) -> str:  # "8 a100 GPUs" for a type's GPUs, "8 GPUs" or "64 cores" else
                 return amount(r, value).replace(" GPU", f" {kind}GPU", 1)
@@ -349,5 +351,5 @@ def _warnings(snapshot: Snapshot, slug: str) -> list[str]:
                     nominal = quota.nominal[slug][r]
                     warnings.append(f"Team {slug} uses {show(used)} now, above its new limit of {show(ceiling)} "
                                     f"({show(nominal)} nominal + {show(ceiling - nominal)} borrowing): its running "
-                                    f"jobs keep running, and it starts nothing more that needs {what} until it is back under.")  # fmt: skip
+                                    f"jobs keep running, and it starts nothing more that needs {needs} until it is back under.")  # fmt: skip
     return warnings

@@ -8,9 +8,16 @@
 
   var said = {}; // [data-announce] key -> the words it last had
 
+  // Its words, then those of the elements beside it that data-announce-with selects (the quota what-if's
+  // warnings, shown once on the page and said after its count), in the page's order.
   function words(el) {
     var prefix = el.getAttribute("data-announce-prefix");
-    var text = el.textContent.replace(/\s+/g, " ").trim();
+    var texts = [el.textContent];
+    var also = el.getAttribute("data-announce-with");
+    if (also && el.parentNode) {
+      Array.prototype.forEach.call(el.parentNode.querySelectorAll(also), function (other) { texts.push(other.textContent); });
+    }
+    var text = texts.join(" ").replace(/\s+/g, " ").trim();
     return prefix ? prefix + " " + text : text;
   }
 

@@ -208,6 +208,18 @@ def test_the_quota_preview_says_what_the_change_comes_to(log_in, staff, owner, s
     expect(page.locator("#announcer")).to_have_text(re.compile(r"^Preview: 1 job would be preempted, 1 would start"))
 
 
+def test_the_quota_preview_says_its_warning_once_on_the_page_and_in_what_it_comes_to(log_in, staff, submit, cycle):
+    cycle()
+    submit(name="borrower", replicas=[{"role": "Worker", "count": 3, "gpu": 4}])  # maps uses 12: 4 above nominal
+    cycle()
+    page = log_in(staff, "/teams/maps/quota/")
+    page.fill("#id_gpu_borrowing_limit", "2")
+    warning = "Team maps uses 12 GPUs now, above its new limit of 10 GPUs"
+    expect(page.locator("#whatif .notice.warn")).to_contain_text(warning)
+    expect(page.locator("#announcer")).to_have_text(re.compile(r"^Preview: no job would change\. " + warning))
+    assert page.locator("#whatif").text_content().count(warning) == 1
+
+
 def test_the_offline_banner_is_written_once_not_at_every_failed_poll(log_in, owner, cycle):
     cycle()
     page = log_in(owner, "/")

@@ -103,3 +103,14 @@ def test_the_what_if_lists_jobs_of_a_type_that_keep_waiting_and_starts_them_with
     Job.objects.filter(pk=still.pk).update(gpu_type=["a100"])
     body = login(staff).post("/teams/maps/quota/", typed_post(**{"gpu-l4_nominal": "8"}), **htmx).content.decode()
     assert "Would keep waiting (1 of maps)" in body and f"#{still.pk}" in body and "a100" in body
+
+
+def test_the_what_if_says_a_types_warning_once_naming_the_gpus_a_job_needs(login, staff, htmx, submit, cycle, gpu_types):
+    asking(submit(name="big", replicas=[{"role": "Worker", "count": 1, "gpu": 7}]), "l4")
+    cycle()
+    body = login(staff).post("/teams/maps/quota/", typed_post(**{"gpu-l4_nominal": "2"}), **htmx).content.decode()
+    warning = ("Team maps uses 7 l4 GPUs now, above its new limit of 6 l4 GPUs (2 l4 GPUs nominal + 4 l4 GPUs "
+               "borrowing): its running jobs keep running, and it starts nothing more that needs l4 GPUs until it is "
+               "back under.")  # fmt: skip
+    assert body.count(warning) == 1, body
+
