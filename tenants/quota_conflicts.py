@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from scheduling.policy.types import type_of_key
 from tenants.admin_display import quantity_text
 from tenants.limit_words import limit_text
 from tenants.models import AuditEntry, Team
@@ -148,7 +149,7 @@ def _figure(side: dict, key: str, field: str | None):
 
 
 def _label(key: str, field: str | None) -> str:
-    return "the weight" if field is None else f"{key} {field.replace('_', ' ')}"
+    return "the weight" if field is None else f"{resource_text(key)} {field.replace('_', ' ')}"
 
 
 def figure_text(key: str, field: str | None, value) -> str:
@@ -158,6 +159,13 @@ def figure_text(key: str, field: str | None, value) -> str:
     if field is None:
         return str(value)
     return limit_text(field, value, lambda amount: quantity_text(key, amount))
+
+
+def resource_text(key: str) -> str:
+    """A quota row's resource as the refusal and the audit of a quota change name it: a GPU type's as people
+    read it ("l4 GPUs" for gpu:l4, where its key was written), any other by its key ("gpu", "cpu", "memory")."""
+    gpu_type = type_of_key(key)
+    return key if gpu_type is None else f"{gpu_type} GPUs"
 
 
 def _by(entry: AuditEntry) -> str:

@@ -18,7 +18,7 @@ from portal import triggers
 from scheduling.policy.types import type_of_key
 from tenants.audit import record, snapshot
 from tenants.models import AuditEntry, GpuType, Quota, Resource, Team, is_quota_resource
-from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since, figure_text
+from tenants.quota_conflicts import QuotaAsRead, QuotaChanged, changes_since, figure_text, resource_text
 from tenants.selectors import quota_resources
 
 QUOTA_FIELDS = ("nominal", "borrowing_limit", "lending_limit")
@@ -96,7 +96,8 @@ def _describe(team: Team, before: dict, after: dict) -> str:
 
 def _changes(before: dict, after: dict) -> list[str]:
     """Each figure that differs, as the audit words it, in the refusal's words and units (`figure_text`):
-    "gpu nominal 8 GPUs -> 4 GPUs", "cpu nominal no quota -> 64 CPUs", "weight 1.0 -> 2.0"."""
+    "gpu nominal 8 GPUs -> 4 GPUs", "l4 GPUs nominal 4 GPUs -> 2 GPUs", "cpu nominal no quota -> 64 CPUs",
+    "weight 1.0 -> 2.0"."""
     parts = []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
@@ -109,7 +110,7 @@ def _changes(before: dict, after: dict) -> list[str]:
             a, b = (old or {}).get(field), (new or {}).get(field)
             if a != b:
                 words = field.replace("_", " ")
-                parts.append(f"{key} {words} {figure_text(key, field, a)} -> {figure_text(key, field, b)}")
+                parts.append(f"{resource_text(key)} {words} {figure_text(key, field, a)} -> {figure_text(key, field, b)}")
     return parts
 
 

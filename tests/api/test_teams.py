@@ -133,7 +133,7 @@ def test_a_patch_of_one_type_leaves_the_others(as_persona, gpu_types, staff):
     response = as_persona("staff").patch("/api/v1/teams/maps/quota/", TYPED, format="json")
     quotas = {q["resource"]: (q["nominal"], q["borrowing_limit"]) for q in response.json()["quotas"]}
     assert quotas == {"gpu:a100": (6, 2), "gpu:l4": (4, 4)}
-    assert "gpu:a100 nominal 4 GPUs -> 6 GPUs" in AuditEntry.objects.get(subject="quota", actor=staff).summary
+    assert "a100 GPUs nominal 4 GPUs -> 6 GPUs" in AuditEntry.objects.get(subject="quota", actor=staff).summary
 
 
 def test_a_typed_dry_run_saves_nothing(as_persona, gpu_types):

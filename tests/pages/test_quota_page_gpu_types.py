@@ -53,7 +53,7 @@ def test_saving_changes_only_the_type_edited_and_records_it(login, staff, maps, 
     assert response.status_code == 302
     assert Quota.objects.get(team=maps, resource="gpu:a100").nominal == 6
     assert Quota.objects.get(team=maps, resource="gpu:l4").nominal == 4
-    assert "gpu:a100 nominal 4 GPUs -> 6 GPUs" in AuditEntry.objects.get(subject="quota").summary
+    assert "a100 GPUs nominal 4 GPUs -> 6 GPUs" in AuditEntry.objects.get(subject="quota").summary
 
 
 def test_clearing_a_types_nominal_removes_that_types_quota(login, staff, maps, gpu_types):
@@ -114,3 +114,11 @@ def test_the_what_if_says_a_types_warning_once_naming_the_gpus_a_job_needs(login
                "back under.")  # fmt: skip
     assert body.count(warning) == 1, body
 
+
+def test_the_saved_message_and_the_history_name_a_gpu_type_as_people_read_it(login, staff, maps, gpu_types):
+    client = login(staff)
+    page = opened(client, "/teams/maps/quota/")
+    response = client.post("/teams/maps/quota/", page | typed_post(**{"gpu-l4_nominal": "2"}), follow=True)
+    body = response.content.decode()
+    assert body.count("l4 GPUs nominal 4 GPUs -&gt; 2 GPUs") == 2  # the message saved, and the history
+    assert "gpu:l4 nominal" not in body

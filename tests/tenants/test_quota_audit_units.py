@@ -34,7 +34,7 @@ def test_the_audit_writes_cpu_memory_and_gpus_in_their_units(maps):
 def test_the_audit_writes_a_gpu_types_figures_in_gpus(gpu_types, maps):
     quota_update(team=maps, quotas={"gpu:a100": {"nominal": 1, "borrowing_limit": None}})
     summary = AuditEntry.objects.get(subject="quota").summary
-    assert "gpu:a100 nominal 4 GPUs -> 1 GPU" in summary and "gpu:a100 borrowing limit 4 GPUs -> no limit" in summary
+    assert "a100 GPUs nominal 4 GPUs -> 1 GPU" in summary and "a100 GPUs borrowing limit 4 GPUs -> no limit" in summary
 
 
 def test_the_audit_writes_a_quota_removed_as_no_quota(maps):
@@ -57,3 +57,14 @@ def test_a_refused_edit_and_the_audit_of_the_change_it_met_read_alike(maps):
     assert "memory nominal no quota -> 512 GiB" in summary
     assert "memory nominal was changed from no quota to 512 GiB by system" in str(refused.value)
     assert "your change (cpu nominal no quota -> 64 CPUs) was not saved" in str(refused.value)
+
+
+def test_a_refused_edit_names_a_gpu_type_as_people_read_it_as_the_audit_does(gpu_types, maps):
+    read = QuotaAsRead.now(maps, quota_values(maps))
+    quota_update(team=maps, quotas={"gpu:l4": {"nominal": 2, "borrowing_limit": 4}})
+    with pytest.raises(QuotaChanged) as refused:
+        quota_update(team=maps, quotas={"gpu:a100": {"nominal": 6, "borrowing_limit": 4}}, based_on=read)
+    assert "l4 GPUs nominal 4 GPUs -> 2 GPUs" in AuditEntry.objects.get(subject="quota").summary
+    assert "l4 GPUs nominal was changed from 4 GPUs to 2 GPUs by system" in str(refused.value)
+    assert "your change (a100 GPUs nominal 4 GPUs -> 6 GPUs) was not saved" in str(refused.value)
+    assert "gpu:" not in str(refused.value)
