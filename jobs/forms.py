@@ -17,7 +17,7 @@ from django import forms
 
 from jobs import kinds
 from jobs.gpu_type_field import GpuTypeField, choice_rows
-from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS
+from tenants.inputs import MAX_GPU_PER_REPLICA, MAX_REPLICAS, MAX_RUNTIME
 from tenants.models import DNS_LABEL, PriorityTier, Team
 from tenants.selectors import gpu_types
 
@@ -118,16 +118,23 @@ class JobForm(forms.Form):
         return choice_rows(self.gpu_offers, GpuTypeField().to_python(chosen))
 
     def clean_max_runtime(self) -> int | None:
-        """The max runtime in seconds (None when empty); its range is the spec's to check."""
+        """The max runtime in seconds (None when empty), within the spec's range (MAX_RUNTIME), which is
+        said here in the words it was typed in: the spec's own sentence counts seconds, as the API takes them."""
         text = self.cleaned_data["max_runtime"].strip()
         if not text:
             return None
         if text.isascii() and text.isdigit():
-            return int(text) * 60
-        parts = DURATION.fullmatch(text)
-        if parts is None or not any(parts.groupdict().values()):
-            raise forms.ValidationError("Write minutes, or a duration such as 90 s or 1 h 30 min.")
-        return sum(int(parts[unit] or 0) * seconds for unit, seconds in (("h", 3600), ("min", 60), ("s", 1)))
+            seconds, typed = int(text) * 60, f"{text} min"
+        else:
+            parts = DURATION.fullmatch(text)
+            if parts is None or not any(parts.groupdict().values()):
+                raise forms.ValidationError("Write minutes, or a duration such as 90 s or 1 h 30 min.")
+            seconds = sum(int(parts[unit] or 0) * size for unit, size in (("h", 3600), ("min", 60), ("s", 1)))
+            typed = text
+        if not 1 <= seconds <= MAX_RUNTIME:
+            raise forms.ValidationError(f"Must be from 1 s to {MAX_RUNTIME // 3600} h ({MAX_RUNTIME // 86400} days), "
+                                        f"got {typed}.")  # fmt: skip
+        return seconds
 
     def clean_command(self):
         return _words(self.cleaned_data["command"])

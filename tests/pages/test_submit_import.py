@@ -173,7 +173,9 @@ def test_the_max_runtime_is_minutes_or_a_duration(login, owner, text, seconds):
 
 
 @pytest.mark.parametrize(("text", "message"), [("soon", "Write minutes, or a duration such as 90 s or 1 h 30 min."),
-                                               ("0", "Must be whole seconds from 1 to 2592000 (30 days), got 0.")])
+                                               ("0", "Must be from 1 s to 720 h (30 days), got 0 min."),
+                                               ("999999 h", "Must be from 1 s to 720 h (30 days), got 999999 h."),
+                                               ("43201", "Must be from 1 s to 720 h (30 days), got 43201 min.")])
 def test_a_max_runtime_it_cannot_take_is_marked_by_the_field(login, owner, text, message):
     from tests.pages.test_submit_page import form_data
 
