@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, replace
 
-from core.quantities import NotFinite, TooLarge, cpu_millicores, format_cpu, format_memory, memory_bytes
+from core.quantities import NotFinite, TooLarge, cpu_millicores, format_cpu, format_memory, memory_bytes, memory_text
 from jobs import kinds
 from jobs.volumes import OBJECT_NAME_RE, Volume, parse_volumes
 from tenants.inputs import (
@@ -269,8 +269,13 @@ def _env(errors: _Errors, value: object) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(name), str(item)) for name, item in value.items()))
 
 
+# The most a quantity may be, as people read it: "16 TiB" (where it said 17592186044416 bytes), "1024 CPUs".
+LIMIT_TEXT = {"bytes": memory_text, "millicores": lambda millicores: f"{format_cpu(millicores)} CPUs"}
+
+
 def _quantity(errors: _Errors, path: str, value: object, *, read, limit: int, unit: str) -> int:
-    """A Kubernetes quantity as an integer count of `unit`s, as `read` (millicores or bytes) gives it."""
+    """A Kubernetes quantity as an integer count of `unit`s, as `read` (millicores or bytes) gives it; 0 when
+    it is not one, with the error added."""
     if value in (None, "", 0):
         return 0
     try:
@@ -284,7 +289,7 @@ def _quantity(errors: _Errors, path: str, value: object, *, read, limit: int, un
         errors.add(path, f"Not a Kubernetes quantity: {value!r} (e.g. \"2\", \"500m\", \"4Gi\").")
         return 0
     if amount is None or amount < 0 or amount > limit or amount != amount.to_integral_value():
-        errors.add(path, f"Must be from 0 to {limit} {unit} in whole {unit}, got {value!r}.")
+        errors.add(path, f"Must be from 0 to {LIMIT_TEXT[unit](limit)}, in whole {unit}, got {value!r}.")
         return 0
     return int(amount)
 

@@ -30,6 +30,17 @@ def test_a_replica_field_with_an_error_is_marked(login, owner):
     assert 'id="error-replicas-0-count"' in body
 
 
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("replicas-0-memory", "17Ti", "Must be from 0 to 16 TiB, in whole bytes, got &#x27;17Ti&#x27;."),
+    ("replicas-0-cpu", "2000", "Must be from 0 to 1024 CPUs, in whole millicores, got &#x27;2000&#x27;."),
+], ids=["memory in TiB", "CPU in CPUs"])  # fmt: skip
+def test_a_replica_amount_past_its_most_is_refused_naming_the_most_in_its_unit(login, owner, field, value, message):
+    response = login(owner).post("/jobs/new/", form_data(**{field: value}))
+    body = response.content.decode()
+    assert response.status_code == 422 and message in body
+    assert "17592186044416" not in body and "1024000" not in body
+
+
 def test_the_error_summary_can_take_the_focus(login, owner):
     body = login(owner).post("/jobs/new/", form_data(name="Bad_Name")).content.decode()
     assert re.search(r'<p class="error-summary" role="alert" tabindex="-1" data-error-count="1">', body)
