@@ -337,23 +337,26 @@ def _end_deleted(job: Job, outcome: str, now: datetime, *, unread: bool = False)
     """Ends a job whose adopted object is gone; returns 1, or 0 when someone moved it first.
 
     A Katib trial's job that Katib removed once its Trial completed ends as KATIB_ENDINGS says
-    for the Trial's outcome; a trial that completed before it was admitted, and any job its
-    owner deleted, is cancelled, as is a trial's job whose Trials stayed `unread` TRIAL_UNREAD_MOST.
+    for the Trial's outcome (one being cancelled too, as any job that ended before its cancel landed,
+    saying so); a trial that completed before it was admitted, and any job its owner deleted, is
+    cancelled, as is a trial's job whose Trials stayed `unread` TRIAL_UNREAD_MOST.
     """
     state, says = KATIB_ENDINGS.get(outcome, (None, ""))
     removed = f"Katib removed its {job.kind} {job.cluster_name}."
     try:
         with transaction.atomic():
             if state in (Job.State.SUCCEEDED, Job.State.FAILED) and can_move(job, state):
-                transition(job, state, message=f"{says}; {removed}", finished_at=now, placement=[])
+                if job.state == Job.State.CANCELLING:
+                    note(job, JobEvent.Kind.NOTE, f"Its cancel came after its Katib trial had completed ({outcome}); "
+                         "nothing was stopped.", code=Because.ENDED_BEFORE_CANCEL)  # fmt: skip
+                transition(job, state, message=f"{says}; {removed}", finished_at=now, placement=[],
+                           held_until_stopped=False, stop_failed_at=None)  # fmt: skip
                 return 1
             if state == Job.State.CANCELLED:
                 why, done = f"{says}; {removed}", "Cancelled by Katib: its trial was killed."
             elif state is not None and job.state == Job.State.QUEUED:
                 why = f"Its Katib trial completed ({outcome}) before Gangway admitted it; {removed}"
                 done = "Cancelled: its trial completed without it."
-            elif state is not None:  # being cancelled here when its trial completed
-                why = done = f"Cancelled; its Katib trial completed ({outcome}) while it was being cancelled. {removed}"
             elif unread:
                 why = (f"Its {job.kind} {job.cluster_name} was deleted in the cluster, and how its trial ended could not "
                        f"be read in {int(TRIAL_UNREAD_MOST.total_seconds() // 60)} min (Katib's trials in namespace "
