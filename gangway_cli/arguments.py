@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     queue = command("queue", "Show the waiting jobs you can see, in order.",
                     "The first 200, or with --team or --json every one.",
-                    (E.OK, E.USAGE, E.AUTH, E.UNAVAILABLE))  # fmt: skip
+                    (E.OK, E.USAGE, E.AUTH, E.REFUSED, E.UNAVAILABLE))  # fmt: skip
     queue.add_argument("--team", help="Only this team's jobs (several: maps,vision).")
     queue.add_argument("--json", action="store_true", help="Print the waiting jobs, in order, as one JSON array of "
                        "jobs as the API returns them.")  # fmt: skip

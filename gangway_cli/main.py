@@ -218,7 +218,8 @@ def queued_jobs(client: Client, *, every: bool, team: str | None = None) -> tupl
 
 def cmd_queue(client: Client, args) -> int:
     jobs, count = queued_jobs(client, every=bool(args.team or args.json), team=args.team)
-    jobs = [job for job in jobs if not args.team or job["team"] in args.team.split(",")]  # --team maps,vision too
+    teams = {slug.strip() for slug in args.team.split(",")} if args.team else set()  # --team "maps, vision" too
+    jobs = [job for job in jobs if not teams or job["team"] in teams]
     if args.json:
         _print_json(jobs)
         return exits.OK

@@ -96,6 +96,16 @@ def test_queue_team_asks_the_portal_for_that_teams_jobs_alone(cli, fake_portal):
     assert [request.query.get("team") for request in fake_portal.requests] == ["maps"]  # one page, not 900 jobs
 
 
+def test_queue_of_several_teams_keeps_each_team_named_with_spaces_after_the_commas(cli, fake_portal):
+    def two_teams(request):  # the server strips each slug, as the API does
+        results = [job(1, team="maps", position=1), job(2, team="vision", position=2)]
+        return Answer(200, {"count": 2, "next": None, "previous": None, "results": results})
+
+    fake_portal.on("GET", "/api/v1/queue/", two_teams)
+    result = cli("queue", "--team", "maps, vision", "--json")
+    assert [waiting["team"] for waiting in json.loads(result.out)] == ["maps", "vision"]
+
+
 def test_queue_json_is_every_waiting_job_in_order(cli, fake_portal):
     fake_portal.on("GET", "/api/v1/queue/", queue_pages)
     result = cli("queue", "--json")

@@ -8,10 +8,16 @@ import json
 
 from gangway_cli.follow import SHORT_OF_REPLICAS, Follower, describe
 from jobs.codes import Because
+from scheduling.evictions import running_of
 from tests.cli.fake_portal import Answer, job
 
-SHORT = ("Only 0 of 1 replicas running: worker-0 waits to start (its node was drained); evicted and requeued if "
+# The sentence the portal writes (`scheduling.evictions`), for a job of one replica whose node was drained.
+SHORT = ("Its only replica is not running: worker-0 waits to start (its node was drained); evicted and requeued if "
          "it has not started by 14:05 UTC.")  # fmt: skip
+
+
+def test_the_sentence_the_cli_is_shown_is_the_one_the_portal_writes():
+    assert SHORT.startswith(running_of(0, 1).capitalize() + ": worker-0 waits to start")
 
 
 def short_job(job_id: int = 7, **fields) -> dict:
@@ -86,4 +92,4 @@ def test_the_progress_line_on_a_terminal_says_the_job_is_short():
     out = Terminal()
     Follower(Ends(), short_job(), interval=0, timeout=None, out=out, sleep=lambda seconds: None).run()
 
-    assert "\r\033[K  running, only 0 of 1 replicas running, 0 s so far" in out.getvalue()
+    assert "\r\033[K  running, its only replica is not running, 0 s so far" in out.getvalue()
