@@ -398,8 +398,9 @@ def _correct(job: Job, status: JobStatus | None, cluster: Cluster, now: datetime
         elif status is not None:
             cluster.delete_job(status.namespace, status.name, status.kind)
             result.deleted += 1
-        # Its placement stays, as a finished job's does: where it ran, for its page. Nothing counts an ended job's
-        # placement (the node map, the snapshot and the invariants read open jobs only).
+        # Its placement stays, as a finished job's does: where it ran, for its page. The node map and the invariants
+        # read open jobs only; the snapshot charges an ended job only while its object still runs (`_left_running`:
+        # a cancel that crossed a create), and then where it ran.
         transition(job, Job.State.CANCELLED, message="Cancelled; its pods were stopped.", finished_at=now,
                    held_until_stopped=False, stop_failed_at=None)  # fmt: skip
         result.changed += 1
