@@ -26,9 +26,12 @@ def unregistered_kind_problem(data: object) -> str | None:
     if not isinstance(data, dict) or "apiVersion" not in data or kinds.find(data.get("kind")) is not None:
         return None
     kind = data.get("kind")
-    got = f"{data['apiVersion']} {kind}" if kind not in (None, "") else f"{data['apiVersion']} manifest of no kind"
     takes = [f"{kind.api_version} {kind.name}" for kind in kinds.all_kinds()]
     takes = " or ".join(filter(None, (", ".join(takes[:-1]), takes[-1])))
+    if kind in (None, ""):
+        got = f"{data['apiVersion']} manifest without a kind"
+        return f"{_article(got)} {got} is not a job Gangway runs; it takes a {takes} manifest, or a Gangway job spec."
+    got = f"{data['apiVersion']} {kind}"
     return f"{_article(got)} {got} is not a job kind Gangway runs; it takes a {takes} manifest, or a Gangway job spec."
 
 

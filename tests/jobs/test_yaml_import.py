@@ -78,16 +78,16 @@ KINDS_IT_TAKES = ("it takes a kubeflow.org/v1 TFJob, kubeflow.org/v1 PyTorchJob 
 @pytest.mark.parametrize(
     "text, got",
     [
-        ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", "An apps/v1 Deployment"),
-        ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: web}\n", "A batch/v1 Job"),
-        ("apiVersion: v1\nmetadata: {name: web}\n", "A v1 manifest of no kind"),
+        ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n", "An apps/v1 Deployment is not a job kind"),
+        ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: web}\n", "A batch/v1 Job is not a job kind"),
+        ("apiVersion: v1\nmetadata: {name: web}\n", "A v1 manifest without a kind is not a job"),
     ],
     ids=["a Deployment", "a batch Job", "no kind"],
 )
 def test_a_manifest_of_a_kind_gangway_does_not_run_is_refused_naming_it_and_the_kinds_it_takes(text, got):
     with pytest.raises(SpecError) as error:
         spec_from_yaml(text)
-    assert error.value.errors == {"yaml": [f"{got} is not a job kind Gangway runs; {KINDS_IT_TAKES}"]}
+    assert error.value.errors == {"yaml": [f"{got} Gangway runs; {KINDS_IT_TAKES}"]}
 
 
 @pytest.mark.parametrize(
