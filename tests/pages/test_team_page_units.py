@@ -69,7 +69,14 @@ def test_gpus_borrowed_from_capacity_no_teams_quota_covers_are_counted_beside_th
     cycle()
     body = login(member).get("/teams/maps/").content.decode()
     tile = re.sub(r"<[^>]+>", "", body.split("Borrowed now")[1].split("</div>")[0])
-    assert re.sub(r"\s+", " ", tile).strip() == "16 8 from vision, 8 from capacity no team's quota covers"
+    assert re.sub(r"\s+", " ", tile).strip() == "16 GPUs 8 from vision, 8 from capacity no team's quota covers"
+
+
+def test_the_borrowed_and_lent_tiles_carry_their_unit_as_the_waiting_one_does(login, member):
+    body = login(member).get("/teams/maps/").content.decode()
+    for label in ("Borrowed now", "Lent now", "Waiting"):
+        value = body.split(f'<span class="tile-label">{label}</span>')[1].split("</span>")[0]
+        assert value.endswith("<small> GPUs</small>"), (label, value)
 
 
 def test_the_table_of_types_counts_gpus_from_capacity_no_teams_quota_covers_too(login, member, submit, cycle, gpu_types):
