@@ -41,12 +41,17 @@ def team_of(obj: models.Model) -> Team | None:
 def _shown(obj: models.Model, row: dict, key: str) -> str:
     """One value of a row's snapshot as its entry writes it: a quota's figures as the audit of a quota change
     writes them, in the row's resource's unit or `limit_words`' words ("64 CPUs", "no limit"), a team's sweep
-    cap in GPUs; any other value as Python writes it ("'lead'", "None")."""
+    cap in GPUs, a reference to another row by that row's name ("'standard'", the snapshot keeping its id);
+    any other value as Python writes it ("'lead'", "None")."""
     value = row.get(key)
     if isinstance(obj, Quota) and key in UNSET:
         return figure_text(row.get("resource", ""), key, value)
     if isinstance(obj, Team) and key == "sweep_gpu_cap" and value is not None:
         return quantity_text(Resource.GPU, value)
+    field = next((field for field in obj._meta.concrete_fields if field.name == key), None)
+    if isinstance(field, models.ForeignKey) and value is not None:
+        related = field.related_model._default_manager.filter(pk=value).first()
+        return repr(str(related)) if related is not None else f"#{value} (since deleted)"
     return repr(value)
 
 

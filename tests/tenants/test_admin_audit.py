@@ -86,6 +86,22 @@ def test_it_writes_other_values_as_before(maps):
     assert entry.summary == "Team maps changed: checkpoint_claim '' -> 'ckpt', weight 1.0 -> 2.0."
 
 
+def test_it_names_a_row_a_change_points_to_where_the_entry_keeps_its_id(maps, tiers):
+    before = snapshot(maps)
+    maps.default_tier = tiers["production"]
+    maps.save()
+    after = snapshot(maps)
+    entry = record(actor=None, obj=maps, before=before, after=after, verb="changed")
+    assert entry.summary == "Team maps changed: default_tier 'standard' -> 'production'."
+    assert (entry.before["default_tier"], entry.after["default_tier"]) == (tiers["standard"].pk, tiers["production"].pk)
+
+
+def test_it_says_a_row_pointed_to_that_was_deleted_since_by_its_id(maps, tiers):
+    before = {**snapshot(maps), "sweep_tier": 999_999}
+    entry = record(actor=None, obj=maps, before=before, after=snapshot(maps), verb="changed")
+    assert "sweep_tier #999999 (since deleted) -> " in entry.summary
+
+
 def test_it_records_a_tier_edit(admin_client, tiers):
     tier = tiers["experiment"]
     url = f"/admin/tenants/prioritytier/{tier.pk}/change/"
